@@ -1,0 +1,46 @@
+// Package blas provides single-precision matrix multiplication (SGEMM) for
+// the CPU backend: OpenBLAS (or another CBLAS) found at run time through
+// purego when the system has one, else a pure-Go kernel.
+package blas
+
+// Gemm computes C = alpha op(A) op(B) + beta C on row-major matrices, where
+// op(A) is m x k, op(B) is k x n and C is m x n; lda, ldb and ldc are row
+// strides (as cblas_sgemm with CblasRowMajor).
+type Gemm interface {
+	Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+	// Name says which implementation this is, for logs and `simclr bench`.
+	Name() string
+}
+
+// Naive is the textbook triple loop, the reference the fast kernels are
+// tested against. It is slow; nothing but tests should use it.
+type Naive struct{}
+
+func (Naive) Name() string { return "naive" }
+
+func (Naive) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var sum float64
+			for p := 0; p < k; p++ {
+				var av, bv float32
+				if transA {
+					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
+				}
+				if transB {
+					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
+				}
+				sum += float64(av) * float64(bv)
+			}
+			cv := float32(0)
+			if beta != 0 {
+				cv = beta * c[i*ldc+j]
+			}
+			c[i*ldc+j] = alpha*float32(sum) + cv
+		}
+	}
+}

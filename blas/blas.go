@@ -1,6 +1,18 @@
 // Package blas provides single-precision matrix multiplication (SGEMM) for
 // the CPU backend: OpenBLAS (or another CBLAS) found at run time through
 // purego when the system has one, else a pure-Go kernel.
+//
+// Open picks for the caller. OpenBLAS loads libopenblas.so.0, then
+// libopenblas.so, then a libblas.so.3 exporting cblas_sgemm, from the
+// loader's search path and the usual library directories, trying the path
+// in $SIMCLR_BLAS first; no cgo is involved, so CGO_ENABLED=0 builds work.
+// Unless OPENBLAS_CORETYPE is already set, it is set from the CPU's
+// instruction sets before loading, because OpenBLAS releases older than the
+// CPU fall back to their slowest kernels.
+//
+// PureGo is the fallback: a packed, cache-blocked SGEMM parallel over
+// goroutines, whose micro-kernel is AVX-512 or AVX2+FMA Go assembly where
+// the CPU has it and portable Go elsewhere (or with the purego build tag).
 package blas
 
 // Gemm computes C = alpha op(A) op(B) + beta C on row-major matrices, where

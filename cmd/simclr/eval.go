@@ -1,8 +1,219 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
 
-// Stub: replaced by the owner of this command.
+	"github.com/spf13/cobra"
+
+	"github.com/simclr-go/simclr/backend"
+	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/tensor"
+	"github.com/simclr-go/simclr/train"
+	"github.com/simclr-go/simclr/train/runfolder"
+)
+
+// evalTarget is what an evaluation command runs on: a network (trained or
+// at initialisation), the data, and where results go.
+type evalTarget struct {
+	run, checkpoint      string
+	dataset, dataDir     string
+	trainSubset, testSub int
+	width                float64
+	projDim              int
+	seed                 uint64
+	device, precision    string
+	randomInit           bool
+	asJSON               bool
+}
+
+func (e *evalTarget) define(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&e.run, "run", "", "run folder to evaluate (its model.safetensors and config.json); results are written into it")
+	f.StringVar(&e.checkpoint, "checkpoint", "", "model checkpoint (model.safetensors) to evaluate instead of a run folder")
+	f.StringVar(&e.dataset, "dataset", "", "data set (default: the run's, else cifar10)")
+	f.StringVar(&e.dataDir, "data-dir", "", "folder holding the data sets (default: the run's)")
+	f.IntVar(&e.trainSubset, "train-subset", -1, "use only the first N training images (default: the run's; 0: all)")
+	f.IntVar(&e.testSub, "test-subset", -1, "use only the first N test images (default: the run's; 0: all)")
+	f.Float64Var(&e.width, "width", 0, "network width (default: the run's or the checkpoint's metadata, else 1)")
+	f.Uint64Var(&e.seed, "seed", 0, "initialisation seed for --random-init and the probe's held-out split (default: the run's, else 1)")
+	f.StringVar(&e.device, "device", "auto", "compute device: auto, cpu or cuda")
+	f.StringVar(&e.precision, "precision", "tf32", "CUDA matrix precision: tf32 or fp32")
+	f.BoolVar(&e.randomInit, "random-init", false, "evaluate the network at initialisation (the baseline a trained network must beat)")
+	f.BoolVar(&e.asJSON, "json", false, "print the result as JSON")
+}
+
+// resolve fills unset settings from the run's config.json and opens the
+// data, the backend and the network.
+func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, *data.Splits, train.Config, error) {
+	cfg := train.Defaults()
+	cfg.Seed = 1
+	switch {
+	case e.run != "" && e.checkpoint != "":
+		return nil, nil, nil, cfg, fmt.Errorf("give --run or --checkpoint, not both")
+	case e.run != "":
+		c, err := train.LoadConfig(e.run)
+		if err != nil {
+			return nil, nil, nil, cfg, err
+		}
+		cfg = c
+		e.checkpoint = filepath.Join(e.run, runfolder.ModelFile)
+	case e.checkpoint == "" && !e.randomInit:
+		return nil, nil, nil, cfg, fmt.Errorf("give --run runs/NAME or --checkpoint FILE (or --random-init for the untrained baseline)")
+	}
+	if e.checkpoint != "" && e.run == "" && !e.randomInit {
+		// Width and head size come from the checkpoint's metadata.
+		meta, err := checkpoint.ReadMetadata(e.checkpoint)
+		if err != nil {
+			return nil, nil, nil, cfg, err
+		}
+		if w, err := strconv.ParseFloat(meta["width"], 64); err == nil {
+			cfg.Width = w
+		}
+		if p, err := strconv.Atoi(meta["proj_dim"]); err == nil {
+			cfg.ProjDim = p
+		}
+	}
+	if e.dataset != "" {
+		cfg.Dataset = e.dataset
+	}
+	if cmd.Flags().Changed("data-dir") {
+		cfg.DataDir = e.dataDir
+	}
+	if e.trainSubset >= 0 {
+		cfg.TrainSubset = e.trainSubset
+	}
+	if e.testSub >= 0 {
+		cfg.TestSubset = e.testSub
+	}
+	if e.width > 0 {
+		cfg.Width = e.width
+	}
+	if cmd.Flags().Changed("seed") {
+		cfg.Seed = e.seed
+	}
+	splits, err := train.LoadSplits(cfg, nil)
+	if err != nil {
+		return nil, nil, nil, cfg, err
+	}
+	b, line, err := backend.Open(e.device, e.precision)
+	if err != nil {
+		return nil, nil, nil, cfg, err
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), line)
+	m := resnet18.New(b, resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}, cfg.Seed)
+	if !e.randomInit {
+		if _, err := train.LoadModel(e.checkpoint, b, m); err != nil {
+			return nil, nil, nil, cfg, err
+		}
+	}
+	return b, m, splits, cfg, nil
+}
+
 func newEvalCmd() *cobra.Command {
-	return &cobra.Command{Use: "eval", Short: "(not yet implemented)"}
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "Evaluate a trained network: linear probe or kNN on frozen features",
+	}
+	cmd.AddCommand(newLinearProbeCmd(), newKNNCmd())
+	return cmd
+}
+
+func newLinearProbeCmd() *cobra.Command {
+	var e evalTarget
+	cmd := &cobra.Command{
+		Use:   "linear-probe",
+		Short: "Fit multinomial logistic regression on frozen backbone features and report test top-1/top-5",
+		Long: `linear-probe freezes the backbone (batch norm in evaluation mode), extracts the
+features of the un-augmented training and test images, fits an L2-penalised
+multinomial logistic regression (penalty chosen on a held-out 10% of the
+training features), refits on all of them and reports test top-1 and top-5
+accuracy (SPEC section 3). With --run the result is written to
+RUN/linear_probe.json (RUN/linear_probe_random_init.json with --random-init).`,
+		Example: `  simclr eval linear-probe --run runs/quick
+  simclr eval linear-probe --run runs/quick --random-init
+  simclr eval linear-probe --checkpoint model.safetensors --dataset cifar10 --data-dir data`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, m, splits, cfg, err := e.open(cmd)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			res, err := train.LinearProbe(b, m, splits, cfg.Seed)
+			if err != nil {
+				return err
+			}
+			ckpt := e.checkpoint
+			if e.randomInit {
+				ckpt = "(random initialisation)"
+			}
+			rec := train.ProbeRecord(res, ckpt, cfg.Dataset, 0, time.Since(start).Seconds())
+			rec.RandomInit = e.randomInit
+			if e.run != "" {
+				name := runfolder.ProbeFile
+				if e.randomInit {
+					name = "linear_probe_random_init.json"
+				}
+				if err := runfolder.WriteJSON(filepath.Join(e.run, name), rec); err != nil {
+					return err
+				}
+			}
+			return printResult(cmd, e.asJSON, rec, fmt.Sprintf("linear probe (%s, %d train / %d test images): top-1 %.2f%%, top-5 %.2f%% (l2 %g)",
+				ckpt, res.Train, res.Test, res.Top1, res.Top5, res.L2))
+		},
+	}
+	e.define(cmd)
+	return cmd
+}
+
+func newKNNCmd() *cobra.Command {
+	var e evalTarget
+	var k int
+	cmd := &cobra.Command{
+		Use:   "knn",
+		Short: "Weighted kNN accuracy (cosine similarity, k neighbours, votes exp(s/0.1)) on frozen features",
+		Long: `knn classifies each test image by the k training images whose backbone features
+are most cosine-similar, each voting exp(s/0.1) for its class, as common SimCLR
+monitors do. With --run the result is written to RUN/knn.json.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, m, splits, _, err := e.open(cmd)
+			if err != nil {
+				return err
+			}
+			res, err := train.KNN(b, m, splits, k)
+			if err != nil {
+				return err
+			}
+			if e.run != "" && !e.randomInit {
+				if err := runfolder.WriteJSON(filepath.Join(e.run, "knn.json"), res); err != nil {
+					return err
+				}
+			}
+			return printResult(cmd, e.asJSON, res, fmt.Sprintf("kNN (k=%d, %d train / %d test images): top-1 %.2f%%, top-5 %.2f%%",
+				res.K, splits.Train.Len(), splits.Test.Len(), res.Top1, res.Top5))
+		},
+	}
+	e.define(cmd)
+	cmd.Flags().IntVar(&k, "k", 200, "neighbours")
+	return cmd
+}
+
+func printResult(cmd *cobra.Command, asJSON bool, v any, line string) error {
+	if !asJSON {
+		fmt.Fprintln(cmd.OutOrStdout(), line)
+		return nil
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), string(data))
+	return nil
 }

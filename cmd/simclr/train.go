@@ -1,8 +1,214 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
-// Stub: replaced by the owner of this command.
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/train"
+)
+
+// defineTrainFlags binds the settings of a run to fs, with c's values as
+// defaults. It is called twice when a preset is used: once for the command
+// line, once to carry the flags the user set over onto the preset.
+func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
+	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "data set: cifar10, cifar100 (cifar100:coarse for the 20 superclasses), svhn, or folder:PATH (PATH/train/CLASS/*.png|jpg and PATH/test/...)")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets (as scripts/fetch_data.sh lays them out); empty means the default data folder")
+	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only the first N training images (0: all)")
+	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "use only the first N test images for evaluation (0: all)")
+	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced, SPEC section 1)")
+	fs.IntVar(&c.MinLevel, "min-level", c.MinLevel, "smallest level l_min (a level-l query uses 2^l images)")
+	fs.IntVar(&c.MaxLevel, "max-level", c.MaxLevel, "largest level L: L-SGD's batch is 2^L images, and an epoch is ceil(n/2^L) iterations")
+	fs.Float64Var(&c.B, "b", c.B, "variance rate b of the level laws (Var H^l ~ 2^(-b l))")
+	fs.Float64Var(&c.C, "c", c.C, "cost rate c of the level laws (C_l ~ 2^(c l))")
+	fs.Float64Var(&c.VMLMCN, "vmlmc-n", c.VMLMCN, "V-MLMC's N: n_l = ceil(2^(-(b+c)l/2) N) draws at level l (0: 2^((b+c)L/2), one draw at level L)")
+	fs.IntVar(&c.NL, "lsgd-draws", c.NL, "number of level-L draws L-SGD averages per iteration")
+	fs.IntVar(&c.D1, "d1", c.D1, "VR: estimates averaged at a fresh iteration (t mod qe = 0)")
+	fs.IntVar(&c.D2, "d2", c.D2, "VR: draws averaged in a correction iteration")
+	fs.IntVar(&c.QE, "qe", c.QE, "VR: a fresh estimate every qe iterations, corrections in between")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training length in epochs of ceil(n/2^L) iterations (give one of --epochs, --iterations, --max-samples)")
+	fs.IntVar(&c.Iterations, "iterations", c.Iterations, "training length in iterations")
+	fs.Int64Var(&c.MaxSamples, "max-samples", c.MaxSamples, "training length in images drawn (cost, SPEC section 1)")
+	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "optimizer: sgd (PyTorch SGD with momentum) or lars")
+	fs.Float64Var(&c.LR, "lr", c.LR, "base learning rate after warm-up, decayed by a cosine to 0 (0: 0.06 x 2^L/512)")
+	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "momentum")
+	fs.Float64Var(&c.WeightDecay, "weight-decay", c.WeightDecay, "weight decay of convolution and linear weights (not of batch-norm parameters and biases)")
+	fs.Float64Var(&c.WarmupEpochs, "warmup-epochs", c.WarmupEpochs, "epochs of linear learning-rate warm-up (at most a tenth of the run)")
+	fs.Float64Var(&c.Temperature, "temperature", c.Temperature, "NT-Xent temperature tau")
+	fs.Float64Var(&c.Width, "width", c.Width, "ResNet-18 width multiplier (1: channels 64..512, 512 features)")
+	fs.IntVar(&c.ProjDim, "proj-dim", c.ProjDim, "output dimension of the projection head")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the initialisation, the data order, the augmentations and the level draws")
+	fs.StringVar(&c.Device, "device", c.Device, "compute device: auto (CUDA when found, else CPU), cpu or cuda")
+	fs.StringVar(&c.Precision, "precision", c.Precision, "CUDA matrix precision: tf32 or fp32 (ignored on the CPU)")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "augmentation goroutines (0: one per core)")
+	fs.StringVar(&c.Out, "out", c.Out, "run folder for config.json, metrics.jsonl, checkpoints and evaluations (default runs/ESTIMATOR-DATE)")
+	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "kNN evaluation every this many epochs, appended to eval.jsonl (0: never)")
+	fs.IntVar(&c.KNNK, "knn-k", c.KNNK, "neighbours of the kNN evaluation")
+	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "write a metrics.jsonl line every this many iterations")
+	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint every this many iterations (0: only at the end and on interruption)")
+	fs.BoolVar(&c.Probe, "probe", c.Probe, "run the linear probe after training (writes linear_probe.json)")
+	fs.BoolVar(&c.ProbeBaseline, "probe-baseline", c.ProbeBaseline, "also probe the same network at initialisation and print both accuracies")
+}
+
+// sessionFlags may change when a run is resumed: they do not change what
+// it computes.
+var sessionFlags = map[string]bool{
+	"device": true, "precision": true, "workers": true, "log-every": true, "checkpoint-every": true,
+	"eval-every": true, "knn-k": true, "probe": true, "probe-baseline": true,
+}
+
 func newTrainCmd() *cobra.Command {
-	return &cobra.Command{Use: "train", Short: "(not yet implemented)"}
+	cfg := train.Defaults()
+	var (
+		preset     string
+		resume     string
+		stopAfter  int
+		noProgress bool
+	)
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Train a SimCLR ResNet-18 with L-SGD or an MLMC gradient estimator",
+		Long: `train runs SimCLR (SPEC sections 2 and 3) with the chosen gradient estimator and
+leaves a run folder (SPEC section 4): config.json, metrics.jsonl, eval.jsonl,
+model.safetensors (torchvision names), state.safetensors (for --resume) and
+linear_probe.json.
+
+SIGINT or SIGTERM saves a checkpoint and stops; --resume continues exactly
+where it stopped. A NaN or infinite loss stops training and keeps the last good
+checkpoint.
+
+--preset quick: a ResNet-18 of width 1/8 on the first 5,000 CIFAR-10 images for
+300 iterations of 128 images on the CPU, then the linear probe of the trained
+and of the untrained network; flags given with it override the preset.`,
+		Example: `  simclr train --preset quick --data-dir data
+  simclr train --dataset cifar10 --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
+  simclr train --resume runs/vr-rt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			hooks := train.Hooks{Log: cmd.ErrOrStderr(), StopAfter: stopAfter,
+				Progress: !noProgress && term.IsTerminal(int(os.Stderr.Fd()))}
+			var sum *train.Summary
+			var err error
+			if resume != "" {
+				var fixed []string
+				cmd.Flags().Visit(func(f *pflag.Flag) {
+					if cmd.Flags().Lookup(f.Name) != nil && !sessionFlags[f.Name] && f.Name != "resume" &&
+						f.Name != "iterations-limit" && f.Name != "no-progress" {
+						fixed = append(fixed, "--"+f.Name)
+					}
+				})
+				if len(fixed) > 0 {
+					return fmt.Errorf("%s cannot change when resuming: %s continues with the settings in its config.json (only %s may change)",
+						strings.Join(fixed, ", "), resume, sessionFlagList())
+				}
+				sum, err = train.Resume(ctx, resume, func(c *train.Config) {
+					cmd.Flags().Visit(func(f *pflag.Flag) {
+						if sessionFlags[f.Name] {
+							fs := pflag.NewFlagSet("session", pflag.ContinueOnError)
+							defineTrainFlags(fs, c)
+							fs.Set(f.Name, f.Value.String())
+						}
+					})
+					c.Version = versionString()
+				}, hooks)
+			} else {
+				resolved, err := resolveTrainConfig(cmd.Flags(), cfg, preset)
+				if err != nil {
+					return err
+				}
+				sum, err = train.Train(ctx, resolved, hooks)
+				if err != nil && sum == nil {
+					return err
+				}
+				return reportTrain(cmd, sum, err)
+			}
+			if err != nil && sum == nil {
+				return err
+			}
+			return reportTrain(cmd, sum, err)
+		},
+	}
+	defineTrainFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&preset, "preset", "", "start from a preset (quick: a few minutes on 2 CPU cores, see above); other flags override it")
+	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this folder from its last checkpoint")
+	cmd.Flags().IntVar(&stopAfter, "iterations-limit", 0, "stop (with a checkpoint, as on SIGINT) after this many iterations in this session; 0: no limit")
+	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print log lines instead of a progress bar on a terminal")
+	return cmd
+}
+
+func sessionFlagList() string {
+	var names []string
+	for _, n := range []string{"device", "precision", "workers", "log-every", "checkpoint-every", "eval-every", "knn-k", "probe", "probe-baseline"} {
+		names = append(names, "--"+n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// resolveTrainConfig applies the preset, then the flags the user set.
+func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset string) (train.Config, error) {
+	cfg := fromFlags
+	switch preset {
+	case "":
+	case "quick":
+		cfg = train.Quick()
+		lengthSet := flags.Changed("epochs") || flags.Changed("iterations") || flags.Changed("max-samples")
+		if lengthSet {
+			cfg.Epochs, cfg.Iterations, cfg.MaxSamples = 0, 0, 0
+		}
+		fs := pflag.NewFlagSet("preset", pflag.ContinueOnError)
+		defineTrainFlags(fs, &cfg)
+		var err error
+		flags.Visit(func(f *pflag.Flag) {
+			if fs.Lookup(f.Name) != nil && err == nil {
+				err = fs.Set(f.Name, f.Value.String())
+			}
+		})
+		if err != nil {
+			return cfg, err
+		}
+	default:
+		return cfg, fmt.Errorf("unknown --preset %q: the only preset is quick", preset)
+	}
+	if cfg.Epochs == 0 && cfg.Iterations == 0 && cfg.MaxSamples == 0 {
+		return cfg, errors.New("give the training length: --epochs E, --iterations T or --max-samples S (or --preset quick)")
+	}
+	if cfg.Out == "" {
+		name := cfg.Estimator
+		if preset != "" {
+			name = preset + "-" + name
+		}
+		cfg.Out = fmt.Sprintf("runs/%s-%s", name, time.Now().Format("20060102-150405"))
+	}
+	cfg.Version = versionString()
+	return cfg, nil
+}
+
+// reportTrain prints the outcome of a run on stdout.
+func reportTrain(cmd *cobra.Command, sum *train.Summary, err error) error {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "run %s: %d iterations, %d images drawn, %d oracle evaluations, loss %.4f, %.1f s\n",
+		sum.Out, sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds)
+	if p := sum.Probe; p != nil {
+		fmt.Fprintf(out, "linear probe: top-1 %.2f%%, top-5 %.2f%%", p.Top1, p.Top5)
+		if p.BaselineTop1 != nil {
+			fmt.Fprintf(out, "; same network at initialisation: top-1 %.2f%% (%+.2f points)", *p.BaselineTop1, p.Top1-*p.BaselineTop1)
+		}
+		fmt.Fprintln(out)
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }

@@ -1,0 +1,154 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// Batch normalisation as torch.nn.BatchNorm2d / BatchNorm1d,
+// https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm2d.html.
+// x is (N,C,HW); statistics are per channel over the M = N*HW values of
+// the channel, accumulated in float64. Each goroutine owns whole channels.
+
+func checkBN(s tensor.BNShape, x []float32, what string) {
+	if s.N < 1 || s.C < 1 || s.HW < 1 {
+		panic(fmt.Sprintf("cpu: invalid BN shape %+v", s))
+	}
+	checkLen(fmt.Sprintf("batch norm %s for %+v", what, s), x, s.N*s.C*s.HW)
+}
+
+func checkChannels(s tensor.BNShape, what string, bufs ...[]float32) {
+	for _, b := range bufs {
+		checkLen(fmt.Sprintf("batch norm %s for %+v", what, s), b, s.C)
+	}
+}
+
+// BatchNormForwardTrain: x, y are (N,C,HW); gamma, beta, mean, invStd,
+// runMean, runVar are (C). mean and invStd receive the batch mean and
+// 1/sqrt(biased var + eps); runMean and runVar, when not nil, move towards
+// the batch mean and the unbiased batch variance by Momentum.
+func (b *Backend) BatchNormForwardTrain(s tensor.BNShape, x, gamma, beta, y, mean, invStd, runMean, runVar tensor.Buffer) {
+	xd, yd := Data(x), Data(y)
+	checkBN(s, xd, "input x")
+	checkBN(s, yd, "output y")
+	gd, bd, md, id := Data(gamma), Data(beta), Data(mean), Data(invStd)
+	checkChannels(s, "gamma, beta, mean or invStd", gd, bd, md, id)
+	var rmd, rvd []float32
+	if (runMean == nil) != (runVar == nil) {
+		panic("cpu: BatchNormForwardTrain needs both runMean and runVar, or neither")
+	}
+	if runMean != nil {
+		rmd, rvd = Data(runMean), Data(runVar)
+		checkChannels(s, "runMean or runVar", rmd, rvd)
+	}
+	N, C, HW := s.N, s.C, s.HW
+	M := float64(N * HW)
+	mom := float64(s.Momentum)
+	b.parallelFor(C, N*HW, func(_, clo, chi int) {
+		for c := clo; c < chi; c++ {
+			var sum float64
+			for n := 0; n < N; n++ {
+				for _, v := range xd[(n*C+c)*HW : (n*C+c+1)*HW] {
+					sum += float64(v)
+				}
+			}
+			mu := sum / M
+			var ss float64
+			for n := 0; n < N; n++ {
+				for _, v := range xd[(n*C+c)*HW : (n*C+c+1)*HW] {
+					d := float64(v) - mu
+					ss += d * d
+				}
+			}
+			variance := ss / M
+			inv := 1 / math.Sqrt(variance+float64(s.Eps))
+			md[c], id[c] = float32(mu), float32(inv)
+			scale := float64(gd[c]) * inv
+			shift := float64(bd[c]) - mu*scale
+			sc, sh := float32(scale), float32(shift)
+			for n := 0; n < N; n++ {
+				src, dst := xd[(n*C+c)*HW:(n*C+c+1)*HW], yd[(n*C+c)*HW:(n*C+c+1)*HW]
+				for j, v := range src {
+					dst[j] = v*sc + sh
+				}
+			}
+			if rmd != nil {
+				unbiased := variance
+				if M > 1 {
+					unbiased = ss / (M - 1)
+				}
+				rmd[c] = float32((1-mom)*float64(rmd[c]) + mom*mu)
+				rvd[c] = float32((1-mom)*float64(rvd[c]) + mom*unbiased)
+			}
+		}
+	})
+}
+
+// BatchNormForwardEval: y = gamma (x - runMean) / sqrt(runVar + eps) + beta,
+// x and y (N,C,HW), the others (C).
+func (b *Backend) BatchNormForwardEval(s tensor.BNShape, x, gamma, beta, runMean, runVar, y tensor.Buffer) {
+	xd, yd := Data(x), Data(y)
+	checkBN(s, xd, "input x")
+	checkBN(s, yd, "output y")
+	gd, bd, rmd, rvd := Data(gamma), Data(beta), Data(runMean), Data(runVar)
+	checkChannels(s, "gamma, beta, runMean or runVar", gd, bd, rmd, rvd)
+	N, C, HW := s.N, s.C, s.HW
+	b.parallelFor(C, N*HW, func(_, clo, chi int) {
+		for c := clo; c < chi; c++ {
+			scale := float64(gd[c]) / math.Sqrt(float64(rvd[c])+float64(s.Eps))
+			sc, sh := float32(scale), float32(float64(bd[c])-float64(rmd[c])*scale)
+			for n := 0; n < N; n++ {
+				src, dst := xd[(n*C+c)*HW:(n*C+c+1)*HW], yd[(n*C+c)*HW:(n*C+c+1)*HW]
+				for j, v := range src {
+					dst[j] = v*sc + sh
+				}
+			}
+		}
+	})
+}
+
+// BatchNormBackward writes dx (N,C,HW) and dgamma, dbeta (C) from dy, the
+// forward input x and the saved mean and invStd:
+//
+//	dbeta  = sum dy,  dgamma = sum dy xhat,  xhat = (x - mean) invStd
+//	dx     = gamma invStd (dy - dbeta/M - xhat dgamma/M)
+//
+// dx may alias dy.
+func (b *Backend) BatchNormBackward(s tensor.BNShape, x, dy, gamma, mean, invStd, dx, dgamma, dbeta tensor.Buffer) {
+	xd, dyd, dxd := Data(x), Data(dy), Data(dx)
+	checkBN(s, xd, "input x")
+	checkBN(s, dyd, "output gradient dy")
+	checkBN(s, dxd, "input gradient dx")
+	gd, md, id, dgd, dbd := Data(gamma), Data(mean), Data(invStd), Data(dgamma), Data(dbeta)
+	checkChannels(s, "gamma, mean, invStd, dgamma or dbeta", gd, md, id, dgd, dbd)
+	N, C, HW := s.N, s.C, s.HW
+	M := float64(N * HW)
+	b.parallelFor(C, 2*N*HW, func(_, clo, chi int) {
+		for c := clo; c < chi; c++ {
+			mu, inv := md[c], float64(id[c])
+			var sumDy, sumDyXc float64
+			for n := 0; n < N; n++ {
+				xs, dys := xd[(n*C+c)*HW:(n*C+c+1)*HW], dyd[(n*C+c)*HW:(n*C+c+1)*HW]
+				for j, g := range dys {
+					sumDy += float64(g)
+					sumDyXc += float64(g) * float64(xs[j]-mu)
+				}
+			}
+			dgamma := sumDyXc * inv
+			dgd[c], dbd[c] = float32(dgamma), float32(sumDy)
+			// dx = k (dy - sumDy/M - (x-mu) inv^2 sumDyXc/M) = k dy + a x + a0
+			k := float64(gd[c]) * inv
+			a := -k * inv * inv * sumDyXc / M
+			a0 := -k*sumDy/M - a*float64(mu)
+			kf, af, a0f := float32(k), float32(a), float32(a0)
+			for n := 0; n < N; n++ {
+				xs, dys, dxs := xd[(n*C+c)*HW:(n*C+c+1)*HW], dyd[(n*C+c)*HW:(n*C+c+1)*HW], dxd[(n*C+c)*HW:(n*C+c+1)*HW]
+				for j, g := range dys {
+					dxs[j] = kf*g + af*xs[j] + a0f
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,150 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// TestBatchNormTrainHandComputed checks one channel of x = {1, 2, 3, 4}
+// (N=2, HW=2) and a second of x = {0, 0, 6, -2}, with statistics worked out
+// by hand: mean 2.5, biased variance 1.25, unbiased 5/3; mean 1, biased
+// variance 9, unbiased 12.
+func TestBatchNormTrainHandComputed(t *testing.T) {
+	s := tensor.BNShape{N: 2, C: 2, HW: 2, Eps: 1e-5, Momentum: 0.1}
+	// (N,C,HW): image 0 = [ch0: 1 2][ch1: 0 0], image 1 = [ch0: 3 4][ch1: 6 -2]
+	x := []float32{1, 2, 0, 0, 3, 4, 6, -2}
+	gamma, beta := []float32{2, 0.5}, []float32{-1, 3}
+	for _, tb := range testBackends() {
+		t.Run(tb.name, func(t *testing.T) {
+			b := tb.b
+			y, mean, invStd := filled(b, 8, 7), filled(b, 2, 7), filled(b, 2, 7)
+			runMean, runVar := upload(b, []float32{0.5, -1}), upload(b, []float32{2, 1})
+			b.BatchNormForwardTrain(s, upload(b, x), upload(b, gamma), upload(b, beta), y, mean, invStd, runMean, runVar)
+
+			inv0, inv1 := 1/math.Sqrt(1.25+1e-5), 1/math.Sqrt(9+1e-5)
+			assertClose(t, "mean", download(b, mean), []float64{2.5, 1}, 1e-7)
+			assertClose(t, "invStd", download(b, invStd), []float64{inv0, inv1}, 1e-6)
+			norm := func(v, mu, inv, g, be float64) float64 { return g*(v-mu)*inv + be }
+			wantY := []float64{
+				norm(1, 2.5, inv0, 2, -1), norm(2, 2.5, inv0, 2, -1), norm(0, 1, inv1, 0.5, 3), norm(0, 1, inv1, 0.5, 3),
+				norm(3, 2.5, inv0, 2, -1), norm(4, 2.5, inv0, 2, -1), norm(6, 1, inv1, 0.5, 3), norm(-2, 1, inv1, 0.5, 3),
+			}
+			assertClose(t, "y", download(b, y), wantY, 1e-6)
+			// running = 0.9 running + 0.1 batch, with the unbiased variance.
+			assertClose(t, "running mean", download(b, runMean), []float64{0.9*0.5 + 0.1*2.5, 0.9*-1 + 0.1*1}, 1e-7)
+			assertClose(t, "running var", download(b, runVar), []float64{0.9*2 + 0.1*5.0/3, 0.9*1 + 0.1*12}, 1e-6)
+
+			// Without running buffers the statistics are the same and nothing else moves.
+			y2 := filled(b, 8, 7)
+			b.BatchNormForwardTrain(s, upload(b, x), upload(b, gamma), upload(b, beta), y2, mean, invStd, nil, nil)
+			assertClose(t, "y without running stats", download(b, y2), wantY, 1e-6)
+		})
+	}
+}
+
+func TestBatchNormEvalUsesRunningStatistics(t *testing.T) {
+	s := tensor.BNShape{N: 3, C: 2, HW: 4, Eps: 1e-5, Momentum: 0.1}
+	rng := rand.New(rand.NewPCG(3, 3))
+	x := randSlice(rng, s.N*s.C*s.HW)
+	gamma, beta := []float32{1.5, -0.5}, []float32{0.25, 2}
+	rm, rv := []float32{0.3, -0.2}, []float32{0.8, 2.5}
+	want := make([]float64, len(x))
+	for i, v := range x {
+		c := (i / s.HW) % s.C
+		want[i] = float64(gamma[c])*(float64(v)-float64(rm[c]))/math.Sqrt(float64(rv[c])+1e-5) + float64(beta[c])
+	}
+	for _, tb := range testBackends() {
+		t.Run(tb.name, func(t *testing.T) {
+			b := tb.b
+			y := filled(b, len(x), 7)
+			b.BatchNormForwardEval(s, upload(b, x), upload(b, gamma), upload(b, beta), upload(b, rm), upload(b, rv), y)
+			assertClose(t, "y", download(b, y), want, 1e-6)
+		})
+	}
+}
+
+// bnRef is training-mode batch norm in float64: the objective's forward.
+func bnRef(s tensor.BNShape, x, gamma, beta []float64) []float64 {
+	y := make([]float64, len(x))
+	M := float64(s.N * s.HW)
+	for c := 0; c < s.C; c++ {
+		var sum, ss float64
+		for n := 0; n < s.N; n++ {
+			for j := 0; j < s.HW; j++ {
+				sum += x[(n*s.C+c)*s.HW+j]
+			}
+		}
+		mu := sum / M
+		for n := 0; n < s.N; n++ {
+			for j := 0; j < s.HW; j++ {
+				d := x[(n*s.C+c)*s.HW+j] - mu
+				ss += d * d
+			}
+		}
+		inv := 1 / math.Sqrt(ss/M+float64(s.Eps))
+		for n := 0; n < s.N; n++ {
+			for j := 0; j < s.HW; j++ {
+				i := (n*s.C+c)*s.HW + j
+				y[i] = gamma[c]*(x[i]-mu)*inv + beta[c]
+			}
+		}
+	}
+	return y
+}
+
+// TestBatchNormBackwardFiniteDifferences checks dx, dgamma and dbeta of
+// sum(y * r) against float64 central differences (step 1e-5, truncation
+// error ~1e-10) of the float64 reference; the tolerance covers float32
+// rounding of the kernel.
+func TestBatchNormBackwardFiniteDifferences(t *testing.T) {
+	shapes := []tensor.BNShape{
+		{N: 4, C: 3, HW: 5, Eps: 1e-5, Momentum: 0.1},
+		{N: 6, C: 5, HW: 1, Eps: 1e-5, Momentum: 0.1}, // BatchNorm1d
+		{N: 1, C: 2, HW: 9, Eps: 1e-5, Momentum: 0.1}, // one image
+		{N: 2, C: 64, HW: 300, Eps: 1e-5, Momentum: 0.1},
+	}
+	for _, tb := range testBackends() {
+		for si, s := range shapes {
+			t.Run(fmt.Sprintf("%s/%+v", tb.name, s), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(si), 4))
+				n := s.N * s.C * s.HW
+				x, r := randSlice(rng, n), randSlice(rng, n)
+				gamma, beta := randSlice(rng, s.C), randSlice(rng, s.C)
+				for i := range x {
+					x[i] = 3*x[i] + 0.5 // a mean away from 0 and variance away from 1
+				}
+				x64, g64, b64, r64 := to64(x), to64(gamma), to64(beta), to64(r)
+				objective := func() float64 { return dot64s(bnRef(s, x64, g64, b64), r64) }
+				// Finite differences for large shapes would take long: check a
+				// spread subset of x there.
+				b := tb.b
+				xb, gb := upload(b, x), upload(b, gamma)
+				y, mean, invStd := b.Alloc(n), b.Alloc(s.C), b.Alloc(s.C)
+				b.BatchNormForwardTrain(s, xb, gb, upload(b, beta), y, mean, invStd, nil, nil)
+				dx, dgamma, dbeta := filled(b, n, 7), filled(b, s.C, 7), filled(b, s.C, 7)
+				b.BatchNormBackward(s, xb, upload(b, r), gb, mean, invStd, dx, dgamma, dbeta)
+
+				assertClose(t, "dgamma", download(b, dgamma), centralDiff(g64, 1e-5, objective), 1e-5)
+				assertClose(t, "dbeta", download(b, dbeta), centralDiff(b64, 1e-5, objective), 1e-5)
+				got := download(b, dx)
+				stride := max(1, n/200)
+				var gotSub []float32
+				var wantSub []float64
+				for i := 0; i < n; i += stride {
+					gotSub = append(gotSub, got[i])
+					wantSub = append(wantSub, centralDiff(x64[i:i+1], 1e-5, objective)[0])
+				}
+				assertClose(t, "dx", gotSub, wantSub, 1e-4)
+
+				// dx may alias dy.
+				dy := upload(b, r)
+				b.BatchNormBackward(s, xb, dy, gb, mean, invStd, dy, dgamma, dbeta)
+				assertClose(t, "dx aliasing dy", download(b, dy), to64(got), 1e-7)
+			})
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// resnet18Convs are the distinct convolutions of the CIFAR ResNet-18 at
+// 128 views (64 images x 2) of 32x32, with how often each runs per
+// forward pass.
+var resnet18Convs = []struct {
+	name  string
+	shape tensor.ConvShape
+	count int
+}{
+	{"Stem3x3_3to64_32", tensor.ConvShape{N: 128, C: 3, H: 32, W: 32, K: 64, R: 3, S: 3, Stride: 1, Pad: 1}, 1},
+	{"L1_3x3_64_32", tensor.ConvShape{N: 128, C: 64, H: 32, W: 32, K: 64, R: 3, S: 3, Stride: 1, Pad: 1}, 4},
+	{"L2Down3x3_64to128_s2", tensor.ConvShape{N: 128, C: 64, H: 32, W: 32, K: 128, R: 3, S: 3, Stride: 2, Pad: 1}, 1},
+	{"L2Short1x1_64to128_s2", tensor.ConvShape{N: 128, C: 64, H: 32, W: 32, K: 128, R: 1, S: 1, Stride: 2, Pad: 0}, 1},
+	{"L2_3x3_128_16", tensor.ConvShape{N: 128, C: 128, H: 16, W: 16, K: 128, R: 3, S: 3, Stride: 1, Pad: 1}, 3},
+	{"L3Down3x3_128to256_s2", tensor.ConvShape{N: 128, C: 128, H: 16, W: 16, K: 256, R: 3, S: 3, Stride: 2, Pad: 1}, 1},
+	{"L3_3x3_256_8", tensor.ConvShape{N: 128, C: 256, H: 8, W: 8, K: 256, R: 3, S: 3, Stride: 1, Pad: 1}, 3},
+	{"L4Down3x3_256to512_s2", tensor.ConvShape{N: 128, C: 256, H: 8, W: 8, K: 512, R: 3, S: 3, Stride: 2, Pad: 1}, 1},
+	{"L4_3x3_512_4", tensor.ConvShape{N: 128, C: 512, H: 4, W: 4, K: 512, R: 3, S: 3, Stride: 1, Pad: 1}, 3},
+}
+
+// BenchmarkConvForward and BenchmarkConvBackward time each ResNet-18
+// convolution shape at batch 128 and report GFLOP/s (the backward pass
+// counts 2x the forward FLOPs: data and filter gradients; 1x for the stem,
+// whose input needs no gradient).
+//
+//	go test ./backend/cpu -run '^$' -bench Conv -benchtime 3x
+func BenchmarkConvForward(b *testing.B) {
+	for _, c := range resnet18Convs {
+		b.Run(c.name, func(b *testing.B) {
+			be := New()
+			s := c.shape
+			rng := rand.New(rand.NewPCG(1, 1))
+			x, w, y := upload(be, randSlice(rng, s.InLen())), upload(be, randSlice(rng, s.WeightLen())), be.Alloc(s.OutLen())
+			be.Conv2dForward(s, x, w, y) // grow the workspace
+			b.ResetTimer()
+			cpu0 := processCPUTime()
+			for b.Loop() {
+				be.Conv2dForward(s, x, w, y)
+			}
+			reportRates(b, s.FLOPs(), processCPUTime()-cpu0)
+		})
+	}
+}
+
+func BenchmarkConvBackward(b *testing.B) {
+	for _, c := range resnet18Convs {
+		b.Run(c.name, func(b *testing.B) {
+			be := New()
+			s := c.shape
+			rng := rand.New(rand.NewPCG(1, 1))
+			x, w := upload(be, randSlice(rng, s.InLen())), upload(be, randSlice(rng, s.WeightLen()))
+			dy, dw := upload(be, randSlice(rng, s.OutLen())), be.Alloc(s.WeightLen())
+			var dx tensor.Buffer
+			flops := s.FLOPs()
+			if s.C > 3 {
+				dx = be.Alloc(s.InLen())
+				flops *= 2
+			}
+			be.Conv2dBackward(s, x, w, dy, dx, dw)
+			b.ResetTimer()
+			cpu0 := processCPUTime()
+			for b.Loop() {
+				be.Conv2dBackward(s, x, w, dy, dx, dw)
+			}
+			reportRates(b, flops, processCPUTime()-cpu0)
+		})
+	}
+}
+
+// processCPUTime is the user+system CPU time of the process, all threads
+// (OpenBLAS's included).
+func processCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportRates reports GFLOP/s of wall time and GFLOP per CPU-second: on a
+// machine shared with other work the wall rate drops with the share of the
+// cores the benchmark gets, while the CPU rate measures the kernel's own
+// efficiency (times the cores it would get alone, roughly its wall rate then).
+func reportRates(b *testing.B, flopsPerOp float64, cpu time.Duration) {
+	total := flopsPerOp * float64(b.N)
+	b.ReportMetric(total/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	if cpu > 0 {
+		b.ReportMetric(total/cpu.Seconds()/1e9, "GFLOP/cpu-s")
+	}
+}
+
+// BenchmarkResNet18Convs runs every convolution of one ResNet-18 training
+// step at 128 views (forward, then backward), each as often as the network
+// does, and reports the views per second the convolutions alone allow.
+//
+//	go test ./backend/cpu -run '^$' -bench ResNet18Convs -benchtime 2x
+func BenchmarkResNet18Convs(b *testing.B) {
+	be := New()
+	type layer struct {
+		s               tensor.ConvShape
+		count           int
+		x, w, y, dx, dw tensor.Buffer
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	var layers []layer
+	var flops float64
+	for _, c := range resnet18Convs {
+		s := c.shape
+		l := layer{s: s, count: c.count, x: upload(be, randSlice(rng, s.InLen())), w: upload(be, randSlice(rng, s.WeightLen())),
+			y: upload(be, randSlice(rng, s.OutLen())), dw: be.Alloc(s.WeightLen())}
+		flops += float64(c.count) * s.FLOPs() * 2
+		if s.C > 3 {
+			l.dx = be.Alloc(s.InLen())
+			flops += float64(c.count) * s.FLOPs()
+		}
+		layers = append(layers, l)
+	}
+	b.ResetTimer()
+	cpu0 := processCPUTime()
+	for b.Loop() {
+		for _, l := range layers {
+			for range l.count {
+				be.Conv2dForward(l.s, l.x, l.w, l.y)
+			}
+		}
+		for i := len(layers) - 1; i >= 0; i-- {
+			l := layers[i]
+			for range l.count {
+				be.Conv2dBackward(l.s, l.x, l.w, l.y, l.dx, l.dw)
+			}
+		}
+	}
+	reportRates(b, flops, processCPUTime()-cpu0)
+	b.ReportMetric(128*float64(b.N)/b.Elapsed().Seconds(), "views/s")
+}

@@ -1,0 +1,334 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// Convolutions as torch.nn.Conv2d (bias=False, dilation 1, groups 1),
+// https://pytorch.org/docs/stable/generated/torch.nn.Conv2d.html, computed
+// as GEMMs on im2col matrices.
+//
+// Notation: x is (N,C,H,W), w is (K,C,R,S), y is (N,K,OH,OW), P = OH*OW
+// output positions per image, CRS = C*R*S. A chunk of nb images starting
+// at image n0 has M = nb*P columns. Its im2col matrix col is (CRS, M): row
+// (c*R+r)*S+s, column i*P + oh*OW + ow holds x[n0+i, c, oh*stride-pad+r,
+// ow*stride-pad+s] (0 outside the image). Then, per chunk,
+//
+//	forward          yc  (K,M)   = w (K,CRS)  col (CRS,M)
+//	backward filter  dw  (K,CRS) += dyc (K,M) col^T
+//	backward data    dcol (CRS,M) = w^T dyc, then col2im adds dcol into dx
+//
+// where yc and dyc are the chunk's outputs in (K, nb*P) order; they are
+// scattered to / gathered from the (nb,K,P) layout of y and dy. A single
+// image needs no scatter, and a 1x1 stride-1 unpadded convolution on large
+// planes needs no im2col either (col is x itself).
+
+// checkConv panics unless the buffers match the shape.
+func checkConv(s tensor.ConvShape, x, w, y []float32, yName string) {
+	if s.N < 1 || s.C < 1 || s.K < 1 || s.R < 1 || s.S < 1 || s.Stride < 1 || s.Pad < 0 || s.OutH() < 1 || s.OutW() < 1 {
+		panic(fmt.Sprintf("cpu: invalid %v", s))
+	}
+	if x != nil {
+		checkLen(fmt.Sprintf("conv input x for %v", s), x, s.InLen())
+	}
+	checkLen(fmt.Sprintf("conv weight w for %v", s), w, s.WeightLen())
+	checkLen(fmt.Sprintf("conv %s for %v", yName, s), y, s.OutLen())
+}
+
+// pointwise reports whether col for one image is x itself (1x1 kernel,
+// stride 1, no padding) and planes are large enough that a GEMM per image
+// is efficient.
+func pointwise(s tensor.ConvShape) bool {
+	return s.R == 1 && s.S == 1 && s.Stride == 1 && s.Pad == 0 && s.H*s.W >= 256
+}
+
+// chunkImages is the number of images per GEMM. The GEMM needs enough
+// columns M = nb*P to run near peak (minGemmCols) and, in the deep layers
+// whose weights outweigh one image's im2col matrix, enough to amortise
+// streaming the weights once per chunk (M >= 4K makes col at least four
+// times the size of w). Fewer images than that keep col small enough to
+// stay in cache between im2col and the GEMM, and a single image needs no
+// scatter. The workspace budget caps the count; at least one image.
+func (b *Backend) chunkImages(s tensor.ConvShape) int {
+	P := s.OutH() * s.OutW()
+	wantCols := max(minGemmCols, 4*s.K)
+	nb := (wantCols + P - 1) / P
+	perImage := (s.C*s.R*s.S + s.K) * P
+	nb = min(nb, b.chunkBudget/perImage, s.N)
+	return max(1, nb)
+}
+
+// minGemmCols is the smallest GEMM N dimension (images x output positions)
+// a convolution chunk aims for.
+const minGemmCols = 1024
+
+// Conv2dForward: x is (N,C,H,W), w is (K,C,R,S), y is (N,K,OH,OW).
+func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
+	xd, wd, yd := Data(x), Data(w), Data(y)
+	checkConv(s, xd, wd, yd, "output y")
+	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
+	if pointwise(s) {
+		for n := 0; n < s.N; n++ {
+			b.gemm.Sgemm(false, false, K, P, CRS, 1, wd, CRS, xd[n*CRS*P:(n+1)*CRS*P], P, 0, yd[n*K*P:(n+1)*K*P], P)
+		}
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	nb := b.chunkImages(s)
+	ws := b.grow((CRS + K) * nb * P)
+	for n0 := 0; n0 < s.N; n0 += nb {
+		cnt := min(nb, s.N-n0)
+		M := cnt * P
+		col := ws[:CRS*M]
+		b.im2col(s, xd, n0, cnt, col)
+		if cnt == 1 {
+			b.gemm.Sgemm(false, false, K, M, CRS, 1, wd, CRS, col, M, 0, yd[n0*K*P:(n0+1)*K*P], M)
+			continue
+		}
+		out := ws[CRS*M : CRS*M+K*M]
+		b.gemm.Sgemm(false, false, K, M, CRS, 1, wd, CRS, col, M, 0, out, M)
+		b.chunkToImages(K, P, n0, cnt, out, yd)
+	}
+}
+
+// Conv2dBackward: given dy (N,K,OH,OW), writes dx (N,C,H,W) unless dx is
+// nil, and dw (K,C,R,S). Both are overwritten, not accumulated.
+func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buffer) {
+	xd, wd, dyd, dwd := Data(x), Data(w), Data(dy), Data(dw)
+	checkConv(s, xd, wd, dyd, "output gradient dy")
+	checkLen(fmt.Sprintf("conv weight gradient dw for %v", s), dwd, s.WeightLen())
+	var dxd []float32
+	if dx != nil {
+		dxd = Data(dx)
+		checkLen(fmt.Sprintf("conv input gradient dx for %v", s), dxd, s.InLen())
+	}
+	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
+	if pointwise(s) {
+		for n := 0; n < s.N; n++ {
+			xn, dyn := xd[n*CRS*P:(n+1)*CRS*P], dyd[n*K*P:(n+1)*K*P]
+			b.gemm.Sgemm(false, true, K, CRS, P, 1, dyn, P, xn, P, float32(min(n, 1)), dwd, CRS)
+			if dxd != nil {
+				b.gemm.Sgemm(true, false, CRS, P, K, 1, wd, CRS, dyn, P, 0, dxd[n*CRS*P:(n+1)*CRS*P], P)
+			}
+		}
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	nb := b.chunkImages(s)
+	ws := b.grow((CRS + K) * nb * P)
+	for n0 := 0; n0 < s.N; n0 += nb {
+		cnt := min(nb, s.N-n0)
+		M := cnt * P
+		col := ws[:CRS*M]
+		var dyc []float32
+		if cnt == 1 {
+			dyc = dyd[n0*K*P : (n0+1)*K*P]
+		} else {
+			dyc = ws[CRS*M : CRS*M+K*M]
+			b.imagesToChunk(K, P, n0, cnt, dyd, dyc)
+		}
+		b.im2col(s, xd, n0, cnt, col)
+		beta := float32(1)
+		if n0 == 0 {
+			beta = 0
+		}
+		b.gemm.Sgemm(false, true, K, CRS, M, 1, dyc, M, col, M, beta, dwd, CRS)
+		if dxd != nil {
+			// col is free again: reuse it for dcol.
+			b.gemm.Sgemm(true, false, CRS, M, K, 1, wd, CRS, dyc, M, 0, col, M)
+			b.col2im(s, col, n0, cnt, dxd)
+		}
+	}
+}
+
+// chunkToImages scatters out (K, cnt*P) into y[n0:n0+cnt] of layout (N,K,P).
+func (b *Backend) chunkToImages(K, P, n0, cnt int, out, y []float32) {
+	M := cnt * P
+	b.parallelFor(K, M, func(_, klo, khi int) {
+		for k := klo; k < khi; k++ {
+			for i := 0; i < cnt; i++ {
+				copy(y[((n0+i)*K+k)*P:((n0+i)*K+k+1)*P], out[k*M+i*P:k*M+(i+1)*P])
+			}
+		}
+	})
+}
+
+// imagesToChunk gathers dy[n0:n0+cnt] of layout (N,K,P) into dyc (K, cnt*P).
+func (b *Backend) imagesToChunk(K, P, n0, cnt int, dy, dyc []float32) {
+	M := cnt * P
+	b.parallelFor(K, M, func(_, klo, khi int) {
+		for k := klo; k < khi; k++ {
+			for i := 0; i < cnt; i++ {
+				copy(dyc[k*M+i*P:k*M+(i+1)*P], dy[((n0+i)*K+k)*P:((n0+i)*K+k+1)*P])
+			}
+		}
+	})
+}
+
+// validRange is the range [lo, hi) of output columns o (0 <= o < outLen)
+// whose input column o*stride - pad + off lies in [0, inLen).
+func validRange(outLen, inLen, stride, pad, off int) (lo, hi int) {
+	// o*stride >= pad-off  and  o*stride <= inLen-1+pad-off
+	lo = max(0, ceilDiv(pad-off, stride))
+	hi = min(outLen, floorDiv(inLen-1+pad-off, stride)+1)
+	if hi < lo {
+		hi = lo
+	}
+	return lo, hi
+}
+
+func ceilDiv(a, b int) int {
+	if a <= 0 {
+		return -((-a) / b)
+	}
+	return (a + b - 1) / b
+}
+
+func floorDiv(a, b int) int {
+	if a >= 0 {
+		return a / b
+	}
+	return -((-a + b - 1) / b)
+}
+
+// im2col fills col (CRS, cnt*P) from images n0..n0+cnt-1 of x, splitting
+// the rows over the worker goroutines.
+func (b *Backend) im2col(s tensor.ConvShape, x []float32, n0, cnt int, col []float32) {
+	OH, OW := s.OutH(), s.OutW()
+	P, HW, RS := OH*OW, s.H*s.W, s.R*s.S
+	M := cnt * P
+	b.parallelFor(s.C*RS, M, func(_, qlo, qhi int) {
+		for q := qlo; q < qhi; q++ {
+			c, r, sx := q/RS, (q/s.S)%s.R, q%s.S
+			wlo, whi := validRange(OW, s.W, s.Stride, s.Pad, sx)
+			hlo, hhi := validRange(OH, s.H, s.Stride, s.Pad, r)
+			for i := 0; i < cnt; i++ {
+				plane := x[((n0+i)*s.C+c)*HW : ((n0+i)*s.C+c+1)*HW]
+				dst := col[q*M+i*P : q*M+(i+1)*P]
+				clear(dst[:hlo*OW])
+				clear(dst[hhi*OW:])
+				if sameWidth(s) {
+					im2colShifted(dst, plane, s, OW, r, sx, hlo, hhi, wlo, whi)
+					continue
+				}
+				for oh := hlo; oh < hhi; oh++ {
+					ih := oh*s.Stride - s.Pad + r
+					row := dst[oh*OW : (oh+1)*OW]
+					src := plane[ih*s.W : (ih+1)*s.W]
+					clear(row[:wlo])
+					clear(row[whi:])
+					if s.Stride == 1 {
+						copy(row[wlo:whi], src[wlo-s.Pad+sx:])
+						continue
+					}
+					iw := wlo*s.Stride - s.Pad + sx
+					for ow := wlo; ow < whi; ow++ {
+						row[ow] = src[iw]
+						iw += s.Stride
+					}
+				}
+			}
+		}
+	})
+}
+
+// sameWidth reports whether output rows are as wide as input rows at
+// stride 1 (a "same" convolution, S = 2 Pad + 1): then one kernel tap
+// reads the input plane shifted by a constant, dst[j] = plane[j + off]
+// with off = (r-Pad) W + (s-Pad), except in the columns where the shift
+// wraps from one row into the next, which are padding.
+func sameWidth(s tensor.ConvShape) bool {
+	return s.Stride == 1 && s.S == 2*s.Pad+1
+}
+
+// im2colShifted fills rows [hlo,hhi) of one image's row of col for tap
+// (r,sx) of a sameWidth convolution with one copy, then zeroes the padding
+// columns [0,wlo) and [whi,OW) of each row.
+func im2colShifted(dst, plane []float32, s tensor.ConvShape, OW, r, sx, hlo, hhi, wlo, whi int) {
+	off := (r-s.Pad)*s.W + sx - s.Pad
+	j0, j1 := max(hlo*OW, -off), min(hhi*OW, len(plane)-off)
+	copy(dst[j0:j1], plane[j0+off:j1+off])
+	for oh := hlo; oh < hhi; oh++ {
+		row := dst[oh*OW : (oh+1)*OW]
+		clear(row[:wlo])
+		clear(row[whi:])
+	}
+}
+
+// col2im writes into dx[n0:n0+cnt] the sum of dcol (CRS, cnt*P) over the
+// kernel positions that read each input element: the adjoint of im2col.
+// Each goroutine owns whole channels, so no two write the same element.
+// dcol is scratch: its padding entries may be zeroed.
+func (b *Backend) col2im(s tensor.ConvShape, dcol []float32, n0, cnt int, dx []float32) {
+	OH, OW := s.OutH(), s.OutW()
+	P, HW, RS := OH*OW, s.H*s.W, s.R*s.S
+	M := cnt * P
+	b.parallelFor(s.C, RS*M, func(_, clo, chi int) {
+		for c := clo; c < chi; c++ {
+			for i := 0; i < cnt; i++ {
+				plane := dx[((n0+i)*s.C+c)*HW : ((n0+i)*s.C+c+1)*HW]
+				clear(plane)
+				for r := 0; r < s.R; r++ {
+					hlo, hhi := validRange(OH, s.H, s.Stride, s.Pad, r)
+					for sx := 0; sx < s.S; sx++ {
+						wlo, whi := validRange(OW, s.W, s.Stride, s.Pad, sx)
+						q := (c*s.R+r)*s.S + sx
+						src := dcol[q*M+i*P : q*M+(i+1)*P]
+						if sameWidth(s) {
+							col2imShifted(plane, src, s, OW, r, sx, hlo, hhi, wlo, whi)
+							continue
+						}
+						for oh := hlo; oh < hhi; oh++ {
+							ih := oh*s.Stride - s.Pad + r
+							row := src[oh*OW : (oh+1)*OW]
+							dst := plane[ih*s.W : (ih+1)*s.W]
+							if s.Stride == 1 {
+								addTo(dst[wlo-s.Pad+sx:], row[wlo:whi])
+								continue
+							}
+							iw := wlo*s.Stride - s.Pad + sx
+							for ow := wlo; ow < whi; ow++ {
+								dst[iw] += row[ow]
+								iw += s.Stride
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// col2imShifted is the adjoint of im2colShifted: it zeroes the padding
+// columns of src (so that the wrapped entries add nothing) and adds rows
+// [hlo,hhi) into the plane shifted by off in one pass.
+func col2imShifted(plane, src []float32, s tensor.ConvShape, OW, r, sx, hlo, hhi, wlo, whi int) {
+	for oh := hlo; oh < hhi; oh++ {
+		row := src[oh*OW : (oh+1)*OW]
+		clear(row[:wlo])
+		clear(row[whi:])
+	}
+	off := (r-s.Pad)*s.W + sx - s.Pad
+	j0, j1 := max(hlo*OW, -off), min(hhi*OW, len(plane)-off)
+	addTo(plane[j0+off:], src[j0:j1])
+}
+
+// addTo adds src into dst[:len(src)].
+func addTo(dst, src []float32) {
+	dst = dst[:len(src)]
+	i := 0
+	for ; i+4 <= len(src); i += 4 {
+		d, v := dst[i:i+4:i+4], src[i:i+4:i+4]
+		d[0] += v[0]
+		d[1] += v[1]
+		d[2] += v[2]
+		d[3] += v[3]
+	}
+	for ; i < len(src); i++ {
+		dst[i] += src[i]
+	}
+}

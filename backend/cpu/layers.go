@@ -1,0 +1,123 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// ReLUForward: y = max(x, 0), y may alias x.
+func (b *Backend) ReLUForward(x, y tensor.Buffer) {
+	xd, yd := same("ReLUForward", x, y)
+	b.parallelFor(len(xd), 1, func(_, lo, hi int) {
+		ys := yd[lo:hi]
+		for i, v := range xd[lo:hi] {
+			ys[i] = max(v, 0)
+		}
+	})
+}
+
+// ReLUBackward: dx = dy where y > 0, else 0; y is the forward output (dx
+// may alias dy).
+func (b *Backend) ReLUBackward(y, dy, dx tensor.Buffer) {
+	yd, dyd := same("ReLUBackward", y, dy)
+	_, dxd := same("ReLUBackward", y, dx)
+	b.parallelFor(len(yd), 2, func(_, lo, hi int) {
+		ys, dys, dxs := yd[lo:hi], dyd[lo:hi], dxd[lo:hi]
+		for i, v := range ys {
+			if v > 0 {
+				dxs[i] = dys[i]
+			} else {
+				dxs[i] = 0
+			}
+		}
+	})
+}
+
+// GlobalAvgPoolForward: x (N,C,HW) -> y (N,C), the mean over HW
+// (torch.nn.AdaptiveAvgPool2d(1) followed by flatten).
+func (b *Backend) GlobalAvgPoolForward(n, c, hw int, x, y tensor.Buffer) {
+	xd, yd := Data(x), Data(y)
+	checkLen(fmt.Sprintf("pool input x (N=%d,C=%d,HW=%d)", n, c, hw), xd, n*c*hw)
+	checkLen(fmt.Sprintf("pool output y (N=%d,C=%d)", n, c), yd, n*c)
+	inv := 1 / float64(hw)
+	b.parallelFor(n*c, hw, func(_, lo, hi int) {
+		for row := lo; row < hi; row++ {
+			var sum float64
+			for _, v := range xd[row*hw : (row+1)*hw] {
+				sum += float64(v)
+			}
+			yd[row] = float32(sum * inv)
+		}
+	})
+}
+
+// GlobalAvgPoolBackward: dy (N,C) -> dx (N,C,HW), dx = dy/HW.
+func (b *Backend) GlobalAvgPoolBackward(n, c, hw int, dy, dx tensor.Buffer) {
+	dyd, dxd := Data(dy), Data(dx)
+	checkLen(fmt.Sprintf("pool output gradient dy (N=%d,C=%d)", n, c), dyd, n*c)
+	checkLen(fmt.Sprintf("pool input gradient dx (N=%d,C=%d,HW=%d)", n, c, hw), dxd, n*c*hw)
+	inv := 1 / float32(hw)
+	b.parallelFor(n*c, hw, func(_, lo, hi int) {
+		for row := lo; row < hi; row++ {
+			g := dyd[row] * inv
+			dst := dxd[row*hw : (row+1)*hw]
+			for j := range dst {
+				dst[j] = g
+			}
+		}
+	})
+}
+
+// LinearForward: x (N,In), w (Out,In), b (Out) or nil, y (N,Out) = x w^T + b,
+// as torch.nn.Linear.
+func (b *Backend) LinearForward(n, in, out int, x, w, bias, y tensor.Buffer) {
+	xd, wd, yd := Data(x), Data(w), Data(y)
+	checkLinear(n, in, out, xd, wd, yd, "output y")
+	beta := float32(0)
+	if bias != nil {
+		bd := Data(bias)
+		checkLen(fmt.Sprintf("linear bias (Out=%d)", out), bd, out)
+		for i := 0; i < n; i++ {
+			copy(yd[i*out:(i+1)*out], bd)
+		}
+		beta = 1
+	}
+	b.gemm.Sgemm(false, true, n, out, in, 1, xd, in, wd, in, beta, yd, out)
+}
+
+// LinearBackward writes dx (N,In) unless nil, dw (Out,In), and db (Out)
+// unless nil, from dy (N,Out). All are overwritten.
+func (b *Backend) LinearBackward(n, in, out int, x, w, dy, dx, dw, db tensor.Buffer) {
+	xd, wd, dyd, dwd := Data(x), Data(w), Data(dy), Data(dw)
+	checkLinear(n, in, out, xd, wd, dyd, "output gradient dy")
+	checkLen(fmt.Sprintf("linear weight gradient dw (Out=%d,In=%d)", out, in), dwd, out*in)
+	if dx != nil {
+		dxd := Data(dx)
+		checkLen(fmt.Sprintf("linear input gradient dx (N=%d,In=%d)", n, in), dxd, n*in)
+		b.gemm.Sgemm(false, false, n, in, out, 1, dyd, out, wd, in, 0, dxd, in)
+	}
+	b.gemm.Sgemm(true, false, out, in, n, 1, dyd, out, xd, in, 0, dwd, in)
+	if db != nil {
+		dbd := Data(db)
+		checkLen(fmt.Sprintf("linear bias gradient db (Out=%d)", out), dbd, out)
+		b.parallelFor(out, n, func(_, lo, hi int) {
+			for o := lo; o < hi; o++ {
+				var sum float64
+				for i := 0; i < n; i++ {
+					sum += float64(dyd[i*out+o])
+				}
+				dbd[o] = float32(sum)
+			}
+		})
+	}
+}
+
+func checkLinear(n, in, out int, x, w, y []float32, yName string) {
+	if n < 1 || in < 1 || out < 1 {
+		panic(fmt.Sprintf("cpu: invalid linear shape N=%d In=%d Out=%d", n, in, out))
+	}
+	checkLen(fmt.Sprintf("linear input x (N=%d,In=%d)", n, in), x, n*in)
+	checkLen(fmt.Sprintf("linear weight w (Out=%d,In=%d)", out, in), w, out*in)
+	checkLen(fmt.Sprintf("linear %s (N=%d,Out=%d)", yName, n, out), y, n*out)
+}

@@ -1,0 +1,24 @@
+package cpu
+
+import (
+	"github.com/simclr-go/simclr/loss"
+	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// NTXent is loss.NTXent on the host slices: the CPU backend's buffers are
+// host memory, so the reference is the kernel.
+func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Buffer) tensor.LossResult {
+	value, full := loss.NTXent(n, d, float64(tau), multilevel, Data(z), Data(dz))
+	return tensor.LossResult{Loss: value, Full: full}
+}
+
+// SGDStep is optim.SGDStepSlice on the host slices.
+func (b *Backend) SGDStep(c tensor.SGDConfig, w, g, v tensor.Buffer) {
+	optim.SGDStepSlice(c, Data(w), Data(g), Data(v))
+}
+
+// LARSStep is optim.LARSStepSlice on the host slices.
+func (b *Backend) LARSStep(c tensor.LARSConfig, w, g, v tensor.Buffer) {
+	optim.LARSStepSlice(c, Data(w), Data(g), Data(v))
+}

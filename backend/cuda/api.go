@@ -1,0 +1,335 @@
+package cuda
+
+import (
+	"fmt"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// The C entry points used, resolved with dlsym. Every call goes through
+// purego.SyscallN with uintptr arguments: floats are passed by pointer
+// (cuBLAS and cuDNN take alpha and beta as pointers), kernel arguments go
+// through cuLaunchKernel's array of pointers, and no function returns a
+// struct, so the integer calling convention is all that is needed.
+
+type driverAPI struct {
+	lib                                                           *library
+	cuInit, cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet     uintptr
+	cuDeviceGetName, cuDeviceTotalMem, cuDeviceGetAttribute       uintptr
+	cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease           uintptr
+	cuCtxSetCurrent, cuStreamCreate, cuStreamDestroy              uintptr
+	cuStreamSynchronize, cuMemAlloc, cuMemFree, cuMemGetInfo      uintptr
+	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync       uintptr
+	cuMemsetD32Async, cuModuleLoadData, cuModuleGetFunction       uintptr
+	cuModuleUnload, cuLaunchKernel, cuGetErrorName, cuGetErrorStr uintptr
+}
+
+func (d *driverAPI) load(l *library) error {
+	d.lib = l
+	return l.bind(map[string]*uintptr{
+		"cuInit": &d.cuInit, "cuDriverGetVersion": &d.cuDriverGetVersion,
+		"cuDeviceGetCount": &d.cuDeviceGetCount, "cuDeviceGet": &d.cuDeviceGet,
+		"cuDeviceGetName": &d.cuDeviceGetName, "cuDeviceTotalMem_v2": &d.cuDeviceTotalMem,
+		"cuDeviceGetAttribute":         &d.cuDeviceGetAttribute,
+		"cuDevicePrimaryCtxRetain":     &d.cuDevicePrimaryCtxRetain,
+		"cuDevicePrimaryCtxRelease_v2": &d.cuDevicePrimaryCtxRelease,
+		"cuCtxSetCurrent":              &d.cuCtxSetCurrent, "cuStreamCreate": &d.cuStreamCreate,
+		"cuStreamDestroy_v2": &d.cuStreamDestroy, "cuStreamSynchronize": &d.cuStreamSynchronize,
+		"cuMemAlloc_v2": &d.cuMemAlloc, "cuMemFree_v2": &d.cuMemFree, "cuMemGetInfo_v2": &d.cuMemGetInfo,
+		"cuMemcpyHtoDAsync_v2": &d.cuMemcpyHtoDAsync, "cuMemcpyDtoHAsync_v2": &d.cuMemcpyDtoHAsync,
+		"cuMemcpyDtoDAsync_v2": &d.cuMemcpyDtoDAsync, "cuMemsetD32Async": &d.cuMemsetD32Async,
+		"cuModuleLoadData": &d.cuModuleLoadData, "cuModuleGetFunction": &d.cuModuleGetFunction,
+		"cuModuleUnload": &d.cuModuleUnload, "cuLaunchKernel": &d.cuLaunchKernel,
+		"cuGetErrorName": &d.cuGetErrorName, "cuGetErrorString": &d.cuGetErrorStr,
+	})
+}
+
+// check turns a CUresult into an error naming the call.
+func (d *driverAPI) check(what string, r uintptr) error {
+	code := int32(r)
+	if code == 0 {
+		return nil
+	}
+	var name, desc uintptr
+	if d.cuGetErrorName != 0 {
+		purego.SyscallN(d.cuGetErrorName, uintptr(code), uintptr(unsafe.Pointer(&name)))
+		purego.SyscallN(d.cuGetErrorStr, uintptr(code), uintptr(unsafe.Pointer(&desc)))
+	}
+	return &Error{Call: what, Code: int(code), Name: goString(name), Desc: goString(desc)}
+}
+
+// CUDA driver constants.
+const (
+	attrMultiprocessorCount = 16
+	attrComputeCapMajor     = 75
+	attrComputeCapMinor     = 76
+	streamNonBlocking       = 1
+)
+
+type cublasAPI struct {
+	lib                                          *library
+	create, destroy, setStream, setMathMode      uintptr
+	getProperty, sgemm, setWorkspace, getVersion uintptr
+}
+
+func (c *cublasAPI) load(l *library) error {
+	c.lib = l
+	return l.bind(map[string]*uintptr{
+		"cublasCreate_v2": &c.create, "cublasDestroy_v2": &c.destroy,
+		"cublasSetStream_v2": &c.setStream, "cublasSetMathMode": &c.setMathMode,
+		"cublasGetProperty": &c.getProperty, "cublasSgemm_v2": &c.sgemm,
+		"cublasSetWorkspace_v2": &c.setWorkspace, "cublasGetVersion_v2": &c.getVersion,
+	})
+}
+
+func (c *cublasAPI) check(what string, r uintptr) error {
+	if int32(r) == 0 {
+		return nil
+	}
+	return &Error{Call: what, Code: int(int32(r)), Name: cublasStatusName(int32(r))}
+}
+
+func cublasStatusName(s int32) string {
+	switch s {
+	case 1:
+		return "CUBLAS_STATUS_NOT_INITIALIZED"
+	case 3:
+		return "CUBLAS_STATUS_ALLOC_FAILED"
+	case 7:
+		return "CUBLAS_STATUS_INVALID_VALUE"
+	case 8:
+		return "CUBLAS_STATUS_ARCH_MISMATCH"
+	case 11:
+		return "CUBLAS_STATUS_MAPPING_ERROR"
+	case 13:
+		return "CUBLAS_STATUS_EXECUTION_FAILED"
+	case 14:
+		return "CUBLAS_STATUS_INTERNAL_ERROR"
+	case 15:
+		return "CUBLAS_STATUS_NOT_SUPPORTED"
+	case 16:
+		return "CUBLAS_STATUS_LICENSE_ERROR"
+	}
+	return fmt.Sprintf("cublasStatus %d", s)
+}
+
+// cuBLAS constants.
+const (
+	cublasOpN             = 0
+	cublasOpT             = 1
+	cublasDefaultMath     = 0
+	cublasTF32TensorOp    = 3
+	cublasPedanticMath    = 2
+	libraryPropMajor      = 0
+	libraryPropMinor      = 1
+	libraryPropPatchLevel = 2
+)
+
+type cudnnAPI struct {
+	lib                                                          *library
+	create, destroy, setStream, getVersion, getErrorString       uintptr
+	createTensor, setTensor4d, destroyTensor                     uintptr
+	createFilter, setFilter4d, destroyFilter                     uintptr
+	createConv, setConv2d, setConvMath, destroyConv              uintptr
+	findFwdEx, findBwdDataEx, findBwdFilterEx                    uintptr
+	getFwdV7, getBwdDataV7, getBwdFilterV7                       uintptr
+	convFwd, convBwdData, convBwdFilter                          uintptr
+	fwdWorkspaceSize, bwdDataWorkspaceSize, bwdFilterWorkspaceSz uintptr
+}
+
+func (c *cudnnAPI) load(l *library) error {
+	c.lib = l
+	return l.bind(map[string]*uintptr{
+		"cudnnCreate": &c.create, "cudnnDestroy": &c.destroy, "cudnnSetStream": &c.setStream,
+		"cudnnGetVersion": &c.getVersion, "cudnnGetErrorString": &c.getErrorString,
+		"cudnnCreateTensorDescriptor": &c.createTensor, "cudnnSetTensor4dDescriptor": &c.setTensor4d,
+		"cudnnDestroyTensorDescriptor": &c.destroyTensor,
+		"cudnnCreateFilterDescriptor":  &c.createFilter, "cudnnSetFilter4dDescriptor": &c.setFilter4d,
+		"cudnnDestroyFilterDescriptor":                   &c.destroyFilter,
+		"cudnnCreateConvolutionDescriptor":               &c.createConv,
+		"cudnnSetConvolution2dDescriptor":                &c.setConv2d,
+		"cudnnSetConvolutionMathType":                    &c.setConvMath,
+		"cudnnDestroyConvolutionDescriptor":              &c.destroyConv,
+		"cudnnFindConvolutionForwardAlgorithmEx":         &c.findFwdEx,
+		"cudnnFindConvolutionBackwardDataAlgorithmEx":    &c.findBwdDataEx,
+		"cudnnFindConvolutionBackwardFilterAlgorithmEx":  &c.findBwdFilterEx,
+		"cudnnGetConvolutionForwardAlgorithm_v7":         &c.getFwdV7,
+		"cudnnGetConvolutionBackwardDataAlgorithm_v7":    &c.getBwdDataV7,
+		"cudnnGetConvolutionBackwardFilterAlgorithm_v7":  &c.getBwdFilterV7,
+		"cudnnConvolutionForward":                        &c.convFwd,
+		"cudnnConvolutionBackwardData":                   &c.convBwdData,
+		"cudnnConvolutionBackwardFilter":                 &c.convBwdFilter,
+		"cudnnGetConvolutionForwardWorkspaceSize":        &c.fwdWorkspaceSize,
+		"cudnnGetConvolutionBackwardDataWorkspaceSize":   &c.bwdDataWorkspaceSize,
+		"cudnnGetConvolutionBackwardFilterWorkspaceSize": &c.bwdFilterWorkspaceSz,
+	})
+}
+
+func (c *cudnnAPI) check(what string, r uintptr) error {
+	if int32(r) == 0 {
+		return nil
+	}
+	var msg string
+	if c.getErrorString != 0 {
+		p, _, _ := purego.SyscallN(c.getErrorString, r)
+		msg = goString(p)
+	}
+	return &Error{Call: what, Code: int(int32(r)), Name: msg}
+}
+
+// cuDNN constants.
+const (
+	cudnnTensorNCHW        = 0
+	cudnnDataFloat         = 0
+	cudnnCrossCorrelation  = 1
+	cudnnDefaultMath       = 0
+	cudnnTensorOpMath      = 1
+	cudnnFMAMath           = 3
+	cudnnStatusSuccess     = 0
+	cudnnAlgoPerfSize      = 48 // sizeof(cudnnConvolution*AlgoPerf_t)
+	cudnnAlgoPerfMemoryOff = 16
+	cudnnAlgoPerfMathOff   = 28
+	cudnnAlgoPerfStatusOff = 4
+	cudnnAlgoPerfTimeOff   = 8
+	cudnnMaxAlgosRequested = 16
+)
+
+type nvrtcAPI struct {
+	lib                                                    *library
+	version, createProgram, compileProgram, destroyProgram uintptr
+	getLogSize, getLog, getCUBINSize, getCUBIN             uintptr
+	getPTXSize, getPTX, getErrorString                     uintptr
+}
+
+func (n *nvrtcAPI) load(l *library) error {
+	n.lib = l
+	return l.bind(map[string]*uintptr{
+		"nvrtcVersion": &n.version, "nvrtcCreateProgram": &n.createProgram,
+		"nvrtcCompileProgram": &n.compileProgram, "nvrtcDestroyProgram": &n.destroyProgram,
+		"nvrtcGetProgramLogSize": &n.getLogSize, "nvrtcGetProgramLog": &n.getLog,
+		"nvrtcGetCUBINSize": &n.getCUBINSize, "nvrtcGetCUBIN": &n.getCUBIN,
+		"nvrtcGetPTXSize": &n.getPTXSize, "nvrtcGetPTX": &n.getPTX,
+		"nvrtcGetErrorString": &n.getErrorString,
+	})
+}
+
+func (n *nvrtcAPI) check(what string, r uintptr) error {
+	if int32(r) == 0 {
+		return nil
+	}
+	p, _, _ := purego.SyscallN(n.getErrorString, r)
+	return &Error{Call: what, Code: int(int32(r)), Name: goString(p)}
+}
+
+// Error is a failed call into a CUDA library.
+type Error struct {
+	Call string // the C function and what it was doing
+	Code int
+	Name string // e.g. CUDA_ERROR_OUT_OF_MEMORY
+	Desc string
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("cuda: %s: %s (%d)", e.Call, e.Name, e.Code)
+	if e.Desc != "" && e.Desc != e.Name {
+		s += ": " + e.Desc
+	}
+	return s
+}
+
+// goString copies the NUL-terminated C string at p.
+func goString(p uintptr) string {
+	if p == 0 {
+		return ""
+	}
+	// Reinterpret the integer as a pointer without a uintptr->Pointer
+	// conversion that vet would flag; the memory belongs to C.
+	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&p))
+	n := 0
+	for *(*byte)(unsafe.Add(ptr, n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice((*byte)(ptr), n))
+}
+
+// cstr returns s as a NUL-terminated byte slice on the Go heap.
+func cstr(s string) []byte {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return b
+}
+
+// libraries is everything loaded by loadLibraries.
+type libraries struct {
+	dirs   []string
+	driver driverAPI
+	cublas cublasAPI
+	cudnn  cudnnAPI
+	nvrtc  nvrtcAPI
+	paths  map[string]string // role -> path loaded
+}
+
+// loadLibraries finds and loads the driver, NVRTC, cuBLAS(Lt) and cuDNN (in
+// dependency order: cuDNN's runtime-compiled engines use NVRTC) and resolves
+// the entry points. It stops at the first library that is missing.
+func loadLibraries(env searchEnv) (*libraries, error) {
+	L := &libraries{dirs: env.dirs(), paths: map[string]string{}}
+	open := func(spec libSpec, prefer string) (*library, error) {
+		l, err := openLibrary(L.dirs, spec, prefer)
+		if err != nil {
+			return nil, err
+		}
+		L.paths[spec.role] = l.path
+		return l, nil
+	}
+	drv, err := open(specDriver, "")
+	if err != nil {
+		return L, fmt.Errorf("NVIDIA driver library: %w (is an NVIDIA driver installed? `nvidia-smi` should work)", err)
+	}
+	if err := L.driver.load(drv); err != nil {
+		return L, err
+	}
+	nv, err := open(specNvrtc, "")
+	if err != nil {
+		return L, fmt.Errorf("NVRTC: %w (pip install nvidia-cuda-nvrtc-cu12, or install the CUDA toolkit)", err)
+	}
+	if err := preloadSiblings(filepath.Dir(nv.path), nvrtcBuiltins(nv.path)); err != nil {
+		return L, fmt.Errorf("NVRTC builtins: %w", err)
+	}
+	if err := L.nvrtc.load(nv); err != nil {
+		return L, err
+	}
+	// cuBLAS needs cuBLASLt of the same version; load it first from the
+	// folder cuBLAS is in so the dependency resolves to it.
+	cbPath, ok := locate(L.dirs, specCublas, "")
+	prefer := ""
+	if ok {
+		prefer = filepath.Dir(cbPath)
+	}
+	if _, err := open(specCublasLt, prefer); err != nil {
+		return L, fmt.Errorf("cuBLASLt: %w (pip install nvidia-cublas-cu12)", err)
+	}
+	cb, err := open(specCublas, prefer)
+	if err != nil {
+		return L, fmt.Errorf("cuBLAS: %w (pip install nvidia-cublas-cu12)", err)
+	}
+	if err := L.cublas.load(cb); err != nil {
+		return L, err
+	}
+	dnnPath, ok := locate(L.dirs, specCudnn, "")
+	if ok {
+		if err := preloadSiblings(filepath.Dir(dnnPath), cudnnSubLibraries); err != nil {
+			return L, fmt.Errorf("cuDNN: %w", err)
+		}
+	}
+	dnn, err := open(specCudnn, "")
+	if err != nil {
+		return L, fmt.Errorf("cuDNN 9: %w (pip install nvidia-cudnn-cu12)", err)
+	}
+	if err := L.cudnn.load(dnn); err != nil {
+		return L, err
+	}
+	return L, nil
+}

@@ -1,0 +1,273 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// convPlan holds the cuDNN descriptors and chosen algorithms of one
+// convolution shape, made on first use and kept for the run (one per layer
+// shape and batch size). Each direction has its own convolution descriptor
+// because the algorithm found may need its own math type.
+type convPlan struct {
+	x, y, w                     uintptr // tensor and filter descriptors
+	convFwd, convBwdD, convBwdF uintptr
+	fwdAlgo, bwdDAlgo, bwdFAlgo int
+	fwdWS, bwdDWS, bwdFWS       uint64
+	fwdFound, bwdDFound         bool
+	bwdFFound                   bool
+}
+
+func (p *convPlan) destroy(c *cudnnAPI) {
+	for _, d := range []uintptr{p.x, p.y} {
+		if d != 0 {
+			mustCall(c.destroyTensor, d)
+		}
+	}
+	if p.w != 0 {
+		mustCall(c.destroyFilter, p.w)
+	}
+	for _, d := range []uintptr{p.convFwd, p.convBwdD, p.convBwdF} {
+		if d != 0 {
+			mustCall(c.destroyConv, d)
+		}
+	}
+}
+
+// algoPerf is one entry of cudnnConvolution*AlgoPerf_t.
+type algoPerf struct {
+	algo, status int32
+	time         float32
+	memory       uint64
+	mathType     int32
+}
+
+// parsePerf decodes count cudnnConvolution*AlgoPerf_t records (all three
+// directions share the layout: algo, status int32; time float; memory
+// size_t; determinism, mathType int32; reserved int[3]).
+func parsePerf(raw []byte, count int) []algoPerf {
+	out := make([]algoPerf, 0, count)
+	for i := 0; i < count; i++ {
+		r := raw[i*cudnnAlgoPerfSize:]
+		out = append(out, algoPerf{
+			algo:     int32(binary.LittleEndian.Uint32(r[0:])),
+			status:   int32(binary.LittleEndian.Uint32(r[cudnnAlgoPerfStatusOff:])),
+			time:     math.Float32frombits(binary.LittleEndian.Uint32(r[cudnnAlgoPerfTimeOff:])),
+			memory:   binary.LittleEndian.Uint64(r[cudnnAlgoPerfMemoryOff:]),
+			mathType: int32(binary.LittleEndian.Uint32(r[cudnnAlgoPerfMathOff:])),
+		})
+	}
+	return out
+}
+
+// chooseAlgo takes the first (fastest: cuDNN sorts them) usable algorithm:
+// succeeded, fits the workspace, and for fp32 uses no tensor-core math.
+func chooseAlgo(perf []algoPerf, wsLimit uint64, fp32 bool) (algoPerf, bool) {
+	for _, p := range perf {
+		if p.status != cudnnStatusSuccess || p.memory > wsLimit {
+			continue
+		}
+		if fp32 && p.mathType != cudnnFMAMath && p.mathType != cudnnDefaultMath {
+			continue
+		}
+		return p, true
+	}
+	return algoPerf{}, false
+}
+
+func (b *Backend) mathType() int {
+	if b.tf32 {
+		return cudnnTensorOpMath
+	}
+	return cudnnFMAMath
+}
+
+// convPlanLocked returns the plan of s, creating its descriptors.
+func (b *Backend) convPlanLocked(s tensor.ConvShape) *convPlan {
+	if p := b.convPlans[s]; p != nil {
+		return p
+	}
+	c := &b.libs.cudnn
+	p := &convPlan{}
+	ok := func(what string, r uintptr) bool {
+		err := c.check(what+" for "+s.String(), r)
+		b.fail(err)
+		return err == nil
+	}
+	if !ok("cudnnCreateTensorDescriptor", mustCall(c.createTensor, uintptr(unsafe.Pointer(&p.x)))) ||
+		!ok("cudnnCreateTensorDescriptor", mustCall(c.createTensor, uintptr(unsafe.Pointer(&p.y)))) ||
+		!ok("cudnnCreateFilterDescriptor", mustCall(c.createFilter, uintptr(unsafe.Pointer(&p.w)))) ||
+		!ok("cudnnSetTensor4dDescriptor(x)", mustCall(c.setTensor4d, p.x, cudnnTensorNCHW, cudnnDataFloat, uintptr(s.N), uintptr(s.C), uintptr(s.H), uintptr(s.W))) ||
+		!ok("cudnnSetTensor4dDescriptor(y)", mustCall(c.setTensor4d, p.y, cudnnTensorNCHW, cudnnDataFloat, uintptr(s.N), uintptr(s.K), uintptr(s.OutH()), uintptr(s.OutW()))) ||
+		!ok("cudnnSetFilter4dDescriptor", mustCall(c.setFilter4d, p.w, cudnnDataFloat, cudnnTensorNCHW, uintptr(s.K), uintptr(s.C), uintptr(s.R), uintptr(s.S))) {
+		p.destroy(c)
+		return nil
+	}
+	for _, d := range []*uintptr{&p.convFwd, &p.convBwdD, &p.convBwdF} {
+		if !ok("cudnnCreateConvolutionDescriptor", mustCall(c.createConv, uintptr(unsafe.Pointer(d)))) ||
+			!ok("cudnnSetConvolution2dDescriptor", mustCall(c.setConv2d, *d, uintptr(s.Pad), uintptr(s.Pad), uintptr(s.Stride), uintptr(s.Stride), 1, 1, cudnnCrossCorrelation, cudnnDataFloat)) ||
+			!ok("cudnnSetConvolutionMathType", mustCall(c.setConvMath, *d, uintptr(b.mathType()))) {
+			p.destroy(c)
+			return nil
+		}
+	}
+	b.convPlans[s] = p
+	return p
+}
+
+// workspaceLocked returns the shared cuDNN workspace, at least bytes long.
+func (b *Backend) workspaceLocked(bytes uint64) uint64 {
+	if bytes == 0 {
+		return 0
+	}
+	return b.scratchLocked("the cuDNN convolution workspace", bytes)
+}
+
+// pickAlgo runs cuDNN's benchmark (find, with our buffers and a workspace
+// of opts.WorkspaceBytes) and falls back to its heuristic (get_v7) when the
+// benchmark fails; it then sets the chosen math type on conv.
+func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, find func(ws uint64, raw []byte, count *int32) uintptr, get func(raw []byte, count *int32) uintptr) (int, uint64) {
+	c := &b.libs.cudnn
+	raw := make([]byte, cudnnMaxAlgosRequested*cudnnAlgoPerfSize)
+	var count int32
+	limit := b.opts.WorkspaceBytes
+	ws := b.workspaceLocked(limit)
+	var perf []algoPerf
+	if b.err == nil && find(ws, raw, &count) == 0 {
+		perf = parsePerf(raw, int(count))
+	}
+	choice, found := chooseAlgo(perf, limit, !b.tf32)
+	if !found {
+		count = 0
+		if err := c.check(what+" heuristic for "+s.String(), get(raw, &count)); err != nil {
+			b.fail(err)
+			return 0, 0
+		}
+		choice, found = chooseAlgo(parsePerf(raw, int(count)), limit, !b.tf32)
+	}
+	if !found {
+		b.fail(fmt.Errorf("cuda: cuDNN has no %s algorithm for %s within a %s workspace", what, s, human(limit)))
+		return 0, 0
+	}
+	if b.tf32 {
+		// The algorithm may have been measured with another math type
+		// than requested; it must run with the one it was measured with.
+		// fp32 keeps CUDNN_FMA_MATH whatever the record says.
+		b.fail(c.check("cudnnSetConvolutionMathType", mustCall(c.setConvMath, conv, uintptr(choice.mathType))))
+	}
+	return int(choice.algo), choice.memory
+}
+
+// Conv2dForward: x is (N,C,H,W), w is (K,C,R,S), y is (N,K,OH,OW).
+func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
+	checkConv("Conv2dForward", s, x, w, y)
+	b.enter()
+	defer b.leave()
+	if b.err != nil {
+		return
+	}
+	p := b.convPlanLocked(s)
+	if p == nil {
+		return
+	}
+	c := &b.libs.cudnn
+	h := b.cudnnHandle
+	xp, wp, yp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(y))
+	if !p.fwdFound {
+		p.fwdAlgo, p.fwdWS = b.pickAlgo("forward", s, p.convFwd,
+			func(ws uint64, raw []byte, count *int32) uintptr {
+				return mustCall(c.findFwdEx, h, p.x, xp, p.w, wp, p.convFwd, p.y, yp, cudnnMaxAlgosRequested,
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(b.opts.WorkspaceBytes))
+			},
+			func(raw []byte, count *int32) uintptr {
+				return mustCall(c.getFwdV7, h, p.x, p.w, p.convFwd, p.y, cudnnMaxAlgosRequested,
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+			})
+		p.fwdFound = b.err == nil
+	}
+	if b.err != nil {
+		return
+	}
+	ws := b.workspaceLocked(p.fwdWS)
+	one, zero := float32(1), float32(0)
+	b.fail(c.check("cudnnConvolutionForward for "+s.String(), mustCall(c.convFwd, h, uintptr(unsafe.Pointer(&one)),
+		p.x, xp, p.w, wp, p.convFwd, uintptr(p.fwdAlgo), uintptr(ws), uintptr(p.fwdWS), uintptr(unsafe.Pointer(&zero)), p.y, yp)))
+}
+
+// Conv2dBackward: given dy (N,K,OH,OW), writes dx (N,C,H,W) unless dx is
+// nil and dw (K,C,R,S).
+func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buffer) {
+	checkConv("Conv2dBackward", s, x, w, dy)
+	if dx != nil && dx.Len() != s.InLen() {
+		panic(fmt.Sprintf("cuda: Conv2dBackward %s: dx has %d elements, want %d", s, dx.Len(), s.InLen()))
+	}
+	if dw.Len() != s.WeightLen() {
+		panic(fmt.Sprintf("cuda: Conv2dBackward %s: dw has %d elements, want %d", s, dw.Len(), s.WeightLen()))
+	}
+	b.enter()
+	defer b.leave()
+	if b.err != nil {
+		return
+	}
+	p := b.convPlanLocked(s)
+	if p == nil {
+		return
+	}
+	c := &b.libs.cudnn
+	h := b.cudnnHandle
+	xp, wp, dyp, dwp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(dy)), uintptr(b.ptr(dw))
+	one, zero := float32(1), float32(0)
+	if dx != nil {
+		dxp := uintptr(b.ptr(dx))
+		if !p.bwdDFound {
+			p.bwdDAlgo, p.bwdDWS = b.pickAlgo("backward-data", s, p.convBwdD,
+				func(ws uint64, raw []byte, count *int32) uintptr {
+					return mustCall(c.findBwdDataEx, h, p.w, wp, p.y, dyp, p.convBwdD, p.x, dxp, cudnnMaxAlgosRequested,
+						uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(b.opts.WorkspaceBytes))
+				},
+				func(raw []byte, count *int32) uintptr {
+					return mustCall(c.getBwdDataV7, h, p.w, p.y, p.convBwdD, p.x, cudnnMaxAlgosRequested,
+						uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+				})
+			p.bwdDFound = b.err == nil
+		}
+		if b.err != nil {
+			return
+		}
+		ws := b.workspaceLocked(p.bwdDWS)
+		b.fail(c.check("cudnnConvolutionBackwardData for "+s.String(), mustCall(c.convBwdData, h, uintptr(unsafe.Pointer(&one)),
+			p.w, wp, p.y, dyp, p.convBwdD, uintptr(p.bwdDAlgo), uintptr(ws), uintptr(p.bwdDWS), uintptr(unsafe.Pointer(&zero)), p.x, dxp)))
+	}
+	if !p.bwdFFound {
+		p.bwdFAlgo, p.bwdFWS = b.pickAlgo("backward-filter", s, p.convBwdF,
+			func(ws uint64, raw []byte, count *int32) uintptr {
+				return mustCall(c.findBwdFilterEx, h, p.x, xp, p.y, dyp, p.convBwdF, p.w, dwp, cudnnMaxAlgosRequested,
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(b.opts.WorkspaceBytes))
+			},
+			func(raw []byte, count *int32) uintptr {
+				return mustCall(c.getBwdFilterV7, h, p.x, p.y, p.convBwdF, p.w, cudnnMaxAlgosRequested,
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+			})
+		p.bwdFFound = b.err == nil
+	}
+	if b.err != nil {
+		return
+	}
+	ws := b.workspaceLocked(p.bwdFWS)
+	b.fail(c.check("cudnnConvolutionBackwardFilter for "+s.String(), mustCall(c.convBwdFilter, h, uintptr(unsafe.Pointer(&one)),
+		p.x, xp, p.y, dyp, p.convBwdF, uintptr(p.bwdFAlgo), uintptr(ws), uintptr(p.bwdFWS), uintptr(unsafe.Pointer(&zero)), p.w, dwp)))
+}
+
+func checkConv(op string, s tensor.ConvShape, x, w, y tensor.Buffer) {
+	if s.N <= 0 || s.C <= 0 || s.H <= 0 || s.W <= 0 || s.K <= 0 || s.R <= 0 || s.S <= 0 || s.Stride <= 0 || s.Pad < 0 || s.OutH() <= 0 || s.OutW() <= 0 {
+		panic(fmt.Sprintf("cuda: %s: invalid %s", op, s))
+	}
+	if x.Len() != s.InLen() || w.Len() != s.WeightLen() || y.Len() != s.OutLen() {
+		panic(fmt.Sprintf("cuda: %s %s: buffers have %d, %d, %d elements, want %d, %d, %d",
+			op, s, x.Len(), w.Len(), y.Len(), s.InLen(), s.WeightLen(), s.OutLen()))
+	}
+}

@@ -1,0 +1,15 @@
+// Package cuda is the NVIDIA GPU implementation of tensor.Backend. It loads
+// the driver (libcuda), cuBLAS, cuDNN 9 and NVRTC at run time through purego,
+// so the program builds with CGO_ENABLED=0 and runs on machines without a
+// GPU (where Open returns an error and callers fall back to the CPU).
+//
+// The structure mirrors backend/cpu kernel by kernel: convolutions go through
+// cuDNN, matrix products through cuBLAS, and every other kernel is CUDA C
+// (kernels.go) compiled by NVRTC for the device at start-up and cached on
+// disk. Buffers are device pointers carved from a few large cuMemAlloc
+// chunks by an arena allocator; all work is queued on one stream, and a
+// Backend is used by one goroutine at a time (a mutex guards it anyway).
+//
+// Device failures do not panic: the first one is remembered, later kernels
+// are skipped, and Sync returns it.
+package cuda

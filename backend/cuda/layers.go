@@ -1,0 +1,179 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// ---- batch normalisation ----
+
+// bnSplits is how many blocks share one channel's N*HW values in the BN
+// reductions: enough blocks in all to fill the device (about 4 per SM),
+// but at least blockSize*4 values per block.
+func bnSplits(c, m, sms int) int {
+	want := (4*max(sms, 1) + c - 1) / c
+	most := max(1, m/(blockSize*4))
+	return max(1, min(want, most, 256))
+}
+
+func checkBN(op string, s tensor.BNShape, perElem []tensor.Buffer, perChan []tensor.Buffer) {
+	if s.N <= 0 || s.C <= 0 || s.HW <= 0 {
+		panic(fmt.Sprintf("cuda: %s: invalid BN shape %+v", op, s))
+	}
+	for _, x := range perElem {
+		if x.Len() != s.N*s.C*s.HW {
+			panic(fmt.Sprintf("cuda: %s: buffer of %d elements for (N=%d, C=%d, HW=%d)", op, x.Len(), s.N, s.C, s.HW))
+		}
+	}
+	for _, x := range perChan {
+		if x != nil && x.Len() != s.C {
+			panic(fmt.Sprintf("cuda: %s: per-channel buffer of %d elements for C=%d", op, x.Len(), s.C))
+		}
+	}
+}
+
+// BatchNormForwardTrain normalises x (N,C,HW) with the batch statistics
+// (float64 sums), saves mean and invStd, and updates the running statistics
+// when runMean and runVar are given.
+func (b *Backend) BatchNormForwardTrain(s tensor.BNShape, x, gamma, beta, y, mean, invStd, runMean, runVar tensor.Buffer) {
+	checkBN("BatchNormForwardTrain", s, []tensor.Buffer{x, y}, []tensor.Buffer{gamma, beta, mean, invStd, runMean, runVar})
+	if (runMean == nil) != (runVar == nil) {
+		panic("cuda: BatchNormForwardTrain: runMean and runVar must both be given or both be nil")
+	}
+	b.enter()
+	defer b.leave()
+	m := s.N * s.HW
+	splits := bnSplits(s.C, m, b.sms)
+	partial := b.scratchLocked("batch-norm partial sums", uint64(s.C*splits*2*8))
+	b.launch("k_bn_partial", splits, s.C, b.buf(x), s.N, s.C, s.HW, splits, partial)
+	update := runMean != nil
+	b.launch("k_bn_finalize", gridFor(s.C, b.sms), 1, partial, s.C, splits, m, s.Eps, s.Momentum, update,
+		b.buf(mean), b.buf(invStd), b.ptr(runMean), b.ptr(runVar))
+	b.launch("k_bn_apply", gridFor(m*s.C, b.sms), 1, b.buf(x), b.buf(y), b.buf(gamma), b.buf(beta), b.buf(mean), b.buf(invStd), s.N, s.C, s.HW)
+}
+
+// BatchNormForwardEval: y = gamma (x - runMean) / sqrt(runVar + eps) + beta.
+func (b *Backend) BatchNormForwardEval(s tensor.BNShape, x, gamma, beta, runMean, runVar, y tensor.Buffer) {
+	checkBN("BatchNormForwardEval", s, []tensor.Buffer{x, y}, []tensor.Buffer{gamma, beta, runMean, runVar})
+	b.enter()
+	defer b.leave()
+	b.launch("k_bn_eval", gridFor(s.N*s.C*s.HW, b.sms), 1, b.buf(x), b.buf(y), b.buf(gamma), b.buf(beta),
+		b.buf(runMean), b.buf(runVar), s.Eps, s.N, s.C, s.HW)
+}
+
+// BatchNormBackward writes dx, dgamma and dbeta from dy, x and the saved
+// statistics.
+func (b *Backend) BatchNormBackward(s tensor.BNShape, x, dy, gamma, mean, invStd, dx, dgamma, dbeta tensor.Buffer) {
+	checkBN("BatchNormBackward", s, []tensor.Buffer{x, dy, dx}, []tensor.Buffer{gamma, mean, invStd, dgamma, dbeta})
+	b.enter()
+	defer b.leave()
+	m := s.N * s.HW
+	splits := bnSplits(s.C, m, b.sms)
+	partial := b.scratchLocked("batch-norm partial sums", uint64(s.C*splits*2*8))
+	sums := b.scratchLocked("batch-norm channel sums", uint64(s.C*2*8))
+	b.launch("k_bn_bwd_partial", splits, s.C, b.buf(x), b.buf(dy), b.buf(mean), b.buf(invStd), s.N, s.C, s.HW, splits, partial)
+	b.launch("k_bn_bwd_finalize", gridFor(s.C, b.sms), 1, partial, s.C, splits, b.buf(dgamma), b.buf(dbeta), sums)
+	b.launch("k_bn_bwd_dx", gridFor(m*s.C, b.sms), 1, b.buf(x), b.buf(dy), b.buf(gamma), b.buf(mean), b.buf(invStd), sums, b.buf(dx), s.N, s.C, s.HW)
+}
+
+// ---- ReLU ----
+
+func (b *Backend) ReLUForward(x, y tensor.Buffer) {
+	n := sameLen("ReLUForward", x, y)
+	b.enter()
+	defer b.leave()
+	if n > 0 {
+		b.launch("k_relu_fwd", gridFor(n, b.sms), 1, b.buf(x), b.buf(y), n)
+	}
+}
+
+func (b *Backend) ReLUBackward(y, dy, dx tensor.Buffer) {
+	n := sameLen("ReLUBackward", y, dy, dx)
+	b.enter()
+	defer b.leave()
+	if n > 0 {
+		b.launch("k_relu_bwd", gridFor(n, b.sms), 1, b.buf(y), b.buf(dy), b.buf(dx), n)
+	}
+}
+
+// ---- global average pooling: x (N,C,HW) -> y (N,C) ----
+
+func (b *Backend) GlobalAvgPoolForward(n, c, hw int, x, y tensor.Buffer) {
+	if x.Len() != n*c*hw || y.Len() != n*c {
+		panic(fmt.Sprintf("cuda: GlobalAvgPoolForward(n=%d, c=%d, hw=%d): x has %d, y has %d elements", n, c, hw, x.Len(), y.Len()))
+	}
+	b.enter()
+	defer b.leave()
+	if n*c > 0 {
+		b.launch("k_gap_fwd", gridFor(n*c, b.sms), 1, b.buf(x), b.buf(y), n*c, hw)
+	}
+}
+
+func (b *Backend) GlobalAvgPoolBackward(n, c, hw int, dy, dx tensor.Buffer) {
+	if dx.Len() != n*c*hw || dy.Len() != n*c {
+		panic(fmt.Sprintf("cuda: GlobalAvgPoolBackward(n=%d, c=%d, hw=%d): dy has %d, dx has %d elements", n, c, hw, dy.Len(), dx.Len()))
+	}
+	b.enter()
+	defer b.leave()
+	if n*c*hw > 0 {
+		b.launch("k_gap_bwd", gridFor(n*c*hw, b.sms), 1, b.buf(dy), b.buf(dx), n*c, hw)
+	}
+}
+
+// ---- linear layer: x (N,In), w (Out,In), b (Out), y (N,Out) ----
+
+// gemm is row-major C (m x n) = alpha op(A) op(B) + beta C through
+// column-major cuBLAS: a row-major matrix is its transpose in column-major
+// order, so C^T = op(B)^T op(A)^T is computed with A and B swapped.
+func (b *Backend) gemm(transA, transB bool, m, n, k int, alpha float32, a uint64, lda int, bm uint64, ldb int, beta float32, c uint64, ldc int, tf32 bool) {
+	if b.err != nil {
+		return
+	}
+	cb := &b.libs.cublas
+	mode := uintptr(cublasDefaultMath)
+	if tf32 {
+		mode = cublasTF32TensorOp
+	}
+	b.fail(cb.check("cublasSetMathMode", mustCall(cb.setMathMode, b.cublasHandle, mode)))
+	op := func(t bool) uintptr {
+		if t {
+			return cublasOpT
+		}
+		return cublasOpN
+	}
+	b.fail(cb.check(fmt.Sprintf("cublasSgemm(m=%d n=%d k=%d)", m, n, k), mustCall(cb.sgemm, b.cublasHandle, op(transB), op(transA),
+		uintptr(n), uintptr(m), uintptr(k), uintptr(unsafe.Pointer(&alpha)), uintptr(bm), uintptr(ldb), uintptr(a), uintptr(lda),
+		uintptr(unsafe.Pointer(&beta)), uintptr(c), uintptr(ldc))))
+}
+
+func (b *Backend) LinearForward(n, in, out int, x, w, bias, y tensor.Buffer) {
+	if x.Len() != n*in || w.Len() != out*in || y.Len() != n*out || (bias != nil && bias.Len() != out) {
+		panic(fmt.Sprintf("cuda: LinearForward(n=%d, in=%d, out=%d): x %d, w %d, y %d elements", n, in, out, x.Len(), w.Len(), y.Len()))
+	}
+	b.enter()
+	defer b.leave()
+	b.gemm(false, true, n, out, in, 1, b.ptr(x), in, b.ptr(w), in, 0, b.ptr(y), out, b.tf32)
+	if bias != nil {
+		b.launch("k_bias_add", gridFor(n*out, b.sms), 1, b.buf(y), b.buf(bias), n, out)
+	}
+}
+
+func (b *Backend) LinearBackward(n, in, out int, x, w, dy, dx, dw, db tensor.Buffer) {
+	if x.Len() != n*in || w.Len() != out*in || dy.Len() != n*out || dw.Len() != out*in ||
+		(dx != nil && dx.Len() != n*in) || (db != nil && db.Len() != out) {
+		panic(fmt.Sprintf("cuda: LinearBackward(n=%d, in=%d, out=%d): x %d, w %d, dy %d, dw %d elements", n, in, out, x.Len(), w.Len(), dy.Len(), dw.Len()))
+	}
+	b.enter()
+	defer b.leave()
+	if dx != nil {
+		// dx (N,In) = dy (N,Out) w (Out,In)
+		b.gemm(false, false, n, in, out, 1, b.ptr(dy), out, b.ptr(w), in, 0, b.ptr(dx), in, b.tf32)
+	}
+	// dw (Out,In) = dy^T (Out,N) x (N,In)
+	b.gemm(true, false, out, in, n, 1, b.ptr(dy), out, b.ptr(x), in, 0, b.ptr(dw), in, b.tf32)
+	if db != nil {
+		b.launch("k_bias_grad", gridFor(out, b.sms), 1, b.buf(dy), b.buf(db), n, out)
+	}
+}

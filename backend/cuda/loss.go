@@ -1,0 +1,120 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// ntxentPlan is the scratch of the NT-Xent kernel for one (views, d).
+type ntxentPlan struct {
+	zn, norms, s, g, dzn, terms uint64
+}
+
+func (b *Backend) ntxentPlanLocked(rows, d int) *ntxentPlan {
+	key := [2]int{rows, d}
+	if p := b.ntx[key]; p != nil {
+		return p
+	}
+	p := &ntxentPlan{}
+	for _, a := range []struct {
+		dst   *uint64
+		bytes int
+		what  string
+	}{
+		{&p.zn, rows * d * 4, "NT-Xent normalised projections"},
+		{&p.norms, rows * 4, "NT-Xent row norms"},
+		{&p.s, rows * rows * 4, "NT-Xent similarity matrix"},
+		{&p.g, rows * rows * 4, "NT-Xent similarity gradient"},
+		{&p.dzn, rows * d * 4, "NT-Xent gradient of the normalised projections"},
+		{&p.terms, rows * 2 * 8, "NT-Xent per-view loss terms"},
+	} {
+		ptr, err := b.arena.alloc(uint64(a.bytes), fmt.Sprintf("%s (%d views, d=%d)", a.what, rows, d))
+		if err != nil {
+			b.fail(err)
+			return nil
+		}
+		*a.dst = ptr
+	}
+	b.ntx[key] = p
+	return p
+}
+
+// NTXent is the SimCLR loss of SPEC section 2 on z (2n x d): rows are
+// L2-normalised, the similarity matrix is one cuBLAS product (always FP32:
+// the loss is cheap and TF32 would cost it three digits), each row's
+// log-sum-exp over the batch and over its half is computed in double, and
+// dz = (G + G^T) zn pushed back through the normalisation.
+func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Buffer) tensor.LossResult {
+	rows := 2 * n
+	if n < 1 || d < 1 || z.Len() != rows*d || dz.Len() != rows*d {
+		panic(fmt.Sprintf("cuda: NTXent(n=%d, d=%d): z has %d, dz has %d elements, want %d", n, d, z.Len(), dz.Len(), rows*d))
+	}
+	if multilevel && n%2 != 0 {
+		panic(fmt.Sprintf("cuda: NTXent: multilevel needs an even number of images, got %d", n))
+	}
+	if !(tau > 0) {
+		panic(fmt.Sprintf("cuda: NTXent: temperature %g must be positive", tau))
+	}
+	b.enter()
+	defer b.leave()
+	nan := tensor.LossResult{Loss: math.NaN(), Full: math.NaN()}
+	if b.err != nil {
+		return nan
+	}
+	p := b.ntxentPlanLocked(rows, d)
+	if p == nil {
+		return nan
+	}
+	b.launch("k_l2norm_rows", rows, 1, b.buf(z), p.zn, p.norms, rows, d)
+	b.gemm(false, true, rows, rows, d, 1, p.zn, d, p.zn, d, 0, p.s, rows, false)
+	b.launch("k_ntxent_rows", rows, 1, p.s, p.g, p.terms, rows, tau, multilevel)
+	b.gemm(false, false, rows, d, rows, 1, p.g, rows, p.zn, d, 0, p.dzn, d, false)
+	b.gemm(true, false, rows, d, rows, 1, p.g, rows, p.zn, d, 1, p.dzn, d, false)
+	b.launch("k_l2norm_bwd", rows, 1, p.zn, p.dzn, p.norms, b.buf(dz), rows, d)
+	b.launch("k_ntxent_sum", 1, 1, p.terms, rows, multilevel, b.scalars+scalarNTXent)
+	if b.err != nil {
+		return nan
+	}
+	b.copyToHost(unsafe.Pointer(&b.hostScalars[0]), b.scalars+scalarNTXent, 3*8)
+	if b.err != nil {
+		return nan
+	}
+	full, h1, h2 := b.hostScalars[0], b.hostScalars[1], b.hostScalars[2]
+	if multilevel {
+		return tensor.LossResult{Loss: full - (h1+h2)/2, Full: full}
+	}
+	return tensor.LossResult{Loss: full, Full: full}
+}
+
+// SGDStep is torch.optim.SGD on one tensor (tensor.SGDConfig).
+func (b *Backend) SGDStep(c tensor.SGDConfig, w, g, v tensor.Buffer) {
+	n := sameLen("SGDStep", w, g, v)
+	b.enter()
+	defer b.leave()
+	if n > 0 {
+		b.launch("k_sgd", gridFor(n, b.sms), 1, b.buf(w), b.buf(g), b.buf(v), n, c.LR, c.Momentum, c.WeightDecay, c.Nesterov)
+	}
+}
+
+// LARSStep is LARS (tensor.LARSConfig); the trust ratio is computed and
+// used on the device, so the step does not synchronise.
+func (b *Backend) LARSStep(c tensor.LARSConfig, w, g, v tensor.Buffer) {
+	n := sameLen("LARSStep", w, g, v)
+	b.enter()
+	defer b.leave()
+	if n == 0 {
+		return
+	}
+	trust := b.scalars + scalarTrust
+	wd := float32(0)
+	if c.Adapt {
+		wd = c.WeightDecay
+		grid := reduceGrid(n)
+		b.launch("k_lars_partial", grid, 1, b.buf(w), b.buf(g), n, wd, b.partial)
+		b.launch("k_lars_trust", 1, 1, b.partial, grid, c.Eta, trust)
+	}
+	b.launch("k_lars_update", gridFor(n, b.sms), 1, b.buf(w), b.buf(g), b.buf(v), n, c.LR, c.Momentum, wd, trust, c.Adapt)
+}

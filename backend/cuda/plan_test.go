@@ -1,0 +1,133 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestGridFor(t *testing.T) {
+	tests := []struct{ n, sms, want int }{
+		{0, 132, 1},
+		{1, 132, 1},
+		{256, 132, 1},
+		{257, 132, 2},
+		{1 << 20, 132, 4096},
+		{1 << 30, 132, 132 * 32}, // capped: grid-stride loops cover the rest
+		{1 << 30, 0, 32},
+	}
+	for _, tc := range tests {
+		if got := gridFor(tc.n, tc.sms); got != tc.want {
+			t.Errorf("gridFor(%d, %d) = %d, want %d", tc.n, tc.sms, got, tc.want)
+		}
+	}
+}
+
+func TestReduceGrid(t *testing.T) {
+	for _, n := range []int{0, 1, 1023, 1024, 1025, 1 << 20, 1 << 30} {
+		g := reduceGrid(n)
+		if g < 1 || g > maxReduceBlocks {
+			t.Errorf("reduceGrid(%d) = %d outside [1, %d]", n, g, maxReduceBlocks)
+		}
+		if n > 0 && g*blockSize*4 < n && g != maxReduceBlocks {
+			t.Errorf("reduceGrid(%d) = %d blocks leave more than 4 items per thread", n, g)
+		}
+	}
+}
+
+func TestBNSplits(t *testing.T) {
+	tests := []struct {
+		name       string
+		c, m, sms  int
+		wantSplits int
+	}{
+		{"head BN1d (C=512, M=1024)", 512, 1024, 132, 1},
+		{"stem 64 ch, 1024 views of 32x32", 64, 1024 * 1024, 132, 9},
+		{"layer4 512 ch, 16 positions, 1024 views", 512, 16 * 1024, 132, 2},
+		{"tiny", 3, 10, 132, 1},
+	}
+	for _, tc := range tests {
+		got := bnSplits(tc.c, tc.m, tc.sms)
+		if got != tc.wantSplits {
+			t.Errorf("%s: bnSplits = %d, want %d", tc.name, got, tc.wantSplits)
+		}
+		if got > 1 && tc.m/got < blockSize*4 {
+			t.Errorf("%s: %d splits leave blocks of %d values", tc.name, got, tc.m/got)
+		}
+	}
+}
+
+func perfRecord(algo, status int32, ms float32, mem uint64, math int32) []byte {
+	r := make([]byte, cudnnAlgoPerfSize)
+	binary.LittleEndian.PutUint32(r[0:], uint32(algo))
+	binary.LittleEndian.PutUint32(r[cudnnAlgoPerfStatusOff:], uint32(status))
+	binary.LittleEndian.PutUint32(r[cudnnAlgoPerfTimeOff:], mathFloat32bits(ms))
+	binary.LittleEndian.PutUint64(r[cudnnAlgoPerfMemoryOff:], mem)
+	binary.LittleEndian.PutUint32(r[cudnnAlgoPerfMathOff:], uint32(math))
+	return r
+}
+
+func mathFloat32bits(f float32) uint32 { return math.Float32bits(f) }
+
+func TestChooseAlgo(t *testing.T) {
+	var raw []byte
+	raw = append(raw, perfRecord(6, 0, 0.1, 1<<30, cudnnTensorOpMath)...) // fastest, too much workspace
+	raw = append(raw, perfRecord(5, 9, 0.2, 0, cudnnTensorOpMath)...)     // failed status
+	raw = append(raw, perfRecord(1, 0, 0.3, 1<<20, cudnnTensorOpMath)...) // tf32 choice
+	raw = append(raw, perfRecord(0, 0, 0.5, 0, cudnnFMAMath)...)          // fp32 choice
+	perf := parsePerf(raw, 4)
+	if perf[2].algo != 1 || perf[2].memory != 1<<20 || perf[2].time != 0.3 || perf[2].mathType != cudnnTensorOpMath || perf[1].status != 9 {
+		t.Fatalf("parsePerf = %+v", perf)
+	}
+	tests := []struct {
+		name     string
+		fp32     bool
+		wantAlgo int32
+	}{
+		{"tf32", false, 1},
+		{"fp32 refuses tensor-op math", true, 0},
+	}
+	for _, tc := range tests {
+		got, ok := chooseAlgo(perf, 256<<20, tc.fp32)
+		if !ok || got.algo != tc.wantAlgo {
+			t.Errorf("%s: chose %+v, %v; want algo %d", tc.name, got, ok, tc.wantAlgo)
+		}
+	}
+	if _, ok := chooseAlgo(perf[:3], 256<<20, true); ok {
+		t.Error("fp32 accepted a tensor-op-only list")
+	}
+}
+
+// launch checks its arguments against kernelSigs before touching the
+// device, so a wrong call site fails loudly in any test that reaches it.
+func TestLaunchChecksArguments(t *testing.T) {
+	b := &Backend{}
+	buf := &devBuf{ptr: 256, n: 4}
+	tests := []struct {
+		name string
+		args []any
+		want string
+	}{
+		{"k_nope", nil, "unknown kernel"},
+		{"k_scale", []any{buf, float32(2)}, "takes 3 arguments"},
+		{"k_scale", []any{buf, 2, 4}, "argument 1 is f, got int"},
+		{"k_scale", []any{float32(1), float32(2), 4}, "argument 0 is p, got float32"},
+		{"k_scale", []any{buf, float32(2), int64(4)}, "argument 2 has unsupported type int64"},
+		{"k_scale", []any{buf, float32(2), buf}, "argument 2 is i, got a buffer"},
+		{"k_scale", []any{buf, float32(2), 1 << 40}, "got int 1099511627776"},
+		{"k_axpy", []any{buf, float32(1), 512, 4}, "argument 2 is p, got int"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.want, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				msg, _ := r.(string)
+				if r == nil || !strings.Contains(msg, tc.want) {
+					t.Fatalf("launch(%s, %v): recover() = %v, want a panic with %q", tc.name, tc.args, r, tc.want)
+				}
+			}()
+			b.launch(tc.name, 1, 1, tc.args...)
+		})
+	}
+}

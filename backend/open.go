@@ -1,0 +1,47 @@
+// Package backend chooses the compute backend a command runs on: the CPU
+// backend (OpenBLAS or pure Go) or the CUDA backend when an NVIDIA GPU and
+// its libraries are found.
+package backend
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/simclr-go/simclr/backend/cpu"
+	"github.com/simclr-go/simclr/backend/cuda"
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// Devices lists the accepted values of the device argument of Open.
+var Devices = []string{"auto", "cpu", "cuda"}
+
+// Open returns the backend for device ("auto", "cpu" or "cuda") and a log
+// line saying which backend was chosen and why. precision ("tf32" or "fp32",
+// empty meaning "tf32") only matters on CUDA. "auto" picks CUDA when its
+// libraries and a device are found and falls back to the CPU otherwise; an
+// explicit "cuda" that cannot be opened is an error.
+func Open(device, precision string) (tensor.Backend, string, error) {
+	if err := cuda.ValidPrecision(precision); err != nil {
+		return nil, "", err
+	}
+	switch strings.ToLower(device) {
+	case "cpu":
+		b := cpu.New()
+		return b, "device cpu (requested): " + b.Describe(), nil
+	case "cuda", "gpu":
+		b, err := cuda.Open(cuda.Options{Precision: precision})
+		if err != nil {
+			return nil, "", fmt.Errorf("device cuda: %w (run `simclr devices` to see what was found, or use --device cpu)", err)
+		}
+		return b, "device cuda (requested): " + b.Describe(), nil
+	case "", "auto":
+		b, err := cuda.Open(cuda.Options{Precision: precision})
+		if err == nil {
+			return b, "device auto -> cuda: " + b.Describe(), nil
+		}
+		c := cpu.New()
+		return c, fmt.Sprintf("device auto -> cpu (cuda unavailable: %v): %s", err, c.Describe()), nil
+	default:
+		return nil, "", fmt.Errorf("unknown device %q: use one of %s", device, strings.Join(Devices, ", "))
+	}
+}

@@ -1,0 +1,52 @@
+package backend
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/backend/cuda"
+)
+
+func TestOpen(t *testing.T) {
+	cudaOK := cuda.Probe().OK()
+	tests := []struct {
+		device, precision string
+		wantName          string // "" means an error is expected
+		wantInLog         string
+		wantInErr         string
+	}{
+		{"cpu", "", "cpu", "device cpu", ""},
+		{"CPU", "fp32", "cpu", "device cpu", ""},
+		{"tpu", "", "", "", "unknown device"},
+		{"cpu", "fp16", "", "", "precision"},
+	}
+	if cudaOK {
+		tests = append(tests,
+			struct{ device, precision, wantName, wantInLog, wantInErr string }{"auto", "", "cuda", "auto -> cuda", ""},
+			struct{ device, precision, wantName, wantInLog, wantInErr string }{"cuda", "fp32", "cuda", "device cuda", ""})
+	} else {
+		tests = append(tests,
+			struct{ device, precision, wantName, wantInLog, wantInErr string }{"auto", "", "cpu", "auto -> cpu (cuda unavailable", ""},
+			struct{ device, precision, wantName, wantInLog, wantInErr string }{"cuda", "", "", "", "--device cpu"})
+	}
+	for _, tc := range tests {
+		t.Run(tc.device+"/"+tc.precision, func(t *testing.T) {
+			b, log, err := Open(tc.device, tc.precision)
+			if tc.wantName == "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantInErr) {
+					t.Fatalf("Open error = %v, want one containing %q", err, tc.wantInErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Name() != tc.wantName || !strings.Contains(log, tc.wantInLog) {
+				t.Fatalf("Open = %s, %q; want %s with %q", b.Name(), log, tc.wantName, tc.wantInLog)
+			}
+			if c, ok := b.(interface{ Close() error }); ok {
+				c.Close()
+			}
+		})
+	}
+}

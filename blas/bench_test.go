@@ -1,0 +1,107 @@
+package blas
+
+import (
+	"fmt"
+	"testing"
+)
+
+// benchShape is an SGEMM shape worth timing.
+type benchShape struct {
+	name           string
+	transA, transB bool
+	m, n, k        int
+}
+
+// im2colShapes are the GEMMs of a ResNet-18 convolution on 32x32 inputs with
+// a batch of 64 images, as the CPU backend lowers them (weights (K, C*R*S)
+// times columns (C*R*S, N*H*W)): the forward product of the first stage's
+// 3x3 convolutions (64 channels, 32x32), of the last stage's (512 channels,
+// 4x4), and the weight gradient of the first stage (dY times columns^T).
+var im2colShapes = []benchShape{
+	{"conv64x32x32_fwd", false, false, 64, 64 * 1024, 576},
+	{"conv512x4x4_fwd", false, false, 512, 64 * 16, 4608},
+	{"conv64x32x32_dW", false, true, 64, 576, 64 * 1024},
+}
+
+func benchGemm(b *testing.B, g Gemm, s benchShape) {
+	aLen, bLen := s.m*s.k, s.k*s.n
+	a, bm, c := make([]float32, aLen), make([]float32, bLen), make([]float32, s.m*s.n)
+	for i := range a {
+		a[i] = float32(i%13) * 0.1
+	}
+	for i := range bm {
+		bm[i] = float32(i%7) * 0.1
+	}
+	lda, ldb := s.k, s.n
+	if s.transA {
+		lda = s.m
+	}
+	if s.transB {
+		ldb = s.k
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		g.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, lda, bm, ldb, 0, c, s.n)
+	}
+	b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// benchImpls lists the implementations to time: the pure-Go kernel on one
+// and two threads, and OpenBLAS when the machine has it.
+func benchImpls(b *testing.B) []struct {
+	name string
+	g    Gemm
+} {
+	impls := []struct {
+		name string
+		g    Gemm
+	}{
+		{"PureGo1", PureGo(1)},
+		{"PureGo2", PureGo(2)},
+	}
+	if kern := bestKernel(); kern.name != genericKernel.name {
+		impls = append(impls, struct {
+			name string
+			g    Gemm
+		}{"PureGoGeneric2", newPureGo(2, genericKernel)})
+	}
+	if g, err := OpenBLAS(); err == nil {
+		impls = append(impls, struct {
+			name string
+			g    Gemm
+		}{"OpenBLAS", g})
+	} else {
+		b.Logf("OpenBLAS not benchmarked: %v", err)
+	}
+	return impls
+}
+
+func BenchmarkSgemm1024(b *testing.B) {
+	for _, impl := range benchImpls(b) {
+		b.Run(impl.name, func(b *testing.B) {
+			benchGemm(b, impl.g, benchShape{"1024", false, false, 1024, 1024, 1024})
+		})
+	}
+}
+
+func BenchmarkSgemmIm2col(b *testing.B) {
+	for _, impl := range benchImpls(b) {
+		for _, s := range im2colShapes {
+			b.Run(fmt.Sprintf("%s/%s", impl.name, s.name), func(b *testing.B) { benchGemm(b, impl.g, s) })
+		}
+	}
+}
+
+// BenchmarkKernel times each micro-kernel alone on L1-resident slivers: the
+// ceiling the blocked product approaches.
+func BenchmarkKernel(b *testing.B) {
+	for _, k := range kernels() {
+		b.Run(k.name, func(b *testing.B) {
+			ap, bp, c := make([]float32, k.mr*k.kc), make([]float32, k.nr*k.kc), make([]float32, k.mr*k.nr)
+			for b.Loop() {
+				k.tile(k.kc, ap, bp, c, k.nr)
+			}
+			b.ReportMetric(2*float64(k.mr*k.nr*k.kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

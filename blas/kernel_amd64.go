@@ -1,0 +1,47 @@
+//go:build amd64 && !purego
+
+package blas
+
+import "golang.org/x/sys/cpu"
+
+// The SIMD micro-kernels keep the C tile in vector registers and use fused
+// multiply-adds, which the Go compiler does not emit for float32 loops. They
+// are Go assembly, so the package still builds with CGO_ENABLED=0; the
+// generic kernel remains for other CPUs (and the purego build tag).
+
+//go:noescape
+func tile6x16AVX2(kc int, a, b, c *float32, ldc int)
+
+//go:noescape
+func tile12x32AVX512(kc int, a, b, c *float32, ldc int)
+
+// avx2Kernel: 6x16 tile in 12 YMM registers. The block sizes keep a
+// kc x 16 sliver of B (16 KiB) in L1 and an mc x kc block of A (96 KiB) in L2.
+var avx2Kernel = kernel{name: "avx2+fma", mr: 6, nr: 16, mc: 96, kc: 256, nc: 1024, tile: func(kc int, a, b, c []float32, ldc int) {
+	// Bounds checks the assembly cannot make.
+	_ = a[6*kc-1]
+	_ = b[16*kc-1]
+	_ = c[5*ldc+15]
+	tile6x16AVX2(kc, &a[0], &b[0], &c[0], ldc)
+}}
+
+// avx512Kernel: 12x32 tile in 24 ZMM registers; kc is smaller so that a
+// kc x 32 sliver of B (24 KiB) and a 12 x kc sliver of A fit in L1 together.
+var avx512Kernel = kernel{name: "avx512", mr: 12, nr: 32, mc: 144, kc: 192, nc: 1024, tile: func(kc int, a, b, c []float32, ldc int) {
+	_ = a[12*kc-1]
+	_ = b[32*kc-1]
+	_ = c[11*ldc+31]
+	tile12x32AVX512(kc, &a[0], &b[0], &c[0], ldc)
+}}
+
+// kernels lists the micro-kernels this machine can run, fastest first.
+func kernels() []kernel {
+	var ks []kernel
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, avx512Kernel)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ks = append(ks, avx2Kernel)
+	}
+	return append(ks, genericKernel)
+}

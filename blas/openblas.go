@@ -1,0 +1,160 @@
+//go:build linux || darwin || freebsd || netbsd
+
+package blas
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// CBLAS enumeration values (cblas.h).
+const (
+	cblasRowMajor = 101
+	cblasNoTrans  = 111
+	cblasTrans    = 112
+)
+
+// EnvLibrary names an environment variable holding the path of a CBLAS
+// library to try before the usual ones.
+const EnvLibrary = "SIMCLR_BLAS"
+
+// cblasSgemm matches
+//
+//	void cblas_sgemm(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE,
+//	                 blasint M, blasint N, blasint K, float alpha, const float *A, blasint lda,
+//	                 const float *B, blasint ldb, float beta, float *C, blasint ldc)
+//
+// with the 32-bit blasint of the LP64 builds that distributions ship.
+type cblasSgemm func(order, transA, transB, m, n, k int32, alpha float32, a *float32, lda int32, b *float32, ldb int32, beta float32, c *float32, ldc int32)
+
+// openBLAS is a CBLAS library bound at run time.
+type openBLAS struct {
+	sgemm cblasSgemm
+	name  string
+}
+
+// OpenBLAS loads OpenBLAS (or another library exporting cblas_sgemm) and
+// returns it as a Gemm using runtime.NumCPU() threads. The error lists every
+// library tried and why it was refused.
+func OpenBLAS() (Gemm, error) { return OpenBLASThreads(runtime.NumCPU()) }
+
+// OpenBLASThreads is OpenBLAS with a thread count. OpenBLAS keeps one thread
+// count per process, so the last value set wins for every handle.
+func OpenBLASThreads(threads int) (Gemm, error) {
+	if threads < 1 {
+		threads = 1
+	}
+	setOpenBLASCoreType()
+	var tried []string
+	for _, path := range libraryCandidates(os.Getenv(EnvLibrary)) {
+		lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%s: %v", path, err))
+			continue
+		}
+		sym, err := purego.Dlsym(lib, "cblas_sgemm")
+		if err != nil || sym == 0 {
+			tried = append(tried, fmt.Sprintf("%s: no cblas_sgemm", path))
+			_ = purego.Dlclose(lib)
+			continue
+		}
+		g := &openBLAS{}
+		purego.RegisterFunc(&g.sgemm, sym)
+		g.name = describeLibrary(lib, path, threads)
+		return g, nil
+	}
+	return nil, fmt.Errorf("blas: no CBLAS library found (install OpenBLAS, e.g. `apt-get install libopenblas0`, or set %s to the library's path); tried:\n  %s",
+		EnvLibrary, strings.Join(tried, "\n  "))
+}
+
+// libraryCandidates lists the paths to dlopen, in order, without duplicates:
+// the explicit override, then each soname through the loader's search path
+// and in the usual directories.
+func libraryCandidates(override string) []string {
+	// The shared objects tried, best first. libblas.so.3 is accepted only when
+	// it exports cblas_sgemm (Debian's alternatives may point it at OpenBLAS,
+	// BLIS or the reference BLAS).
+	sonames := []string{"libopenblas.so.0", "libopenblas.so", "libblas.so.3"}
+	// Searched after the dynamic loader's own search path.
+	dirs := []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"}
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	add(override)
+	for _, soname := range sonames {
+		add(soname)
+		for _, dir := range dirs {
+			add(filepath.Join(dir, soname))
+		}
+	}
+	return out
+}
+
+// describeLibrary sets the thread count when the library lets us and builds
+// the Name: the library's own configuration string when it has one.
+func describeLibrary(lib uintptr, path string, threads int) string {
+	if sym, err := purego.Dlsym(lib, "openblas_set_num_threads"); err == nil && sym != 0 {
+		var setThreads func(int32)
+		purego.RegisterFunc(&setThreads, sym)
+		setThreads(int32(threads))
+	}
+	name := "CBLAS"
+	if sym, err := purego.Dlsym(lib, "openblas_get_config"); err == nil && sym != 0 {
+		var getConfig func() string
+		purego.RegisterFunc(&getConfig, sym)
+		if cfg := strings.TrimSpace(getConfig()); cfg != "" {
+			name = cfg
+		}
+	}
+	name += " (" + filepath.Base(path) + ")"
+	if sym, err := purego.Dlsym(lib, "openblas_get_num_threads"); err == nil && sym != 0 {
+		var getThreads func() int32
+		purego.RegisterFunc(&getThreads, sym)
+		name += fmt.Sprintf(", %d threads", getThreads())
+	}
+	return name
+}
+
+func (g *openBLAS) Name() string { return g.name }
+
+// Sgemm calls cblas_sgemm. Empty products and alpha = 0 are done here, so
+// the library never sees the degenerate strides BLAS would reject.
+func (g *openBLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkArgs(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	for _, v := range [...]int{m, n, k, lda, ldb, ldc} {
+		if v > math.MaxInt32 {
+			panic(fmt.Sprintf("blas: Sgemm size or stride %d exceeds the 32-bit integers of cblas_sgemm (m=%d n=%d k=%d lda=%d ldb=%d ldc=%d)", v, m, n, k, lda, ldb, ldc))
+		}
+	}
+	ta, tb := int32(cblasNoTrans), int32(cblasNoTrans)
+	if transA {
+		ta = cblasTrans
+	}
+	if transB {
+		tb = cblasTrans
+	}
+	g.sgemm(cblasRowMajor, ta, tb, int32(m), int32(n), int32(k), alpha,
+		unsafe.SliceData(a), int32(lda), unsafe.SliceData(b), int32(ldb), beta, unsafe.SliceData(c), int32(ldc))
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(c)
+}

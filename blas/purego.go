@@ -1,0 +1,276 @@
+package blas
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// PureGo returns the pure-Go SGEMM using up to threads goroutines (values
+// below 1 mean 1). It follows the GotoBLAS/BLIS layout: C is split into
+// column (or row) ranges, one per goroutine; each goroutine packs kc x nc
+// panels of op(B) and mc x kc blocks of op(A) into contiguous buffers and
+// runs a register-blocked micro-kernel over mr x nr tiles of C. The worker
+// goroutines are started here and live until the returned Gemm is garbage;
+// packing buffers are reused, so a call allocates nothing in steady state.
+func PureGo(threads int) Gemm {
+	return newPureGo(threads, bestKernel())
+}
+
+func newPureGo(threads int, k kernel) *pureGo {
+	if threads < 1 {
+		threads = 1
+	}
+	g := &pureGo{threads: threads, kern: k}
+	g.calls.New = func() any { return new(gemmCall) }
+	if threads > 1 {
+		jobs := make(chan gemmJob, threads)
+		for range threads - 1 {
+			go gemmWorker(jobs, k)
+		}
+		// The workers hold only the channel, so g can become garbage; closing
+		// the channel then ends them.
+		runtime.AddCleanup(g, func(jobs chan gemmJob) { close(jobs) }, jobs)
+		g.jobs = jobs
+	}
+	return g
+}
+
+// kernel is a micro-kernel with the block sizes that suit it.
+type kernel struct {
+	name   string
+	mr, nr int // tile of C computed in registers
+	// mc, kc and nc bound the packed blocks: an mc x kc block of op(A) stays
+	// in L2, a kc x nr sliver of op(B) in L1, a kc x nc panel of op(B) in L2/L3.
+	mc, kc, nc int
+	// tile adds A B to the mr x nr tile of C whose rows start at c[0],
+	// c[ldc], ...: a holds kc steps of mr values of op(A) (alpha applied),
+	// b holds kc steps of nr values of op(B).
+	tile func(kc int, a, b, c []float32, ldc int)
+}
+
+// minWorkPerPart is the multiply-add count below which another goroutine
+// costs more in hand-off than it saves.
+const minWorkPerPart = 64 * 64 * 64
+
+type pureGo struct {
+	threads int
+	kern    kernel
+	jobs    chan gemmJob // nil when threads == 1
+	calls   sync.Pool    // *gemmCall, so calls reuse their packing buffers
+}
+
+func (g *pureGo) Name() string {
+	return fmt.Sprintf("pure Go (%s kernel %dx%d), %d threads", g.kern.name, g.kern.mr, g.kern.nr, g.threads)
+}
+
+// gemmCall is one Sgemm call shared by the goroutines that work on it.
+type gemmCall struct {
+	transA, transB bool
+	m, n, k        int
+	alpha          float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+	beta           float32
+
+	splitRows bool // parts are row ranges of C (else column ranges)
+	chunk     int  // rows or columns per part
+	wg        sync.WaitGroup
+	ws        workspace // the calling goroutine's buffers
+}
+
+type gemmJob struct {
+	call *gemmCall
+	part int
+}
+
+// workspace holds one goroutine's packing buffers.
+type workspace struct {
+	packA, packB, tile []float32
+}
+
+func gemmWorker(jobs <-chan gemmJob, k kernel) {
+	var ws workspace
+	for job := range jobs {
+		job.call.runPart(job.part, &ws, k)
+		job.call.wg.Done()
+	}
+}
+
+func (g *pureGo) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkArgs(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	call := g.calls.Get().(*gemmCall)
+	*call = gemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha,
+		a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, ws: call.ws}
+	parts := call.partition(g.threads, g.kern)
+	if parts > 1 {
+		call.wg.Add(parts - 1)
+		for part := 1; part < parts; part++ {
+			g.jobs <- gemmJob{call, part}
+		}
+	}
+	call.runPart(0, &call.ws, g.kern)
+	call.wg.Wait()
+	call.a, call.b, call.c = nil, nil, nil // do not keep the caller's matrices alive
+	g.calls.Put(call)
+}
+
+// partition splits C into at most threads ranges of whole tiles along its
+// longer dimension (in tiles) and returns how many there are.
+func (call *gemmCall) partition(threads int, k kernel) int {
+	parts := threads
+	if work := call.m * call.n * call.k; work/minWorkPerPart < parts {
+		parts = max(1, work/minWorkPerPart)
+	}
+	tilesM := (call.m + k.mr - 1) / k.mr
+	tilesN := (call.n + k.nr - 1) / k.nr
+	call.splitRows = tilesM > tilesN
+	tiles, tileSize, size := tilesN, k.nr, call.n
+	if call.splitRows {
+		tiles, tileSize, size = tilesM, k.mr, call.m
+	}
+	call.chunk = (tiles + parts - 1) / parts * tileSize
+	return (size + call.chunk - 1) / call.chunk
+}
+
+// runPart computes the part-th range of C: beta scaling, then the blocked
+// product over kc x nc panels of op(B) and mc x kc blocks of op(A).
+func (call *gemmCall) runPart(part int, ws *workspace, k kernel) {
+	i0, i1, j0, j1 := 0, call.m, 0, call.n
+	if call.splitRows {
+		i0, i1 = part*call.chunk, min(call.m, (part+1)*call.chunk)
+	} else {
+		j0, j1 = part*call.chunk, min(call.n, (part+1)*call.chunk)
+	}
+	scaleC(i1-i0, j1-j0, call.beta, call.c[i0*call.ldc+j0:], call.ldc)
+	ws.grow(k, min(i1-i0, k.mc), min(j1-j0, k.nc), min(call.k, k.kc))
+	for jc := j0; jc < j1; jc += k.nc {
+		nc := min(k.nc, j1-jc)
+		for pc := 0; pc < call.k; pc += k.kc {
+			kc := min(k.kc, call.k-pc)
+			packB(ws.packB, call.b, call.ldb, call.transB, pc, kc, jc, nc, k.nr)
+			for ic := i0; ic < i1; ic += k.mc {
+				mc := min(k.mc, i1-ic)
+				packA(ws.packA, call.a, call.lda, call.transA, ic, mc, pc, kc, k.mr, call.alpha)
+				call.macroKernel(ws, k, ic, mc, jc, nc, kc)
+			}
+		}
+	}
+}
+
+// macroKernel adds the packed block product to C[ic:ic+mc, jc:jc+nc]. Edge
+// tiles are computed into a scratch tile and only their valid part added.
+func (call *gemmCall) macroKernel(ws *workspace, k kernel, ic, mc, jc, nc, kc int) {
+	mr, nr, ldc := k.mr, k.nr, call.ldc
+	for s := 0; s < nc; s += nr {
+		bp := ws.packB[s*kc : (s+nr)*kc]
+		cols := min(nr, nc-s)
+		for r := 0; r < mc; r += mr {
+			ap := ws.packA[r*kc : (r+mr)*kc]
+			rows := min(mr, mc-r)
+			off := (ic+r)*ldc + jc + s
+			if rows == mr && cols == nr {
+				k.tile(kc, ap, bp, call.c[off:], ldc)
+				continue
+			}
+			tile := ws.tile[:mr*nr]
+			clear(tile)
+			k.tile(kc, ap, bp, tile, nr)
+			for i := 0; i < rows; i++ {
+				dst := call.c[off+i*ldc : off+i*ldc+cols]
+				for j, v := range tile[i*nr : i*nr+cols] {
+					dst[j] += v
+				}
+			}
+		}
+	}
+}
+
+// grow makes the buffers large enough for blocks of at most mc x kc of
+// op(A) and kc x nc of op(B), rounded up to whole tiles.
+func (ws *workspace) grow(k kernel, mc, nc, kc int) {
+	needA := (mc + k.mr - 1) / k.mr * k.mr * kc
+	needB := (nc + k.nr - 1) / k.nr * k.nr * kc
+	if len(ws.packA) < needA {
+		ws.packA = make([]float32, needA)
+	}
+	if len(ws.packB) < needB {
+		ws.packB = make([]float32, needB)
+	}
+	if len(ws.tile) < k.mr*k.nr {
+		ws.tile = make([]float32, k.mr*k.nr)
+	}
+}
+
+// packA copies alpha op(A)[i0:i0+mc, p0:p0+kc] into dst as consecutive
+// slivers of mr rows, each stored step by step (dst[p*mr+i] within a sliver),
+// padding the last sliver with zero rows.
+func packA(dst, a []float32, lda int, transA bool, i0, mc, p0, kc, mr int, alpha float32) {
+	for r := 0; r < mc; r += mr {
+		sliver := dst[r*kc : (r+mr)*kc]
+		rows := min(mr, mc-r)
+		if transA {
+			// op(A)[i, p] = a[p*lda+i]: each step reads rows consecutive values.
+			for p := 0; p < kc; p++ {
+				src := a[(p0+p)*lda+i0+r:]
+				src = src[:rows]
+				out := sliver[p*mr : p*mr+mr]
+				for i, v := range src {
+					out[i] = alpha * v
+				}
+				clear(out[rows:])
+			}
+			continue
+		}
+		for i := 0; i < rows; i++ {
+			src := a[(i0+r+i)*lda+p0:]
+			src = src[:kc]
+			for p, v := range src {
+				sliver[p*mr+i] = alpha * v
+			}
+		}
+		for i := rows; i < mr; i++ {
+			for p := 0; p < kc; p++ {
+				sliver[p*mr+i] = 0
+			}
+		}
+	}
+}
+
+// packB copies op(B)[p0:p0+kc, j0:j0+nc] into dst as consecutive slivers of
+// nr columns, each stored step by step (dst[p*nr+j] within a sliver),
+// padding the last sliver with zero columns.
+func packB(dst, b []float32, ldb int, transB bool, p0, kc, j0, nc, nr int) {
+	for s := 0; s < nc; s += nr {
+		sliver := dst[s*kc : (s+nr)*kc]
+		cols := min(nr, nc-s)
+		if !transB {
+			// op(B)[p, j] = b[p*ldb+j]: each step copies cols consecutive values.
+			for p := 0; p < kc; p++ {
+				out := sliver[p*nr : p*nr+nr]
+				copy(out, b[(p0+p)*ldb+j0+s:][:cols])
+				clear(out[cols:])
+			}
+			continue
+		}
+		for j := 0; j < cols; j++ {
+			src := b[(j0+s+j)*ldb+p0:]
+			src = src[:kc]
+			for p, v := range src {
+				sliver[p*nr+j] = v
+			}
+		}
+		for j := cols; j < nr; j++ {
+			for p := 0; p < kc; p++ {
+				sliver[p*nr+j] = 0
+			}
+		}
+	}
+}

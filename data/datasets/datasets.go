@@ -1,0 +1,180 @@
+// Package datasets resolves a data set name and a data folder to the reader
+// that can load it, so that every command accepts the same --dataset and
+// --data-dir and reports missing data the same way: naming the paths looked
+// at and the command that fetches the data.
+package datasets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/data/cifar"
+	"github.com/simclr-go/simclr/data/folder"
+	"github.com/simclr-go/simclr/data/svhn"
+)
+
+// DefaultDir is the data folder used when none is given; scripts/fetch_data.sh
+// writes there by default and .gitignore keeps it out of the repository.
+const DefaultDir = "data-cache"
+
+// Names lists the accepted data set names for help texts.
+const Names = "cifar10, cifar100, cifar100:coarse, svhn, svhn:extra, folder:PATH"
+
+// ErrNotFound is wrapped by Open's error when the data is not on disk.
+var ErrNotFound = errors.New("data set not found")
+
+// Open loads data set name from dataDir ("" means DefaultDir). size is the
+// image side the caller wants: 0 accepts the data set's own size; the CIFAR
+// and SVHN sets are 32x32 and only folder data sets are resized.
+//
+//   - "cifar10": DIR/cifar-10-batches-bin/, DIR itself holding
+//     data_batch_1.bin, or an image-folder tree (DIR/cifar10-jpeg/train/airplane/...,
+//     DIR/train/airplane/..., DIR/cifar10/...), which is what
+//     cifar10-jpeg.tar.gz unpacks to; binary form is preferred.
+//   - "cifar100", "cifar100:coarse": DIR/cifar-100-binary/ or DIR holding train.bin.
+//   - "svhn", "svhn:extra": DIR/svhn/*.mat or DIR holding train_32x32.mat;
+//     with extra, extra_32x32.mat joins the training set.
+//   - "folder:PATH": an image-folder tree at PATH (or DIR/PATH when PATH is
+//     relative and not found as given).
+func Open(name, dataDir string, size int) (*data.Splits, error) {
+	if dataDir == "" {
+		dataDir = DefaultDir
+	}
+	base, option, _ := strings.Cut(name, ":")
+	switch base {
+	case "cifar10":
+		if option != "" {
+			return nil, fmt.Errorf("dataset %q: cifar10 takes no option; use one of %s", name, Names)
+		}
+		return openCIFAR10(dataDir, size)
+	case "cifar100":
+		if option != "" && option != "coarse" {
+			return nil, fmt.Errorf("dataset %q: the only cifar100 option is :coarse (20 superclasses)", name)
+		}
+		if err := need32("cifar100", size); err != nil {
+			return nil, err
+		}
+		tried := []string{filepath.Join(dataDir, "cifar-100-binary", "train.bin"), filepath.Join(dataDir, "train.bin")}
+		if !anyFile(tried) {
+			return nil, missing("cifar100", dataDir, tried)
+		}
+		return cifar.Load100(dataDir, option == "coarse")
+	case "svhn":
+		if option != "" && option != "extra" {
+			return nil, fmt.Errorf("dataset %q: the only svhn option is :extra (adds extra_32x32.mat to training)", name)
+		}
+		if err := need32("svhn", size); err != nil {
+			return nil, err
+		}
+		fetch := "svhn"
+		if option == "extra" {
+			fetch = "svhn svhn-extra"
+		}
+		for _, dir := range []string{filepath.Join(dataDir, "svhn"), dataDir} {
+			if isFile(filepath.Join(dir, "train_32x32.mat")) {
+				return svhn.Load(dir, option == "extra")
+			}
+		}
+		return nil, missing(fetch, dataDir, []string{
+			filepath.Join(dataDir, "svhn", "train_32x32.mat"), filepath.Join(dataDir, "train_32x32.mat")})
+	case "folder":
+		if option == "" {
+			return nil, fmt.Errorf("dataset %q: say which folder, e.g. folder:/path/to/images (holding train/CLASS/*.jpg and test/CLASS/*.jpg)", name)
+		}
+		root := option
+		if !filepath.IsAbs(root) && !isDir(root) && isDir(filepath.Join(dataDir, root)) {
+			root = filepath.Join(dataDir, root)
+		}
+		if !isDir(root) {
+			return nil, fmt.Errorf("dataset %q: %w: no folder %s (nor %s); it must hold train/CLASS/*.jpg and test/CLASS/*.jpg",
+				name, ErrNotFound, option, filepath.Join(dataDir, option))
+		}
+		return folder.Load(root, size)
+	}
+	return nil, fmt.Errorf("unknown dataset %q: use one of %s", name, Names)
+}
+
+// openCIFAR10 tries the binary layouts first (exact pixels), then the
+// image-folder layouts.
+func openCIFAR10(dataDir string, size int) (*data.Splits, error) {
+	if err := need32("cifar10", size); err != nil {
+		return nil, err
+	}
+	var tried []string
+	for _, dir := range []string{dataDir, filepath.Join(dataDir, "cifar10")} {
+		for _, bin := range []string{filepath.Join(dir, "cifar-10-batches-bin"), dir} {
+			p := filepath.Join(bin, "data_batch_1.bin")
+			tried = append(tried, p)
+			if isFile(p) {
+				return cifar.Load10(bin)
+			}
+		}
+	}
+	for _, root := range []string{filepath.Join(dataDir, "cifar10-jpeg"), dataDir, filepath.Join(dataDir, "cifar10")} {
+		p := filepath.Join(root, "train", "airplane")
+		tried = append(tried, p)
+		if isDir(p) {
+			return loadCIFAR10Folder(root)
+		}
+	}
+	return nil, missing("cifar10", dataDir, tried)
+}
+
+// loadCIFAR10Folder reads the image-folder form of CIFAR-10 (the shared
+// JPEG copy) with CIFAR-10's class order and standard statistics, so that
+// a run behaves the same whichever form the data came in.
+func loadCIFAR10Folder(root string) (*data.Splits, error) {
+	s, err := folder.Load(root, 32)
+	if err != nil {
+		return nil, fmt.Errorf("cifar10 (image folders): %w", err)
+	}
+	want := cifar.Classes10()
+	if strings.Join(s.Train.Classes, ",") != strings.Join(want, ",") {
+		return nil, fmt.Errorf("cifar10 (image folders): %s has class folders %v, want the ten CIFAR-10 classes %v",
+			filepath.Join(root, "train"), s.Train.Classes, want)
+	}
+	s.Train.Name, s.Test.Name = "cifar10 train", "cifar10 test"
+	s.Mean, s.Std = cifar.Mean10, cifar.Std10
+	return s, nil
+}
+
+func need32(name string, size int) error {
+	if size != 0 && size != cifar.Side {
+		return fmt.Errorf("dataset %s has 32x32 images; image size %d is not supported for it (use 32)", name, size)
+	}
+	return nil
+}
+
+// missing is the error for data not on disk: the paths looked at and the
+// command that fetches the data into dataDir.
+func missing(fetch, dataDir string, tried []string) error {
+	hint := ""
+	if fetch == "cifar10" {
+		hint = fmt.Sprintf(" (or, from a folder holding cifar10-jpeg.tar.gz: scripts/fetch_data.sh cifar10 --dir %s --from ../shared/data/cifar10)", dataDir)
+	}
+	return fmt.Errorf("%s: %w in %s (looked for %s); fetch it with: scripts/fetch_data.sh %s --dir %s%s",
+		strings.Fields(fetch)[0], ErrNotFound, dataDir, strings.Join(tried, ", "), fetch, dataDir, hint)
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+func anyFile(paths []string) bool {
+	for _, p := range paths {
+		if isFile(p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// The gradient written through E[W + X] (GradAffine with ClosedZ) equals
+// central finite differences of the closed-form objective, at points of low
+// and high load, to 1e-6 relative.
+func TestGradientMatchesFiniteDifferences(t *testing.T) {
+	points := [][2]float64{{9, 9}, {2.4, 2.1}, {1.2, 1.5}, {3, 4}, {0.9, 2.0}}
+	for _, law := range Laws() {
+		for _, x := range points {
+			g := ClosedGrad(law, x[0], x[1])
+			for i := range 2 {
+				h := 1e-5
+				var xp, xm = x, x
+				xp[i] += h
+				xm[i] -= h
+				fd := (Objective(law, xp[0], xp[1]) - Objective(law, xm[0], xm[1])) / (2 * h)
+				if math.Abs(fd-g[i]) > 1e-6*math.Max(1, math.Abs(fd)) {
+					t.Errorf("%s at %v: dF/dx%d = %.9g, finite difference %.9g", law.Name, x, i, g[i], fd)
+				}
+			}
+		}
+	}
+}
+
+// The exhaustive-search optimum is a stationary point of the closed form.
+func TestOptimumIsStationary(t *testing.T) {
+	for _, law := range Laws() {
+		mu, p := Optimum(law)
+		if g := ClosedGrad(law, mu, p); math.Hypot(g[0], g[1]) > 1e-5 {
+			t.Errorf("%s: gradient %v at the optimum (%.6f, %.6f)", law.Name, g, mu, p)
+		}
+	}
+}
+
+// The law samplers have the moments the closed form uses (5 standard
+// errors; the fourth moment bounds the error of the second).
+func TestServiceLawMoments(t *testing.T) {
+	const n = 400000
+	for li, law := range Laws() {
+		r := rand.New(rand.NewPCG(uint64(li), 3))
+		var s1, s2, s4 float64
+		for range n {
+			v := law.Sample(r)
+			s1 += v
+			s2 += v * v
+			s4 += v * v * v * v
+		}
+		m1, m2 := s1/n, s2/n
+		se1 := math.Sqrt((m2 - m1*m1) / n)
+		se2 := math.Sqrt((s4/n - m2*m2) / n)
+		if math.Abs(m1-law.Mean) > 5*se1 || math.Abs(m2-law.Second) > 5*se2 {
+			t.Errorf("%s: mean %.4f (want %.4f, se %.4f), E[V^2] %.4f (want %.4f, se %.4f)",
+				law.Name, m1, law.Mean, se1, m2, law.Second, se2)
+		}
+	}
+}
+
+// A long simulation agrees with the closed form: the time average of W + X
+// over 2^22 steps (after 2^16 of warm-up) equals ClosedZ within 5 standard
+// errors from 64 batch means, for every law at its optimum.
+func TestClosedFormMatchesLongSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 3 x 2^22 queue steps")
+	}
+	const batches, batchLen, warm = 64, 1 << 16, 1 << 16
+	for li, law := range Laws() {
+		mu, p := Optimum(law)
+		r := rand.New(rand.NewPCG(uint64(li), 11))
+		invMu, invLam := 1/mu, 1/lambda(p)
+		var w, x float64
+		var sum, sum2 float64
+		for b := -1; b < batches; b++ {
+			n := batchLen
+			if b < 0 {
+				n = warm
+			}
+			bs := 0.0
+			for range n {
+				u := r.ExpFloat64() * invLam
+				w += law.Sample(r)*invMu - u
+				if w > 0 {
+					x += u
+				} else {
+					w, x = 0, 0
+				}
+				bs += w + x
+			}
+			if b >= 0 {
+				m := bs / batchLen
+				sum += m
+				sum2 += m * m
+			}
+		}
+		mean := sum / batches
+		se := math.Sqrt((sum2/batches - mean*mean) / (batches - 1))
+		want := ClosedZ(law, mu, p)
+		if math.Abs(mean-want) > 5*se {
+			t.Errorf("%s: simulated E[W+X] = %.4f (se %.4f), closed form %.4f", law.Name, mean, se, want)
+		}
+	}
+}
+
+// On one draw, H^l = h^l - h^(l-1) exactly (both tail averages come from the
+// same trajectory), and a VR replay at Previous reproduces the draw.
+func TestQueueOracleLevelsShareTrajectory(t *testing.T) {
+	law := Laws()[1]
+	o := newQueueOracle(law, 12, 5)
+	o.x = [2]float64{2.4, 2.3}
+	o.xPrev = o.x
+	for l := 1; l <= 12; l++ {
+		s, cost, err := o.Draw(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cost != 1<<l {
+			t.Fatalf("level %d costs %d, want %d", l, cost, 1<<l)
+		}
+		hl, hPrev, bigH, replay := make([]float64, 2), make([]float64, 2), make([]float64, 2), make([]float64, 2)
+		d := s.(queueDraw)
+		o.Eval(s, mlmc.Current, false, 1, hl)
+		o.Eval(queueDraw{level: l - 1, seed: d.seed}, mlmc.Current, false, 1, hPrev)
+		o.Eval(s, mlmc.Current, true, 1, bigH)
+		o.Eval(s, mlmc.Previous, true, 1, replay)
+		for i := range 2 {
+			if math.Abs(hl[i]-hPrev[i]-bigH[i]) > 1e-9*math.Max(1, math.Abs(hl[i])) {
+				t.Errorf("level %d: h^l - h^(l-1) = %g, H^l = %g", l, hl[i]-hPrev[i], bigH[i])
+			}
+			if replay[i] != bigH[i] {
+				t.Errorf("level %d: replay at equal parameters gives %g, want %g", l, replay[i], bigH[i])
+			}
+		}
+	}
+}
+
+// Projection keeps every decision in the box and the queue stable.
+func TestProjectKeepsQueueStable(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for range 10000 {
+		law := Laws()[r.IntN(3)]
+		x := project(law, [2]float64{r.Float64()*40 - 20, r.Float64()*40 - 20})
+		rho := lambda(x[1]) * law.Mean / x[0]
+		if x[0] < box.muMin || x[0] > box.muMax || x[1] < box.pMin || x[1] > box.pMax || rho > box.rhoMax+1e-12 {
+			t.Fatalf("projected %v: outside the box or rho %.4f > %.2f", x, rho, box.rhoMax)
+		}
+	}
+}
+
+// L-SGD with the documented steps reaches and keeps 1% of (mu*, p*) for
+// every law (two seeds each). The MLMC methods' steps to 1% are measured by
+// the command (see /work/notes/mlmc_bench.md), not asserted: on this oracle
+// they do not reach 1% within L-SGD's budget.
+func TestLSGDReachesOptimum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates about 10^8 queue steps")
+	}
+	m := methods()[0]
+	m.Budget = 80 << maxLevel
+	for _, law := range Laws() {
+		mu, p := Optimum(law)
+		for seed := uint64(1); seed <= 2; seed++ {
+			tr, err := run(law, m, [2]float64{mu, p}, maxLevel, seed, grid(m.Budget))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Hit < 0 {
+				t.Errorf("%s seed %d: L-SGD ends at %v, not within 1%% of (%.4f, %.4f)", law.Name, seed, tr.Final, mu, p)
+			}
+		}
+	}
+}

@@ -1,0 +1,220 @@
+// Package loss computes the SimCLR NT-Xent contrastive loss and its gradient
+// on host slices (SPEC section 2). It is the readable reference that the
+// backends' NTXent kernels follow; the CPU backend calls it directly.
+package loss
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+)
+
+// normEps is the floor on a row norm, as torch.nn.functional.normalize: a
+// zero row stays zero instead of becoming NaN.
+const normEps = 1e-12
+
+// parallelWork is the number of multiply-adds (rows^2 * d) below which the
+// loss runs on one goroutine: spawning costs more than it saves.
+const parallelWork = 1 << 20
+
+// NTXent computes the SimCLR loss on z, the 2n x d projections of n images
+// (rows 2k and 2k+1 are the two views of image k, 0-based), after
+// L2-normalising each row, with temperature tau:
+//
+//	L_S = (1/2m) sum over views i of S of -log( exp(s_ij/tau) / sum_{u in S, u != i} exp(s_iu/tau) )
+//
+// where j is the other view of i's image and s_iu = z_i.z_u / (|z_i| |z_u|).
+// With multilevel false, value = full = L_B over all n images. With
+// multilevel true (n even), value = L_B - (L_B1 + L_B2)/2, B1 the first n/2
+// images and B2 the rest, all from the same embeddings, and full = L_B.
+// dz (2n x d) receives the gradient of value with respect to z, through the
+// normalisation. Reductions are float64.
+func NTXent(n, d int, tau float64, multilevel bool, z, dz []float32) (value, full float64) {
+	rows := 2 * n
+	switch {
+	case n < 1 || d < 1:
+		panic(fmt.Sprintf("loss.NTXent: n=%d images and d=%d must be positive", n, d))
+	case len(z) != rows*d || len(dz) != rows*d:
+		panic(fmt.Sprintf("loss.NTXent: z has %d and dz %d elements, want 2n*d = 2*%d*%d = %d", len(z), len(dz), n, d, rows*d))
+	case multilevel && n%2 != 0:
+		panic(fmt.Sprintf("loss.NTXent: multilevel needs an even number of images, got n=%d", n))
+	case !(tau > 0):
+		panic(fmt.Sprintf("loss.NTXent: temperature tau=%g must be positive", tau))
+	}
+
+	// u holds the normalised rows in float64; norm the (floored) row norms.
+	u := make([]float64, rows*d)
+	norm := make([]float64, rows)
+	for i := 0; i < rows; i++ {
+		zi, ui := z[i*d:(i+1)*d], u[i*d:(i+1)*d]
+		var ss float64
+		for _, v := range zi {
+			ss += float64(v) * float64(v)
+		}
+		nrm := math.Max(math.Sqrt(ss), normEps)
+		norm[i] = nrm
+		for k, v := range zi {
+			ui[k] = float64(v) / nrm
+		}
+	}
+
+	// g[i*rows+u] is d value / d s_iu (s before division by tau); the
+	// similarity matrix is symmetric, so the gradient on u_i collects both
+	// g[i,u] and g[u,i].
+	g := make([]float64, rows*rows)
+	inv := 1 / tau
+	// Per-row losses: full[i] over B, half[i] over the half that holds i.
+	rowFull := make([]float64, rows)
+	rowHalf := make([]float64, rows)
+	parallelRows(rows, rows*rows*d, func(lo, hi int) {
+		s := make([]float64, rows)
+		for i := lo; i < hi; i++ {
+			ui := u[i*d : (i+1)*d]
+			for v := 0; v < rows; v++ {
+				s[v] = dot(ui, u[v*d:(v+1)*d]) * inv
+			}
+			pos := i ^ 1 // the other view of the same image
+			gi := g[i*rows : (i+1)*rows]
+			rowFull[i] = softmaxTerm(s, i, pos, 0, rows, 1/float64(rows), gi)
+			if multilevel {
+				// Half h holds rows [h*n, (h+1)*n): n views of n/2 images,
+				// so its mean is over n views; its weight in value is -1/2.
+				lo := (i / n) * n
+				rowHalf[i] = softmaxTerm(s, i, pos, lo, lo+n, -0.5/float64(n), gi)
+			}
+		}
+	})
+	for i := 0; i < rows; i++ {
+		full += rowFull[i]
+	}
+	full /= float64(rows)
+	value = full
+	if multilevel {
+		var halves float64
+		for i := 0; i < rows; i++ {
+			halves += rowHalf[i]
+		}
+		// L_B1 + L_B2 = (sum over rows of B1 + sum over rows of B2) / n.
+		value = full - 0.5*halves/float64(n)
+	}
+
+	// sym = (g + g^T)/tau, built tile by tile so both reads stay in cache.
+	sym := make([]float64, rows*rows)
+	parallelRows(rows, rows*rows*8, func(lo, hi int) {
+		for i0 := lo; i0 < hi; i0 += symTile {
+			i1 := min(i0+symTile, hi)
+			for v0 := 0; v0 < rows; v0 += symTile {
+				v1 := min(v0+symTile, rows)
+				for i := i0; i < i1; i++ {
+					row := sym[i*rows : (i+1)*rows]
+					for v := v0; v < v1; v++ {
+						row[v] = (g[i*rows+v] + g[v*rows+i]) * inv
+					}
+				}
+			}
+		}
+	})
+	// du_i = sum_v sym_iv u_v, then through the normalisation
+	// dz_i = (du_i - u_i (u_i . du_i)) / |z_i|.
+	parallelRows(rows, rows*rows*d, func(lo, hi int) {
+		du := make([]float64, d)
+		for i := lo; i < hi; i++ {
+			clear(du)
+			for v, c := range sym[i*rows : (i+1)*rows] {
+				if c != 0 {
+					axpy(du, c, u[v*d:(v+1)*d])
+				}
+			}
+			ui := u[i*d : (i+1)*d]
+			proj := dot(ui, du)
+			dzi := dz[i*d : (i+1)*d]
+			for k := range dzi {
+				dzi[k] = float32((du[k] - ui[k]*proj) / norm[i])
+			}
+		}
+	})
+	return value, full
+}
+
+// softmaxTerm returns l(i, pos) = logsumexp_{v in [lo,hi), v != i} s_v - s_pos
+// and adds weight * d l / d s_v into gi for v in [lo, hi).
+func softmaxTerm(s []float64, i, pos, lo, hi int, weight float64, gi []float64) float64 {
+	maxS := math.Inf(-1)
+	for v := lo; v < hi; v++ {
+		if v != i && s[v] > maxS {
+			maxS = s[v]
+		}
+	}
+	var sum float64
+	for v := lo; v < hi; v++ {
+		if v != i {
+			sum += math.Exp(s[v] - maxS)
+		}
+	}
+	lse := maxS + math.Log(sum)
+	for v := lo; v < hi; v++ {
+		if v != i {
+			gi[v] += weight * math.Exp(s[v]-lse)
+		}
+	}
+	gi[pos] -= weight
+	return lse - s[pos]
+}
+
+// symTile is the side of the square tiles of the transposed sum.
+const symTile = 64
+
+// axpy is y += alpha x.
+func axpy(y []float64, alpha float64, x []float64) {
+	x = x[:len(y)]
+	k := 0
+	for ; k+4 <= len(y); k += 4 {
+		y[k] += alpha * x[k]
+		y[k+1] += alpha * x[k+1]
+		y[k+2] += alpha * x[k+2]
+		y[k+3] += alpha * x[k+3]
+	}
+	for ; k < len(y); k++ {
+		y[k] += alpha * x[k]
+	}
+}
+
+func dot(a, b []float64) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	k := 0
+	for ; k+4 <= len(a); k += 4 {
+		s0 += a[k] * b[k]
+		s1 += a[k+1] * b[k+1]
+		s2 += a[k+2] * b[k+2]
+		s3 += a[k+3] * b[k+3]
+	}
+	for ; k < len(a); k++ {
+		s0 += a[k] * b[k]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// parallelRows runs body over [0, rows) split into contiguous chunks, one per
+// CPU, when work is large enough to pay for the goroutines.
+func parallelRows(rows, work int, body func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if work < parallelWork || workers < 2 || rows < 2 {
+		body(0, rows)
+		return
+	}
+	if workers > rows {
+		workers = rows
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*rows/workers, (w+1)*rows/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body(lo, hi)
+		}()
+	}
+	wg.Wait()
+}

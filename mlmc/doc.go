@@ -1,0 +1,18 @@
+// Package mlmc implements the multilevel Monte-Carlo gradient estimators of
+// Hu, Wang, Chen and He, "Multi-level Monte-Carlo Gradient Methods for
+// Stochastic Optimization with Biased Oracles" (SPEC section 1): L-SGD,
+// V-MLMC, RT-MLMC, RU-MLMC, RR-MLMC and their SpiderBoost-style
+// variance-reduced versions (prefix "vr-").
+//
+// The package knows nothing of neural networks. A problem is an Oracle: it
+// draws the randomness of a query at level l (a replayable Sample) and adds
+// alpha times h^l or H^l, evaluated at the current or the previous parameters,
+// into a gradient vector. Gradient vectors are opaque values of a type V owned
+// by the caller (the SimCLR oracle keeps them on a GPU); estimators combine
+// them only through the caller's VecOps and the oracle's accumulating Eval,
+// never by copying them into Go slices.
+//
+// Float64Ops and Synthetic (a quadratic objective with known rates a, b, c)
+// serve tests and examples; examples/pricing is the paper's pricing and
+// staffing problem.
+package mlmc

@@ -1,0 +1,491 @@
+// Package resnet18 is the SimCLR network of SPEC section 3: a ResNet-18 for
+// 32x32 inputs (3x3 stride-1 stem, no max pool, BasicBlock stages [2,2,2,2])
+// and the projection head Linear -> BatchNorm1d -> ReLU -> Linear, with an
+// explicit forward and backward pass over a tensor.Backend.
+//
+// Tensor names are torchvision's resnet18 names (conv1.weight,
+// layer2.0.downsample.1.running_mean, ...) plus head.0, head.1 and head.3
+// for the head, so checkpoints load into PyTorch. Activations are planned
+// once per batch size and reused, so a steady-state step allocates nothing
+// on the Go heap.
+package resnet18
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/simclr-go/simclr/nn"
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// Config sets the size of the network. The zero value of each field takes
+// its default.
+type Config struct {
+	// Width multiplies the stage widths 64, 128, 256, 512 (1.0 is
+	// torchvision's resnet18; 0.0625 a tiny network for tests).
+	Width float64
+	// ProjDim is the output dimension of the projection head (128).
+	ProjDim int
+	// InputSize is the input height and width in pixels (32).
+	InputSize int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Width == 0 {
+		c.Width = 1
+	}
+	if c.ProjDim == 0 {
+		c.ProjDim = 128
+	}
+	if c.InputSize == 0 {
+		c.InputSize = 32
+	}
+	return c
+}
+
+// Validate reports a configuration the network cannot be built with.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Width <= 0 || c.Width > 16:
+		return fmt.Errorf("width %g: must be in (0, 16]; 1 is the standard ResNet-18", c.Width)
+	case c.ProjDim < 1:
+		return fmt.Errorf("projection dimension %d: must be positive (128 is standard)", c.ProjDim)
+	case c.InputSize < 8:
+		return fmt.Errorf("input size %d: must be at least 8 pixels (three stride-2 stages)", c.InputSize)
+	}
+	return nil
+}
+
+// block is a torchvision BasicBlock: conv3x3(stride) -> BN -> ReLU ->
+// conv3x3 -> BN, plus the shortcut (identity, or 1x1 stride conv -> BN),
+// then ReLU.
+type block struct {
+	conv1, conv2, down *nn.Conv2d
+	bn1, bn2, downBN   *nn.BatchNorm
+	in, out, stride    int
+	hIn, hOut          int // input and output spatial size (square)
+}
+
+// Model is the backbone plus projection head on one backend.
+type Model struct {
+	backend tensor.Backend
+	cfg     Config
+	params  *nn.Params
+
+	conv1  *nn.Conv2d
+	bn1    *nn.BatchNorm
+	blocks []*block
+	fc1    *nn.Linear
+	headBN *nn.BatchNorm
+	fc2    *nn.Linear
+
+	stem     int // stem channels
+	featDim  int // backbone output channels
+	lastHW   int // spatial size of the last stage (4 for 32x32 input)
+	maxPerIm int // largest activation per view (elements)
+
+	trainPlans map[int]*plan
+	evalPlans  map[int]*plan
+	last       *plan // plan of the last training-mode Forward
+}
+
+// New builds the network on b with torchvision's initialisation drawn from
+// seed. It panics on an invalid configuration (see Config.Validate).
+func New(b tensor.Backend, cfg Config, seed uint64) *Model {
+	if err := cfg.Validate(); err != nil {
+		panic("resnet18.New: " + err.Error())
+	}
+	cfg = cfg.withDefaults()
+	widths := [4]int{}
+	for i, w := range [4]int{64, 128, 256, 512} {
+		widths[i] = max(1, int(math.Round(float64(w)*cfg.Width)))
+	}
+	m := &Model{backend: b, cfg: cfg, params: nn.NewParams(),
+		trainPlans: map[int]*plan{}, evalPlans: map[int]*plan{}}
+	p := m.params
+	m.stem = widths[0]
+	m.conv1 = nn.NewConv2d(p, "conv1", 3, m.stem, 3, 1, 1)
+	m.bn1 = nn.NewBatchNorm(p, "bn1", m.stem)
+	in, h := m.stem, cfg.InputSize
+	m.maxPerIm = m.stem * h * h
+	for stage, out := range widths {
+		for i := 0; i < 2; i++ {
+			stride := 1
+			if stage > 0 && i == 0 {
+				stride = 2
+			}
+			name := fmt.Sprintf("layer%d.%d", stage+1, i)
+			hOut := (h+2-3)/stride + 1
+			bl := &block{in: in, out: out, stride: stride, hIn: h, hOut: hOut}
+			bl.conv1 = nn.NewConv2d(p, name+".conv1", in, out, 3, stride, 1)
+			bl.bn1 = nn.NewBatchNorm(p, name+".bn1", out)
+			bl.conv2 = nn.NewConv2d(p, name+".conv2", out, out, 3, 1, 1)
+			bl.bn2 = nn.NewBatchNorm(p, name+".bn2", out)
+			if stride != 1 || in != out {
+				bl.down = nn.NewConv2d(p, name+".downsample.0", in, out, 1, stride, 0)
+				bl.downBN = nn.NewBatchNorm(p, name+".downsample.1", out)
+			}
+			m.blocks = append(m.blocks, bl)
+			m.maxPerIm = max(m.maxPerIm, out*hOut*hOut, in*h*h)
+			in, h = out, hOut
+		}
+	}
+	m.featDim, m.lastHW = in, h
+	m.fc1 = nn.NewLinear(p, "head.0", m.featDim, m.featDim)
+	m.headBN = nn.NewBatchNorm(p, "head.1", m.featDim)
+	m.fc2 = nn.NewLinear(p, "head.3", m.featDim, cfg.ProjDim)
+	p.Allocate(b)
+	p.Initialize(seed)
+	return m
+}
+
+// Config is the configuration with defaults filled in.
+func (m *Model) Config() Config { return m.cfg }
+
+// Params holds every tensor of the network.
+func (m *Model) Params() *nn.Params { return m.params }
+
+// FeatureDim is the size of the backbone features (512 x Width).
+func (m *Model) FeatureDim() int { return m.featDim }
+
+// InputLen is the number of floats of one view (3 x InputSize^2).
+func (m *Model) InputLen() int { return 3 * m.cfg.InputSize * m.cfg.InputSize }
+
+// FLOPs is the forward cost of views views in floating-point operations
+// (2 x multiply-adds of the convolutions and linear layers); a training step
+// costs about three times as much.
+func (m *Model) FLOPs(views int) float64 {
+	s := m.cfg.InputSize
+	f := m.conv1.Shape(views, s, s).FLOPs()
+	for _, bl := range m.blocks {
+		f += bl.conv1.Shape(views, bl.hIn, bl.hIn).FLOPs()
+		f += bl.conv2.Shape(views, bl.hOut, bl.hOut).FLOPs()
+		if bl.down != nil {
+			f += bl.down.Shape(views, bl.hIn, bl.hIn).FLOPs()
+		}
+	}
+	return f + m.fc1.FLOPs(views) + m.fc2.FLOPs(views)
+}
+
+// blockActs are the activations of one block in one plan. In a training
+// plan every buffer is distinct and kept for the backward pass; in an
+// evaluation plan they rotate through four shared buffers.
+type blockActs struct {
+	in     tensor.Buffer // block input (the previous block's out)
+	c1     tensor.Buffer // conv1 output = bn1 input
+	r1     tensor.Buffer // relu(bn1(c1)), conv2 input
+	c2     tensor.Buffer // conv2 output = bn2 input
+	out    tensor.Buffer // relu(bn2(c2) + shortcut)
+	cd     tensor.Buffer // downsample conv output = downsample BN input
+	dsOut  tensor.Buffer // downsample BN output (scratch)
+	s1, s2 tensor.ConvShape
+	sd     tensor.ConvShape
+	bnS    tensor.BNShape // bn1, bn2 and downsample BN share it
+	saved1 nn.BNSaved
+	saved2 nn.BNSaved
+	savedD nn.BNSaved
+	// Gradient views (training plans): grad[i] is the i-th gradient
+	// buffer cut to the block's output length, gradIn to its input length.
+	grad, gradIn [3]tensor.Buffer
+}
+
+// plan is every buffer a pass over views views needs.
+type plan struct {
+	views int
+	train bool
+	x     tensor.Buffer // the caller's input of the last Forward
+
+	stemS     tensor.ConvShape
+	stemBN    tensor.BNShape
+	c0, out0  tensor.Buffer
+	stemSaved nn.BNSaved
+	blocks    []blockActs
+
+	feat, h1, r, z tensor.Buffer // (N,F), (N,F), (N,F), (N,P)
+	headBNS        tensor.BNShape
+	headSaved      nn.BNSaved
+	dr, dh1, df    tensor.Buffer    // head gradients (training plans)
+	stemGrad       [3]tensor.Buffer // gradient buffers cut to the stem output length
+	owned          []tensor.Buffer  // what Free releases
+	ownedSaved     []nn.BNSaved
+}
+
+func (pl *plan) alloc(b tensor.Backend, n int) tensor.Buffer {
+	buf := b.Alloc(n)
+	pl.owned = append(pl.owned, buf)
+	return buf
+}
+
+func (pl *plan) saved(b tensor.Backend, bn *nn.BatchNorm) nn.BNSaved {
+	s := bn.NewBNSaved(b)
+	pl.ownedSaved = append(pl.ownedSaved, s)
+	return s
+}
+
+func (pl *plan) free(b tensor.Backend) {
+	for _, buf := range pl.owned {
+		b.Free(buf)
+	}
+	for _, s := range pl.ownedSaved {
+		s.Free(b)
+	}
+}
+
+// newPlan lays out the activations of views views. A training plan keeps
+// every activation the backward pass reads (conv inputs, BN inputs, ReLU
+// outputs) plus three gradient buffers of the largest activation size that
+// the backward pass rotates through; an evaluation plan keeps only four
+// rotating buffers.
+func (m *Model) newPlan(views int, train bool) *plan {
+	b, s := m.backend, m.cfg.InputSize
+	pl := &plan{views: views, train: train}
+	pl.stemS = m.conv1.Shape(views, s, s)
+	pl.stemBN = m.bn1.Shape(views, s*s)
+	stemLen := pl.stemS.OutLen()
+	maxLen := views * m.maxPerIm
+	cut := func(buf tensor.Buffer, n int) tensor.Buffer { return b.Slice(buf, 0, n) }
+
+	var ring [4]tensor.Buffer // evaluation: rotating activations
+	var grads [3]tensor.Buffer
+	if train {
+		for i := range grads {
+			grads[i] = pl.alloc(b, maxLen)
+			pl.stemGrad[i] = cut(grads[i], stemLen)
+		}
+		pl.c0 = pl.alloc(b, stemLen)
+		pl.out0 = pl.alloc(b, stemLen)
+		pl.stemSaved = pl.saved(b, m.bn1)
+	} else {
+		for i := range ring {
+			ring[i] = pl.alloc(b, maxLen)
+		}
+		pl.c0 = cut(ring[0], stemLen)
+		pl.out0 = cut(ring[1], stemLen)
+	}
+	in, inRing := pl.out0, 1
+	for _, bl := range m.blocks {
+		a := blockActs{in: in}
+		a.s1 = bl.conv1.Shape(views, bl.hIn, bl.hIn)
+		a.s2 = bl.conv2.Shape(views, bl.hOut, bl.hOut)
+		a.bnS = bl.bn1.Shape(views, bl.hOut*bl.hOut)
+		outLen, inLen := a.s1.OutLen(), a.s1.InLen()
+		if bl.down != nil {
+			a.sd = bl.down.Shape(views, bl.hIn, bl.hIn)
+		}
+		if train {
+			a.c1 = pl.alloc(b, outLen)
+			a.r1 = pl.alloc(b, outLen)
+			a.c2 = pl.alloc(b, outLen)
+			a.out = pl.alloc(b, outLen)
+			a.saved1 = pl.saved(b, bl.bn1)
+			a.saved2 = pl.saved(b, bl.bn2)
+			if bl.down != nil {
+				a.cd = pl.alloc(b, outLen)
+				a.savedD = pl.saved(b, bl.downBN)
+				// The downsample BN output is consumed at once by the
+				// residual sum; the gradient buffers are idle in forward.
+				a.dsOut = cut(grads[0], outLen)
+			}
+			for i := range grads {
+				a.grad[i] = cut(grads[i], outLen)
+				a.gradIn[i] = cut(grads[i], inLen)
+			}
+		} else {
+			// With the input in ring[inRing] and the others o0, o1, o2:
+			// c1, c2, cd -> o0; r1, dsOut -> o1; out -> o2. Each buffer is
+			// overwritten only after its last reader ran.
+			var o []int
+			for i := range ring {
+				if i != inRing {
+					o = append(o, i)
+				}
+			}
+			a.c1, a.c2, a.cd = cut(ring[o[0]], outLen), cut(ring[o[0]], outLen), cut(ring[o[0]], outLen)
+			a.r1, a.dsOut = cut(ring[o[1]], outLen), cut(ring[o[1]], outLen)
+			a.out = cut(ring[o[2]], outLen)
+			inRing = o[2]
+		}
+		pl.blocks = append(pl.blocks, a)
+		in = a.out
+	}
+	f, pd := m.featDim, m.cfg.ProjDim
+	pl.feat = pl.alloc(b, views*f)
+	pl.h1 = pl.alloc(b, views*f)
+	pl.r = pl.alloc(b, views*f)
+	pl.z = pl.alloc(b, views*pd)
+	pl.headBNS = m.headBN.Shape(views, 1)
+	if train {
+		pl.headSaved = pl.saved(b, m.headBN)
+		pl.dr = pl.alloc(b, views*f)
+		pl.dh1 = pl.alloc(b, views*f)
+		pl.df = pl.alloc(b, views*f)
+	}
+	return pl
+}
+
+func (m *Model) planFor(views int, train bool) *plan {
+	plans := m.evalPlans
+	if train {
+		plans = m.trainPlans
+	}
+	pl := plans[views]
+	if pl == nil {
+		pl = m.newPlan(views, train)
+		plans[views] = pl
+	}
+	return pl
+}
+
+// FreePlans releases every activation plan (they are rebuilt on demand),
+// for example after a one-off large batch.
+func (m *Model) FreePlans() {
+	for _, plans := range []map[int]*plan{m.trainPlans, m.evalPlans} {
+		for k, pl := range plans {
+			pl.free(m.backend)
+			delete(plans, k)
+		}
+	}
+	m.last = nil
+}
+
+// Free releases the plans and the parameters; the model must not be used
+// afterwards.
+func (m *Model) Free() {
+	m.FreePlans()
+	m.params.Free()
+}
+
+func (m *Model) checkInput(x tensor.Buffer, views int) {
+	if views < 1 || x.Len() != views*m.InputLen() {
+		panic(fmt.Sprintf("resnet18: input has %d elements, want views*3*%d*%d = %d*%d", x.Len(), m.cfg.InputSize, m.cfg.InputSize, views, m.InputLen()))
+	}
+}
+
+// backbone runs the stem and the four stages on x and pools into pl.feat.
+func (m *Model) backbone(pl *plan, x tensor.Buffer, train, updateRunning bool) {
+	b := m.backend
+	pl.x = x
+	m.conv1.Forward(b, pl.stemS, x, pl.c0)
+	if train {
+		m.bn1.ForwardTrain(b, pl.stemBN, pl.c0, pl.out0, pl.stemSaved, updateRunning)
+	} else {
+		m.bn1.ForwardEval(b, pl.stemBN, pl.c0, pl.out0)
+	}
+	b.ReLUForward(pl.out0, pl.out0)
+	for i, bl := range m.blocks {
+		a := &pl.blocks[i]
+		bl.conv1.Forward(b, a.s1, a.in, a.c1)
+		if train {
+			bl.bn1.ForwardTrain(b, a.bnS, a.c1, a.r1, a.saved1, updateRunning)
+		} else {
+			bl.bn1.ForwardEval(b, a.bnS, a.c1, a.r1)
+		}
+		b.ReLUForward(a.r1, a.r1)
+		bl.conv2.Forward(b, a.s2, a.r1, a.c2)
+		if train {
+			bl.bn2.ForwardTrain(b, a.bnS, a.c2, a.out, a.saved2, updateRunning)
+		} else {
+			bl.bn2.ForwardEval(b, a.bnS, a.c2, a.out)
+		}
+		if bl.down != nil {
+			bl.down.Forward(b, a.sd, a.in, a.cd)
+			if train {
+				bl.downBN.ForwardTrain(b, a.bnS, a.cd, a.dsOut, a.savedD, updateRunning)
+			} else {
+				bl.downBN.ForwardEval(b, a.bnS, a.cd, a.dsOut)
+			}
+			b.Add(a.out, a.out, a.dsOut)
+		} else {
+			b.Add(a.out, a.out, a.in)
+		}
+		b.ReLUForward(a.out, a.out)
+	}
+	last := pl.blocks[len(pl.blocks)-1].out
+	b.GlobalAvgPoolForward(pl.views, m.featDim, m.lastHW*m.lastHW, last, pl.feat)
+}
+
+// Forward runs the network on x, views images of (3, InputSize, InputSize)
+// normalised floats in NCHW order, and returns the projections z (views,
+// ProjDim). With train, batch norm uses the batch statistics (and updates
+// the running statistics when updateRunning), and the activations are kept
+// for Backward; without, batch norm uses the running statistics. z belongs
+// to the model and is overwritten by the next Forward of the same size.
+func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) tensor.Buffer {
+	m.checkInput(x, views)
+	if train && views < 2 {
+		panic(fmt.Sprintf("resnet18: training-mode batch norm needs at least 2 views, got %d", views))
+	}
+	b := m.backend
+	pl := m.planFor(views, train)
+	m.backbone(pl, x, train, updateRunning)
+	m.fc1.Forward(b, views, pl.feat, pl.h1)
+	if train {
+		m.headBN.ForwardTrain(b, pl.headBNS, pl.h1, pl.r, pl.headSaved, updateRunning)
+		m.last = pl
+	} else {
+		m.headBN.ForwardEval(b, pl.headBNS, pl.h1, pl.r)
+	}
+	b.ReLUForward(pl.r, pl.r)
+	m.fc2.Forward(b, views, pl.r, pl.z)
+	return pl.z
+}
+
+// Features returns the pooled backbone features (n, FeatureDim) of x in
+// evaluation mode (batch norm with running statistics), for linear probes
+// and kNN. The buffer belongs to the model and is overwritten by the next
+// Features or evaluation-mode Forward of the same size. Evaluation keeps
+// four activation buffers of the largest layer (4 x n x 64K floats at full
+// width, 32x32 input), so choose n accordingly.
+func (m *Model) Features(x tensor.Buffer, n int) tensor.Buffer {
+	m.checkInput(x, n)
+	pl := m.planFor(n, false)
+	m.backbone(pl, x, false, false)
+	return pl.feat
+}
+
+// Backward writes the gradient of the loss with respect to every trainable
+// tensor into Params().Grad() (overwriting it), given dz (views, ProjDim),
+// the gradient with respect to the z of the last training-mode Forward.
+func (m *Model) Backward(dz tensor.Buffer) {
+	pl := m.last
+	if pl == nil {
+		panic("resnet18: Backward without a training-mode Forward")
+	}
+	if dz.Len() != pl.views*m.cfg.ProjDim {
+		panic(fmt.Sprintf("resnet18: dz has %d elements, want views*ProjDim = %d*%d", dz.Len(), pl.views, m.cfg.ProjDim))
+	}
+	b, n := m.backend, pl.views
+	// Head, last layer first.
+	m.fc2.Backward(b, n, pl.r, dz, pl.dr)
+	b.ReLUBackward(pl.r, pl.dr, pl.dr)
+	m.headBN.Backward(b, pl.headBNS, pl.h1, pl.dr, pl.dh1, pl.headSaved)
+	m.fc1.Backward(b, n, pl.feat, pl.dh1, pl.df)
+	cur := 0 // index of the gradient buffer holding d(block output)
+	lastBlock := &pl.blocks[len(pl.blocks)-1]
+	b.GlobalAvgPoolBackward(n, m.featDim, m.lastHW*m.lastHW, pl.df, lastBlock.grad[cur])
+	for i := len(m.blocks) - 1; i >= 0; i-- {
+		bl, a := m.blocks[i], &pl.blocks[i]
+		o1, o2 := (cur+1)%3, (cur+2)%3
+		d := a.grad[cur]
+		b.ReLUBackward(a.out, d, d) // d = gradient of bn2 output + shortcut
+		bl.bn2.Backward(b, a.bnS, a.c2, d, a.grad[o1], a.saved2)
+		bl.conv2.Backward(b, a.s2, a.r1, a.grad[o1], a.grad[o2])
+		b.ReLUBackward(a.r1, a.grad[o2], a.grad[o2])
+		bl.bn1.Backward(b, a.bnS, a.c1, a.grad[o2], a.grad[o1], a.saved1)
+		bl.conv1.Backward(b, a.s1, a.in, a.grad[o1], a.gradIn[o2]) // main-branch dx
+		if bl.down != nil {
+			bl.downBN.Backward(b, a.bnS, a.cd, d, a.grad[o1], a.savedD)
+			bl.down.Backward(b, a.sd, a.in, a.grad[o1], a.gradIn[cur]) // d is dead now
+			b.Add(a.gradIn[o2], a.gradIn[o2], a.gradIn[cur])
+		} else {
+			b.Add(a.gradIn[o2], a.gradIn[o2], d)
+		}
+		cur = o2
+	}
+	d := pl.stemGrad[cur]
+	b.ReLUBackward(pl.out0, d, d)
+	other := pl.stemGrad[(cur+1)%3]
+	m.bn1.Backward(b, pl.stemBN, pl.c0, d, other, pl.stemSaved)
+	m.conv1.Backward(b, pl.stemS, pl.x, other, nil)
+}

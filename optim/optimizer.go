@@ -1,0 +1,93 @@
+package optim
+
+import (
+	"fmt"
+
+	"github.com/simclr-go/simclr/nn"
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// Config chooses and tunes an optimizer. The learning rate is given per
+// step (see Schedule).
+type Config struct {
+	// Kind is "sgd" (torch.optim.SGD) or "lars" (LARS as in SimCLR).
+	Kind        string
+	Momentum    float32 // 0.9 in the reference recipe
+	WeightDecay float32 // 5e-4 in the reference recipe (SGD); 1e-6 for LARS in SimCLR
+	Nesterov    bool    // SGD only
+	Eta         float32 // LARS trust coefficient; 0 means 1e-3
+}
+
+// Optimizer applies SGD or LARS to every trainable tensor of an nn.Params
+// through its backend. Tensors of Kind nn.NotDecayed (batch-norm parameters
+// and biases) get no weight decay and no LARS adaptation. The momentum of
+// all tensors is one flat buffer, laid out as Params.Flat, so a checkpoint
+// can save and restore it in one piece.
+type Optimizer struct {
+	cfg      Config
+	backend  tensor.Backend
+	params   *nn.Params
+	momentum tensor.Buffer
+	tensors  []stepTensor
+}
+
+// stepTensor holds the views of one trainable tensor, computed once.
+type stepTensor struct {
+	w, g, v tensor.Buffer
+	decayed bool
+}
+
+// New returns an optimizer over the trainable tensors of p (allocated on
+// b), with zero momentum.
+func New(b tensor.Backend, p *nn.Params, cfg Config) (*Optimizer, error) {
+	switch cfg.Kind {
+	case "sgd", "lars":
+	default:
+		return nil, fmt.Errorf("optimizer %q: unknown; use sgd or lars", cfg.Kind)
+	}
+	if cfg.Eta == 0 {
+		cfg.Eta = 1e-3
+	}
+	o := &Optimizer{cfg: cfg, backend: b, params: p, momentum: b.Alloc(max(p.Len(), 1))}
+	for _, t := range p.Tensors() {
+		if !t.Trainable() {
+			continue
+		}
+		o.tensors = append(o.tensors, stepTensor{
+			w: t.Value, g: t.Grad,
+			v:       b.Slice(o.momentum, t.Offset, t.Len),
+			decayed: t.Kind == nn.Decayed,
+		})
+	}
+	return o, nil
+}
+
+// Config is the configuration the optimizer runs with (defaults filled in).
+func (o *Optimizer) Config() Config { return o.cfg }
+
+// Step updates every trainable tensor from Params.Grad with learning rate lr.
+func (o *Optimizer) Step(lr float32) {
+	for _, t := range o.tensors {
+		switch o.cfg.Kind {
+		case "sgd":
+			c := tensor.SGDConfig{LR: lr, Momentum: o.cfg.Momentum, Nesterov: o.cfg.Nesterov}
+			if t.decayed {
+				c.WeightDecay = o.cfg.WeightDecay
+			}
+			o.backend.SGDStep(c, t.w, t.g, t.v)
+		case "lars":
+			c := tensor.LARSConfig{LR: lr, Momentum: o.cfg.Momentum, WeightDecay: o.cfg.WeightDecay, Eta: o.cfg.Eta, Adapt: t.decayed}
+			o.backend.LARSStep(c, t.w, t.g, t.v)
+		}
+	}
+}
+
+// State is the momentum buffer (laid out as Params.Flat), for checkpoints:
+// Download it to save, Upload into it to resume.
+func (o *Optimizer) State() tensor.Buffer { return o.momentum }
+
+// Reset zeroes the momentum.
+func (o *Optimizer) Reset() { o.backend.Zero(o.momentum) }
+
+// Free releases the momentum buffer.
+func (o *Optimizer) Free() { o.backend.Free(o.momentum) }

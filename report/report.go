@@ -1,0 +1,257 @@
+// Package report compares training runs: it reads run folders (see
+// train/runfolder) and writes PNG plots of the loss and of kNN and
+// linear-probe accuracy against samples drawn, iterations and wall time,
+// one line per run, and a Markdown table of their costs and accuracies.
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/simclr-go/simclr/train/runfolder"
+)
+
+// Run is what the report reads from one run folder.
+type Run struct {
+	Dir, Name string
+	Config    runConfig
+	Metrics   []runfolder.Metrics
+	Evals     []runfolder.Eval
+	Probe     *runfolder.Probe
+}
+
+// runConfig is the part of config.json the report uses.
+type runConfig struct {
+	Dataset       string  `json:"dataset"`
+	Estimator     string  `json:"estimator"`
+	MinLevel      int     `json:"min_level"`
+	MaxLevel      int     `json:"max_level"`
+	Epochs        int     `json:"epochs"`
+	Iterations    int     `json:"iterations"`
+	MaxSamples    int64   `json:"max_samples"`
+	ItersPerEpoch int     `json:"iterations_per_epoch"`
+	Width         float64 `json:"width"`
+	Device        string  `json:"device_log"`
+}
+
+// Load reads the run folder dir. A folder without metrics is an error; a
+// run without evaluations simply has none.
+func Load(dir string) (*Run, error) {
+	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
+	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.ConfigFile), &r.Config); err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("%s is not a run folder: it has no %s", dir, runfolder.ConfigFile)
+		}
+		return nil, err
+	}
+	var err error
+	if r.Metrics, err = runfolder.ReadLines[runfolder.Metrics](filepath.Join(dir, runfolder.MetricsFile)); err != nil {
+		return nil, err
+	}
+	if len(r.Metrics) == 0 {
+		return nil, fmt.Errorf("run %s has no metrics yet (%s is missing or empty)", dir, runfolder.MetricsFile)
+	}
+	if r.Evals, err = runfolder.ReadLines[runfolder.Eval](filepath.Join(dir, runfolder.EvalFile)); err != nil {
+		return nil, err
+	}
+	var p runfolder.Probe
+	switch err := runfolder.ReadJSON(filepath.Join(dir, runfolder.ProbeFile), &p); {
+	case err == nil:
+		r.Probe = &p
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	return r, nil
+}
+
+// Last is the run's final metrics line.
+func (r *Run) Last() runfolder.Metrics { return r.Metrics[len(r.Metrics)-1] }
+
+// axis is one choice of x for the plots.
+type axis struct {
+	file, label string
+	metric      func(runfolder.Metrics) float64
+	eval        func(runfolder.Eval) float64
+}
+
+var axes = []axis{
+	{"samples", "images drawn", func(m runfolder.Metrics) float64 { return float64(m.SamplesDrawn) },
+		func(e runfolder.Eval) float64 { return float64(e.SamplesDrawn) }},
+	{"iterations", "iterations", func(m runfolder.Metrics) float64 { return float64(m.Iteration) },
+		func(e runfolder.Eval) float64 { return float64(e.Iteration) }},
+	{"wall", "wall time (s)", func(m runfolder.Metrics) float64 { return m.WallSeconds },
+		func(e runfolder.Eval) float64 { return e.WallSeconds }},
+}
+
+// Write writes the plots and report.md into outDir and returns the paths
+// written.
+func Write(runs []*Run, outDir string) ([]string, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("report: no runs given")
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	var written []string
+	for _, ax := range axes {
+		path := filepath.Join(outDir, "loss_vs_"+ax.file+".png")
+		if err := lossPlot(runs, ax, path); err != nil {
+			return written, err
+		}
+		written = append(written, path)
+		path = filepath.Join(outDir, "accuracy_vs_"+ax.file+".png")
+		ok, err := accuracyPlot(runs, ax, path)
+		if err != nil {
+			return written, err
+		}
+		if ok {
+			written = append(written, path)
+		}
+	}
+	path := filepath.Join(outDir, "report.md")
+	if err := os.WriteFile(path, []byte(Table(runs)), 0o644); err != nil {
+		return written, fmt.Errorf("report: %w", err)
+	}
+	return append(written, path), nil
+}
+
+// smooth is a trailing moving average over window points: MLMC losses mix
+// levels and are noisy per iteration.
+func smooth(xs, ys []float64, window int) plotter.XYs {
+	out := make(plotter.XYs, len(xs))
+	var sum float64
+	for i := range xs {
+		sum += ys[i]
+		if i >= window {
+			sum -= ys[i-window]
+		}
+		out[i].X = xs[i]
+		out[i].Y = sum / float64(min(i+1, window))
+	}
+	return out
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func lossPlot(runs []*Run, ax axis, path string) error {
+	p := newPlot("SimCLR loss (moving average)", ax.label, "loss L_B")
+	for i, r := range runs {
+		var xs, ys []float64
+		for _, m := range r.Metrics {
+			if math.IsNaN(m.Loss) || math.IsInf(m.Loss, 0) {
+				continue
+			}
+			xs = append(xs, ax.metric(m))
+			ys = append(ys, m.Loss)
+		}
+		if len(xs) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(smooth(xs, ys, max(1, len(xs)/50)))
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", r.Dir, err)
+		}
+		line.Color = plotutil.Color(i)
+		line.Dashes = plotutil.Dashes(i / 7)
+		p.Add(line)
+		p.Legend.Add(r.Name, line)
+	}
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
+		return fmt.Errorf("report: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// accuracyPlot draws kNN accuracy during training as lines and the final
+// linear probe as a marker at the run's end; it reports false (and writes
+// nothing) when no run has either.
+func accuracyPlot(runs []*Run, ax axis, path string) (bool, error) {
+	p := newPlot("Accuracy (lines: kNN during training; markers: linear probe)", ax.label, "top-1 accuracy (%)")
+	any := false
+	for i, r := range runs {
+		if len(r.Evals) > 0 {
+			xys := make(plotter.XYs, len(r.Evals))
+			for j, e := range r.Evals {
+				xys[j].X, xys[j].Y = ax.eval(e), e.KNNTop1
+			}
+			line, points, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return false, fmt.Errorf("report: %s: %w", r.Dir, err)
+			}
+			line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
+			points.Shape = draw.CircleGlyph{}
+			p.Add(line, points)
+			p.Legend.Add(r.Name+" kNN", line, points)
+			any = true
+		}
+		if r.Probe != nil {
+			s, err := plotter.NewScatter(plotter.XYs{{X: ax.metric(r.Last()), Y: r.Probe.Top1}})
+			if err != nil {
+				return false, err
+			}
+			s.Color = plotutil.Color(i)
+			s.Shape = draw.PyramidGlyph{}
+			s.Radius = vg.Points(5)
+			p.Add(s)
+			p.Legend.Add(r.Name+" linear probe", s)
+			any = true
+		}
+	}
+	if !any {
+		return false, nil
+	}
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
+		return false, fmt.Errorf("report: write %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// Table is the Markdown comparison of the runs.
+func Table(runs []*Run) string {
+	var sb strings.Builder
+	sb.WriteString("| run | dataset | estimator | levels | epochs | data epochs | images drawn | evaluations | wall time | final loss | kNN top-1 | linear top-1 | linear top-5 |\n")
+	sb.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range runs {
+		last := r.Last()
+		knn, lin, lin5 := "-", "-", "-"
+		if len(r.Evals) > 0 {
+			knn = fmt.Sprintf("%.2f%%", r.Evals[len(r.Evals)-1].KNNTop1)
+		}
+		if r.Probe != nil {
+			lin = fmt.Sprintf("%.2f%%", r.Probe.Top1)
+			lin5 = fmt.Sprintf("%.2f%%", r.Probe.Top5)
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %d..%d | %.2f | %.2f | %d | %d | %s | %.4f | %s | %s | %s |\n",
+			r.Name, r.Config.Dataset, r.Config.Estimator, r.Config.MinLevel, r.Config.MaxLevel, last.Epoch, last.DataEpoch,
+			last.SamplesDrawn, last.Evaluations, duration(last.WallSeconds), last.Loss, knn, lin, lin5)
+	}
+	return sb.String()
+}
+
+func duration(s float64) string {
+	switch {
+	case s < 120:
+		return fmt.Sprintf("%.1f s", s)
+	case s < 7200:
+		return fmt.Sprintf("%.1f min", s/60)
+	}
+	return fmt.Sprintf("%.2f h", s/3600)
+}

@@ -1,0 +1,189 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/model/resnet18"
+)
+
+// Config is every setting of a training run, resolved (defaults filled in)
+// before training and saved as the run's config.json.
+type Config struct {
+	Dataset string `json:"dataset"`  // cifar10, cifar100, svhn, folder:PATH
+	DataDir string `json:"data_dir"` // where the data sets live
+	// TrainSubset and TestSubset keep only the first images of each split
+	// (0 keeps all): the quick preset's small CIFAR-10.
+	TrainSubset int `json:"train_subset"`
+	TestSubset  int `json:"test_subset"`
+
+	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*
+	MinLevel  int     `json:"min_level"`
+	MaxLevel  int     `json:"max_level"`
+	B         float64 `json:"b"`
+	C         float64 `json:"c"`
+	VMLMCN    float64 `json:"vmlmc_n"` // 0: 2^((b+c)L/2), so that n_L = 1
+	NL        int     `json:"lsgd_draws"`
+	D1        int     `json:"d1"`
+	D2        int     `json:"d2"`
+	QE        int     `json:"qe"`
+
+	// Length: exactly one of Epochs, Iterations, MaxSamples is set.
+	Epochs     int   `json:"epochs"`
+	Iterations int   `json:"iterations"`
+	MaxSamples int64 `json:"max_samples"`
+
+	Optimizer    string  `json:"optimizer"` // sgd or lars
+	LR           float64 `json:"lr"`        // 0: 0.06 x 2^L/512
+	Momentum     float64 `json:"momentum"`
+	WeightDecay  float64 `json:"weight_decay"`
+	WarmupEpochs float64 `json:"warmup_epochs"`
+	Temperature  float64 `json:"temperature"`
+
+	Width   float64 `json:"width"`
+	ProjDim int     `json:"proj_dim"`
+	Seed    uint64  `json:"seed"`
+
+	Device    string `json:"device"`
+	Precision string `json:"precision"`
+	Workers   int    `json:"workers"`
+
+	Out             string `json:"out"`
+	EvalEvery       int    `json:"eval_every"` // epochs between kNN evaluations; 0: none
+	KNNK            int    `json:"knn_k"`
+	LogEvery        int    `json:"log_every"`        // iterations between metrics lines
+	CheckpointEvery int    `json:"checkpoint_every"` // iterations between checkpoints; 0: only at the end
+	Probe           bool   `json:"probe"`            // run the linear probe after training
+	ProbeBaseline   bool   `json:"probe_baseline"`   // also probe the network at initialisation
+
+	Preset string `json:"preset,omitempty"`
+
+	// Filled in by Resolve / the trainer, for the record.
+	Version       string  `json:"version"`
+	DeviceLog     string  `json:"device_log,omitempty"`
+	TrainImages   int     `json:"train_images,omitempty"`
+	ItersPerEpoch int     `json:"iterations_per_epoch,omitempty"`
+	TotalIters    int     `json:"total_iterations,omitempty"`
+	WarmupIters   int     `json:"warmup_iterations,omitempty"`
+	ResolvedLR    float64 `json:"resolved_lr,omitempty"`
+}
+
+// Defaults is the reference recipe of SPEC section 3 with L = 9 (batch 512).
+func Defaults() Config {
+	return Config{
+		Dataset:      "cifar10",
+		Estimator:    "lsgd",
+		MinLevel:     1,
+		MaxLevel:     9,
+		B:            1,
+		C:            1,
+		NL:           1,
+		D1:           1,
+		D2:           1,
+		QE:           10,
+		Optimizer:    "sgd",
+		Momentum:     0.9,
+		WeightDecay:  5e-4,
+		WarmupEpochs: 10,
+		Temperature:  0.5,
+		Width:        1,
+		ProjDim:      128,
+		Seed:         1,
+		Device:       "auto",
+		Precision:    "tf32",
+		KNNK:         200,
+		LogEvery:     1,
+		Probe:        true,
+	}
+}
+
+// Quick is the quick preset: a narrow network on a CIFAR-10 subset, short
+// enough that training plus the linear probe take a few minutes on two CPU
+// cores, long enough that the probe beats the network at initialisation.
+func Quick() Config {
+	c := Defaults()
+	c.Preset = "quick"
+	c.TrainSubset = 5000
+	c.TestSubset = 2000
+	c.Width = 0.125
+	c.MaxLevel = 7
+	c.Iterations = 300
+	c.LR = 0.5
+	c.WarmupEpochs = 1
+	c.Device = "cpu"
+	c.ProbeBaseline = true
+	c.CheckpointEvery = 100
+	return c
+}
+
+// Validate reports the first setting that cannot work, naming the flag.
+func (c *Config) Validate() error {
+	if _, _, err := mlmc.ParseName(c.Estimator); err != nil {
+		return fmt.Errorf("--estimator: %w", err)
+	}
+	lengths := 0
+	for _, set := range []bool{c.Epochs > 0, c.Iterations > 0, c.MaxSamples > 0} {
+		if set {
+			lengths++
+		}
+	}
+	switch {
+	case c.Epochs < 0 || c.Iterations < 0 || c.MaxSamples < 0:
+		return fmt.Errorf("--epochs, --iterations and --max-samples must not be negative")
+	case lengths != 1:
+		return fmt.Errorf("give exactly one of --epochs, --iterations and --max-samples (got %d)", lengths)
+	case c.MinLevel < 1:
+		return fmt.Errorf("--min-level %d: levels start at 1 (a single image has SimCLR loss 0)", c.MinLevel)
+	case c.MaxLevel < c.MinLevel:
+		return fmt.Errorf("--max-level %d is below --min-level %d", c.MaxLevel, c.MinLevel)
+	case c.MaxLevel > 16:
+		return fmt.Errorf("--max-level %d: 2^%d images per query do not fit in memory; use at most 16", c.MaxLevel, c.MaxLevel)
+	case c.Optimizer != "sgd" && c.Optimizer != "lars":
+		return fmt.Errorf("--optimizer %q: use sgd or lars", c.Optimizer)
+	case c.LR < 0 || math.IsNaN(c.LR) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("--lr %g must be a non-negative number", c.LR)
+	case c.Momentum < 0 || c.Momentum >= 1:
+		return fmt.Errorf("--momentum %g must be in [0, 1)", c.Momentum)
+	case c.WeightDecay < 0:
+		return fmt.Errorf("--weight-decay %g must not be negative", c.WeightDecay)
+	case c.WarmupEpochs < 0:
+		return fmt.Errorf("--warmup-epochs %g must not be negative", c.WarmupEpochs)
+	case !(c.Temperature > 0):
+		return fmt.Errorf("--temperature %g must be positive", c.Temperature)
+	case c.D1 < 1 || c.D2 < 1 || c.QE < 1:
+		return fmt.Errorf("--d1 %d, --d2 %d and --qe %d must be at least 1", c.D1, c.D2, c.QE)
+	case c.VMLMCN < 0:
+		return fmt.Errorf("--vmlmc-n %g must not be negative", c.VMLMCN)
+	case c.EvalEvery < 0 || c.LogEvery < 0 || c.CheckpointEvery < 0:
+		return fmt.Errorf("--eval-every, --log-every and --checkpoint-every must not be negative")
+	case c.TrainSubset < 0 || c.TestSubset < 0:
+		return fmt.Errorf("subset sizes must not be negative")
+	case c.Out == "":
+		return fmt.Errorf("--out: give the run folder, e.g. --out runs/NAME")
+	}
+	if err := (resnet18.Config{Width: c.Width, ProjDim: c.ProjDim}).Validate(); err != nil {
+		return fmt.Errorf("--width: %w", err)
+	}
+	switch strings.ToLower(c.Device) {
+	case "auto", "cpu", "cuda":
+	default:
+		return fmt.Errorf("--device %q: use auto, cpu or cuda", c.Device)
+	}
+	switch c.Precision {
+	case "tf32", "fp32":
+	default:
+		return fmt.Errorf("--precision %q: use tf32 or fp32", c.Precision)
+	}
+	return nil
+}
+
+// defaultLR is SPEC section 3's 0.06 x batch/512 with batch 2^L images.
+func defaultLR(maxLevel int) float64 { return 0.06 * math.Exp2(float64(maxLevel)) / 512 }
+
+// mlmcConfig is the estimator configuration of c.
+func (c *Config) mlmcConfig() mlmc.Config {
+	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
+		NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63}
+}

@@ -1,0 +1,303 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/backend/cpu"
+	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/train/runfolder"
+)
+
+// syntheticSplits is a small labelled image set: each class has its own
+// mean colour, so the images are learnable but not trivially equal.
+func syntheticSplits(nTrain, nTest, side, classes int) *data.Splits {
+	r := rand.New(rand.NewPCG(7, 7))
+	mk := func(name string, n int) *data.Set {
+		s := &data.Set{Name: name, H: side, W: side, Pix: make([]uint8, n*3*side*side), Labels: make([]int32, n)}
+		for c := 0; c < classes; c++ {
+			s.Classes = append(s.Classes, string(rune('a'+c)))
+		}
+		for i := 0; i < n; i++ {
+			c := i % classes
+			s.Labels[i] = int32(c)
+			for ch := 0; ch < 3; ch++ {
+				base := 40 + 60*((c+ch)%3)
+				for p := 0; p < side*side; p++ {
+					s.Pix[(i*3+ch)*side*side+p] = uint8(base + r.IntN(80))
+				}
+			}
+		}
+		return s
+	}
+	return &data.Splits{Train: mk("synthetic train", nTrain), Test: mk("synthetic test", nTest),
+		Mean: [3]float32{0.5, 0.5, 0.5}, Std: [3]float32{0.25, 0.25, 0.25}}
+}
+
+func tinyConfig(t *testing.T, estimator string) Config {
+	cfg := Defaults()
+	cfg.Dataset = "synthetic"
+	cfg.Estimator = estimator
+	cfg.MinLevel = 1
+	cfg.MaxLevel = 3
+	cfg.Iterations = 4
+	cfg.QE = 2
+	cfg.Width = 0.0625
+	cfg.ProjDim = 16
+	cfg.LR = 0.05
+	cfg.Device = "cpu"
+	cfg.Workers = 2
+	cfg.Probe = false
+	cfg.Out = filepath.Join(t.TempDir(), "run")
+	return cfg
+}
+
+func tinyHooks(splits *data.Splits) Hooks {
+	return Hooks{Log: ioDiscard{}, Splits: splits, Backend: cpu.New()}
+}
+
+type ioDiscard struct{}
+
+func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestEveryEstimatorRunsAndCountsCost(t *testing.T) {
+	splits := syntheticSplits(64, 32, 8, 4)
+	for _, name := range []string{"lsgd", "vmlmc", "rtmlmc", "rumlmc", "rrmlmc",
+		"vr-lsgd", "vr-vmlmc", "vr-rtmlmc", "vr-rumlmc", "vr-rrmlmc"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := tinyConfig(t, name)
+			sum, err := Train(context.Background(), cfg, tinyHooks(splits))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines, err := runfolder.ReadLines[runfolder.Metrics](filepath.Join(cfg.Out, runfolder.MetricsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lines) != cfg.Iterations {
+				t.Fatalf("%d metrics lines, want %d", len(lines), cfg.Iterations)
+			}
+			vr := strings.HasPrefix(name, "vr-")
+			var samples, evals int64
+			for i, m := range lines {
+				if m.Iteration != i+1 {
+					t.Errorf("line %d has iteration %d", i, m.Iteration)
+				}
+				if len(m.Levels) == 0 {
+					t.Fatalf("iteration %d queried no level", m.Iteration)
+				}
+				for _, l := range m.Levels {
+					if l < cfg.MinLevel || l > cfg.MaxLevel+3 {
+						t.Errorf("iteration %d queried level %d", m.Iteration, l)
+					}
+					samples += 1 << l
+				}
+				perDraw := int64(1)
+				if vr && i%cfg.QE != 0 { // a VR correction evaluates each draw at x_t and x_{t-1}
+					perDraw = 2
+				}
+				evals += perDraw * int64(len(m.Levels))
+				if m.SamplesDrawn != samples || m.Evaluations != evals {
+					t.Errorf("iteration %d: samples_drawn %d evaluations %d, want %d and %d (levels %v)",
+						m.Iteration, m.SamplesDrawn, m.Evaluations, samples, evals, m.Levels)
+				}
+				if math.Abs(m.DataEpoch-float64(samples)/64) > 1e-12 || math.Abs(m.Epoch-float64(i+1)/8) > 1e-12 {
+					t.Errorf("iteration %d: epoch %g data_epoch %g", m.Iteration, m.Epoch, m.DataEpoch)
+				}
+				if !(m.Loss > 0) || math.IsInf(m.Loss, 0) {
+					t.Errorf("iteration %d: loss %g", m.Iteration, m.Loss)
+				}
+				switch name {
+				case "lsgd", "vr-lsgd":
+					if len(m.Levels) != 1 || m.Levels[0] != cfg.MaxLevel {
+						t.Errorf("lsgd queried %v, want [%d]", m.Levels, cfg.MaxLevel)
+					}
+				case "vmlmc", "vr-vmlmc":
+					// n_l = ceil(2^(-l) 2^L) = 4, 2, 1 draws at levels 1, 2, 3.
+					if got := len(m.Levels); got != 7 {
+						t.Errorf("vmlmc queried %v, want 7 draws", m.Levels)
+					}
+				}
+			}
+			if sum.SamplesDrawn != samples || sum.Evaluations != evals || sum.Iterations != cfg.Iterations {
+				t.Errorf("summary %+v disagrees with the metrics", sum)
+			}
+			for _, f := range []string{runfolder.ConfigFile, runfolder.ModelFile, runfolder.StateFile} {
+				if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
+					t.Errorf("run folder lacks %s", f)
+				}
+			}
+		})
+	}
+}
+
+// paramsOf reads the parameters and batch-norm state a run ended with.
+func paramsOf(t *testing.T, dir string) map[string][]float32 {
+	t.Helper()
+	f, err := checkpoint.Read(filepath.Join(dir, runfolder.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float32{}
+	for _, x := range f.Tensors {
+		out[x.Name] = x.Data
+	}
+	return out
+}
+
+func TestResumeIsBitForBit(t *testing.T) {
+	splits := syntheticSplits(48, 16, 8, 3)
+	for _, tc := range []struct {
+		estimator string
+		total     int
+		stopAt    []int // sessions stop after these many iterations each
+	}{
+		{"lsgd", 6, []int{2}},
+		{"vr-rtmlmc", 7, []int{3, 1}}, // interrupted inside a VR period (QE = 2) and twice
+		{"rrmlmc", 5, []int{4}},
+	} {
+		t.Run(tc.estimator, func(t *testing.T) {
+			whole := tinyConfig(t, tc.estimator)
+			whole.Iterations = tc.total
+			whole.CheckpointEvery = 0
+			if _, err := Train(context.Background(), whole, tinyHooks(splits)); err != nil {
+				t.Fatal(err)
+			}
+			parts := whole
+			parts.Out = filepath.Join(t.TempDir(), "interrupted")
+			hooks := tinyHooks(splits)
+			hooks.StopAfter = tc.stopAt[0]
+			_, err := Train(context.Background(), parts, hooks)
+			if !errors.Is(err, ErrInterrupted) {
+				t.Fatalf("first session: %v, want ErrInterrupted", err)
+			}
+			for _, stop := range append(tc.stopAt[1:], 0) {
+				hooks := tinyHooks(splits)
+				hooks.StopAfter = stop
+				_, err := Resume(context.Background(), parts.Out, nil, hooks)
+				if stop > 0 && !errors.Is(err, ErrInterrupted) {
+					t.Fatalf("session stopping after %d: %v", stop, err)
+				}
+				if stop == 0 && err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, got := paramsOf(t, whole.Out), paramsOf(t, parts.Out)
+			for name, w := range want {
+				g := got[name]
+				if len(g) != len(w) {
+					t.Fatalf("%s: %d values, want %d", name, len(g), len(w))
+				}
+				for i := range w {
+					if math.Float32bits(g[i]) != math.Float32bits(w[i]) {
+						t.Fatalf("%s[%d] = %v after interrupt and resume, %v uninterrupted", name, i, g[i], w[i])
+					}
+				}
+			}
+			wantLines, _ := runfolder.ReadLines[runfolder.Metrics](filepath.Join(whole.Out, runfolder.MetricsFile))
+			gotLines, _ := runfolder.ReadLines[runfolder.Metrics](filepath.Join(parts.Out, runfolder.MetricsFile))
+			if len(gotLines) != len(wantLines) {
+				t.Fatalf("resumed run logged %d metrics lines, uninterrupted %d", len(gotLines), len(wantLines))
+			}
+			for i := range wantLines {
+				w, g := wantLines[i], gotLines[i]
+				if w.Iteration != g.Iteration || w.SamplesDrawn != g.SamplesDrawn || w.Evaluations != g.Evaluations || w.Loss != g.Loss || w.LR != g.LR {
+					t.Errorf("metrics line %d: resumed %+v, uninterrupted %+v", i, g, w)
+				}
+			}
+		})
+	}
+}
+
+func TestNonFiniteLossStopsAndKeepsCheckpoint(t *testing.T) {
+	splits := syntheticSplits(32, 8, 8, 2)
+	cfg := tinyConfig(t, "lsgd")
+	cfg.Iterations = 40
+	cfg.CheckpointEvery = 1
+	cfg.LR = 1e30 // diverges within a few steps
+	_, err := Train(context.Background(), cfg, tinyHooks(splits))
+	if err == nil || !errors.Is(err, ErrNonFinite) && !strings.Contains(err.Error(), "not finite") {
+		t.Fatalf("error %v, want a non-finite loss", err)
+	}
+	for _, want := range []string{"training stopped", "last good checkpoint", "--lr"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q should mention %q", err, want)
+		}
+	}
+	f, err := checkpoint.Read(filepath.Join(cfg.Out, runfolder.StateFile))
+	if err != nil {
+		t.Fatalf("the last good checkpoint is unreadable: %v", err)
+	}
+	params, _ := f.Get("params")
+	for i, v := range params.Data {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Fatalf("checkpointed params[%d] = %v: a non-finite state was saved", i, v)
+		}
+	}
+}
+
+func TestBadSettingsGiveOneClearError(t *testing.T) {
+	splits := syntheticSplits(16, 8, 8, 2)
+	for _, tc := range []struct {
+		name   string
+		modify func(*Config)
+		want   string
+	}{
+		{"unknown estimator", func(c *Config) { c.Estimator = "sgd2" }, "--estimator"},
+		{"two lengths", func(c *Config) { c.Epochs = 3 }, "exactly one of"},
+		{"level too large", func(c *Config) { c.MaxLevel = 6 }, "--max-level 6"},
+		{"min above max", func(c *Config) { c.MinLevel = 4 }, "--min-level"},
+		{"bad optimizer", func(c *Config) { c.Optimizer = "adam" }, "--optimizer"},
+		{"zero temperature", func(c *Config) { c.Temperature = 0 }, "--temperature"},
+		{"bad device", func(c *Config) { c.Device = "tpu" }, "--device"},
+		{"no out", func(c *Config) { c.Out = "" }, "--out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tinyConfig(t, "lsgd")
+			tc.modify(&cfg)
+			_, err := Train(context.Background(), cfg, tinyHooks(splits))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMissingDataNamesFetchCommand(t *testing.T) {
+	cfg := tinyConfig(t, "lsgd")
+	cfg.Dataset = "cifar10"
+	cfg.DataDir = t.TempDir()
+	_, err := Train(context.Background(), cfg, Hooks{Log: ioDiscard{}, Backend: cpu.New()})
+	if err == nil || !strings.Contains(err.Error(), "fetch_data.sh") {
+		t.Fatalf("error %v, want one naming scripts/fetch_data.sh", err)
+	}
+}
+
+func TestResumeRejectsDamagedCheckpoint(t *testing.T) {
+	splits := syntheticSplits(16, 8, 8, 2)
+	cfg := tinyConfig(t, "lsgd")
+	cfg.Iterations = 2
+	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(cfg.Out, runfolder.StateFile)
+	data, _ := os.ReadFile(state)
+	os.WriteFile(state, data[:len(data)/2], 0o644)
+	_, err := Resume(context.Background(), cfg.Out, nil, tinyHooks(splits))
+	if err == nil || !strings.Contains(err.Error(), state) {
+		t.Fatalf("error %v, want one naming %s", err, state)
+	}
+	if _, err := Resume(context.Background(), t.TempDir(), nil, tinyHooks(splits)); err == nil || !strings.Contains(err.Error(), "not a run folder") {
+		t.Fatalf("resume of an empty folder: %v", err)
+	}
+	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("training into a used run folder: %v", err)
+	}
+}

@@ -175,6 +175,9 @@ func gaussianKernel1D(dst []float32, sigma float32) {
 // reflect maps an index outside [0, n) back inside as torch's "reflect"
 // padding does (the edge is not repeated).
 func reflect(i, n int) int {
+	if n == 1 {
+		return 0
+	}
 	for i < 0 || i >= n {
 		if i < 0 {
 			i = -i

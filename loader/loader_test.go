@@ -299,7 +299,8 @@ func TestEvalBatch(t *testing.T) {
 }
 
 // BenchmarkStream is the loader's throughput on 32x32 images with 2
-// workers, batches of 256 images (512 views): go test -bench Stream ./loader/
+// workers, batches of 256 images (512 views):
+// go test -run XXX -bench Stream -benchtime 20x -cpu 1,2 ./loader/
 func BenchmarkStream(b *testing.B) {
 	set := randomSet(2048, 32, 32, 8)
 	for _, workers := range []int{1, 2} {
@@ -307,10 +308,17 @@ func BenchmarkStream(b *testing.B) {
 			s := mustOpen(b, set, 1, workers, 0)
 			const batch = 256
 			dst := make([]float32, batch*2*s.ViewLen())
+			s.Next(batch, dst) // let the workers fill the ring once
+			cpu0 := processCPUSeconds()
 			for b.Loop() {
 				s.Next(batch, dst)
 			}
 			b.ReportMetric(float64(b.N*2*batch)/b.Elapsed().Seconds(), "views/s")
+			// CPU time of the whole process (workers included) per view: on a
+			// shared machine a steadier figure than the wall clock.
+			if cpu := processCPUSeconds() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(b.N*2*batch)/cpu, "views/cpu-s")
+			}
 		})
 	}
 }

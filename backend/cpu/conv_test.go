@@ -46,7 +46,9 @@ var convShapes = []tensor.ConvShape{
 	{N: 3, C: 2, H: 4, W: 5, K: 3, R: 1, S: 1, Stride: 1, Pad: 0},   // 1x1 on a small plane: im2col path
 	{N: 2, C: 3, H: 16, W: 16, K: 4, R: 1, S: 1, Stride: 1, Pad: 0}, // 1x1 on a large plane: no im2col
 	{N: 3, C: 2, H: 6, W: 5, K: 2, R: 3, S: 2, Stride: 3, Pad: 2},   // rectangular kernel, pad > stride-1
-	{N: 1, C: 1, H: 3, W: 3, K: 1, R: 3, S: 3, Stride: 1, Pad: 1},   // one image, one channel
+	{N: 1, C: 1, H: 3, W: 3, K: 1, R: 3, S: 3, Stride: 1, Pad: 1},
+	{N: 2, C: 2, H: 6, W: 7, K: 3, R: 5, S: 5, Stride: 1, Pad: 2}, // 5x5 same: shifts wrap two columns
+	{N: 3, C: 2, H: 4, W: 6, K: 2, R: 1, S: 3, Stride: 1, Pad: 1}, // 1x3 same width, padded rows   // one image, one channel
 }
 
 // chunkBudgets returns workspace budgets giving all images in one GEMM, one
@@ -80,19 +82,18 @@ func TestConv2dForwardMatchesDirectConvolution(t *testing.T) {
 // differences are exact up to float64 rounding and the tolerance covers
 // float32 accumulation only.
 func TestConv2dBackwardFiniteDifferences(t *testing.T) {
-	for _, tb := range testBackends() {
-		for si, s := range convShapes {
+	for si, s := range convShapes {
+		rng := rand.New(rand.NewPCG(uint64(si), 2))
+		x, w, r := randSlice(rng, s.InLen()), randSlice(rng, s.WeightLen()), randSlice(rng, s.OutLen())
+		x64, w64, r64 := to64(x), to64(w), to64(r)
+		objective := func() float64 { return dot64s(convRef(s, x64, w64), r64) }
+		wantDx := centralDiff(x64, 1e-3, objective)
+		wantDw := centralDiff(w64, 1e-3, objective)
+		for _, tb := range testBackends() {
 			for cname, budget := range chunkBudgets(s) {
 				t.Run(fmt.Sprintf("%s/%d/%s", tb.name, si, cname), func(t *testing.T) {
-					rng := rand.New(rand.NewPCG(uint64(si), 2))
 					b := tb.b
 					b.chunkBudget = budget
-					x, w, r := randSlice(rng, s.InLen()), randSlice(rng, s.WeightLen()), randSlice(rng, s.OutLen())
-					x64, w64, r64 := to64(x), to64(w), to64(r)
-					objective := func() float64 { return dot64s(convRef(s, x64, w64), r64) }
-					wantDx := centralDiff(x64, 1e-3, objective)
-					wantDw := centralDiff(w64, 1e-3, objective)
-
 					dx, dw := filled(b, s.InLen(), 7), filled(b, s.WeightLen(), 7)
 					b.Conv2dBackward(s, upload(b, x), upload(b, w), upload(b, r), dx, dw)
 					assertClose(t, s.String()+" dx", download(b, dx), wantDx, 1e-5)

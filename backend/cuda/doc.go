@@ -10,6 +10,11 @@
 // chunks by an arena allocator; all work is queued on one stream, and a
 // Backend is used by one goroutine at a time (a mutex guards it anyway).
 //
+// Libraries are searched in SIMCLR_CUDA_LIBS (a colon-separated list of
+// folders), LD_LIBRARY_PATH, /usr/local/cuda*, Python wheels
+// (site-packages/nvidia/*/lib, e.g. PyTorch's) and the system folders;
+// Probe reports what was found for `simclr devices`.
+//
 // Device failures do not panic: the first one is remembered, later kernels
 // are skipped, and Sync returns it.
 package cuda

@@ -163,3 +163,23 @@ func TestResolution(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkOpenCIFAR10 measures loading the full CIFAR-10 in each form:
+// binary batches (rebuilt) and the image-folder JPEG tree (60,000 decodes).
+func BenchmarkOpenCIFAR10(b *testing.B) {
+	for _, form := range []struct {
+		name string
+		dir  func(testing.TB) string
+	}{{"binary", shared.RebuiltCIFAR10}, {"jpeg-folder", shared.CIFAR10JPEG}} {
+		b.Run(form.name, func(b *testing.B) {
+			dir := form.dir(b)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := Open("cifar10", dir, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(60000*b.N)/b.Elapsed().Seconds(), "images/s")
+		})
+	}
+}

@@ -22,7 +22,7 @@ import (
 	"github.com/simclr-go/simclr/data"
 )
 
-// Splits are the split folder names under ROOT.
+// splitNames are the split folders under ROOT, training first.
 var splitNames = [2]string{"train", "test"}
 
 // IsImage reports whether a file name has an extension this package reads.

@@ -596,6 +596,36 @@ func TestTrainingStepAllocatesNoActivations(t *testing.T) {
 	t.Logf("%.0f bytes allocated per step", perStep)
 }
 
+func TestPlansOfDifferentSizesShareTheArenaSafely(t *testing.T) {
+	// Sizes 2, 6 (grows the arena), 2 again, 4: each pass must give the
+	// gradient a fresh model gives for the same input.
+	b := cpu.New()
+	rng := rand.New(rand.NewPCG(8, 8))
+	shared := resnet18.New(b, tiny, 8)
+	in := shared.InputLen()
+	inputs := map[int][]float32{}
+	for _, n := range []int{1, 2, 3} {
+		_, host := uploadRandom(b, rng, 2*n*in)
+		inputs[n] = host
+	}
+	gradient := func(m *resnet18.Model, n int) ([]float32, float64) {
+		x := b.Alloc(2 * n * in)
+		b.Upload(x, inputs[n])
+		dz := b.Alloc(2 * n * tiny.ProjDim)
+		z := m.Forward(x, 2*n, true, false)
+		loss := b.NTXent(n, tiny.ProjDim, 0.5, false, z, dz).Loss
+		m.Backward(dz)
+		return slices.Clone(cpu.Data(m.Params().Grad())), loss
+	}
+	for i, n := range []int{1, 3, 1, 2} {
+		got, gotLoss := gradient(shared, n)
+		want, wantLoss := gradient(resnet18.New(b, tiny, 8), n)
+		if gotLoss != wantLoss || !slices.Equal(got, want) {
+			t.Fatalf("pass %d (%d images): loss %g and gradient differ from a fresh model's (%g)", i, n, gotLoss, wantLoss)
+		}
+	}
+}
+
 func TestPanicsOnBadInput(t *testing.T) {
 	b := cpu.New()
 	m := resnet18.New(b, tiny, 1)

@@ -6,8 +6,9 @@
 // Tensor names are torchvision's resnet18 names (conv1.weight,
 // layer2.0.downsample.1.running_mean, ...) plus head.0, head.1 and head.3
 // for the head, so checkpoints load into PyTorch. Activations are planned
-// once per batch size and reused, so a steady-state step allocates nothing
-// on the Go heap.
+// once per batch size, carved from one arena per mode (training,
+// evaluation) that is as large as the largest plan, and reused, so a
+// steady-state step allocates nothing on the Go heap.
 package resnet18
 
 import (
@@ -85,9 +86,8 @@ type Model struct {
 	lastHW   int // spatial size of the last stage (4 for 32x32 input)
 	maxPerIm int // largest activation per view (elements)
 
-	trainPlans map[int]*plan
-	evalPlans  map[int]*plan
-	last       *plan // plan of the last training-mode Forward
+	arenas [2]arena // evaluation, training
+	last   *plan    // plan of the last training-mode Forward
 }
 
 // New builds the network on b with torchvision's initialisation drawn from
@@ -101,8 +101,7 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 	for i, w := range [4]int{64, 128, 256, 512} {
 		widths[i] = max(1, int(math.Round(float64(w)*cfg.Width)))
 	}
-	m := &Model{backend: b, cfg: cfg, params: nn.NewParams(),
-		trainPlans: map[int]*plan{}, evalPlans: map[int]*plan{}}
+	m := &Model{backend: b, cfg: cfg, params: nn.NewParams()}
 	p := m.params
 	m.stem = widths[0]
 	m.conv1 = nn.NewConv2d(p, "conv1", 3, m.stem, 3, 1, 1)
@@ -207,29 +206,36 @@ type plan struct {
 	headSaved      nn.BNSaved
 	dr, dh1, df    tensor.Buffer    // head gradients (training plans)
 	stemGrad       [3]tensor.Buffer // gradient buffers cut to the stem output length
-	owned          []tensor.Buffer  // what Free releases
-	ownedSaved     []nn.BNSaved
 }
 
-func (pl *plan) alloc(b tensor.Backend, n int) tensor.Buffer {
-	buf := b.Alloc(n)
-	pl.owned = append(pl.owned, buf)
-	return buf
+// carver hands out consecutive pieces of an arena. With a nil arena it
+// only counts, so a plan can be measured before its arena exists.
+type carver struct {
+	b     tensor.Backend
+	arena tensor.Buffer
+	used  int
 }
 
-func (pl *plan) saved(b tensor.Backend, bn *nn.BatchNorm) nn.BNSaved {
-	s := bn.NewBNSaved(b)
-	pl.ownedSaved = append(pl.ownedSaved, s)
-	return s
-}
-
-func (pl *plan) free(b tensor.Backend) {
-	for _, buf := range pl.owned {
-		b.Free(buf)
+func (c *carver) take(n int) tensor.Buffer {
+	off := c.used
+	c.used += n
+	if c.arena == nil {
+		return nil
 	}
-	for _, s := range pl.ownedSaved {
-		s.Free(b)
-	}
+	return c.b.Slice(c.arena, off, n)
+}
+
+func (c *carver) saved(bn *nn.BatchNorm) nn.BNSaved {
+	return nn.BNSaved{Mean: c.take(bn.C), InvStd: c.take(bn.C)}
+}
+
+// arena is the backend memory that every plan of one mode (training or
+// evaluation) carves its buffers from: only one pass runs at a time, so
+// plans of different sizes share it, and the memory is that of the largest
+// plan rather than the sum.
+type arena struct {
+	buf   tensor.Buffer
+	plans map[int]*plan
 }
 
 // newPlan lays out the activations of views views. A training plan keeps
@@ -237,28 +243,33 @@ func (pl *plan) free(b tensor.Backend) {
 // outputs) plus three gradient buffers of the largest activation size that
 // the backward pass rotates through; an evaluation plan keeps only four
 // rotating buffers.
-func (m *Model) newPlan(views int, train bool) *plan {
+func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	b, s := m.backend, m.cfg.InputSize
 	pl := &plan{views: views, train: train}
 	pl.stemS = m.conv1.Shape(views, s, s)
 	pl.stemBN = m.bn1.Shape(views, s*s)
 	stemLen := pl.stemS.OutLen()
 	maxLen := views * m.maxPerIm
-	cut := func(buf tensor.Buffer, n int) tensor.Buffer { return b.Slice(buf, 0, n) }
+	cut := func(buf tensor.Buffer, n int) tensor.Buffer {
+		if buf == nil { // measuring
+			return nil
+		}
+		return b.Slice(buf, 0, n)
+	}
 
 	var ring [4]tensor.Buffer // evaluation: rotating activations
 	var grads [3]tensor.Buffer
 	if train {
 		for i := range grads {
-			grads[i] = pl.alloc(b, maxLen)
+			grads[i] = c.take(maxLen)
 			pl.stemGrad[i] = cut(grads[i], stemLen)
 		}
-		pl.c0 = pl.alloc(b, stemLen)
-		pl.out0 = pl.alloc(b, stemLen)
-		pl.stemSaved = pl.saved(b, m.bn1)
+		pl.c0 = c.take(stemLen)
+		pl.out0 = c.take(stemLen)
+		pl.stemSaved = c.saved(m.bn1)
 	} else {
 		for i := range ring {
-			ring[i] = pl.alloc(b, maxLen)
+			ring[i] = c.take(maxLen)
 		}
 		pl.c0 = cut(ring[0], stemLen)
 		pl.out0 = cut(ring[1], stemLen)
@@ -274,15 +285,15 @@ func (m *Model) newPlan(views int, train bool) *plan {
 			a.sd = bl.down.Shape(views, bl.hIn, bl.hIn)
 		}
 		if train {
-			a.c1 = pl.alloc(b, outLen)
-			a.r1 = pl.alloc(b, outLen)
-			a.c2 = pl.alloc(b, outLen)
-			a.out = pl.alloc(b, outLen)
-			a.saved1 = pl.saved(b, bl.bn1)
-			a.saved2 = pl.saved(b, bl.bn2)
+			a.c1 = c.take(outLen)
+			a.r1 = c.take(outLen)
+			a.c2 = c.take(outLen)
+			a.out = c.take(outLen)
+			a.saved1 = c.saved(bl.bn1)
+			a.saved2 = c.saved(bl.bn2)
 			if bl.down != nil {
-				a.cd = pl.alloc(b, outLen)
-				a.savedD = pl.saved(b, bl.downBN)
+				a.cd = c.take(outLen)
+				a.savedD = c.saved(bl.downBN)
 				// The downsample BN output is consumed at once by the
 				// residual sum; the gradient buffers are idle in forward.
 				a.dsOut = cut(grads[0], outLen)
@@ -310,41 +321,56 @@ func (m *Model) newPlan(views int, train bool) *plan {
 		in = a.out
 	}
 	f, pd := m.featDim, m.cfg.ProjDim
-	pl.feat = pl.alloc(b, views*f)
-	pl.h1 = pl.alloc(b, views*f)
-	pl.r = pl.alloc(b, views*f)
-	pl.z = pl.alloc(b, views*pd)
+	pl.feat = c.take(views * f)
+	pl.h1 = c.take(views * f)
+	pl.r = c.take(views * f)
+	pl.z = c.take(views * pd)
 	pl.headBNS = m.headBN.Shape(views, 1)
 	if train {
-		pl.headSaved = pl.saved(b, m.headBN)
-		pl.dr = pl.alloc(b, views*f)
-		pl.dh1 = pl.alloc(b, views*f)
-		pl.df = pl.alloc(b, views*f)
+		pl.headSaved = c.saved(m.headBN)
+		pl.dr = c.take(views * f)
+		pl.dh1 = c.take(views * f)
+		pl.df = c.take(views * f)
 	}
 	return pl
 }
 
+// planFor returns the plan of views views in the given mode, carving it
+// from the mode's arena; a plan larger than the arena replaces the arena
+// and drops the plans that lived in the old one.
 func (m *Model) planFor(views int, train bool) *plan {
-	plans := m.evalPlans
+	ar := &m.arenas[0]
 	if train {
-		plans = m.trainPlans
+		ar = &m.arenas[1]
 	}
-	pl := plans[views]
-	if pl == nil {
-		pl = m.newPlan(views, train)
-		plans[views] = pl
+	if pl := ar.plans[views]; pl != nil {
+		return pl
 	}
+	measure := carver{b: m.backend}
+	m.newPlan(views, train, &measure)
+	if ar.buf == nil || ar.buf.Len() < measure.used {
+		if ar.buf != nil {
+			m.backend.Free(ar.buf)
+		}
+		ar.buf = m.backend.Alloc(measure.used)
+		ar.plans = map[int]*plan{}
+		if train {
+			m.last = nil
+		}
+	}
+	pl := m.newPlan(views, train, &carver{b: m.backend, arena: ar.buf})
+	ar.plans[views] = pl
 	return pl
 }
 
-// FreePlans releases every activation plan (they are rebuilt on demand),
-// for example after a one-off large batch.
+// FreePlans releases the activation memory (it is allocated again on
+// demand), for example after a one-off large batch.
 func (m *Model) FreePlans() {
-	for _, plans := range []map[int]*plan{m.trainPlans, m.evalPlans} {
-		for k, pl := range plans {
-			pl.free(m.backend)
-			delete(plans, k)
+	for i := range m.arenas {
+		if m.arenas[i].buf != nil {
+			m.backend.Free(m.arenas[i].buf)
 		}
+		m.arenas[i] = arena{}
 	}
 	m.last = nil
 }
@@ -410,7 +436,8 @@ func (m *Model) backbone(pl *plan, x tensor.Buffer, train, updateRunning bool) {
 // ProjDim). With train, batch norm uses the batch statistics (and updates
 // the running statistics when updateRunning), and the activations are kept
 // for Backward; without, batch norm uses the running statistics. z belongs
-// to the model and is overwritten by the next Forward of the same size.
+// to the model: it is overwritten by the next Forward in the same mode, of
+// any size, since all sizes share one activation arena per mode.
 func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) tensor.Buffer {
 	m.checkInput(x, views)
 	if train && views < 2 {
@@ -434,7 +461,7 @@ func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) t
 // Features returns the pooled backbone features (n, FeatureDim) of x in
 // evaluation mode (batch norm with running statistics), for linear probes
 // and kNN. The buffer belongs to the model and is overwritten by the next
-// Features or evaluation-mode Forward of the same size. Evaluation keeps
+// Features or evaluation-mode Forward. Evaluation keeps
 // four activation buffers of the largest layer (4 x n x 64K floats at full
 // width, 32x32 input), so choose n accordingly.
 func (m *Model) Features(x tensor.Buffer, n int) tensor.Buffer {

@@ -1,0 +1,108 @@
+package cuda_test
+
+// Benchmarks of the CUDA backend; they skip without a GPU. On a GPU machine:
+//
+//	go test -c -o cuda.test ./backend/cuda && ./cuda.test -test.run '^$' -test.bench . -test.benchtime 20x
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/simclr-go/simclr/backend/cuda"
+	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/tensor"
+)
+
+func openBench(b *testing.B, precision string) *cuda.Backend {
+	g, err := cuda.Open(cuda.Options{Precision: precision})
+	if err != nil {
+		b.Skipf("no usable GPU: %v", err)
+	}
+	b.Cleanup(func() { g.Close() })
+	return g
+}
+
+// BenchmarkConv is forward + backward of ResNet-18's most expensive 3x3
+// convolutions at 512 views; it reports TFLOP/s (forward FLOPs x 3).
+func BenchmarkConv(b *testing.B) {
+	shapes := []tensor.ConvShape{
+		{N: 512, C: 64, H: 32, W: 32, K: 64, R: 3, S: 3, Stride: 1, Pad: 1},
+		{N: 512, C: 128, H: 16, W: 16, K: 128, R: 3, S: 3, Stride: 1, Pad: 1},
+		{N: 512, C: 512, H: 4, W: 4, K: 512, R: 3, S: 3, Stride: 1, Pad: 1},
+	}
+	for _, precision := range []string{"tf32", "fp32"} {
+		for _, s := range shapes {
+			b.Run(fmt.Sprintf("%s/C=%d/HW=%d", precision, s.C, s.H), func(b *testing.B) {
+				g := openBench(b, precision)
+				x, w, y := g.Alloc(s.InLen()), g.Alloc(s.WeightLen()), g.Alloc(s.OutLen())
+				dx, dw := g.Alloc(s.InLen()), g.Alloc(s.WeightLen())
+				g.Conv2dForward(s, x, w, y) // plan and find algorithms outside the timing
+				g.Conv2dBackward(s, x, w, y, dx, dw)
+				if err := g.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					g.Conv2dForward(s, x, w, y)
+					g.Conv2dBackward(s, x, w, y, dx, dw)
+				}
+				if err := g.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(3*s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkNTXent is the multilevel loss and its gradient at 512 images.
+func BenchmarkNTXent(b *testing.B) {
+	g := openBench(b, "tf32")
+	n, d := 512, 128
+	z, dz := g.Alloc(2*n*d), g.Alloc(2*n*d)
+	g.Upload(z, make([]float32, 2*n*d))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g.NTXent(n, d, 0.5, true, z, dz)
+	}
+}
+
+// BenchmarkResNet18Step is one training step (forward, loss, backward,
+// SGD) of ResNet-18 at 2^L images; it reports views/s.
+func BenchmarkResNet18Step(b *testing.B) {
+	for _, images := range []int{64, 256, 512} {
+		for _, precision := range []string{"tf32", "fp32"} {
+			b.Run(fmt.Sprintf("%s/images=%d", precision, images), func(b *testing.B) {
+				g := openBench(b, precision)
+				cfg := resnet18.Config{Width: 1, ProjDim: 128, InputSize: 32}
+				m := resnet18.New(g, cfg, 1)
+				views := 2 * images
+				x := g.Alloc(views * 3 * 32 * 32)
+				dz := g.Alloc(views * cfg.ProjDim)
+				p := m.Params()
+				mom := g.Alloc(p.Len())
+				step := func() {
+					z := m.Forward(x, views, true, true)
+					g.NTXent(images, cfg.ProjDim, 0.5, false, z, dz)
+					m.Backward(dz)
+					g.SGDStep(tensor.SGDConfig{LR: 0.01, Momentum: 0.9, WeightDecay: 5e-4}, p.Flat(), p.Grad(), mom)
+				}
+				step()
+				if err := g.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					step()
+				}
+				if err := g.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(views*b.N)/b.Elapsed().Seconds(), "views/s")
+				inUse, peak, reserved := g.MemoryInUse()
+				b.ReportMetric(float64(peak)/(1<<20), "peakMiB")
+				_, _ = inUse, reserved
+			})
+		}
+	}
+}

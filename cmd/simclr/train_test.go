@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/train"
+	"github.com/simclr-go/simclr/train/runfolder"
+)
+
+// execute runs the root command with args and returns stdout, stderr and
+// the error main would print.
+func execute(args ...string) (string, string, error) {
+	root := newRootCmd()
+	var stdout, stderr bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	return stdout.String(), stderr.String(), err
+}
+
+// imageFolder writes a tiny image-folder data set (two classes of 16x16
+// PNGs, one reddish and one bluish) and returns its root.
+func imageFolder(t *testing.T, nTrain, nTest int) string {
+	t.Helper()
+	root := t.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, split := range []struct {
+		name string
+		n    int
+	}{{"train", nTrain}, {"test", nTest}} {
+		for c, class := range []string{"red", "blue"} {
+			dir := filepath.Join(root, split.name, class)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < split.n/2; i++ {
+				img := image.NewRGBA(image.Rect(0, 0, 16, 16))
+				for p := 0; p < 256; p++ {
+					v := uint8(r.IntN(120))
+					col := color.RGBA{R: 100 + v, G: v, B: v / 2, A: 255}
+					if c == 1 {
+						col = color.RGBA{R: v / 2, G: v, B: 100 + v, A: 255}
+					}
+					img.Set(p%16, p/16, col)
+				}
+				f, err := os.Create(filepath.Join(dir, string(rune('a'+i%26))+string(rune('a'+i/26))+".png"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				png.Encode(f, img)
+				f.Close()
+			}
+		}
+	}
+	return root
+}
+
+func TestTrainEvalReportEndToEnd(t *testing.T) {
+	data := imageFolder(t, 32, 16)
+	run := filepath.Join(t.TempDir(), "run")
+	stdout, stderr, err := execute("train", "--dataset", "folder:"+data, "--iterations", "3", "--max-level", "3",
+		"--width", "0.0625", "--proj-dim", "16", "--device", "cpu", "--out", run, "--probe-baseline", "--estimator", "vr-rtmlmc", "--qe", "2")
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{"3 iterations", "linear probe: top-1", "same network at initialisation"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("train output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "device cpu") {
+		t.Errorf("the log does not say which device is used:\n%s", stderr)
+	}
+	var probe runfolder.Probe
+	if err := runfolder.ReadJSON(filepath.Join(run, runfolder.ProbeFile), &probe); err != nil || probe.BaselineTop1 == nil {
+		t.Errorf("linear_probe.json: %v %+v", err, probe)
+	}
+	cfg, err := train.LoadConfig(run)
+	if err != nil || cfg.Version == "" || cfg.DeviceLog == "" || cfg.TotalIters != 3 {
+		t.Errorf("config.json: %v %+v", err, cfg)
+	}
+
+	stdout, stderr, err = execute("eval", "knn", "--run", run, "--device", "cpu", "--k", "5", "--json")
+	if err != nil || !strings.Contains(stdout, `"top1"`) {
+		t.Fatalf("eval knn: %v\n%s\n%s", err, stdout, stderr)
+	}
+	stdout, stderr, err = execute("eval", "linear-probe", "--checkpoint", filepath.Join(run, runfolder.ModelFile),
+		"--dataset", "folder:"+data, "--device", "cpu")
+	if err != nil || !strings.Contains(stdout, "linear probe") {
+		t.Fatalf("eval linear-probe --checkpoint: %v\n%s\n%s", err, stdout, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "report")
+	stdout, _, err = execute("report", run, "--out", out)
+	if err != nil || !strings.Contains(stdout, "| run |") {
+		t.Fatalf("report: %v\n%s", err, stdout)
+	}
+	if _, err := os.Stat(filepath.Join(out, "loss_vs_samples.png")); err != nil {
+		t.Error(err)
+	}
+
+	// Resuming a finished run changes nothing; changing a setting on resume is refused.
+	if _, _, err := execute("train", "--resume", run, "--lr", "0.3"); err == nil || !strings.Contains(err.Error(), "--lr cannot change") {
+		t.Errorf("resume with --lr: %v", err)
+	}
+	if _, stderr, err := execute("train", "--resume", run, "--workers", "1", "--probe=false"); err != nil {
+		t.Errorf("resume of a finished run: %v\n%s", err, stderr)
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	empty := t.TempDir()
+	garbage := filepath.Join(empty, "garbage.safetensors")
+	os.WriteFile(garbage, []byte("this is not a checkpoint at all"), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no length", []string{"train", "--out", filepath.Join(empty, "a")}, "give the training length"},
+		{"unknown estimator", []string{"train", "--iterations", "2", "--estimator", "adam", "--out", filepath.Join(empty, "b")}, "--estimator"},
+		{"unknown preset", []string{"train", "--preset", "slow"}, "unknown --preset"},
+		{"bad flag value", []string{"train", "--iterations", "many"}, "invalid argument"},
+		{"missing data", []string{"train", "--iterations", "2", "--dataset", "cifar10", "--data-dir", empty, "--device", "cpu", "--out", filepath.Join(empty, "c")}, "scripts/fetch_data.sh"},
+		{"resume nothing", []string{"train", "--resume", empty}, "not a run folder"},
+		{"eval without target", []string{"eval", "linear-probe"}, "give --run"},
+		{"unreadable checkpoint", []string{"eval", "linear-probe", "--checkpoint", garbage, "--device", "cpu"}, garbage},
+		{"report of a non-run", []string{"report", empty, "--out", filepath.Join(empty, "r")}, "not a run folder"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := execute(tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if strings.Count(err.Error(), "\n") > 0 {
+				t.Errorf("error spans several lines: %q", err)
+			}
+		})
+	}
+}
+
+func TestVersionAndDevices(t *testing.T) {
+	stdout, _, err := execute("version")
+	if err != nil || !strings.Contains(stdout, "simclr "+version) || !strings.Contains(stdout, "go: go1.") {
+		t.Errorf("version: %v\n%s", err, stdout)
+	}
+	stdout, _, err = execute("devices")
+	if err != nil || !strings.Contains(stdout, "sgemm: ") || !strings.Contains(stdout, "CUDA") {
+		t.Errorf("devices: %v\n%s", err, stdout)
+	}
+}

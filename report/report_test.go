@@ -1,0 +1,132 @@
+package report
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/train/runfolder"
+)
+
+// makeRun writes a run folder the way the trainer does.
+func makeRun(t *testing.T, dir, estimator string, iters int, withEval, withProbe bool) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{"dataset": "cifar10", "estimator": estimator, "min_level": 1, "max_level": 5, "iterations": iters, "iterations_per_epoch": 10}
+	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.ConfigFile), cfg); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := runfolder.OpenAppender(filepath.Join(dir, runfolder.MetricsFile))
+	var samples int64
+	for i := 1; i <= iters; i++ {
+		samples += 32
+		m.Append(runfolder.Metrics{Iteration: i, Epoch: float64(i) / 10, DataEpoch: float64(samples) / 320, Levels: []int{5},
+			SamplesDrawn: samples, Evaluations: int64(i), Loss: 5 - float64(i)/float64(iters), LR: 0.1, WallSeconds: float64(i) * 0.5})
+	}
+	m.Close()
+	if withEval {
+		e, _ := runfolder.OpenAppender(filepath.Join(dir, runfolder.EvalFile))
+		for i := 10; i <= iters; i += 10 {
+			e.Append(runfolder.Eval{Iteration: i, SamplesDrawn: int64(32 * i), WallSeconds: float64(i) * 0.5, KNNTop1: 20 + float64(i)/2, K: 200})
+		}
+		e.Close()
+	}
+	if withProbe {
+		runfolder.WriteJSON(filepath.Join(dir, runfolder.ProbeFile), runfolder.Probe{Top1: 41.25, Top5: 88.5})
+	}
+	return dir
+}
+
+func TestWriteReport(t *testing.T) {
+	root := t.TempDir()
+	a := makeRun(t, filepath.Join(root, "lsgd-run"), "lsgd", 40, true, true)
+	b := makeRun(t, filepath.Join(root, "vr-rt-run"), "vr-rtmlmc", 30, false, false)
+	var runs []*Run
+	for _, dir := range []string{a, b} {
+		r, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	out := filepath.Join(root, "report")
+	files, err := Write(runs, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"loss_vs_samples.png", "accuracy_vs_samples.png", "loss_vs_iterations.png", "accuracy_vs_iterations.png",
+		"loss_vs_wall.png", "accuracy_vs_wall.png", "report.md"}
+	if len(files) != len(want) {
+		t.Fatalf("wrote %v, want %v", files, want)
+	}
+	for _, name := range want {
+		data, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, ".png") {
+			img, err := png.Decode(bytes.NewReader(data))
+			if err != nil {
+				t.Fatalf("%s is not a PNG: %v", name, err)
+			}
+			if b := img.Bounds(); b.Dx() < 400 || b.Dy() < 200 {
+				t.Errorf("%s is only %v", name, b)
+			}
+		}
+	}
+	table, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	lines := strings.Split(strings.TrimSpace(string(table)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("table has %d lines, want header, rule and 2 runs:\n%s", len(lines), table)
+	}
+	for _, want := range []string{"| lsgd-run | cifar10 | lsgd | 1..5 | 4.00 | 4.00 | 1280 | 40 | 20.0 s | 4.0000 | 40.00% | 41.25% | 88.50% |",
+		"| vr-rt-run | cifar10 | vr-rtmlmc | 1..5 | 3.00 | 3.00 | 960 | 30 | 15.0 s | 4.0000 | - | - | - |"} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+func TestAccuracyPlotsSkippedWithoutEvaluations(t *testing.T) {
+	root := t.TempDir()
+	r, err := Load(makeRun(t, filepath.Join(root, "a"), "lsgd", 5, false, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Write([]*Run{r}, filepath.Join(root, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.Contains(f, "accuracy") {
+			t.Errorf("wrote %s for a run without evaluations", f)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	root := t.TempDir()
+	if _, err := Load(root); err == nil || !strings.Contains(err.Error(), "not a run folder") {
+		t.Errorf("empty folder: %v", err)
+	}
+	dir := makeRun(t, filepath.Join(root, "r"), "lsgd", 3, false, false)
+	os.Remove(filepath.Join(dir, runfolder.MetricsFile))
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "no metrics") {
+		t.Errorf("no metrics: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, runfolder.MetricsFile), []byte("{\"iteration\":1}\nnot json\n{\"iteration\":3}\n"), 0o644)
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("damaged metrics: %v", err)
+	}
+	// A damaged last line is what a crash mid-append leaves: skipped.
+	os.WriteFile(filepath.Join(dir, runfolder.MetricsFile), []byte("{\"iteration\":1}\n{\"iterat"), 0o644)
+	r, err := Load(dir)
+	if err != nil || len(r.Metrics) != 1 {
+		t.Errorf("torn last line: %v, %d lines", err, len(r.Metrics))
+	}
+}

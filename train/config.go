@@ -109,7 +109,7 @@ func Quick() Config {
 	c.TestSubset = 2000
 	c.Width = 0.125
 	c.MaxLevel = 7
-	c.Iterations = 300
+	c.Iterations = 200
 	c.LR = 0.5
 	c.WarmupEpochs = 1
 	c.Device = "cpu"

@@ -1,7 +1,6 @@
 package train
 
 import (
-	"fmt"
 	"path/filepath"
 	"time"
 
@@ -127,9 +126,4 @@ func (t *trainer) linearProbe() (*runfolder.Probe, error) {
 		return nil, err
 	}
 	return rec, nil
-}
-
-// describeSplits is a one-line summary for logs.
-func describeSplits(s *data.Splits) string {
-	return fmt.Sprintf("%s (%d) / %s (%d)", s.Train.Name, s.Train.Len(), s.Test.Name, s.Test.Len())
 }

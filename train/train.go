@@ -81,6 +81,13 @@ func Train(ctx context.Context, cfg Config, hooks Hooks) (*Summary, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create run folder: %w", err)
 	}
+	// A run that died before its first checkpoint cannot be resumed; its
+	// logs would otherwise be mixed into this run's.
+	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile, runfolder.ProbeFile} {
+		if err := os.Remove(filepath.Join(cfg.Out, name)); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("run folder %s: %w", cfg.Out, err)
+		}
+	}
 	return run(ctx, cfg, false, hooks)
 }
 
@@ -377,7 +384,10 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	n := cfg.TrainImages
 	sessionStart := t.iter
 	imagesAtStart := t.est.Totals().Samples
-	lastCheckpoint := t.iter
+	lastCheckpoint := -1 // iteration of the last checkpoint written, -1 before the first
+	if t.iter > 0 {
+		lastCheckpoint = t.iter // a resumed session starts from one
+	}
 	t.lastLogTime = time.Now()
 	for t.iter < cfg.TotalIters {
 		if cfg.MaxSamples > 0 && t.est.Totals().Samples >= cfg.MaxSamples {
@@ -397,8 +407,12 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		}
 		if err != nil {
 			if errors.Is(err, ErrNonFinite) {
-				return nil, fmt.Errorf("iteration %d: %v; training stopped. The last good checkpoint (iteration %d) is kept in %s: "+
-					"lower --lr (now %g) or raise --temperature, then resume or restart", t.iter+1, err, lastCheckpoint, cfg.Out, cfg.ResolvedLR)
+				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", lastCheckpoint, cfg.Out)
+				if lastCheckpoint < 0 {
+					kept = "no checkpoint had been written yet"
+				}
+				return nil, fmt.Errorf("iteration %d: %w; training stopped and %s: lower --lr (now %g) or raise --temperature and train again",
+					t.iter+1, err, kept, cfg.ResolvedLR)
 			}
 			return nil, fmt.Errorf("iteration %d: %w", t.iter+1, err)
 		}
@@ -423,7 +437,8 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			}
 		}
 		if bar != nil {
-			bar.Describe(fmt.Sprintf("epoch %.2f loss %.4f", float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss))
+			rate := float64(totals.Samples-imagesAtStart) / time.Since(t.start).Seconds()
+			bar.Describe(fmt.Sprintf("epoch %.2f loss %.4f %.0f images/s", float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, rate))
 			bar.Set(t.iter)
 		} else if time.Since(t.lastLogTime) > 10*time.Second || last || t.iter == sessionStart+1 {
 			elapsed := time.Since(t.start).Seconds()

@@ -1,14 +1,21 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/checkpoint"
@@ -68,7 +75,7 @@ type ioDiscard struct{}
 func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
 
 func TestEveryEstimatorRunsAndCountsCost(t *testing.T) {
-	splits := syntheticSplits(64, 32, 8, 4)
+	splits := syntheticSplits(64, 32, 16, 4)
 	for _, name := range []string{"lsgd", "vmlmc", "rtmlmc", "rumlmc", "rrmlmc",
 		"vr-lsgd", "vr-vmlmc", "vr-rtmlmc", "vr-rumlmc", "vr-rrmlmc"} {
 		t.Run(name, func(t *testing.T) {
@@ -153,7 +160,7 @@ func paramsOf(t *testing.T, dir string) map[string][]float32 {
 }
 
 func TestResumeIsBitForBit(t *testing.T) {
-	splits := syntheticSplits(48, 16, 8, 3)
+	splits := syntheticSplits(48, 16, 16, 3)
 	for _, tc := range []struct {
 		estimator string
 		total     int
@@ -217,7 +224,7 @@ func TestResumeIsBitForBit(t *testing.T) {
 }
 
 func TestNonFiniteLossStopsAndKeepsCheckpoint(t *testing.T) {
-	splits := syntheticSplits(32, 8, 8, 2)
+	splits := syntheticSplits(32, 8, 16, 2)
 	cfg := tinyConfig(t, "lsgd")
 	cfg.Iterations = 40
 	cfg.CheckpointEvery = 1
@@ -244,7 +251,7 @@ func TestNonFiniteLossStopsAndKeepsCheckpoint(t *testing.T) {
 }
 
 func TestBadSettingsGiveOneClearError(t *testing.T) {
-	splits := syntheticSplits(16, 8, 8, 2)
+	splits := syntheticSplits(16, 8, 16, 2)
 	for _, tc := range []struct {
 		name   string
 		modify func(*Config)
@@ -281,7 +288,7 @@ func TestMissingDataNamesFetchCommand(t *testing.T) {
 }
 
 func TestResumeRejectsDamagedCheckpoint(t *testing.T) {
-	splits := syntheticSplits(16, 8, 8, 2)
+	splits := syntheticSplits(16, 8, 16, 2)
 	cfg := tinyConfig(t, "lsgd")
 	cfg.Iterations = 2
 	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
@@ -299,5 +306,106 @@ func TestResumeRejectsDamagedCheckpoint(t *testing.T) {
 	}
 	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Fatalf("training into a used run folder: %v", err)
+	}
+}
+
+func TestEvalEveryAndMaxSamples(t *testing.T) {
+	splits := syntheticSplits(64, 32, 16, 4)
+	cfg := tinyConfig(t, "rtmlmc")
+	cfg.Iterations = 0
+	cfg.MaxSamples = 100 // rtmlmc on levels 1..3 draws 2, 4 or 8 images an iteration
+	cfg.EvalEvery = 1    // every 8 iterations (64 images / 2^3)
+	cfg.KNNK = 10
+	sum, err := Train(context.Background(), cfg, tinyHooks(splits))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := runfolder.ReadLines[runfolder.Metrics](filepath.Join(cfg.Out, runfolder.MetricsFile))
+	last := lines[len(lines)-1]
+	if last.SamplesDrawn < 100 || last.SamplesDrawn-int64(1<<last.Levels[0]) >= 100 {
+		t.Errorf("stopped at %d images drawn, want the first iteration reaching 100 (last drew %v)", last.SamplesDrawn, last.Levels)
+	}
+	if sum.SamplesDrawn != last.SamplesDrawn {
+		t.Errorf("summary says %d images, metrics %d", sum.SamplesDrawn, last.SamplesDrawn)
+	}
+	evals, err := runfolder.ReadLines[runfolder.Eval](filepath.Join(cfg.Out, runfolder.EvalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := last.Iteration / 8; len(evals) != want {
+		t.Fatalf("%d kNN evaluations in %d iterations, want %d", len(evals), last.Iteration, want)
+	}
+	for i, e := range evals {
+		if e.Iteration != 8*(i+1) || e.K != 10 || e.KNNTop1 < 0 || e.KNNTop1 > 100 || e.TestImages != 32 {
+			t.Errorf("eval line %d: %+v", i, e)
+		}
+	}
+}
+
+// signalChildEnv makes the re-executed test binary train until signalled.
+const signalChildEnv = "TRAIN_SIGNAL_CHILD_OUT"
+
+func TestSignalSavesCheckpointAndResumes(t *testing.T) {
+	splits := syntheticSplits(48, 16, 16, 3)
+	if out := os.Getenv(signalChildEnv); out != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		cfg := tinyConfig(t, "vr-lsgd")
+		cfg.Out = out
+		cfg.Iterations = 100000
+		_, err := Train(ctx, cfg, tinyHooks(splits))
+		if errors.Is(err, ErrInterrupted) {
+			os.Exit(3)
+		}
+		fmt.Println("child:", err)
+		os.Exit(2)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalSavesCheckpointAndResumes$")
+	cmd.Env = append(os.Environ(), signalChildEnv+"="+out)
+	var childOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &childOut, &childOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		lines, _ := runfolder.ReadLines[runfolder.Metrics](filepath.Join(out, runfolder.MetricsFile))
+		if len(lines) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the child logged no iterations in 60 s:\n%s", childOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("child ended with %v, want exit 3 (interrupted):\n%s", err, childOut.String())
+	}
+	f, err := checkpoint.Read(filepath.Join(out, runfolder.StateFile))
+	if err != nil {
+		t.Fatalf("no checkpoint after SIGTERM: %v", err)
+	}
+	stoppedAt, _ := strconv.Atoi(f.Metadata["iteration"])
+	if stoppedAt < 3 {
+		t.Fatalf("checkpoint at iteration %d, want >= 3", stoppedAt)
+	}
+	hooks := tinyHooks(splits)
+	hooks.StopAfter = 2
+	if _, err := Resume(context.Background(), out, nil, hooks); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("resume: %v", err)
+	}
+	lines, _ := runfolder.ReadLines[runfolder.Metrics](filepath.Join(out, runfolder.MetricsFile))
+	for i, m := range lines {
+		if m.Iteration != i+1 {
+			t.Fatalf("metrics line %d has iteration %d: lines lost or repeated across the resume", i, m.Iteration)
+		}
+	}
+	if len(lines) != stoppedAt+2 {
+		t.Errorf("%d metrics lines after resuming at %d and running 2 more", len(lines), stoppedAt)
 	}
 }

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/simclr-go/simclr/tensor"
 )
@@ -44,19 +45,20 @@ func pointwise(s tensor.ConvShape) bool {
 	return s.R == 1 && s.S == 1 && s.Stride == 1 && s.Pad == 0 && s.H*s.W >= 256
 }
 
-// chunkImages is the number of images per GEMM. The GEMM needs enough
-// columns M = nb*P to run near peak (minGemmCols) and, in the deep layers
-// whose weights outweigh one image's im2col matrix, enough to amortise
-// streaming the weights once per chunk (M >= 4K makes col at least four
-// times the size of w). Fewer images than that keep col small enough to
-// stay in cache between im2col and the GEMM, and a single image needs no
-// scatter. The workspace budget caps the count; at least one image.
-func (b *Backend) chunkImages(s tensor.ConvShape) int {
+// chunkImages is the number of images per GEMM for a worker given count
+// images. The GEMM needs enough columns M = nb*P to run near peak
+// (minGemmCols) and, in the deep layers whose weights outweigh one image's
+// im2col matrix, enough to amortise streaming the weights once per chunk
+// (M >= 4K makes col at least four times the size of w). Fewer images than
+// that keep col small enough to stay in cache between im2col and the GEMM,
+// and a single image needs no scatter. The workspace budget caps the
+// count; at least one image.
+func (b *Backend) chunkImages(s tensor.ConvShape, count int) int {
 	P := s.OutH() * s.OutW()
 	wantCols := max(minGemmCols, 4*s.K)
 	nb := (wantCols + P - 1) / P
 	perImage := (s.C*s.R*s.S + s.K) * P
-	nb = min(nb, b.chunkBudget/perImage, s.N)
+	nb = min(nb, b.chunkBudget/perImage, count)
 	return max(1, nb)
 }
 
@@ -64,38 +66,68 @@ func (b *Backend) chunkImages(s tensor.ConvShape) int {
 // a convolution chunk aims for.
 const minGemmCols = 1024
 
+// forImages splits images [0, n) into contiguous ranges, one per worker
+// (fewer workers than images at most), and runs fn(worker, lo, hi) on each
+// worker's goroutine. The split depends only on n and b.threads, so sums
+// combined in worker order are deterministic.
+func (b *Backend) forImages(n int, fn func(p, lo, hi int)) int {
+	workers := min(b.threads, n)
+	var wg sync.WaitGroup
+	wg.Add(workers - 1)
+	for p := 1; p < workers; p++ {
+		go func() {
+			defer wg.Done()
+			fn(p, p*n/workers, (p+1)*n/workers)
+		}()
+	}
+	fn(0, 0, n/workers)
+	wg.Wait()
+	return workers
+}
+
 // Conv2dForward: x is (N,C,H,W), w is (K,C,R,S), y is (N,K,OH,OW).
+// Each worker convolves its own images with its own GEMMs.
 func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	xd, wd, yd := Data(x), Data(w), Data(y)
 	checkConv(s, xd, wd, yd, "output y")
 	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
 	if pointwise(s) {
-		for n := 0; n < s.N; n++ {
-			b.gemm.Sgemm(false, false, K, P, CRS, 1, wd, CRS, xd[n*CRS*P:(n+1)*CRS*P], P, 0, yd[n*K*P:(n+1)*K*P], P)
-		}
+		b.forImages(s.N, func(_, lo, hi int) {
+			for n := lo; n < hi; n++ {
+				b.gemm.Sgemm(false, false, K, P, CRS, 1, wd, CRS, xd[n*CRS*P:(n+1)*CRS*P], P, 0, yd[n*K*P:(n+1)*K*P], P)
+			}
+		})
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	nb := b.chunkImages(s)
-	ws := b.grow((CRS + K) * nb * P)
-	for n0 := 0; n0 < s.N; n0 += nb {
-		cnt := min(nb, s.N-n0)
-		M := cnt * P
-		col := ws[:CRS*M]
-		b.im2col(s, xd, n0, cnt, col)
-		if cnt == 1 {
-			b.gemm.Sgemm(false, false, K, M, CRS, 1, wd, CRS, col, M, 0, yd[n0*K*P:(n0+1)*K*P], M)
-			continue
-		}
-		out := ws[CRS*M : CRS*M+K*M]
-		b.gemm.Sgemm(false, false, K, M, CRS, 1, wd, CRS, col, M, 0, out, M)
-		b.chunkToImages(K, P, n0, cnt, out, yd)
+	workers := min(b.threads, s.N)
+	nb := b.chunkImages(s, (s.N+workers-1)/workers)
+	for p := 0; p < workers; p++ {
+		b.grow(p, (CRS+K)*nb*P)
 	}
+	b.forImages(s.N, func(p, lo, hi int) {
+		ws := b.workspaces[p]
+		for n0 := lo; n0 < hi; n0 += nb {
+			cnt := min(nb, hi-n0)
+			M := cnt * P
+			col := ws[:CRS*M]
+			im2col(s, xd, n0, cnt, col, 0, CRS)
+			if cnt == 1 {
+				b.gemm.Sgemm(false, false, K, M, CRS, 1, wd, CRS, col, M, 0, yd[n0*K*P:(n0+1)*K*P], M)
+				continue
+			}
+			out := ws[CRS*M : CRS*M+K*M]
+			b.gemm.Sgemm(false, false, K, M, CRS, 1, wd, CRS, col, M, 0, out, M)
+			chunkToImages(K, P, n0, cnt, out, yd)
+		}
+	})
 }
 
 // Conv2dBackward: given dy (N,K,OH,OW), writes dx (N,C,H,W) unless dx is
-// nil, and dw (K,C,R,S). Both are overwritten, not accumulated.
+// nil, and dw (K,C,R,S). Both are overwritten, not accumulated. Each worker
+// handles its own images; worker 0 writes its filter gradient into dw and
+// the others into their workspaces, summed into dw at the end.
 func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buffer) {
 	xd, wd, dyd, dwd := Data(x), Data(w), Data(dy), Data(dw)
 	checkConv(s, xd, wd, dyd, "output gradient dy")
@@ -106,67 +138,84 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 		checkLen(fmt.Sprintf("conv input gradient dx for %v", s), dxd, s.InLen())
 	}
 	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
-	if pointwise(s) {
-		for n := 0; n < s.N; n++ {
-			xn, dyn := xd[n*CRS*P:(n+1)*CRS*P], dyd[n*K*P:(n+1)*K*P]
-			b.gemm.Sgemm(false, true, K, CRS, P, 1, dyn, P, xn, P, float32(min(n, 1)), dwd, CRS)
-			if dxd != nil {
-				b.gemm.Sgemm(true, false, CRS, P, K, 1, wd, CRS, dyn, P, 0, dxd[n*CRS*P:(n+1)*CRS*P], P)
-			}
-		}
-		return
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	nb := b.chunkImages(s)
-	ws := b.grow((CRS + K) * nb * P)
-	for n0 := 0; n0 < s.N; n0 += nb {
-		cnt := min(nb, s.N-n0)
-		M := cnt * P
-		col := ws[:CRS*M]
-		var dyc []float32
-		if cnt == 1 {
-			dyc = dyd[n0*K*P : (n0+1)*K*P]
-		} else {
-			dyc = ws[CRS*M : CRS*M+K*M]
-			b.imagesToChunk(K, P, n0, cnt, dyd, dyc)
+	workers := min(b.threads, s.N)
+	nb := b.chunkImages(s, (s.N+workers-1)/workers)
+	chunkLen := (CRS + K) * nb * P
+	if pointwise(s) {
+		chunkLen = 0
+	}
+	for p := 0; p < workers; p++ {
+		b.grow(p, chunkLen+K*CRS)
+	}
+	b.forImages(s.N, func(p, lo, hi int) {
+		ws := b.workspaces[p]
+		dwp := dwd
+		if p > 0 {
+			dwp = ws[chunkLen : chunkLen+K*CRS]
 		}
-		b.im2col(s, xd, n0, cnt, col)
-		beta := float32(1)
-		if n0 == 0 {
-			beta = 0
+		if pointwise(s) {
+			for n := lo; n < hi; n++ {
+				xn, dyn := xd[n*CRS*P:(n+1)*CRS*P], dyd[n*K*P:(n+1)*K*P]
+				b.gemm.Sgemm(false, true, K, CRS, P, 1, dyn, P, xn, P, float32(min(n-lo, 1)), dwp, CRS)
+				if dxd != nil {
+					b.gemm.Sgemm(true, false, CRS, P, K, 1, wd, CRS, dyn, P, 0, dxd[n*CRS*P:(n+1)*CRS*P], P)
+				}
+			}
+			return
 		}
-		b.gemm.Sgemm(false, true, K, CRS, M, 1, dyc, M, col, M, beta, dwd, CRS)
-		if dxd != nil {
-			// col is free again: reuse it for dcol.
-			b.gemm.Sgemm(true, false, CRS, M, K, 1, wd, CRS, dyc, M, 0, col, M)
-			b.col2im(s, col, n0, cnt, dxd)
+		for n0 := lo; n0 < hi; n0 += nb {
+			cnt := min(nb, hi-n0)
+			M := cnt * P
+			col := ws[:CRS*M]
+			var dyc []float32
+			if cnt == 1 {
+				dyc = dyd[n0*K*P : (n0+1)*K*P]
+			} else {
+				dyc = ws[CRS*M : CRS*M+K*M]
+				imagesToChunk(K, P, n0, cnt, dyd, dyc)
+			}
+			im2col(s, xd, n0, cnt, col, 0, CRS)
+			beta := float32(1)
+			if n0 == lo {
+				beta = 0
+			}
+			b.gemm.Sgemm(false, true, K, CRS, M, 1, dyc, M, col, M, beta, dwp, CRS)
+			if dxd != nil {
+				// col is free again: reuse it for dcol.
+				b.gemm.Sgemm(true, false, CRS, M, K, 1, wd, CRS, dyc, M, 0, col, M)
+				col2im(s, col, n0, cnt, dxd, 0, s.C)
+			}
 		}
+	})
+	if workers > 1 {
+		b.parallelFor(len(dwd), workers, func(_, lo, hi int) {
+			for p := 1; p < workers; p++ {
+				addTo(dwd[lo:hi], b.workspaces[p][chunkLen+lo:chunkLen+hi])
+			}
+		})
 	}
 }
 
 // chunkToImages scatters out (K, cnt*P) into y[n0:n0+cnt] of layout (N,K,P).
-func (b *Backend) chunkToImages(K, P, n0, cnt int, out, y []float32) {
+func chunkToImages(K, P, n0, cnt int, out, y []float32) {
 	M := cnt * P
-	b.parallelFor(K, M, func(_, klo, khi int) {
-		for k := klo; k < khi; k++ {
-			for i := 0; i < cnt; i++ {
-				copy(y[((n0+i)*K+k)*P:((n0+i)*K+k+1)*P], out[k*M+i*P:k*M+(i+1)*P])
-			}
+	for k := 0; k < K; k++ {
+		for i := 0; i < cnt; i++ {
+			copy(y[((n0+i)*K+k)*P:((n0+i)*K+k+1)*P], out[k*M+i*P:k*M+(i+1)*P])
 		}
-	})
+	}
 }
 
 // imagesToChunk gathers dy[n0:n0+cnt] of layout (N,K,P) into dyc (K, cnt*P).
-func (b *Backend) imagesToChunk(K, P, n0, cnt int, dy, dyc []float32) {
+func imagesToChunk(K, P, n0, cnt int, dy, dyc []float32) {
 	M := cnt * P
-	b.parallelFor(K, M, func(_, klo, khi int) {
-		for k := klo; k < khi; k++ {
-			for i := 0; i < cnt; i++ {
-				copy(dyc[k*M+i*P:k*M+(i+1)*P], dy[((n0+i)*K+k)*P:((n0+i)*K+k+1)*P])
-			}
+	for k := 0; k < K; k++ {
+		for i := 0; i < cnt; i++ {
+			copy(dyc[k*M+i*P:k*M+(i+1)*P], dy[((n0+i)*K+k)*P:((n0+i)*K+k+1)*P])
 		}
-	})
+	}
 }
 
 // validRange is the range [lo, hi) of output columns o (0 <= o < outLen)
@@ -195,45 +244,43 @@ func floorDiv(a, b int) int {
 	return -((-a + b - 1) / b)
 }
 
-// im2col fills col (CRS, cnt*P) from images n0..n0+cnt-1 of x, splitting
-// the rows over the worker goroutines.
-func (b *Backend) im2col(s tensor.ConvShape, x []float32, n0, cnt int, col []float32) {
+// im2col fills rows [qlo,qhi) of col (CRS, cnt*P) from images
+// n0..n0+cnt-1 of x.
+func im2col(s tensor.ConvShape, x []float32, n0, cnt int, col []float32, qlo, qhi int) {
 	OH, OW := s.OutH(), s.OutW()
 	P, HW, RS := OH*OW, s.H*s.W, s.R*s.S
 	M := cnt * P
-	b.parallelFor(s.C*RS, M, func(_, qlo, qhi int) {
-		for q := qlo; q < qhi; q++ {
-			c, r, sx := q/RS, (q/s.S)%s.R, q%s.S
-			wlo, whi := validRange(OW, s.W, s.Stride, s.Pad, sx)
-			hlo, hhi := validRange(OH, s.H, s.Stride, s.Pad, r)
-			for i := 0; i < cnt; i++ {
-				plane := x[((n0+i)*s.C+c)*HW : ((n0+i)*s.C+c+1)*HW]
-				dst := col[q*M+i*P : q*M+(i+1)*P]
-				clear(dst[:hlo*OW])
-				clear(dst[hhi*OW:])
-				if sameWidth(s) {
-					im2colShifted(dst, plane, s, OW, r, sx, hlo, hhi, wlo, whi)
+	for q := qlo; q < qhi; q++ {
+		c, r, sx := q/RS, (q/s.S)%s.R, q%s.S
+		wlo, whi := validRange(OW, s.W, s.Stride, s.Pad, sx)
+		hlo, hhi := validRange(OH, s.H, s.Stride, s.Pad, r)
+		for i := 0; i < cnt; i++ {
+			plane := x[((n0+i)*s.C+c)*HW : ((n0+i)*s.C+c+1)*HW]
+			dst := col[q*M+i*P : q*M+(i+1)*P]
+			clear(dst[:hlo*OW])
+			clear(dst[hhi*OW:])
+			if sameWidth(s) {
+				im2colShifted(dst, plane, s, OW, r, sx, hlo, hhi, wlo, whi)
+				continue
+			}
+			for oh := hlo; oh < hhi; oh++ {
+				ih := oh*s.Stride - s.Pad + r
+				row := dst[oh*OW : (oh+1)*OW]
+				src := plane[ih*s.W : (ih+1)*s.W]
+				clear(row[:wlo])
+				clear(row[whi:])
+				if s.Stride == 1 {
+					copy(row[wlo:whi], src[wlo-s.Pad+sx:])
 					continue
 				}
-				for oh := hlo; oh < hhi; oh++ {
-					ih := oh*s.Stride - s.Pad + r
-					row := dst[oh*OW : (oh+1)*OW]
-					src := plane[ih*s.W : (ih+1)*s.W]
-					clear(row[:wlo])
-					clear(row[whi:])
-					if s.Stride == 1 {
-						copy(row[wlo:whi], src[wlo-s.Pad+sx:])
-						continue
-					}
-					iw := wlo*s.Stride - s.Pad + sx
-					for ow := wlo; ow < whi; ow++ {
-						row[ow] = src[iw]
-						iw += s.Stride
-					}
+				iw := wlo*s.Stride - s.Pad + sx
+				for ow := wlo; ow < whi; ow++ {
+					row[ow] = src[iw]
+					iw += s.Stride
 				}
 			}
 		}
-	})
+	}
 }
 
 // sameWidth reports whether output rows are as wide as input rows at
@@ -259,48 +306,45 @@ func im2colShifted(dst, plane []float32, s tensor.ConvShape, OW, r, sx, hlo, hhi
 	}
 }
 
-// col2im writes into dx[n0:n0+cnt] the sum of dcol (CRS, cnt*P) over the
-// kernel positions that read each input element: the adjoint of im2col.
-// Each goroutine owns whole channels, so no two write the same element.
-// dcol is scratch: its padding entries may be zeroed.
-func (b *Backend) col2im(s tensor.ConvShape, dcol []float32, n0, cnt int, dx []float32) {
+// col2im writes into channels [clo,chi) of dx[n0:n0+cnt] the sum of dcol
+// (CRS, cnt*P) over the kernel positions that read each input element: the
+// adjoint of im2col. dcol is scratch: its padding entries may be zeroed.
+func col2im(s tensor.ConvShape, dcol []float32, n0, cnt int, dx []float32, clo, chi int) {
 	OH, OW := s.OutH(), s.OutW()
-	P, HW, RS := OH*OW, s.H*s.W, s.R*s.S
+	P, HW := OH*OW, s.H*s.W
 	M := cnt * P
-	b.parallelFor(s.C, RS*M, func(_, clo, chi int) {
-		for c := clo; c < chi; c++ {
-			for i := 0; i < cnt; i++ {
-				plane := dx[((n0+i)*s.C+c)*HW : ((n0+i)*s.C+c+1)*HW]
-				clear(plane)
-				for r := 0; r < s.R; r++ {
-					hlo, hhi := validRange(OH, s.H, s.Stride, s.Pad, r)
-					for sx := 0; sx < s.S; sx++ {
-						wlo, whi := validRange(OW, s.W, s.Stride, s.Pad, sx)
-						q := (c*s.R+r)*s.S + sx
-						src := dcol[q*M+i*P : q*M+(i+1)*P]
-						if sameWidth(s) {
-							col2imShifted(plane, src, s, OW, r, sx, hlo, hhi, wlo, whi)
+	for c := clo; c < chi; c++ {
+		for i := 0; i < cnt; i++ {
+			plane := dx[((n0+i)*s.C+c)*HW : ((n0+i)*s.C+c+1)*HW]
+			clear(plane)
+			for r := 0; r < s.R; r++ {
+				hlo, hhi := validRange(OH, s.H, s.Stride, s.Pad, r)
+				for sx := 0; sx < s.S; sx++ {
+					wlo, whi := validRange(OW, s.W, s.Stride, s.Pad, sx)
+					q := (c*s.R+r)*s.S + sx
+					src := dcol[q*M+i*P : q*M+(i+1)*P]
+					if sameWidth(s) {
+						col2imShifted(plane, src, s, OW, r, sx, hlo, hhi, wlo, whi)
+						continue
+					}
+					for oh := hlo; oh < hhi; oh++ {
+						ih := oh*s.Stride - s.Pad + r
+						row := src[oh*OW : (oh+1)*OW]
+						dst := plane[ih*s.W : (ih+1)*s.W]
+						if s.Stride == 1 {
+							addTo(dst[wlo-s.Pad+sx:], row[wlo:whi])
 							continue
 						}
-						for oh := hlo; oh < hhi; oh++ {
-							ih := oh*s.Stride - s.Pad + r
-							row := src[oh*OW : (oh+1)*OW]
-							dst := plane[ih*s.W : (ih+1)*s.W]
-							if s.Stride == 1 {
-								addTo(dst[wlo-s.Pad+sx:], row[wlo:whi])
-								continue
-							}
-							iw := wlo*s.Stride - s.Pad + sx
-							for ow := wlo; ow < whi; ow++ {
-								dst[iw] += row[ow]
-								iw += s.Stride
-							}
+						iw := wlo*s.Stride - s.Pad + sx
+						for ow := wlo; ow < whi; ow++ {
+							dst[iw] += row[ow]
+							iw += s.Stride
 						}
 					}
 				}
 			}
 		}
-	})
+	}
 }
 
 // col2imShifted is the adjoint of im2colShifted: it zeroes the padding

@@ -110,7 +110,7 @@ func TestConv2dBackwardFiniteDifferences(t *testing.T) {
 }
 
 func TestConvPanicsOnShapeMismatch(t *testing.T) {
-	b := NewWith(blas.Open(), 1)
+	b := NewWith(blas.Naive{}, 1)
 	s := convShapes[0]
 	x, w, y := b.Alloc(s.InLen()), b.Alloc(s.WeightLen()), b.Alloc(s.OutLen())
 	cases := map[string]func(){

@@ -31,38 +31,51 @@ func Data(b tensor.Buffer) []float32 {
 
 // Backend runs tensor.Backend kernels on the host.
 type Backend struct {
+	// gemm multiplies matrices on the calling goroutine: the backend calls
+	// it from its workers concurrently, one product per worker.
 	gemm    blas.Gemm
 	threads int
 
-	// workspace holds the im2col matrix and the GEMM output/gradient
-	// chunk of a convolution; it grows to the largest chunk seen and is
-	// then reused by every convolution.
-	workspace []float32
-	// chunkBudget bounds the workspace in float32 elements: a convolution
-	// processes as many images per GEMM as fit (at least one). Tests lower
-	// it to exercise several chunks.
+	// workspaces[p] holds worker p's im2col matrix, GEMM output/gradient
+	// chunk and weight-gradient partial sum; each grows to the largest size
+	// seen and is then reused by every convolution.
+	workspaces [][]float32
+	// chunkBudget bounds each worker's im2col plus output chunk in float32
+	// elements (at least one image is processed at a time). Tests lower it
+	// to exercise several chunks.
 	chunkBudget int
-	mu          sync.Mutex
+	// mu guards the workspaces, should two goroutines share a Backend.
+	mu sync.Mutex
 }
 
-// defaultChunkBudget is 16 Mi floats (64 MiB): large enough that the
-// 4x4 last stage of ResNet-18 at 128 views runs as one GEMM, small enough
-// to stay a small share of the 2 GB target of a training step.
-const defaultChunkBudget = 16 << 20
+// defaultChunkBudget is 8 Mi floats (32 MiB) per worker: more than the
+// chunks chunkImages asks for in ResNet-18 (5 Mi floats in the last stage
+// at 64 images per worker), a small share of the 2 GB target of a step.
+const defaultChunkBudget = 8 << 20
 
-// New returns a backend using blas.Open() (OpenBLAS when present) and one
-// goroutine per CPU.
+// New returns a backend with one worker goroutine per CPU, each running
+// its own single-threaded SGEMMs: OpenBLAS set to one thread when the
+// system has it (OpenBLAS's own threads would spin-wait between products
+// while the workers lower the next chunk, burning a third of the CPU), else
+// the pure-Go kernel.
 func New() *Backend {
-	return NewWith(blas.Open(), runtime.NumCPU())
+	g, err := blas.OpenBLASThreads(1)
+	if err != nil {
+		g = blas.PureGo(1)
+	}
+	return NewWith(g, runtime.NumCPU())
 }
 
 // NewWith returns a backend using gemm for matrix products and threads
-// goroutines for the element-wise kernels (threads < 1 means 1).
+// worker goroutines (threads < 1 means 1). Convolutions and linear layers
+// call gemm from several workers at once, so gemm must be safe for
+// concurrent use and should be single-threaded when threads > 1.
 func NewWith(gemm blas.Gemm, threads int) *Backend {
 	if threads < 1 {
 		threads = 1
 	}
-	return &Backend{gemm: gemm, threads: threads, chunkBudget: defaultChunkBudget}
+	return &Backend{gemm: gemm, threads: threads, chunkBudget: defaultChunkBudget,
+		workspaces: make([][]float32, threads)}
 }
 
 var _ tensor.Backend = (*Backend)(nil)
@@ -119,12 +132,13 @@ func (b *Backend) Download(dst []float32, src tensor.Buffer) {
 // Sync has nothing to wait for: every kernel has finished when it returns.
 func (b *Backend) Sync() error { return nil }
 
-// grow returns the workspace with at least n elements, growing it once.
-func (b *Backend) grow(n int) []float32 {
-	if cap(b.workspace) < n {
-		b.workspace = make([]float32, n)
+// grow returns worker p's workspace with at least n elements, growing it
+// once. The caller holds b.mu.
+func (b *Backend) grow(p, n int) []float32 {
+	if cap(b.workspaces[p]) < n {
+		b.workspaces[p] = make([]float32, n)
 	}
-	return b.workspace[:n]
+	return b.workspaces[p][:n]
 }
 
 // checkLen panics unless buf holds exactly n elements; what names the

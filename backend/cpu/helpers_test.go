@@ -15,14 +15,19 @@ type testBackend struct {
 	b    *Backend
 }
 
-// testBackends covers one and several goroutines (3 splits ranges
-// unevenly) and the GEMM users get from New.
+// testBackends covers one and several workers (3 splits ranges
+// unevenly), GEMMs that are themselves multi-threaded, and what New gives.
 func testBackends() []testBackend {
+	ob, err := blas.OpenBLASThreads(1)
+	if err != nil {
+		ob = blas.PureGo(1)
+	}
 	return []testBackend{
-		{"naive/1thread", NewWith(blas.Naive{}, 1)},
-		{"naive/3threads", NewWith(blas.Naive{}, 3)},
-		{"purego/2threads", NewWith(blas.PureGo(2), 2)},
-		{"open/2threads", NewWith(blas.Open(), 2)},
+		{"naive/1worker", NewWith(blas.Naive{}, 1)},
+		{"naive/3workers", NewWith(blas.Naive{}, 3)},
+		{"purego2/2workers", NewWith(blas.PureGo(2), 2)},
+		{"openblas1/3workers", NewWith(ob, 3)},
+		{"New", New()},
 	}
 }
 

@@ -83,7 +83,10 @@ func (b *Backend) LinearForward(n, in, out int, x, w, bias, y tensor.Buffer) {
 		}
 		beta = 1
 	}
-	b.gemm.Sgemm(false, true, n, out, in, 1, xd, in, wd, in, beta, yd, out)
+	// Rows of y split over the workers, one single-threaded GEMM each.
+	b.parallelFor(n, in*out, func(_, lo, hi int) {
+		b.gemm.Sgemm(false, true, hi-lo, out, in, 1, xd[lo*in:hi*in], in, wd, in, beta, yd[lo*out:hi*out], out)
+	})
 }
 
 // LinearBackward writes dx (N,In) unless nil, dw (Out,In), and db (Out)
@@ -95,9 +98,14 @@ func (b *Backend) LinearBackward(n, in, out int, x, w, dy, dx, dw, db tensor.Buf
 	if dx != nil {
 		dxd := Data(dx)
 		checkLen(fmt.Sprintf("linear input gradient dx (N=%d,In=%d)", n, in), dxd, n*in)
-		b.gemm.Sgemm(false, false, n, in, out, 1, dyd, out, wd, in, 0, dxd, in)
+		b.parallelFor(n, in*out, func(_, lo, hi int) {
+			b.gemm.Sgemm(false, false, hi-lo, in, out, 1, dyd[lo*out:hi*out], out, wd, in, 0, dxd[lo*in:hi*in], in)
+		})
 	}
-	b.gemm.Sgemm(true, false, out, in, n, 1, dyd, out, xd, in, 0, dwd, in)
+	// Rows o of dw = (columns o of dy)^T x, split over the workers.
+	b.parallelFor(out, n*in, func(_, lo, hi int) {
+		b.gemm.Sgemm(true, false, hi-lo, in, n, 1, dyd[lo:], out, xd, in, 0, dwd[lo*in:hi*in], in)
+	})
 	if db != nil {
 		dbd := Data(db)
 		checkLen(fmt.Sprintf("linear bias gradient db (Out=%d)", out), dbd, out)

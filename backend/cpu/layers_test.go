@@ -84,43 +84,52 @@ func linearRef(n, in, out int, x, w, bias []float64) []float64 {
 }
 
 // TestLinearFiniteDifferences checks y against the float64 reference and
-// dx, dw, db of sum(y * r) against its central differences.
+// dx, dw, db of sum(y * r) against its central differences. The larger
+// cases are split over the workers.
 func TestLinearFiniteDifferences(t *testing.T) {
 	cases := []struct {
 		n, in, out int
 		bias       bool
-	}{{3, 5, 4, true}, {4, 7, 2, false}, {1, 3, 6, true}}
-	for _, tb := range testBackends() {
-		for ci, cs := range cases {
+	}{{3, 5, 4, true}, {4, 7, 2, false}, {1, 3, 6, true}, {5, 64, 60, true}, {7, 33, 80, false}}
+	for ci, cs := range cases {
+		rng := rand.New(rand.NewPCG(uint64(ci), 7))
+		x, w, r := randSlice(rng, cs.n*cs.in), randSlice(rng, cs.out*cs.in), randSlice(rng, cs.n*cs.out)
+		x64, w64, r64 := to64(x), to64(w), to64(r)
+		var bias []float32
+		var bias64 []float64
+		if cs.bias {
+			bias = randSlice(rng, cs.out)
+			bias64 = to64(bias)
+		}
+		wantY := linearRef(cs.n, cs.in, cs.out, x64, w64, bias64)
+		objective := func() float64 { return dot64s(linearRef(cs.n, cs.in, cs.out, x64, w64, bias64), r64) }
+		wantDx, wantDw := centralDiff(x64, 1e-3, objective), centralDiff(w64, 1e-3, objective)
+		var wantDb []float64
+		if cs.bias {
+			wantDb = centralDiff(bias64, 1e-3, objective)
+		}
+		for _, tb := range testBackends() {
 			t.Run(fmt.Sprintf("%s/%v", tb.name, cs), func(t *testing.T) {
 				b := tb.b
-				rng := rand.New(rand.NewPCG(uint64(ci), 7))
-				x, w, r := randSlice(rng, cs.n*cs.in), randSlice(rng, cs.out*cs.in), randSlice(rng, cs.n*cs.out)
-				x64, w64, r64 := to64(x), to64(w), to64(r)
-				var bias []float32
-				var bias64 []float64
 				var bb, db tensor.Buffer // nil: no bias
 				if cs.bias {
-					bias = randSlice(rng, cs.out)
-					bias64 = to64(bias)
 					bb, db = upload(b, bias), filled(b, cs.out, 7)
 				}
 				y := filled(b, cs.n*cs.out, 7)
 				xb, wb := upload(b, x), upload(b, w)
 				b.LinearForward(cs.n, cs.in, cs.out, xb, wb, bb, y)
-				assertClose(t, "y", download(b, y), linearRef(cs.n, cs.in, cs.out, x64, w64, bias64), 1e-6)
+				assertClose(t, "y", download(b, y), wantY, 1e-6)
 
-				objective := func() float64 { return dot64s(linearRef(cs.n, cs.in, cs.out, x64, w64, bias64), r64) }
 				dx, dw := filled(b, len(x), 7), filled(b, len(w), 7)
 				b.LinearBackward(cs.n, cs.in, cs.out, xb, wb, upload(b, r), dx, dw, db)
-				assertClose(t, "dx", download(b, dx), centralDiff(x64, 1e-3, objective), 1e-6)
-				assertClose(t, "dw", download(b, dw), centralDiff(w64, 1e-3, objective), 1e-6)
+				assertClose(t, "dx", download(b, dx), wantDx, 1e-6)
+				assertClose(t, "dw", download(b, dw), wantDw, 1e-6)
 				if cs.bias {
-					assertClose(t, "db", download(b, db), centralDiff(bias64, 1e-3, objective), 1e-6)
+					assertClose(t, "db", download(b, db), wantDb, 1e-6)
 				}
 				dw2 := filled(b, len(w), 7)
 				b.LinearBackward(cs.n, cs.in, cs.out, xb, wb, upload(b, r), nil, dw2, nil)
-				assertClose(t, "dw without dx", download(b, dw2), centralDiff(w64, 1e-3, objective), 1e-6)
+				assertClose(t, "dw without dx", download(b, dw2), wantDw, 1e-6)
 			})
 		}
 	}

@@ -112,9 +112,7 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	if !o.json {
-		fmt.Fprintln(stderr, logLine)
-	}
+	fmt.Fprintln(stderr, logLine) // stderr, so --json output stays one object
 	res := benchResult{
 		Device: b.Name(), Backend: b.Describe(), BLAS: b.Describe(), Threads: runtime.GOMAXPROCS(0),
 		BatchImages: o.images, Views: 2 * o.images, Width: o.width, InputSize: o.inputSize,

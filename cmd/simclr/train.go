@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/train"
 )
@@ -23,7 +25,7 @@ import (
 // line, once to carry the flags the user set over onto the preset.
 func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "data set: cifar10, cifar100 (cifar100:coarse for the 20 superclasses), svhn, or folder:PATH (PATH/train/CLASS/*.png|jpg and PATH/test/...)")
-	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets (as scripts/fetch_data.sh lays them out); empty means the default data folder")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets, as scripts/fetch_data.sh lays them out (empty: "+datasets.DefaultDir+")")
 	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only the first N training images (0: all)")
 	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "use only the first N test images for evaluation (0: all)")
 	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced, SPEC section 1)")
@@ -74,6 +76,7 @@ func newTrainCmd() *cobra.Command {
 		resume     string
 		stopAfter  int
 		noProgress bool
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -88,7 +91,7 @@ where it stopped. A NaN or infinite loss stops training and keeps the last good
 checkpoint.
 
 --preset quick: a ResNet-18 of width 1/8 on the first 5,000 CIFAR-10 images for
-300 iterations of 128 images on the CPU, then the linear probe of the trained
+200 iterations of 128 images on the CPU, then the linear probe of the trained
 and of the untrained network; flags given with it override the preset.`,
 		Example: `  simclr train --preset quick --data-dir data
   simclr train --dataset cifar10 --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
@@ -97,6 +100,23 @@ and of the untrained network; flags given with it override the preset.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			go func() {
+				// After the first signal the run checkpoints and stops; a
+				// second one gets the default action and ends the process.
+				<-ctx.Done()
+				stop()
+			}()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			hooks := train.Hooks{Log: cmd.ErrOrStderr(), StopAfter: stopAfter,
 				Progress: !noProgress && term.IsTerminal(int(os.Stderr.Fd()))}
 			var sum *train.Summary
@@ -105,7 +125,7 @@ and of the untrained network; flags given with it override the preset.`,
 				var fixed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					if cmd.Flags().Lookup(f.Name) != nil && !sessionFlags[f.Name] && f.Name != "resume" &&
-						f.Name != "iterations-limit" && f.Name != "no-progress" {
+						f.Name != "iterations-limit" && f.Name != "no-progress" && f.Name != "cpuprofile" {
 						fixed = append(fixed, "--"+f.Name)
 					}
 				})
@@ -145,6 +165,7 @@ and of the untrained network; flags given with it override the preset.`,
 	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this folder from its last checkpoint")
 	cmd.Flags().IntVar(&stopAfter, "iterations-limit", 0, "stop (with a checkpoint, as on SIGINT) after this many iterations in this session; 0: no limit")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print log lines instead of a progress bar on a terminal")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	return cmd
 }
 

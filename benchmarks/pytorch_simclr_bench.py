@@ -227,16 +227,18 @@ def time_sgemm(torch, device):
 
 def set_float32_precision(torch, precision):
     """TF32 or strict float32 for cuBLAS and cuDNN. PyTorch 2.9 added the
-    fp32_precision settings and deprecates allow_tf32; mixing the two APIs is
-    an error there, so use the new one where it exists."""
+    fp32_precision settings and deprecates allow_tf32 (mixing the two APIs
+    is an error there); older versions have only allow_tf32."""
     tf32 = precision == "tf32"
-    matmul = torch.backends.cuda.matmul
-    conv = getattr(torch.backends.cudnn, "conv", None)
-    if hasattr(matmul, "fp32_precision") and conv is not None and hasattr(conv, "fp32_precision"):
-        matmul.fp32_precision = "tf32" if tf32 else "ieee"
-        conv.fp32_precision = "tf32" if tf32 else "ieee"
+    try:
+        major, minor = (int(v) for v in torch.__version__.split(".")[:2])
+    except ValueError:
+        major, minor = 0, 0
+    if (major, minor) >= (2, 9):
+        torch.backends.cuda.matmul.fp32_precision = "tf32" if tf32 else "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "tf32" if tf32 else "ieee"
     else:
-        matmul.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
 
 

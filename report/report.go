@@ -218,6 +218,12 @@ func accuracyPlot(runs []*Run, ax axis, path string) (bool, error) {
 	if !any {
 		return false, nil
 	}
+	// Accuracies on a fixed scale from the origin, so that plots of
+	// different reports compare at a glance (and one point is not a zoom
+	// into noise).
+	p.X.Min = 0
+	p.X.Max *= 1.05
+	p.Y.Min, p.Y.Max = 0, 100
 	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
 		return false, fmt.Errorf("report: write %s: %w", path, err)
 	}

@@ -29,6 +29,10 @@ type Config struct {
 	D1        int     `json:"d1"`
 	D2        int     `json:"d2"`
 	QE        int     `json:"qe"`
+	// MaxServable is the largest level the oracle serves (RU/RR redraw
+	// levels above it); 0 means min(floor(log2 n), MaxLevel+3), since a
+	// level-l query holds 2^(l+1) views in memory.
+	MaxServable int `json:"max_servable_level"`
 
 	// Length: exactly one of Epochs, Iterations, MaxSamples is set.
 	Epochs     int   `json:"epochs"`
@@ -99,9 +103,14 @@ func Defaults() Config {
 	}
 }
 
-// Quick is the quick preset: a narrow network on a CIFAR-10 subset, short
-// enough that training plus the linear probe take a few minutes on two CPU
-// cores, long enough that the probe beats the network at initialisation.
+// Quick is the quick preset: a narrow network (width 1/8, 64 features) on
+// the first 5,000 CIFAR-10 images, 200 L-SGD iterations of 128 images (5
+// epochs), short enough that training plus both linear probes take a few
+// minutes on two CPU cores (about 250 CPU-seconds in all), long enough that
+// the probe clearly beats the same network at initialisation (measured:
+// 38.8% against 24.0% top-1 on 2,000 test images of the JPEG q75 rebuild).
+// The learning rate is 0.5 rather than the recipe's 0.06 x 128/512: so
+// short a run needs a larger step.
 func Quick() Config {
 	c := Defaults()
 	c.Preset = "quick"
@@ -111,7 +120,7 @@ func Quick() Config {
 	c.MaxLevel = 7
 	c.Iterations = 200
 	c.LR = 0.5
-	c.WarmupEpochs = 1
+	c.WarmupEpochs = 0.5 // 20 iterations
 	c.Device = "cpu"
 	c.ProbeBaseline = true
 	c.CheckpointEvery = 100
@@ -158,6 +167,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--vmlmc-n %g must not be negative", c.VMLMCN)
 	case c.EvalEvery < 0 || c.LogEvery < 0 || c.CheckpointEvery < 0:
 		return fmt.Errorf("--eval-every, --log-every and --checkpoint-every must not be negative")
+	case c.MaxServable != 0 && c.MaxServable < c.MaxLevel:
+		return fmt.Errorf("--max-servable-level %d is below --max-level %d", c.MaxServable, c.MaxLevel)
 	case c.TrainSubset < 0 || c.TestSubset < 0:
 		return fmt.Errorf("subset sizes must not be negative")
 	case c.Out == "":

@@ -210,9 +210,17 @@ func (t *trainer) setup(resume bool) error {
 		return fmt.Errorf("--max-level %d needs 2^%d = %d images per query but %s has %d: use --max-level %d or less",
 			cfg.MaxLevel, cfg.MaxLevel, 1<<cfg.MaxLevel, splits.Train.Name, n, servable)
 	}
-	// RU/RR draw levels from an unbounded law; serve up to three levels
-	// above L (memory grows as 2^l), never more than the data set holds.
+	// RU/RR draw levels from an unbounded law; by default serve up to three
+	// levels above L (memory grows as 2^l), never more than the data set
+	// holds.
 	maxServable := min(servable, cfg.MaxLevel+3)
+	if cfg.MaxServable > 0 {
+		if cfg.MaxServable > servable {
+			return fmt.Errorf("--max-servable-level %d needs 2^%d images per query but %s has %d: use %d or less",
+				cfg.MaxServable, cfg.MaxServable, splits.Train.Name, n, servable)
+		}
+		maxServable = cfg.MaxServable
+	}
 
 	if t.hooks.Backend != nil {
 		t.b = t.hooks.Backend
@@ -431,7 +439,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		if cfg.LogEvery > 0 && (t.iter%cfg.LogEvery == 0 || last) {
 			m := runfolder.Metrics{Iteration: t.iter, Epoch: float64(t.iter) / float64(cfg.ItersPerEpoch),
 				DataEpoch: float64(totals.Samples) / float64(n), Levels: step.Levels, SamplesDrawn: totals.Samples,
-				Evaluations: totals.Evals, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
+				Evaluations: totals.Evals, Redraws: totals.Redraws, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
 			if err := metrics.Append(m); err != nil {
 				return nil, err
 			}

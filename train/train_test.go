@@ -3,6 +3,8 @@ package train
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -407,5 +409,65 @@ func TestSignalSavesCheckpointAndResumes(t *testing.T) {
 	}
 	if len(lines) != stoppedAt+2 {
 		t.Errorf("%d metrics lines after resuming at %d and running 2 more", len(lines), stoppedAt)
+	}
+}
+
+// TestModelCheckpointHasTorchvisionLayout reads model.safetensors with a
+// few lines written from the format description (not the checkpoint
+// package) and checks the torchvision names and shapes PyTorch users load.
+func TestModelCheckpointHasTorchvisionLayout(t *testing.T) {
+	splits := syntheticSplits(16, 8, 16, 2)
+	cfg := tinyConfig(t, "lsgd")
+	cfg.Iterations = 1
+	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(cfg.Out, runfolder.ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(raw)
+	var header map[string]json.RawMessage
+	if err := json.Unmarshal(raw[8:8+n], &header); err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		DType   string  `json:"dtype"`
+		Shape   []int   `json:"shape"`
+		Offsets []int64 `json:"data_offsets"`
+	}
+	// Width 1/16: stage widths 4, 8, 16, 32; projection 16.
+	for name, shape := range map[string][]int{
+		"conv1.weight":                       {4, 3, 3, 3},
+		"bn1.running_var":                    {4},
+		"layer1.0.conv2.weight":              {4, 4, 3, 3},
+		"layer2.0.downsample.0.weight":       {8, 4, 1, 1},
+		"layer2.0.downsample.1.running_mean": {8},
+		"layer4.1.bn2.bias":                  {32},
+		"head.0.weight":                      {32, 32},
+		"head.1.weight":                      {32},
+		"head.3.weight":                      {16, 32},
+		"head.3.bias":                        {16},
+	} {
+		var e entry
+		if err := json.Unmarshal(header[name], &e); err != nil {
+			t.Errorf("%s: missing or malformed (%v)", name, err)
+			continue
+		}
+		if e.DType != "F32" || fmt.Sprint(e.Shape) != fmt.Sprint(shape) {
+			t.Errorf("%s: %s %v, want F32 %v", name, e.DType, e.Shape, shape)
+		}
+		elems := int64(1)
+		for _, d := range shape {
+			elems *= int64(d)
+		}
+		if e.Offsets[1]-e.Offsets[0] != 4*elems || 8+int64(n)+e.Offsets[1] > int64(len(raw)) {
+			t.Errorf("%s: data_offsets %v for %d elements in a %d-byte file", name, e.Offsets, elems, len(raw))
+		}
+	}
+	var meta map[string]string
+	json.Unmarshal(header["__metadata__"], &meta)
+	if meta["iteration"] != "1" || meta["width"] != "0.0625" {
+		t.Errorf("metadata %v", meta)
 	}
 }

@@ -48,26 +48,23 @@ func (b *Backend) BatchNormForwardTrain(s tensor.BNShape, x, gamma, beta, y, mea
 	mom := float64(s.Momentum)
 	b.parallelFor(C, N*HW, func(_, clo, chi int) {
 		for c := clo; c < chi; c++ {
-			var sum float64
+			// One pass over x shifted by one of its values: the shift keeps
+			// sum(d^2) - sum(d)^2/M free of cancellation when the mean is
+			// large relative to the spread.
+			shift := float64(xd[c*HW])
+			var sum, sq float64
 			for n := 0; n < N; n++ {
-				for _, v := range xd[(n*C+c)*HW : (n*C+c+1)*HW] {
-					sum += float64(v)
-				}
+				s1, s2 := sumAndSquares(xd[(n*C+c)*HW:(n*C+c+1)*HW], shift)
+				sum += s1
+				sq += s2
 			}
-			mu := sum / M
-			var ss float64
-			for n := 0; n < N; n++ {
-				for _, v := range xd[(n*C+c)*HW : (n*C+c+1)*HW] {
-					d := float64(v) - mu
-					ss += d * d
-				}
-			}
+			mu := shift + sum/M
+			ss := max(sq-sum*sum/M, 0)
 			variance := ss / M
 			inv := 1 / math.Sqrt(variance+float64(s.Eps))
 			md[c], id[c] = float32(mu), float32(inv)
 			scale := float64(gd[c]) * inv
-			shift := float64(bd[c]) - mu*scale
-			sc, sh := float32(scale), float32(shift)
+			sc, sh := float32(scale), float32(float64(bd[c])-mu*scale)
 			for n := 0; n < N; n++ {
 				src, dst := xd[(n*C+c)*HW:(n*C+c+1)*HW], yd[(n*C+c)*HW:(n*C+c+1)*HW]
 				for j, v := range src {
@@ -130,11 +127,9 @@ func (b *Backend) BatchNormBackward(s tensor.BNShape, x, dy, gamma, mean, invStd
 			mu, inv := md[c], float64(id[c])
 			var sumDy, sumDyXc float64
 			for n := 0; n < N; n++ {
-				xs, dys := xd[(n*C+c)*HW:(n*C+c+1)*HW], dyd[(n*C+c)*HW:(n*C+c+1)*HW]
-				for j, g := range dys {
-					sumDy += float64(g)
-					sumDyXc += float64(g) * float64(xs[j]-mu)
-				}
+				s1, s2 := sumAndDot(dyd[(n*C+c)*HW:(n*C+c+1)*HW], xd[(n*C+c)*HW:(n*C+c+1)*HW], mu)
+				sumDy += s1
+				sumDyXc += s2
 			}
 			dgamma := sumDyXc * inv
 			dgd[c], dbd[c] = float32(dgamma), float32(sumDy)
@@ -151,4 +146,44 @@ func (b *Backend) BatchNormBackward(s tensor.BNShape, x, dy, gamma, mean, invStd
 			}
 		}
 	})
+}
+
+// sumAndSquares returns sum(x - shift) and sum((x - shift)^2) in float64,
+// with four independent accumulators each so the additions pipeline.
+func sumAndSquares(x []float32, shift float64) (sum, sq float64) {
+	var s0, s1, s2, s3, q0, q1, q2, q3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		d0, d1, d2, d3 := float64(v[0])-shift, float64(v[1])-shift, float64(v[2])-shift, float64(v[3])-shift
+		s0, s1, s2, s3 = s0+d0, s1+d1, s2+d2, s3+d3
+		q0, q1, q2, q3 = q0+d0*d0, q1+d1*d1, q2+d2*d2, q3+d3*d3
+	}
+	for ; i < len(x); i++ {
+		d := float64(x[i]) - shift
+		s0 += d
+		q0 += d * d
+	}
+	return (s0 + s1) + (s2 + s3), (q0 + q1) + (q2 + q3)
+}
+
+// sumAndDot returns sum(g) and sum(g (x - mu)) in float64 (len(x) >=
+// len(g)), with four accumulators each.
+func sumAndDot(g, x []float32, mu float32) (sum, dot float64) {
+	x = x[:len(g)]
+	var s0, s1, s2, s3, p0, p1, p2, p3 float64
+	i := 0
+	for ; i+4 <= len(g); i += 4 {
+		gv, xv := g[i:i+4:i+4], x[i:i+4:i+4]
+		s0, s1, s2, s3 = s0+float64(gv[0]), s1+float64(gv[1]), s2+float64(gv[2]), s3+float64(gv[3])
+		p0 += float64(gv[0]) * float64(xv[0]-mu)
+		p1 += float64(gv[1]) * float64(xv[1]-mu)
+		p2 += float64(gv[2]) * float64(xv[2]-mu)
+		p3 += float64(gv[3]) * float64(xv[3]-mu)
+	}
+	for ; i < len(g); i++ {
+		s0 += float64(g[i])
+		p0 += float64(g[i]) * float64(x[i]-mu)
+	}
+	return (s0 + s1) + (s2 + s3), (p0 + p1) + (p2 + p3)
 }

@@ -82,12 +82,14 @@ var _ tensor.Backend = (*Backend)(nil)
 
 func (b *Backend) Name() string { return "cpu" }
 
+// Describe names the GEMM and the worker count, e.g. "cpu: OpenBLAS
+// 0.3.21 ... (libopenblas.so.0), 1 threads; 2 worker threads, one GEMM each".
 func (b *Backend) Describe() string {
-	unit := "threads"
+	unit := "worker threads"
 	if b.threads == 1 {
-		unit = "thread"
+		unit = "worker thread"
 	}
-	return fmt.Sprintf("cpu: %s, %d %s", b.gemm.Name(), b.threads, unit)
+	return fmt.Sprintf("cpu: %s; %d %s, one GEMM each", b.gemm.Name(), b.threads, unit)
 }
 
 func (b *Backend) Alloc(n int) tensor.Buffer {

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/simclr-go/simclr/tensor"
 )
@@ -10,11 +11,23 @@ import (
 func (b *Backend) ReLUForward(x, y tensor.Buffer) {
 	xd, yd := same("ReLUForward", x, y)
 	b.parallelFor(len(xd), 1, func(_, lo, hi int) {
-		ys := yd[lo:hi]
-		for i, v := range xd[lo:hi] {
-			ys[i] = max(v, 0)
+		xs, ys := xd[lo:hi], yd[lo:hi]
+		ys = ys[:len(xs)]
+		for i, v := range xs {
+			ys[i] = math.Float32frombits(math.Float32bits(v) & positiveMask(v))
 		}
 	})
+}
+
+// positiveMask is all ones when v > 0 (or a NaN with the sign bit clear)
+// and 0 otherwise, computed without a branch: ReLU inputs are positive
+// about half the time, at random, so a branch would mispredict on every
+// other element (Go does not turn float comparisons into conditional
+// moves). For a float32 bit pattern m read as int32, v > 0 exactly when
+// m > 0; (-m &^ m) has its sign bit set exactly then.
+func positiveMask(v float32) uint32 {
+	m := int32(math.Float32bits(v))
+	return uint32((-m &^ m) >> 31)
 }
 
 // ReLUBackward: dx = dy where y > 0, else 0; y is the forward output (dx
@@ -24,12 +37,9 @@ func (b *Backend) ReLUBackward(y, dy, dx tensor.Buffer) {
 	_, dxd := same("ReLUBackward", y, dx)
 	b.parallelFor(len(yd), 2, func(_, lo, hi int) {
 		ys, dys, dxs := yd[lo:hi], dyd[lo:hi], dxd[lo:hi]
+		dys, dxs = dys[:len(ys)], dxs[:len(ys)]
 		for i, v := range ys {
-			if v > 0 {
-				dxs[i] = dys[i]
-			} else {
-				dxs[i] = 0
-			}
+			dxs[i] = math.Float32frombits(math.Float32bits(dys[i]) & positiveMask(v))
 		}
 	})
 }

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -15,7 +16,9 @@ func TestReLU(t *testing.T) {
 				b := tb.b
 				rng := rand.New(rand.NewPCG(uint64(n), 5))
 				x, dy := randSlice(rng, n), randSlice(rng, n)
-				x[0], x[1] = 0, -0.0 // zero output passes no gradient, as PyTorch
+				x[0], x[1] = 0, float32(math.Copysign(0, -1)) // zero output passes no gradient, as PyTorch
+				x[2], x[3] = math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32
+				x[4], x[5] = math.MaxFloat32, float32(math.Inf(-1))
 				wantY, wantDx := make([]float64, n), make([]float64, n)
 				for i, v := range x {
 					if v > 0 {

@@ -38,6 +38,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.IntVar(&c.D1, "d1", c.D1, "VR: estimates averaged at a fresh iteration (t mod qe = 0)")
 	fs.IntVar(&c.D2, "d2", c.D2, "VR: draws averaged in a correction iteration")
 	fs.IntVar(&c.QE, "qe", c.QE, "VR: a fresh estimate every qe iterations, corrections in between")
+	fs.IntVar(&c.MaxServable, "max-servable-level", c.MaxServable, "largest level a query may use; RU-MLMC and RR-MLMC redraw levels above it (0: min(log2 of the training images, max-level + 3))")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training length in epochs of ceil(n/2^L) iterations (give one of --epochs, --iterations, --max-samples)")
 	fs.IntVar(&c.Iterations, "iterations", c.Iterations, "training length in iterations")
 	fs.Int64Var(&c.MaxSamples, "max-samples", c.MaxSamples, "training length in images drawn (cost, SPEC section 1)")

@@ -22,6 +22,15 @@ import (
 // H^l = beta (A(2^l) - A(2^(l-1))), both tail averages taken on the same
 // trajectory (GradAffine gives alpha and beta). A query at level l costs 2^l
 // simulated steps.
+//
+// This is SPEC section 5's construction as written; the paper's own
+// section 4.2 text could not be read here to check it against. Its
+// consequence: the two tail averages cover disjoint windows, so Var H^l and
+// Var h^l both fall like 2^-l (b = c = 1, every RT level contributes alike)
+// and RT-MLMC's variance per simulated step is about 600 times L-SGD's
+// (TestRTMLMCVarianceCostAgainstLSGD). MLMC gains only where Var h^L does not
+// shrink with L, e.g. terminal values coupled at the end of the run (the
+// test's endCoupledTerminal).
 type queueOracle struct {
 	law Law
 	// x and xPrev are the current and previous decisions (mu, p), set by

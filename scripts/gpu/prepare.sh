@@ -78,7 +78,9 @@ find .gpu/benchmarks -name __pycache__ -prune -exec rm -rf {} +
 # The device tool carries at most 64 MiB: .gpu plus the rest of the working
 # tree (tracked and untracked-but-not-ignored files).
 gpu_kib=$(du -sk .gpu | cut -f1)
-tree_kib=$( (git ls-files -z --cached --others --exclude-standard | xargs -0 du -ck 2>/dev/null | tail -1 | cut -f1) || echo 0)
+# (stat skips files deleted in the working tree but still in the index.)
+tree_kib=$(git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print int(s / 1024)}' || true)
+tree_kib=${tree_kib:-0}
 total_mib=$(((gpu_kib + tree_kib) / 1024))
 ls -l .gpu
 echo "prepare.sh: .gpu is $((gpu_kib / 1024)) MiB, the rest of the working tree $((tree_kib / 1024)) MiB: ${total_mib} MiB of the 64 MiB the device tool carries"

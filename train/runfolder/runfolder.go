@@ -43,6 +43,9 @@ type Metrics struct {
 	// SamplesDrawn and Evaluations are cumulative (SPEC section 1).
 	SamplesDrawn int64 `json:"samples_drawn"`
 	Evaluations  int64 `json:"evaluations"`
+	// Redraws counts RU/RR levels drawn above the largest servable level
+	// and drawn again (cumulative; SPEC section 2).
+	Redraws int64 `json:"redraws,omitempty"`
 	// Loss is the mean SimCLR loss L_B of the batches drawn this iteration,
 	// evaluated at the current parameters (batches of different levels
 	// have different loss scales; L-SGD's is comparable across runs).

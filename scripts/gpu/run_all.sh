@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# run_all.sh — run THERE, on the GPU machine (no Go, no internet), after
+# scripts/gpu/prepare.sh filled .gpu/ here and the device tool carried it:
+#
+#   run tool: carry [".gpu"], timeout_s 600, command: bash scripts/gpu/run_all.sh
+#
+# One command, under 10 minutes, every result under $OUT. Steps, in order of
+# priority (each guarded: a failure or a timeout is recorded, the rest go on;
+# a step that would overrun the overall deadline is cut short or skipped):
+#
+#   info      nvidia-smi, the machine, the CUDA libraries found and exported
+#   devices   simclr version and simclr devices (what --device auto sees)      issue 6
+#   parity    .gpu/cuda.test -test.v: CPU/GPU parity of every kernel         issue 6
+#   bench     simclr bench --device cuda --json, --images 2 8 32 128 512     issues 6, 7
+#             (tf32; plus --multilevel at 512)
+#   torch     benchmarks/pytorch_simclr_bench.py on the same sizes: same      issue 7
+#             precision as simclr (tf32), then PyTorch's fast path (bf16
+#             autocast, channels-last)
+#   train     a short simclr train on CIFAR-10 (JPEG copy) on the GPU:        issue 6
+#             lsgd, max-level 8, TRAIN_ITERS iterations, then the linear probe
+#   memcheck  compute-sanitizer memcheck on a few training steps            issue 6
+#             (simclr train, tiny run) and a multilevel bench step
+#   gobench   .gpu/cuda.test -test.bench: per-convolution TFLOP/s, NTXent,   issue 7
+#             ResNet-18 step in tf32 and fp32
+#   torch-compile  (not in the default list) the PyTorch reference with torch.compile
+#
+# Usage: bash scripts/gpu/run_all.sh [STEP...]      (default: all but torch-compile)
+# Environment (all optional):
+#   RUN_BUDGET_S=560   overall deadline in seconds (the tool stops a command at 600)
+#   BENCH_STEPS=20     timed steps per bench (simclr and PyTorch)
+#   BENCH_IMAGES="2 8 32 128 512"
+#   BENCH_PRECISION=tf32   simclr --precision and the PyTorch reference's --precision
+#   TRAIN_ITERS=300    iterations of the short training run
+#   TRAIN_PROBE=1      0 skips the linear probe after the short run
+#
+# Files under $OUT (the tool returns at most 8): run_all.log (everything),
+# cuda_test.log, bench_simclr.jsonl, bench_torch.jsonl, train.log,
+# train_run.tar.gz (config.json, metrics.jsonl, eval.jsonl, linear_probe.json),
+# memcheck.log, summary.txt. See docs/gpu.md.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+repo=$(pwd)
+
+OUT=${OUT:-/tmp/simclr-gpu-out}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
+RUN_BUDGET_S=${RUN_BUDGET_S:-560}
+BENCH_STEPS=${BENCH_STEPS:-20}
+BENCH_IMAGES=${BENCH_IMAGES:-"2 8 32 128 512"}
+BENCH_PRECISION=${BENCH_PRECISION:-tf32}
+TRAIN_ITERS=${TRAIN_ITERS:-300}
+TRAIN_PROBE=${TRAIN_PROBE:-1}
+deadline=$((SECONDS + RUN_BUDGET_S))
+
+all_steps="info devices parity bench torch torch-compile train memcheck gobench"
+steps=("$@")
+if ((${#steps[@]} == 0)); then
+	steps=(info devices parity bench torch train memcheck gobench)
+fi
+for s in "${steps[@]}"; do
+	[[ " $all_steps " == *" $s "* ]] || {
+		echo "run_all.sh: unknown step $s (steps: $all_steps)" >&2
+		exit 2
+	}
+done
+
+exec > >(tee -a "$OUT/run_all.log") 2>&1
+tee_pid=$!
+summary="$OUT/summary.txt"
+: >"$summary"
+
+say() { printf '\n=== %s  [%s, %ds left]\n' "$*" "$(date -u +%H:%M:%S)" $((deadline - SECONDS)); }
+
+# record STEP STATUS SECONDS NOTE: one line of the summary table.
+record() { printf '%-22s %-8s %5ss  %s\n' "$1" "$2" "$3" "${4:-}" >>"$summary"; }
+
+# guard NAME BUDGET LOG CMD...: runs CMD with at most BUDGET seconds (less
+# when the overall deadline is nearer), stdout and stderr appended to LOG and
+# shown; SIGTERM at the limit (simclr train checkpoints on it), SIGKILL 15 s
+# later. Records the outcome; returns CMD's status (124 on a timeout).
+guard() {
+	local name=$1 budget=$2 log=$3
+	shift 3
+	local left=$((deadline - SECONDS - 5))
+	if ((left < 20)); then
+		echo "--- $name: skipped, ${left}s left before the deadline"
+		record "$name" SKIPPED 0 "no time left (RUN_BUDGET_S=$RUN_BUDGET_S)"
+		return 125
+	fi
+	((budget > left)) && budget=$left
+	echo "--- $name (limit ${budget}s): $*" | tee -a "$log"
+	local start=$SECONDS rc
+	timeout --signal=TERM --kill-after=15 "$budget" "$@" 2>&1 | tee -a "$log"
+	rc=${PIPESTATUS[0]}
+	local took=$((SECONDS - start)) status=ok note=""
+	case $rc in
+	0) ;;
+	124 | 137) status=TIMEOUT ;;
+	*) status="FAIL($rc)" ;;
+	esac
+	# The command's last line says why it failed.
+	[[ $status != ok ]] && note=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-110)
+	echo "--- $name: $status in ${took}s" | tee -a "$log"
+	record "$name" "$status" "$took" "$note"
+	return "$rc"
+}
+
+want() {
+	local s
+	for s in "${steps[@]}"; do [[ $s == "$1" ]] && return 0; done
+	return 1
+}
+
+# ---------------------------------------------------------------- libraries
+# simclr loads libcuda, cuBLAS(Lt), cuDNN 9 and NVRTC with purego: lib.sh sets
+# SIMCLR_CUDA_LIBS and go_env (LD_LIBRARY_PATH for the Go programs).
+# shellcheck source=scripts/gpu/lib.sh
+source scripts/gpu/lib.sh
+python=$gpu_python
+simclr=$repo/.gpu/simclr
+cudatest=$repo/.gpu/cuda.test
+gosimclr=("${go_env[@]}" "$simclr")
+gocudatest=("${go_env[@]}" "$cudatest")
+bench_py=$repo/.gpu/benchmarks/pytorch_simclr_bench.py
+[[ -f $bench_py ]] || bench_py=$repo/benchmarks/pytorch_simclr_bench.py
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+
+missing=""
+[[ -x $simclr ]] || missing+=" .gpu/simclr"
+[[ -x $cudatest ]] || missing+=" .gpu/cuda.test"
+if [[ -n $missing ]]; then
+	echo "run_all.sh: missing$missing: run scripts/gpu/prepare.sh on the development machine and carry [\".gpu\"]"
+fi
+
+# ---------------------------------------------------------------- info
+if want info; then
+	say info
+	cat .gpu/BUILD.txt 2>/dev/null
+	uname -a
+	echo "cpus: $(nproc)"
+	free -g | head -n 2
+	nvidia-smi
+	nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv
+	command -v nvcc >/dev/null && nvcc --version | tail -n 2
+	echo "compute-sanitizer: ${sanitizer:-not found}"
+	"$python" -c 'import torch, torchvision; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version(), "torchvision", torchvision.__version__)' 2>&1
+	gpu_show_libs
+	record info ok 0 "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+fi
+
+# ---------------------------------------------------------------- devices
+if want devices; then
+	say devices
+	guard version 20 "$gpu_work/devices.log" "${gosimclr[@]}" version
+	guard devices 60 "$gpu_work/devices.log" "${gosimclr[@]}" devices
+fi
+
+# ---------------------------------------------------------------- parity
+if want parity; then
+	say "parity: cuda.test -test.v"
+	# The tests read testdata/ relative to the package folder.
+	(cd backend/cuda && guard parity 180 "$OUT/cuda_test.log" "${gocudatest[@]}" -test.v -test.count=1 -test.timeout=170s)
+	grep -E -- '--- (FAIL|SKIP)' "$OUT/cuda_test.log" | head -n 20 | sed 's/^/  /' >>"$summary"
+	grep -q -- '--- SKIP: TestParity' "$OUT/cuda_test.log" && record parity-skipped WARN 0 "parity tests skipped: no usable GPU for the Go backend (see cuda_test.log)"
+fi
+
+# ---------------------------------------------------------------- bench
+if want bench; then
+	say "bench: simclr bench --device cuda"
+	for n in $BENCH_IMAGES; do
+		: >"$gpu_work/bench.out"
+		guard "bench-$n" 75 "$gpu_work/bench.out" "${gosimclr[@]}" bench --device cuda --precision "$BENCH_PRECISION" --images "$n" --steps "$BENCH_STEPS" --json
+		grep '^{' "$gpu_work/bench.out" >>"$OUT/bench_simclr.jsonl"
+	done
+	: >"$gpu_work/bench.out"
+	guard bench-512-multilevel 75 "$gpu_work/bench.out" "${gosimclr[@]}" bench --device cuda --precision "$BENCH_PRECISION" --images 512 --steps "$BENCH_STEPS" --multilevel --json
+	grep '^{' "$gpu_work/bench.out" >>"$OUT/bench_simclr.jsonl"
+fi
+
+# ---------------------------------------------------------------- torch
+torch_images=$(echo "$BENCH_IMAGES" | tr ' ' ',')
+torch_bench() { # NAME BUDGET ARGS...
+	local name=$1 budget=$2
+	shift 2
+	: >"$gpu_work/torch.out"
+	guard "$name" "$budget" "$gpu_work/torch.out" "$python" "$bench_py" --images "$torch_images" --steps "$BENCH_STEPS" --warmup 5 "$@"
+	grep '^{' "$gpu_work/torch.out" >>"$OUT/bench_torch.jsonl"
+}
+if want torch; then
+	say "torch: PyTorch reference"
+	torch_bench torch-"$BENCH_PRECISION" 150 --precision "$BENCH_PRECISION"
+	torch_bench torch-bf16-cl 150 --precision "$BENCH_PRECISION" --amp bf16 --channels-last
+fi
+if want torch-compile; then
+	say "torch-compile: PyTorch reference with torch.compile"
+	torch_bench torch-bf16-cl-compile 300 --precision "$BENCH_PRECISION" --amp bf16 --channels-last --compile
+fi
+
+# ---------------------------------------------------------------- train
+# The loaders read DIR/cifar10-jpeg/{train,test}/CLASS/*.jpg (data/datasets).
+data_dir=$gpu_work/data
+unpack_cifar() {
+	[[ -d $data_dir/cifar10-jpeg/train/airplane && -d $data_dir/cifar10-jpeg/test/truck ]] && return 0
+	if [[ ! -f .gpu/cifar10-jpeg.tar.gz ]]; then
+		echo "no .gpu/cifar10-jpeg.tar.gz: run scripts/gpu/prepare.sh (without --no-data)" | tee -a "$gpu_work/unpack.log"
+		record unpack-cifar10 FAIL 0 "no .gpu/cifar10-jpeg.tar.gz"
+		return 1
+	fi
+	rm -rf "$data_dir/cifar10-jpeg"
+	mkdir -p "$data_dir/cifar10-jpeg" &&
+		guard unpack-cifar10 90 "$gpu_work/unpack.log" tar -xzf .gpu/cifar10-jpeg.tar.gz -C "$data_dir/cifar10-jpeg"
+}
+if want train; then
+	say "train: short L-SGD run on CIFAR-10 (JPEG q75 rebuild)"
+	if unpack_cifar; then
+		run=$gpu_work/runs/lsgd-L8
+		rm -rf "$run"
+		probe=(--probe=false)
+		[[ $TRAIN_PROBE == 1 ]] && probe=(--probe --probe-baseline)
+		guard train 300 "$OUT/train.log" "${gosimclr[@]}" train --device cuda --precision "$BENCH_PRECISION" \
+			--dataset cifar10 --data-dir "$data_dir" --estimator lsgd --max-level 8 \
+			--iterations "$TRAIN_ITERS" --log-every 10 --checkpoint-every 0 --eval-every 0 \
+			--no-progress --out "$run" "${probe[@]}"
+		if [[ -d $run ]]; then
+			(cd "$run" && tar --exclude='*.safetensors' -czf "$OUT/train_run.tar.gz" .)
+			[[ -f $run/metrics.jsonl ]] && echo "metrics.jsonl: $(wc -l <"$run/metrics.jsonl") lines; first and last:" &&
+				head -n 1 "$run/metrics.jsonl" && tail -n 1 "$run/metrics.jsonl"
+			[[ -f $run/linear_probe.json ]] && cat "$run/linear_probe.json"
+		fi
+		grep -E '^(run |linear probe)' "$OUT/train.log" | sed 's/^/  /' >>"$summary"
+	fi
+fi
+
+# ---------------------------------------------------------------- memcheck
+if want memcheck; then
+	say "memcheck: compute-sanitizer"
+	if [[ -z $sanitizer ]]; then
+		record memcheck SKIPPED 0 "compute-sanitizer not found"
+	else
+		sanitize=("${go_env[@]}" "$sanitizer" --tool memcheck --print-limit 50 --error-exitcode 3 --leak-check no)
+		if unpack_cifar; then
+			guard memcheck-train 200 "$OUT/memcheck.log" "${sanitize[@]}" "$simclr" train --device cuda \
+				--dataset cifar10 --data-dir "$data_dir" --train-subset 512 --test-subset 256 \
+				--estimator vr-rtmlmc --min-level 1 --max-level 3 --iterations 4 --qe 2 \
+				--log-every 1 --checkpoint-every 0 --eval-every 0 --probe=false --no-progress \
+				--out "$gpu_work/runs/memcheck"
+		fi
+		guard memcheck-bench 150 "$OUT/memcheck.log" "${sanitize[@]}" "$simclr" bench --device cuda \
+			--images 4 --steps 2 --multilevel
+		grep -E 'ERROR SUMMARY|Invalid|Program hit' "$OUT/memcheck.log" | sort | uniq -c | head -n 10 | sed 's/^/  /' >>"$summary"
+	fi
+fi
+
+# ---------------------------------------------------------------- gobench
+if want gobench; then
+	say "gobench: cuda.test -test.bench"
+	(cd backend/cuda && guard gobench 150 "$OUT/cuda_test.log" "${gocudatest[@]}" -test.run '^$' -test.bench . -test.benchtime 10x -test.timeout=140s)
+fi
+
+# ---------------------------------------------------------------- summary
+say summary
+cat "$summary"
+if [[ -s $OUT/bench_simclr.jsonl || -s $OUT/bench_torch.jsonl ]]; then
+	"$python" - "$OUT/bench_simclr.jsonl" "$OUT/bench_torch.jsonl" <<'PY' | tee -a "$summary"
+import json, sys
+rows = {}
+def load(path, tag_of):
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        rows.setdefault(r.get("batch_images"), {})[tag_of(r)] = r
+load(sys.argv[1], lambda r: "simclr-ml" if r.get("multilevel") else "simclr")
+load(sys.argv[2], lambda r: "torch-" + ("bf16" if r.get("amp") == "bf16" else r.get("precision", "?"))
+     + ("-compile" if r.get("compile") else ""))
+tags = sorted({t for v in rows.values() for t in v}, key=lambda t: (not t.startswith("simclr"), t))
+print("\nviews/s (step ms; peak GPU MiB for PyTorch)")
+print("%6s " % "images" + " ".join("%24s" % t for t in tags))
+for n in sorted(k for k in rows if k is not None):
+    cells = []
+    for t in tags:
+        r = rows[n].get(t)
+        if r is None:
+            cells.append("%24s" % "-")
+        elif "error" in r or not r.get("views_per_sec"):
+            cells.append("%24s" % ("ERR " + str(r.get("error", ""))[:20]))
+        else:
+            mem = r.get("peak_gpu_mb")
+            cells.append("%24s" % ("%.0f (%.1f ms%s)" % (r["views_per_sec"], 1e3 * r["step_seconds"],
+                                                          "; %.0f MiB" % mem if mem else "")))
+    print("%6d " % n + " ".join(cells))
+PY
+fi
+
+# The tool returns files of at most 16 MiB.
+for f in "$OUT"/*; do
+	if [[ -f $f ]] && (($(stat -c %s "$f") > 15 * 1024 * 1024)); then
+		tail -c $((15 * 1024 * 1024)) "$f" >"$f.tmp" && mv "$f.tmp" "$f"
+	fi
+done
+status=0
+grep -qE '^[a-z0-9-]+ +(FAIL|TIMEOUT)' "$summary" && status=1
+echo "run_all.sh: done in ${SECONDS}s, exit status $status; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+# Let tee finish writing run_all.log before the tool collects $OUT.
+exec >&- 2>&-
+wait "$tee_pid" 2>/dev/null
+exit "$status"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# train_chunk.sh — run THERE: one piece of a long simclr training run on the
+# GPU machine, for runs longer than one device command (10 minutes; issues 8
+# and 9). The run lives in /tmp/simclr-gpu/runs/NAME on the machine, which
+# keeps it only while the session holds the machine (it goes back 30 s after
+# a call ends, and after 30 minutes held in any case): start the next chunk
+# at once. Checkpoints (46 MB of weights and more) cannot come back through $OUT (16 MiB a
+# file); the run's small files (config.json, metrics.jsonl, eval.jsonl,
+# linear_probe.json) and the log do.
+#
+#   first chunk:  bash scripts/gpu/train_chunk.sh NAME [BUDGET_S] -- TRAIN_FLAGS...
+#   next chunks:  bash scripts/gpu/train_chunk.sh NAME [BUDGET_S]      (resumes)
+#
+# The first chunk runs `simclr train --device cuda --dataset cifar10
+# --data-dir /tmp/simclr-gpu/data --out RUN --no-progress TRAIN_FLAGS...`
+# (unpacking .gpu/cifar10-jpeg.tar.gz first); later ones `simclr train
+# --resume RUN --device cuda`. At BUDGET_S seconds (default 560) the run gets
+# SIGTERM, checkpoints and stops. Example (VR RT-MLMC, 512-image top level):
+#
+#   bash scripts/gpu/train_chunk.sh vr-rt -- --estimator vr-rtmlmc --max-level 9 --epochs 100 --eval-every 10
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+
+name=${1:-}
+[[ -n $name && $name != -* ]] || {
+	sed -n '2,20p' "$0"
+	exit 2
+}
+shift
+budget=560
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then
+	budget=$1
+	shift
+fi
+[[ ${1:-} == -- ]] && shift
+
+OUT=${OUT:-/tmp/simclr-gpu-out}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
+# shellcheck source=scripts/gpu/lib.sh
+source scripts/gpu/lib.sh
+simclr=$PWD/.gpu/simclr
+[[ -x $simclr ]] || {
+	echo "train_chunk.sh: no .gpu/simclr: run scripts/gpu/prepare.sh here and carry [\".gpu\"]"
+	exit 1
+}
+run=$gpu_work/runs/$name
+log=$OUT/train-$name.log
+data_dir=$gpu_work/data
+
+if [[ -f $run/state.safetensors ]]; then
+	(($# == 0)) || echo "train_chunk.sh: $run exists: resuming it, ignoring the flags $*"
+	cmd=("${go_env[@]}" "$simclr" train --resume "$run" --device cuda --no-progress)
+else
+	if [[ -d $run ]]; then
+		echo "train_chunk.sh: $run has no checkpoint (an earlier chunk failed before its first one): starting it again"
+		rm -rf "$run"
+	fi
+	if [[ ! -d $data_dir/cifar10-jpeg/train/airplane ]]; then
+		[[ -f .gpu/cifar10-jpeg.tar.gz ]] || {
+			echo "train_chunk.sh: no .gpu/cifar10-jpeg.tar.gz: run scripts/gpu/prepare.sh (without --no-data)"
+			exit 1
+		}
+		mkdir -p "$data_dir/cifar10-jpeg" && tar -xzf .gpu/cifar10-jpeg.tar.gz -C "$data_dir/cifar10-jpeg" || exit 1
+	fi
+	cmd=("${go_env[@]}" "$simclr" train --device cuda --dataset cifar10 --data-dir "$data_dir" --out "$run" --no-progress "$@")
+fi
+
+echo "train_chunk.sh: ${cmd[*]} (limit ${budget}s)" | tee -a "$log"
+timeout --signal=TERM --kill-after=60 "$budget" "${cmd[@]}" 2>&1 | tee -a "$log"
+rc=${PIPESTATUS[0]}
+if [[ -d $run ]]; then
+	(cd "$run" && tar --exclude='*.safetensors' -czf "$OUT/run-$name.tar.gz" .)
+	[[ -f $run/metrics.jsonl ]] && echo "last metrics: $(tail -n 1 "$run/metrics.jsonl")"
+	ls -l "$run"
+fi
+case $rc in
+124 | 137) echo "train_chunk.sh: stopped at the ${budget}s limit (checkpointed on SIGTERM): run the same command again to continue" ;;
+0) echo "train_chunk.sh: run finished" ;;
+*) echo "train_chunk.sh: simclr train exited with status $rc" ;;
+esac
+[[ $rc == 124 ]] && exit 0
+exit "$rc"

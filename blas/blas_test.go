@@ -345,3 +345,48 @@ func TestPureGoConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenBLASHandlesKeepTheirThreadCount: OpenBLAS has one process-wide
+// thread count, so a handle must restore its own before each call (the CPU
+// backend's single-threaded workers would otherwise inherit a probe's two
+// threads and spin).
+func TestOpenBLASHandlesKeepTheirThreadCount(t *testing.T) {
+	one, err := OpenBLASThreads(1)
+	if err != nil {
+		t.Skipf("no OpenBLAS here: %v", err)
+	}
+	two, err := OpenBLASThreads(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, h2 := one.(*openBLAS), two.(*openBLAS)
+	if h1.getThreads == nil {
+		t.Skip("this CBLAS has no openblas_get_num_threads")
+	}
+	a := []float32{1, 2, 3, 4}
+	c := make([]float32, 4)
+	for _, tc := range []struct {
+		h    *openBLAS
+		want int32
+	}{{h1, 1}, {h2, 2}, {h1, 1}} {
+		tc.h.Sgemm(false, false, 2, 2, 2, 1, a, 2, a, 2, 0, c, 2)
+		if got := tc.h.getThreads(); got != tc.want {
+			t.Fatalf("after a call on the %d-thread handle OpenBLAS runs %d threads", tc.want, got)
+		}
+	}
+	if want := []float32{7, 10, 15, 22}; !slicesEqual(c, want) {
+		t.Fatalf("product %v, want %v", c, want)
+	}
+}
+
+func slicesEqual(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -38,6 +38,13 @@ type cblasSgemm func(order, transA, transB, m, n, k int32, alpha float32, a *flo
 type openBLAS struct {
 	sgemm cblasSgemm
 	name  string
+	// OpenBLAS keeps one thread count per process, but handles here differ:
+	// the CPU backend runs one single-threaded GEMM per worker while a
+	// linear probe wants every core. Each handle therefore restores its own
+	// count before a call when another handle changed it.
+	threads    int32
+	setThreads func(int32)
+	getThreads func() int32
 }
 
 // OpenBLAS loads OpenBLAS (or another library exporting cblas_sgemm) and
@@ -65,8 +72,9 @@ func OpenBLASThreads(threads int) (Gemm, error) {
 			_ = purego.Dlclose(lib)
 			continue
 		}
-		g := &openBLAS{}
+		g := &openBLAS{threads: int32(threads)}
 		purego.RegisterFunc(&g.sgemm, sym)
+		g.bindThreads(lib)
 		g.name = describeLibrary(lib, path, threads)
 		return g, nil
 	}
@@ -105,11 +113,6 @@ func libraryCandidates(override string) []string {
 // describeLibrary sets the thread count when the library lets us and builds
 // the Name: the library's own configuration string when it has one.
 func describeLibrary(lib uintptr, path string, threads int) string {
-	if sym, err := purego.Dlsym(lib, "openblas_set_num_threads"); err == nil && sym != 0 {
-		var setThreads func(int32)
-		purego.RegisterFunc(&setThreads, sym)
-		setThreads(int32(threads))
-	}
 	name := "CBLAS"
 	if sym, err := purego.Dlsym(lib, "openblas_get_config"); err == nil && sym != 0 {
 		var getConfig func() string
@@ -125,6 +128,19 @@ func describeLibrary(lib uintptr, path string, threads int) string {
 		name += fmt.Sprintf(", %d threads", getThreads())
 	}
 	return name
+}
+
+// bindThreads binds openblas_set_num_threads and openblas_get_num_threads
+// when the library has both, and sets this handle's count.
+func (g *openBLAS) bindThreads(lib uintptr) {
+	set, err1 := purego.Dlsym(lib, "openblas_set_num_threads")
+	get, err2 := purego.Dlsym(lib, "openblas_get_num_threads")
+	if err1 != nil || err2 != nil || set == 0 || get == 0 {
+		return
+	}
+	purego.RegisterFunc(&g.setThreads, set)
+	purego.RegisterFunc(&g.getThreads, get)
+	g.setThreads(g.threads)
 }
 
 func (g *openBLAS) Name() string { return g.name }
@@ -144,6 +160,9 @@ func (g *openBLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []fl
 		if v > math.MaxInt32 {
 			panic(fmt.Sprintf("blas: Sgemm size or stride %d exceeds the 32-bit integers of cblas_sgemm (m=%d n=%d k=%d lda=%d ldb=%d ldc=%d)", v, m, n, k, lda, ldb, ldc))
 		}
+	}
+	if g.setThreads != nil && g.getThreads() != g.threads {
+		g.setThreads(g.threads)
 	}
 	ta, tb := int32(cblasNoTrans), int32(cblasNoTrans)
 	if transA {

@@ -92,6 +92,9 @@ func (b *Backend) Describe() string {
 	return fmt.Sprintf("cpu: %s; %d %s, one GEMM each", b.gemm.Name(), b.threads, unit)
 }
 
+// GemmName names the matrix-multiplication library alone, for `simclr bench`.
+func (b *Backend) GemmName() string { return b.gemm.Name() }
+
 func (b *Backend) Alloc(n int) tensor.Buffer {
 	if n < 0 {
 		panic(fmt.Sprintf("cpu: Alloc of %d elements", n))

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/simclr-go/simclr/backend"
-	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
 	"github.com/simclr-go/simclr/tensor"
@@ -118,9 +117,8 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 		BatchImages: o.images, Views: 2 * o.images, Width: o.width, InputSize: o.inputSize,
 		Multilevel: o.multilevel, Steps: o.steps,
 	}
-	if b.Name() == "cpu" {
-		// The CPU backend multiplies with blas.Open(); name it alone.
-		res.BLAS = blas.Open().Name()
+	if g, ok := b.(interface{ GemmName() string }); ok {
+		res.BLAS = g.GemmName()
 	}
 
 	cfg := resnet18.Config{Width: o.width, InputSize: o.inputSize}

@@ -396,7 +396,9 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	if t.iter > 0 {
 		lastCheckpoint = t.iter // a resumed session starts from one
 	}
-	t.lastLogTime = time.Now()
+	// Wall time counts training (and its evaluations), not loading the data.
+	t.start = time.Now()
+	t.lastLogTime = t.start
 	for t.iter < cfg.TotalIters {
 		if cfg.MaxSamples > 0 && t.est.Totals().Samples >= cfg.MaxSamples {
 			break

@@ -471,3 +471,26 @@ func TestModelCheckpointHasTorchvisionLayout(t *testing.T) {
 		t.Errorf("metadata %v", meta)
 	}
 }
+
+func TestProgressBarAndLogLines(t *testing.T) {
+	splits := syntheticSplits(32, 8, 16, 2)
+	for _, progress := range []bool{true, false} {
+		cfg := tinyConfig(t, "rtmlmc")
+		cfg.Iterations = 3
+		var log bytes.Buffer
+		hooks := tinyHooks(splits)
+		hooks.Log, hooks.Progress = &log, progress
+		if _, err := Train(context.Background(), cfg, hooks); err != nil {
+			t.Fatal(err)
+		}
+		want := "iter 3/3 epoch 0.75 loss" // log line of the last iteration
+		if progress {
+			want = "3/3" // the bar's count
+		}
+		for _, w := range []string{"device given by caller", want, "images/s", "done: 3 iterations"} {
+			if !strings.Contains(log.String(), w) {
+				t.Errorf("progress %v: log lacks %q:\n%s", progress, w, log.String())
+			}
+		}
+	}
+}

@@ -297,8 +297,11 @@ func sameWidth(s tensor.ConvShape) bool {
 // columns [0,wlo) and [whi,OW) of each row.
 func im2colShifted(dst, plane []float32, s tensor.ConvShape, OW, r, sx, hlo, hhi, wlo, whi int) {
 	off := (r-s.Pad)*s.W + sx - s.Pad
-	j0, j1 := max(hlo*OW, -off), min(hhi*OW, len(plane)-off)
-	copy(dst[j0:j1], plane[j0+off:j1+off])
+	// On planes smaller than the kernel a tap may read nothing at all
+	// (j1 <= j0); its rows are then all padding, cleared below.
+	if j0, j1 := max(hlo*OW, -off), min(hhi*OW, len(plane)-off); j1 > j0 {
+		copy(dst[j0:j1], plane[j0+off:j1+off])
+	}
 	for oh := hlo; oh < hhi; oh++ {
 		row := dst[oh*OW : (oh+1)*OW]
 		clear(row[:wlo])
@@ -357,8 +360,9 @@ func col2imShifted(plane, src []float32, s tensor.ConvShape, OW, r, sx, hlo, hhi
 		clear(row[whi:])
 	}
 	off := (r-s.Pad)*s.W + sx - s.Pad
-	j0, j1 := max(hlo*OW, -off), min(hhi*OW, len(plane)-off)
-	addTo(plane[j0+off:], src[j0:j1])
+	if j0, j1 := max(hlo*OW, -off), min(hhi*OW, len(plane)-off); j1 > j0 {
+		addTo(plane[j0+off:], src[j0:j1])
+	}
 }
 
 // addTo adds src into dst[:len(src)].

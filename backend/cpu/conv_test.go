@@ -46,9 +46,11 @@ var convShapes = []tensor.ConvShape{
 	{N: 3, C: 2, H: 4, W: 5, K: 3, R: 1, S: 1, Stride: 1, Pad: 0},   // 1x1 on a small plane: im2col path
 	{N: 2, C: 3, H: 16, W: 16, K: 4, R: 1, S: 1, Stride: 1, Pad: 0}, // 1x1 on a large plane: no im2col
 	{N: 3, C: 2, H: 6, W: 5, K: 2, R: 3, S: 2, Stride: 3, Pad: 2},   // rectangular kernel, pad > stride-1
-	{N: 1, C: 1, H: 3, W: 3, K: 1, R: 3, S: 3, Stride: 1, Pad: 1},
-	{N: 2, C: 2, H: 6, W: 7, K: 3, R: 5, S: 5, Stride: 1, Pad: 2}, // 5x5 same: shifts wrap two columns
-	{N: 3, C: 2, H: 4, W: 6, K: 2, R: 1, S: 3, Stride: 1, Pad: 1}, // 1x3 same width, padded rows   // one image, one channel
+	{N: 1, C: 1, H: 3, W: 3, K: 1, R: 3, S: 3, Stride: 1, Pad: 1},   // one image, one channel
+	{N: 2, C: 3, H: 1, W: 1, K: 2, R: 3, S: 3, Stride: 1, Pad: 1},   // 1x1 plane, 3x3 same: most taps read nothing (ResNet-18 layer4 on 8x8 inputs)
+	{N: 2, C: 2, H: 2, W: 2, K: 2, R: 3, S: 3, Stride: 2, Pad: 1},   // 2x2 plane, stride 2
+	{N: 2, C: 2, H: 6, W: 7, K: 3, R: 5, S: 5, Stride: 1, Pad: 2},   // 5x5 same: shifts wrap two columns
+	{N: 3, C: 2, H: 4, W: 6, K: 2, R: 1, S: 3, Stride: 1, Pad: 1},   // 1x3 same width, padded rows
 }
 
 // chunkBudgets returns workspace budgets giving all images in one GEMM, one

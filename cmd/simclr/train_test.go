@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/simclr-go/simclr/train"
 	"github.com/simclr-go/simclr/train/runfolder"
 )
@@ -155,5 +157,39 @@ func TestVersionAndDevices(t *testing.T) {
 	stdout, _, err = execute("devices")
 	if err != nil || !strings.Contains(stdout, "sgemm: ") || !strings.Contains(stdout, "CUDA") {
 		t.Errorf("devices: %v\n%s", err, stdout)
+	}
+}
+
+func TestPresetFlagsOverride(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		iters, ep int
+		width, lr float64
+		estimator string
+		probeBase bool
+	}{
+		{[]string{"--preset", "quick"}, 200, 0, 0.125, 0.5, "lsgd", true},
+		{[]string{"--preset", "quick", "--iterations", "7", "--estimator", "vr-rtmlmc"}, 7, 0, 0.125, 0.5, "vr-rtmlmc", true},
+		{[]string{"--preset", "quick", "--epochs", "2", "--width", "0.25", "--probe-baseline=false"}, 0, 2, 0.25, 0.5, "lsgd", false},
+		{[]string{"--iterations", "3", "--max-level", "8"}, 3, 0, 1, 0, "lsgd", false},
+	} {
+		cfg := train.Defaults()
+		fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+		defineTrainFlags(fs, &cfg)
+		preset := fs.String("preset", "", "")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		got, err := resolveTrainConfig(fs, cfg, *preset)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got.Iterations != tc.iters || got.Epochs != tc.ep || got.Width != tc.width || got.LR != tc.lr ||
+			got.Estimator != tc.estimator || got.ProbeBaseline != tc.probeBase || got.Out == "" || got.Version == "" {
+			t.Errorf("%v: resolved %+v", tc.args, got)
+		}
+		if *preset == "" && got.MaxLevel != 8 {
+			t.Errorf("%v: max level %d", tc.args, got.MaxLevel)
+		}
 	}
 }

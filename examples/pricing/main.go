@@ -5,7 +5,7 @@
 // Erlang, exponential and hyperexponential service laws, against the
 // optimum of the closed-form M/G/1 objective.
 //
-//	go run ./examples/pricing [--seeds S] [--json] [--png FILE]
+//	go run ./examples/pricing [--construction spec|coupled] [--seeds S] [--json] [--png FILE] [--tune]
 //
 // It prints decisions against simulated queue steps next to the optimum,
 // writes a PNG of the median relative error |x - x*|/|x*| against simulated
@@ -21,7 +21,9 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/simclr-go/simclr/mlmc"
 )
@@ -29,8 +31,11 @@ import (
 // maxLevel is L: the longest trajectory has 2^18 steps.
 const maxLevel = 18
 
-// methods are the three optimisers compared, with the step sizes chosen as
-// follows (all with the preconditioner of precondition):
+// methods are the three optimisers compared for a construction, with the
+// step sizes chosen as follows (all with the preconditioner of
+// precondition).
+//
+// spec (SPEC section 5's tail averages):
 //
 //   - L-SGD: h^18 is nearly exact (its variance is about 1e-4), so the step
 //     is the largest the curvature allows, 0.5, constant: 30-40 iterations.
@@ -45,11 +50,31 @@ const maxLevel = 18
 //
 // Every run gets the same budget of simulated queue steps: 64 L-SGD
 // iterations.
-func methods() []method {
-	budget := int64(64) << maxLevel
+//
+// coupled (end-coupled terminal values): h^18 has the variance of W + X
+// itself (1 to 33 at the optima), so every method needs decaying steps:
+// 0.5/(1 + t/100) for L-SGD with n_L = 1 (about 100 iterations of descent,
+// then Robbins-Monro averaging of the noise) and 0.1/(1 + t/1000) for the
+// RT methods, whose iterations are about 10^4 times cheaper and noisier.
+// These are one considered guess per method, NOT tuned: --tune runs
+// tuningGrid (six settings per method on seeds 1001-1002), but it needs
+// about 20 minutes of both cores and was not run for the settings below
+// (/work/notes/mlmc_bench.md). L-SGD's budget is larger (2^33 simulated
+// steps, 32768 draws of h^18) because it needs it; the RT methods' is 2^27.
+func methods(c Construction) []method {
 	base := mlmc.Config{MinLevel: 0, MaxLevel: maxLevel}
 	vr := base
 	vr.D1, vr.D2, vr.QE = 256, 8, 20
+	if c == EndCoupled {
+		lsgd := base
+		lsgd.NL = coupledLSGDDraws
+		return []method{
+			{Label: "L-SGD", Estimator: "lsgd", Config: lsgd, Step: [2]float64{0.5, 0.5}, Decay: coupledLSGDDecay, Budget: 1 << 33},
+			{Label: "RT-MLMC", Estimator: "rtmlmc", Config: base, Step: coupledRTStep, Decay: coupledRTDecay, Budget: 1 << 27},
+			{Label: "VR RT-MLMC", Estimator: "vr-rtmlmc", Config: vr, Step: coupledVRStep, Decay: coupledVRDecay, Budget: 1 << 27},
+		}
+	}
+	budget := int64(64) << maxLevel
 	return []method{
 		{Label: "L-SGD", Estimator: "lsgd", Config: base, Step: [2]float64{0.5, 0.5}, Budget: budget},
 		{Label: "RT-MLMC", Estimator: "rtmlmc", Config: base, Step: [2]float64{0.02, 0.02}, Decay: 2000, Budget: budget},
@@ -57,8 +82,59 @@ func methods() []method {
 	}
 }
 
+// The coupled construction's settings (see methods).
+const (
+	coupledLSGDDraws = 1
+	coupledLSGDDecay = 100
+	coupledRTDecay   = 1000
+	coupledVRDecay   = 1000
+)
+
+var (
+	coupledRTStep = [2]float64{0.1, 0.1}
+	coupledVRStep = [2]float64{0.1, 0.1}
+)
+
+// tuningGrid is, per method of methods(c), the settings --tune tries: six
+// each. L-SGD keeps the curvature-limited step 0.5 and varies n_L and the
+// decay; the RT methods vary the step and the decay, over iteration counts
+// about 10^4 times larger than L-SGD's since an iteration costs about 10
+// steps instead of 2^18.
+func tuningGrid(c Construction) [][]method {
+	ms := methods(c)
+	var out [][]method
+	for i, m := range ms {
+		var g []method
+		switch i {
+		case 0:
+			for _, nl := range []int{1, 16} {
+				for _, t0 := range []float64{10, 100, 1000} {
+					v := m
+					v.Config.NL, v.Decay = nl, t0
+					v.Label = fmt.Sprintf("%s n_L=%d t0=%g", m.Label, nl, t0)
+					g = append(g, v)
+				}
+			}
+		default:
+			for _, eta := range []float64{0.1, 0.5} {
+				for _, t0 := range []float64{100, 1000, 10000} {
+					v := m
+					v.Step, v.Decay = [2]float64{eta, eta}, t0
+					v.Label = fmt.Sprintf("%s step=%g t0=%g", m.Label, eta, t0)
+					g = append(g, v)
+				}
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
 func main() {
 	seeds := flag.Int("seeds", 10, "number of seeds per law and method")
+	constr := flag.String("construction", "spec", "oracle construction: spec (SPEC section 5's tail averages) or coupled (end-coupled terminal values)")
+	tune := flag.Bool("tune", false, "run the tuning grid on seeds 1001-1002 (not the reported ones) and print median steps to 1% per setting")
+	workers := flag.Int("workers", runtime.GOMAXPROCS(0), "runs simulated in parallel")
 	asJSON := flag.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
 	png := flag.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
 	flag.Parse()
@@ -66,7 +142,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pricing: --seeds must be at least 1")
 		os.Exit(2)
 	}
-	res, err := experiment(Laws(), methods(), *seeds, os.Stderr)
+	c, err := ParseConstruction(*constr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pricing:", err)
+		os.Exit(2)
+	}
+	if *workers < 1 {
+		fmt.Fprintln(os.Stderr, "pricing: --workers must be at least 1")
+		os.Exit(2)
+	}
+	if *tune {
+		if err := tuneMethods(c, *workers, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "pricing:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	res, err := experiment(Laws(), c, methods(c), seedRange(1, *seeds), *workers, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pricing:", err)
 		os.Exit(1)
@@ -97,27 +189,84 @@ type result struct {
 	Traces []trace
 }
 
-// experiment runs every law, method and seed, printing progress to log.
-func experiment(laws []Law, ms []method, seeds int, log io.Writer) ([]result, error) {
+func seedRange(first, n int) []uint64 {
+	s := make([]uint64, n)
+	for i := range s {
+		s[i] = uint64(first + i)
+	}
+	return s
+}
+
+// experiment runs every law, method and seed (workers runs at a time),
+// printing progress to log.
+func experiment(laws []Law, c Construction, ms []method, seeds []uint64, workers int, log io.Writer) ([]result, error) {
+	fmt.Fprintf(log, "construction %s, seeds %v\n", c, seeds)
 	var out []result
 	for _, law := range laws {
 		mu, p := Optimum(law)
 		fmt.Fprintf(log, "%s service (Var V = %.3f): optimum mu* = %.4f, p* = %.4f, F* = %.4f\n",
 			law.Name, law.Var(), mu, p, Objective(law, mu, p))
 		for _, m := range ms {
-			r := result{Law: law, Method: m, XStar: [2]float64{mu, p}, Grid: grid(m.Budget)}
-			for s := range seeds {
-				tr, err := run(law, m, r.XStar, maxLevel, uint64(s+1), r.Grid)
+			r := result{Law: law, Method: m, XStar: [2]float64{mu, p}, Grid: grid(m.Budget),
+				Traces: make([]trace, len(seeds))}
+			errs := make([]error, len(seeds))
+			var wg sync.WaitGroup
+			slots := make(chan struct{}, workers)
+			for i, s := range seeds {
+				wg.Add(1)
+				slots <- struct{}{}
+				go func() {
+					defer func() { <-slots; wg.Done() }()
+					r.Traces[i], errs[i] = run(law, c, m, r.XStar, maxLevel, s, r.Grid)
+				}()
+			}
+			wg.Wait()
+			for i, err := range errs {
 				if err != nil {
-					return nil, fmt.Errorf("%s, %s, seed %d: %w", law.Name, m.Label, s+1, err)
+					return nil, fmt.Errorf("%s, %s, seed %d: %w", law.Name, m.Label, seeds[i], err)
 				}
-				r.Traces = append(r.Traces, tr)
 			}
 			out = append(out, r)
 			printDecisions(log, r)
 		}
 	}
 	return out, nil
+}
+
+// tuneMethods runs every setting of tuningGrid on seeds 1001 and 1002 and
+// prints, per setting, the median steps to 1% per law and the geometric
+// mean over laws (a seed that does not reach 1% counts as twice the
+// budget), marking the best setting of each method.
+func tuneMethods(c Construction, workers int, w io.Writer) error {
+	for _, g := range tuningGrid(c) {
+		best, bestScore := "", math.Inf(1)
+		for _, m := range g {
+			res, err := experiment(Laws(), c, []method{m}, seedRange(1001, 2), workers, io.Discard)
+			if err != nil {
+				return err
+			}
+			score := 0.0
+			fmt.Fprintf(w, "%-36s", m.Label)
+			for _, r := range res {
+				hits := make([]float64, len(r.Traces))
+				for i, t := range r.Traces {
+					hits[i] = 2 * float64(m.Budget)
+					if t.Hit >= 0 {
+						hits[i] = float64(t.Hit)
+					}
+				}
+				med := (hits[0] + hits[1]) / 2
+				score += math.Log(med) / float64(len(res))
+				fmt.Fprintf(w, " %s %.3g (%d/2)", r.Law.Name, med, countHits(r.Traces))
+			}
+			fmt.Fprintf(w, " | geomean %.3g\n", math.Exp(score))
+			if score < bestScore {
+				best, bestScore = m.Label, score
+			}
+		}
+		fmt.Fprintf(w, "best: %s\n\n", best)
+	}
+	return nil
 }
 
 // printDecisions prints, for seed 1, the decision against simulated steps at
@@ -188,6 +337,9 @@ type summary struct {
 	// MedianSteps is the median number of simulated queue steps to come
 	// within 1% of (mu*, p*) and stay there; null when most seeds do not.
 	MedianSteps *float64 `json:"median_steps_to_1pct"`
+	// MedianDrawn is the same point counted in samples drawn (each draw's
+	// random numbers once, however many queues or evaluations use them).
+	MedianDrawn *float64 `json:"median_drawn_to_1pct"`
 	Reached     int      `json:"seeds_reached"`
 	Seeds       int      `json:"seeds"`
 	Budget      int64    `json:"budget_steps"`
@@ -204,6 +356,13 @@ func summaries(res []result) []summary {
 			Seeds: len(r.Traces), Budget: r.Method.Budget}
 		if ok {
 			s.MedianSteps = &med
+			drawn := make([]trace, len(r.Traces))
+			for i, t := range r.Traces {
+				drawn[i] = t
+				drawn[i].Hit = t.HitDrawn
+			}
+			d, _ := medianHit(drawn)
+			s.MedianDrawn = &d
 			if r.Method.Estimator == "lsgd" {
 				lsgd[r.Law.Name] = med
 			} else if l, have := lsgd[r.Law.Name]; have {

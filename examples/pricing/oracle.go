@@ -7,6 +7,30 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 )
 
+// Construction names how the queue oracle builds h^l and H^l.
+type Construction string
+
+const (
+	// SpecTailAverages is SPEC section 5 as written: tail averages of one
+	// trajectory at 2^l and 2^(l-1) (see tailAverages).
+	SpecTailAverages Construction = "spec"
+	// EndCoupled is the standard MLMC construction for steady-state
+	// expectations (see endCoupled): terminal values at the same final
+	// step of two queues started empty 2^l and 2^(l-1) steps before it.
+	// It is NOT SPEC's, and whether the paper builds it this way could
+	// not be checked (/work/notes/mlmc_bench.md).
+	EndCoupled Construction = "coupled"
+)
+
+// ParseConstruction checks a --construction value.
+func ParseConstruction(s string) (Construction, error) {
+	switch c := Construction(s); c {
+	case SpecTailAverages, EndCoupled:
+		return c, nil
+	}
+	return "", fmt.Errorf("unknown construction %q: use spec or coupled", s)
+}
+
 // queueOracle is the GI/GI/1 biased oracle of SPEC section 5 over
 // gradient vectors (dF/dmu, dF/dp) in []float64.
 //
@@ -16,34 +40,51 @@ import (
 //
 //	W_n = (W_(n-1) + V_n/mu - U_n/lambda(p))^+,   X_n = 1{W_n > 0} (X_(n-1) + U_n/lambda(p)),
 //
-// and estimates Z = E[W_inf + X_inf] by the tail average
-// A(T) = (1/(T - T/2)) sum_{n = T/2+1..T} (W_n + X_n) (integer T/2; the first
-// half is warm-up from the empty start). Then h^l = alpha + beta A(2^l) and
-// H^l = beta (A(2^l) - A(2^(l-1))), both tail averages taken on the same
-// trajectory (GradAffine gives alpha and beta). A query at level l costs 2^l
-// simulated steps.
+// and estimates Z = E[W_inf + X_inf] by some Y^l; then h^l = alpha + beta Y^l
+// and H^l = beta (Y^l - Y'^(l-1)) (GradAffine gives alpha and beta), with
+// Y and Y' from the same random numbers:
 //
-// This is SPEC section 5's construction as written; the paper's own
-// section 4.2 text could not be read here to check it against. Its
-// consequence: the two tail averages cover disjoint windows, so Var H^l and
+//   - spec: Y^l is the tail average
+//     A(T) = (1/(T - T/2)) sum_{n = T/2+1..T} (W_n + X_n) at T = 2^l (integer
+//     T/2; the first half is warm-up from the empty start) and Y'^(l-1) the
+//     tail average at 2^(l-1) of the same trajectory.
+//   - coupled: Y^l is W + X at the end of the 2^l steps, and Y'^(l-1) the
+//     W + X at that same final step of a second queue started empty
+//     2^(l-1) steps before the end, on the same random numbers.
+//
+// Costs. A draw at level l consumes the random numbers of 2^l steps: that is
+// Draw's cost ("samples drawn"). The oracle also counts the queue steps it
+// simulates (Simulated): 2^l per evaluation of h^l, and for H^l 2^l with
+// spec (both averages come from one run) but 2^l + 2^(l-1) with coupled
+// (two queues). A VR correction evaluates each draw twice, so it simulates
+// twice. (For coupled, the simulator runs only the last 2^simWindowLevel
+// steps; it still counts the steps of the full runs, see endCoupled.)
+//
+// With spec the two tail averages cover disjoint windows, so Var H^l and
 // Var h^l both fall like 2^-l (b = c = 1, every RT level contributes alike)
 // and RT-MLMC's variance per simulated step is about 600 times L-SGD's
-// (TestRTMLMCVarianceCostAgainstLSGD). MLMC gains only where Var h^L does not
-// shrink with L, e.g. terminal values coupled at the end of the run (the
-// test's endCoupledTerminal).
+// (TestRTMLMCVarianceCostAgainstLSGD). With coupled the two queues coalesce
+// once the longer one empties, so H^l vanishes at high levels while
+// Var h^L does not shrink with L, and the same ratio is about 5e-4.
 type queueOracle struct {
-	law Law
+	law          Law
+	construction Construction
 	// x and xPrev are the current and previous decisions (mu, p), set by
 	// the optimisation loop.
 	x, xPrev [2]float64
 	// maxLevel bounds the trajectories (2^maxLevel steps).
 	maxLevel int
 	seeds    *rand.Rand
+	// simulated counts queue steps simulated by Eval (see above).
+	simulated int64
 }
 
-func newQueueOracle(law Law, maxLevel int, seed uint64) *queueOracle {
-	return &queueOracle{law: law, maxLevel: maxLevel, seeds: rand.New(rand.NewPCG(seed, 0x51ed))}
+func newQueueOracle(law Law, c Construction, maxLevel int, seed uint64) *queueOracle {
+	return &queueOracle{law: law, construction: c, maxLevel: maxLevel, seeds: rand.New(rand.NewPCG(seed, 0x51ed))}
 }
+
+// Simulated is the number of queue steps simulated so far (see queueOracle).
+func (o *queueOracle) Simulated() int64 { return o.simulated }
 
 func (o *queueOracle) MaxLevel() int { return o.maxLevel }
 
@@ -71,7 +112,18 @@ func (o *queueOracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float6
 		x = o.xPrev
 	}
 	a, b := GradAffine(o.law, x[0], x[1])
-	long, short := tailAverages(o.law, x[0], x[1], d.seed, d.level)
+	var long, short float64
+	n := int64(1) << d.level
+	switch o.construction {
+	case EndCoupled:
+		long, short = endCoupled(o.law, x[0], x[1], d.seed, d.level, simWindowLevel, false)
+		if diff {
+			n += n / 2
+		}
+	default:
+		long, short = tailAverages(o.law, x[0], x[1], d.seed, d.level)
+	}
+	o.simulated += n
 	if diff {
 		out[0] += alpha * b[0] * (long - short)
 		out[1] += alpha * b[1] * (long - short)
@@ -110,4 +162,64 @@ func tailAverages(law Law, mu, p float64, seed uint64, level int) (long, short f
 		short = sumShort / float64(half-quarter)
 	}
 	return long, short
+}
+
+// simWindowLevel bounds the coupled oracle's simulation: only the last
+// 2^simWindowLevel steps of a longer run are simulated (see endCoupled).
+const simWindowLevel = 13
+
+// endCoupled returns the two terminal values of the coupled construction:
+// long = W + X after n = 2^level steps from an empty queue, and short = W + X
+// at that same final step of a queue started empty n/2 steps before the end
+// on the same random numbers (0 at level 0). The short queue never exceeds
+// the long one (Lindley's recursion is monotone in its start), and the two
+// coincide from the first step at which the long one is empty.
+//
+// Random numbers: the last span = min(n, 2^window) steps use the stream
+// PCG(seed, 0), the steps before them PCG(seed, 1). With exact false, runs
+// longer than span are simulated only over those last span steps, every
+// queue that started earlier entering the window empty (the oracle's
+// shortcut, which makes an L-SGD draw at L = 18 cost 2^13 simulated steps
+// instead of 2^18; it is still charged 2^18). The shortcut returns exactly
+// the full run's values whenever the long queue empties at least once in
+// the window, since from then on both are the same recursion on the same
+// numbers. That fails only if the queue left by the earlier steps exceeds
+// the largest descent of the window's random walk: about
+// 2^13 (1/lambda - 1/mu) >= 2^13 * 0.11/mu time units at the box's highest
+// load rho = 0.9, a few hundred, against stationary waits of mean at most
+// about 40 there (hyperexponential law) with an exponential tail.
+// TestEndCoupledWindowIsExact checks the equality on draws at rho = 0.9.
+func endCoupled(law Law, mu, p float64, seed uint64, level, window int, exact bool) (long, short float64) {
+	invMu, invLam := 1/mu, 1/lambda(p)
+	n := 1 << level
+	span := min(n, 1<<window)
+	pre, half := n-span, n/2
+	var w, x, ws, xs float64
+	step := func(r *rand.Rand, g int) {
+		u := r.ExpFloat64() * invLam
+		d := law.Sample(r)*invMu - u
+		if w += d; w > 0 {
+			x += u
+		} else {
+			w, x = 0, 0
+		}
+		if level > 0 && g > half {
+			if ws += d; ws > 0 {
+				xs += u
+			} else {
+				ws, xs = 0, 0
+			}
+		}
+	}
+	if exact && pre > 0 {
+		r := rand.New(rand.NewPCG(seed, 1))
+		for g := 1; g <= pre; g++ {
+			step(r, g)
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, 0))
+	for g := pre + 1; g <= n; g++ {
+		step(r, g)
+	}
+	return w + x, ws + xs
 }

@@ -24,7 +24,8 @@ type method struct {
 	Step [2]float64
 	// Decay is t0 of the step decay 1/(1 + t/t0); 0 keeps steps constant.
 	Decay float64
-	// Budget is the number of simulated queue steps a run may use.
+	// Budget is the number of simulated queue steps a run may use
+	// (queueOracle.Simulated).
 	Budget int64
 }
 
@@ -59,8 +60,10 @@ type trace struct {
 	// whose cumulative simulated steps are <= grid[k] (the start before any).
 	Errors []float64
 	// Hit is the number of simulated steps after which every iterate is
-	// within tolerance, or -1 if the last one is not.
-	Hit int64
+	// within tolerance, or -1 if the last one is not; HitDrawn is the same
+	// point counted in samples drawn (random numbers of queue steps, each
+	// draw counted once however often it is evaluated).
+	Hit, HitDrawn int64
 	// Final is the last decision; Samples (drawn), Evals and Simulated
 	// (queue steps simulated) the totals.
 	Final                     [2]float64
@@ -70,8 +73,8 @@ type trace struct {
 
 // run optimises F for one law with one method and seed until it has used
 // its budget of simulated steps.
-func run(law Law, m method, xStar [2]float64, maxLevel int, seed uint64, sampleGrid []int64) (trace, error) {
-	o := newQueueOracle(law, maxLevel, seed)
+func run(law Law, c Construction, m method, xStar [2]float64, maxLevel int, seed uint64, sampleGrid []int64) (trace, error) {
+	o := newQueueOracle(law, c, maxLevel, seed)
 	cfg := m.Config
 	cfg.Seed = seed
 	e, err := mlmc.New(m.Estimator, cfg, mlmc.Float64Ops{Dim: 2}, o)
@@ -81,28 +84,25 @@ func run(law Law, m method, xStar [2]float64, maxLevel int, seed uint64, sampleG
 	relErr := func(x [2]float64) float64 {
 		return math.Hypot(x[0]-xStar[0], x[1]-xStar[1]) / math.Hypot(xStar[0], xStar[1])
 	}
-	tr := trace{Errors: make([]float64, len(sampleGrid)), Hit: -1}
+	tr := trace{Errors: make([]float64, len(sampleGrid)), Hit: -1, HitDrawn: -1}
 	x, prev := start, start
 	v := make([]float64, 2)
 	k := 0 // next grid point
 	errNow := relErr(x)
-	var samples int64
+	var samples, drawn int64
 	for t := 0; samples < m.Budget; t++ {
 		o.x, o.xPrev = x, prev
 		step, err := e.Estimate(t, v)
 		if err != nil {
 			return trace{}, fmt.Errorf("%s: %w", m.Label, err)
 		}
-		// Simulated queue steps: a VR correction simulates every drawn
-		// trajectory twice (at x_t and x_(t-1)), other steps once.
-		simulated := step.Samples
-		if !step.Fresh {
-			simulated *= 2
-		}
-		for ; k < len(sampleGrid) && sampleGrid[k] < samples+simulated; k++ {
+		// Simulated queue steps, counted by the oracle: a VR correction
+		// simulates every drawn trajectory twice (at x_t and x_(t-1)).
+		for ; k < len(sampleGrid) && sampleGrid[k] < o.Simulated(); k++ {
 			tr.Errors[k] = errNow
 		}
-		samples += simulated
+		samples = o.Simulated()
+		drawn += step.Samples
 		prev = x
 		decay := 1.0
 		if m.Decay > 0 {
@@ -113,9 +113,9 @@ func run(law Law, m method, xStar [2]float64, maxLevel int, seed uint64, sampleG
 		errNow = relErr(x)
 		switch {
 		case errNow > tolerance:
-			tr.Hit = -1
+			tr.Hit, tr.HitDrawn = -1, -1
 		case tr.Hit < 0:
-			tr.Hit = samples
+			tr.Hit, tr.HitDrawn = samples, drawn
 		}
 		tr.Iterations = t + 1
 	}

@@ -14,8 +14,8 @@ import (
 type Config struct {
 	Dataset string `json:"dataset"`  // cifar10, cifar100, svhn, folder:PATH
 	DataDir string `json:"data_dir"` // where the data sets live
-	// TrainSubset and TestSubset keep only the first images of each split
-	// (0 keeps all): the quick preset's small CIFAR-10.
+	// TrainSubset and TestSubset keep only this many images of each split,
+	// class-balanced (0 keeps all): the quick preset's small CIFAR-10.
 	TrainSubset int `json:"train_subset"`
 	TestSubset  int `json:"test_subset"`
 
@@ -104,7 +104,7 @@ func Defaults() Config {
 }
 
 // Quick is the quick preset: a narrow network (width 1/8, 64 features) on
-// the first 5,000 CIFAR-10 images, 200 L-SGD iterations of 128 images (5
+// 5,000 class-balanced CIFAR-10 images, 200 L-SGD iterations of 128 images (5
 // epochs), short enough that training plus both linear probes take a few
 // minutes on two CPU cores (about 250 CPU-seconds in all), long enough that
 // the probe clearly beats the same network at initialisation (measured:

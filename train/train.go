@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"time"
 
@@ -184,14 +185,36 @@ func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 	return &out, nil
 }
 
-// subset keeps the first n images of s (all when n is 0 or too large).
+// subset keeps n images of s (all when n is 0 or too large), taken
+// round-robin over the classes in data-set order and kept in that order, so
+// that a subset of a class-sorted image folder is as balanced as one of the
+// shuffled CIFAR binary batches (the first n of a folder would be one or two
+// classes).
 func subset(s *data.Set, n int) *data.Set {
 	if s == nil || n <= 0 || n >= s.Len() {
 		return s
 	}
+	byClass := make([][]int, len(s.Classes))
+	for i, l := range s.Labels {
+		byClass[l] = append(byClass[l], i)
+	}
+	keep := make([]int, 0, n)
+	for round := 0; len(keep) < n; round++ {
+		for _, idx := range byClass {
+			if round < len(idx) && len(keep) < n {
+				keep = append(keep, idx[round])
+			}
+		}
+	}
+	sort.Ints(keep)
 	img := 3 * s.H * s.W
-	return &data.Set{Name: fmt.Sprintf("%s (first %d)", s.Name, n), Classes: s.Classes, H: s.H, W: s.W,
-		Pix: s.Pix[:n*img], Labels: s.Labels[:n]}
+	out := &data.Set{Name: fmt.Sprintf("%s (%d, class-balanced)", s.Name, n), Classes: s.Classes, H: s.H, W: s.W,
+		Pix: make([]uint8, 0, n*img), Labels: make([]int32, 0, n)}
+	for _, i := range keep {
+		out.Pix = append(out.Pix, s.Image(i)...)
+		out.Labels = append(out.Labels, s.Labels[i])
+	}
+	return out
 }
 
 func (t *trainer) setup(resume bool) error {
@@ -388,7 +411,6 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			progressbar.OptionFullWidth())
 		bar.Set(t.iter)
 	}
-	params := t.model.Params()
 	n := cfg.TrainImages
 	sessionStart := t.iter
 	imagesAtStart := t.est.Totals().Samples
@@ -411,10 +433,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", ErrInterrupted, t.iter, cfg.Out)
 		}
 		lr := t.sched.LR(t.iter)
-		step, err := t.est.Estimate(t.iter, t.grad)
-		if err == nil && !t.b.AllFinite(t.grad) {
-			err = fmt.Errorf("gradient estimate: %w", ErrNonFinite)
-		}
+		step, err := t.iterate(lr)
 		if err != nil {
 			if errors.Is(err, ErrNonFinite) {
 				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", lastCheckpoint, cfg.Out)
@@ -425,15 +444,6 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 					t.iter+1, err, kept, cfg.ResolvedLR)
 			}
 			return nil, fmt.Errorf("iteration %d: %w", t.iter+1, err)
-		}
-		t.lastLoss = t.oracle.Losses()
-		if t.prev != nil {
-			t.b.Copy(t.prev, params.Flat())
-		}
-		t.b.Copy(params.Grad(), t.grad)
-		t.opt.Step(lr)
-		if err := t.b.Sync(); err != nil {
-			return nil, fmt.Errorf("iteration %d: device: %w", t.iter+1, err)
 		}
 		t.iter++
 		totals := t.est.Totals()
@@ -488,6 +498,30 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		sum.Probe = probe
 	}
 	return sum, nil
+}
+
+// iterate runs iteration t.iter with learning rate lr: the estimate v_t at
+// x_t, then x_{t-1} <- x_t (for VR) and the optimizer step to x_{t+1}. It
+// leaves t.iter alone.
+func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
+	params := t.model.Params()
+	step, err := t.est.Estimate(t.iter, t.grad)
+	if err == nil && !t.b.AllFinite(t.grad) {
+		err = fmt.Errorf("gradient estimate: %w", ErrNonFinite)
+	}
+	if err != nil {
+		return step, err
+	}
+	t.lastLoss = t.oracle.Losses()
+	if t.prev != nil {
+		t.b.Copy(t.prev, params.Flat())
+	}
+	t.b.Copy(params.Grad(), t.grad)
+	t.opt.Step(lr)
+	if err := t.b.Sync(); err != nil {
+		return step, fmt.Errorf("device: %w", err)
+	}
+	return step, nil
 }
 
 func (t *trainer) summary() *Summary {

@@ -16,12 +16,16 @@ func checkBN(s tensor.BNShape, x []float32, what string) {
 	if s.N < 1 || s.C < 1 || s.HW < 1 {
 		panic(fmt.Sprintf("cpu: invalid BN shape %+v", s))
 	}
-	checkLen(fmt.Sprintf("batch norm %s for %+v", what, s), x, s.N*s.C*s.HW)
+	if len(x) != s.N*s.C*s.HW { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("batch norm %s for %+v", what, s), x, s.N*s.C*s.HW)
+	}
 }
 
 func checkChannels(s tensor.BNShape, what string, bufs ...[]float32) {
 	for _, b := range bufs {
-		checkLen(fmt.Sprintf("batch norm %s for %+v", what, s), b, s.C)
+		if len(b) != s.C { // format the message only on failure: this runs every layer call
+			checkLen(fmt.Sprintf("batch norm %s for %+v", what, s), b, s.C)
+		}
 	}
 }
 

@@ -32,10 +32,16 @@ func checkConv(s tensor.ConvShape, x, w, y []float32, yName string) {
 		panic(fmt.Sprintf("cpu: invalid %v", s))
 	}
 	if x != nil {
-		checkLen(fmt.Sprintf("conv input x for %v", s), x, s.InLen())
+		if len(x) != s.InLen() { // format the message only on failure: this runs every layer call
+			checkLen(fmt.Sprintf("conv input x for %v", s), x, s.InLen())
+		}
 	}
-	checkLen(fmt.Sprintf("conv weight w for %v", s), w, s.WeightLen())
-	checkLen(fmt.Sprintf("conv %s for %v", yName, s), y, s.OutLen())
+	if len(w) != s.WeightLen() { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("conv weight w for %v", s), w, s.WeightLen())
+	}
+	if len(y) != s.OutLen() { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("conv %s for %v", yName, s), y, s.OutLen())
+	}
 }
 
 // pointwise reports whether col for one image is x itself (1x1 kernel,
@@ -131,11 +137,15 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buffer) {
 	xd, wd, dyd, dwd := Data(x), Data(w), Data(dy), Data(dw)
 	checkConv(s, xd, wd, dyd, "output gradient dy")
-	checkLen(fmt.Sprintf("conv weight gradient dw for %v", s), dwd, s.WeightLen())
+	if len(dwd) != s.WeightLen() { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("conv weight gradient dw for %v", s), dwd, s.WeightLen())
+	}
 	var dxd []float32
 	if dx != nil {
 		dxd = Data(dx)
-		checkLen(fmt.Sprintf("conv input gradient dx for %v", s), dxd, s.InLen())
+		if len(dxd) != s.InLen() { // format the message only on failure: this runs every layer call
+			checkLen(fmt.Sprintf("conv input gradient dx for %v", s), dxd, s.InLen())
+		}
 	}
 	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
 	b.mu.Lock()

@@ -48,8 +48,12 @@ func (b *Backend) ReLUBackward(y, dy, dx tensor.Buffer) {
 // (torch.nn.AdaptiveAvgPool2d(1) followed by flatten).
 func (b *Backend) GlobalAvgPoolForward(n, c, hw int, x, y tensor.Buffer) {
 	xd, yd := Data(x), Data(y)
-	checkLen(fmt.Sprintf("pool input x (N=%d,C=%d,HW=%d)", n, c, hw), xd, n*c*hw)
-	checkLen(fmt.Sprintf("pool output y (N=%d,C=%d)", n, c), yd, n*c)
+	if len(xd) != n*c*hw { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("pool input x (N=%d,C=%d,HW=%d)", n, c, hw), xd, n*c*hw)
+	}
+	if len(yd) != n*c { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("pool output y (N=%d,C=%d)", n, c), yd, n*c)
+	}
 	inv := 1 / float64(hw)
 	b.parallelFor(n*c, hw, func(_, lo, hi int) {
 		for row := lo; row < hi; row++ {
@@ -65,8 +69,12 @@ func (b *Backend) GlobalAvgPoolForward(n, c, hw int, x, y tensor.Buffer) {
 // GlobalAvgPoolBackward: dy (N,C) -> dx (N,C,HW), dx = dy/HW.
 func (b *Backend) GlobalAvgPoolBackward(n, c, hw int, dy, dx tensor.Buffer) {
 	dyd, dxd := Data(dy), Data(dx)
-	checkLen(fmt.Sprintf("pool output gradient dy (N=%d,C=%d)", n, c), dyd, n*c)
-	checkLen(fmt.Sprintf("pool input gradient dx (N=%d,C=%d,HW=%d)", n, c, hw), dxd, n*c*hw)
+	if len(dyd) != n*c { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("pool output gradient dy (N=%d,C=%d)", n, c), dyd, n*c)
+	}
+	if len(dxd) != n*c*hw { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("pool input gradient dx (N=%d,C=%d,HW=%d)", n, c, hw), dxd, n*c*hw)
+	}
 	inv := 1 / float32(hw)
 	b.parallelFor(n*c, hw, func(_, lo, hi int) {
 		for row := lo; row < hi; row++ {
@@ -87,7 +95,9 @@ func (b *Backend) LinearForward(n, in, out int, x, w, bias, y tensor.Buffer) {
 	beta := float32(0)
 	if bias != nil {
 		bd := Data(bias)
-		checkLen(fmt.Sprintf("linear bias (Out=%d)", out), bd, out)
+		if len(bd) != out { // format the message only on failure: this runs every layer call
+			checkLen(fmt.Sprintf("linear bias (Out=%d)", out), bd, out)
+		}
 		for i := 0; i < n; i++ {
 			copy(yd[i*out:(i+1)*out], bd)
 		}
@@ -104,10 +114,14 @@ func (b *Backend) LinearForward(n, in, out int, x, w, bias, y tensor.Buffer) {
 func (b *Backend) LinearBackward(n, in, out int, x, w, dy, dx, dw, db tensor.Buffer) {
 	xd, wd, dyd, dwd := Data(x), Data(w), Data(dy), Data(dw)
 	checkLinear(n, in, out, xd, wd, dyd, "output gradient dy")
-	checkLen(fmt.Sprintf("linear weight gradient dw (Out=%d,In=%d)", out, in), dwd, out*in)
+	if len(dwd) != out*in { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("linear weight gradient dw (Out=%d,In=%d)", out, in), dwd, out*in)
+	}
 	if dx != nil {
 		dxd := Data(dx)
-		checkLen(fmt.Sprintf("linear input gradient dx (N=%d,In=%d)", n, in), dxd, n*in)
+		if len(dxd) != n*in { // format the message only on failure: this runs every layer call
+			checkLen(fmt.Sprintf("linear input gradient dx (N=%d,In=%d)", n, in), dxd, n*in)
+		}
 		b.parallelFor(n, in*out, func(_, lo, hi int) {
 			b.gemm.Sgemm(false, false, hi-lo, in, out, 1, dyd[lo*out:hi*out], out, wd, in, 0, dxd[lo*in:hi*in], in)
 		})
@@ -118,7 +132,9 @@ func (b *Backend) LinearBackward(n, in, out int, x, w, dy, dx, dw, db tensor.Buf
 	})
 	if db != nil {
 		dbd := Data(db)
-		checkLen(fmt.Sprintf("linear bias gradient db (Out=%d)", out), dbd, out)
+		if len(dbd) != out { // format the message only on failure: this runs every layer call
+			checkLen(fmt.Sprintf("linear bias gradient db (Out=%d)", out), dbd, out)
+		}
 		b.parallelFor(out, n, func(_, lo, hi int) {
 			for o := lo; o < hi; o++ {
 				var sum float64
@@ -135,7 +151,13 @@ func checkLinear(n, in, out int, x, w, y []float32, yName string) {
 	if n < 1 || in < 1 || out < 1 {
 		panic(fmt.Sprintf("cpu: invalid linear shape N=%d In=%d Out=%d", n, in, out))
 	}
-	checkLen(fmt.Sprintf("linear input x (N=%d,In=%d)", n, in), x, n*in)
-	checkLen(fmt.Sprintf("linear weight w (Out=%d,In=%d)", out, in), w, out*in)
-	checkLen(fmt.Sprintf("linear %s (N=%d,Out=%d)", yName, n, out), y, n*out)
+	if len(x) != n*in { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("linear input x (N=%d,In=%d)", n, in), x, n*in)
+	}
+	if len(w) != out*in { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("linear weight w (Out=%d,In=%d)", out, in), w, out*in)
+	}
+	if len(y) != n*out { // format the message only on failure: this runs every layer call
+		checkLen(fmt.Sprintf("linear %s (N=%d,Out=%d)", yName, n, out), y, n*out)
+	}
 }

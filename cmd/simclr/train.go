@@ -26,8 +26,8 @@ import (
 func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "data set: cifar10, cifar100 (cifar100:coarse for the 20 superclasses), svhn, or folder:PATH (PATH/train/CLASS/*.png|jpg and PATH/test/...)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets, as scripts/fetch_data.sh lays them out (empty: "+datasets.DefaultDir+")")
-	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only the first N training images (0: all)")
-	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "use only the first N test images for evaluation (0: all)")
+	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only N training images, class-balanced (0: all)")
+	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "use only N test images for evaluation, class-balanced (0: all)")
 	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced, SPEC section 1)")
 	fs.IntVar(&c.MinLevel, "min-level", c.MinLevel, "smallest level l_min (a level-l query uses 2^l images)")
 	fs.IntVar(&c.MaxLevel, "max-level", c.MaxLevel, "largest level L: L-SGD's batch is 2^L images, and an epoch is ceil(n/2^L) iterations")
@@ -91,7 +91,7 @@ SIGINT or SIGTERM saves a checkpoint and stops; --resume continues exactly
 where it stopped. A NaN or infinite loss stops training and keeps the last good
 checkpoint.
 
---preset quick: a ResNet-18 of width 1/8 on the first 5,000 CIFAR-10 images for
+--preset quick: a ResNet-18 of width 1/8 on 5,000 CIFAR-10 images (class-balanced) for
 200 iterations of 128 images on the CPU, then the linear probe of the trained
 and of the untrained network; flags given with it override the preset.`,
 		Example: `  simclr train --preset quick --data-dir data

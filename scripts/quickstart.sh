@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine and runs the main job: the CPU quick preset (train a
+# narrow ResNet-18 on a CIFAR-10 subset, then linear-probe it against the same
+# network at initialisation). Extra arguments go to `simclr train`.
+#
+#   scripts/quickstart.sh [--data-dir DIR] [simclr train flags...]
+#
+# CIFAR-10 comes from ../shared/data/cifar10 when that mirror exists (the
+# project's machines have no internet), else from the official site.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+data_dir=data-cache
+if [ "${1:-}" = "--data-dir" ]; then data_dir=$2; shift 2; fi
+
+# OpenBLAS is optional (the CPU backend falls back to its own SGEMM) but faster.
+if ! ldconfig -p 2>/dev/null | grep -q libopenblas.so.0 && command -v apt-get >/dev/null 2>&1; then
+  sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  echo "quickstart: installing libopenblas0 (optional; continuing without it on failure)"
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq libopenblas0 >/dev/null 2>&1 ||
+    echo "quickstart: could not install libopenblas0; using the pure-Go SGEMM"
+fi
+
+mirror=()
+[ -d ../shared/data/cifar10 ] && mirror=(--from ../shared/data/cifar10)
+scripts/fetch_data.sh cifar10 --dir "$data_dir" "${mirror[@]}"
+
+go build -o simclr ./cmd/simclr
+./simclr train --preset quick --data-dir "$data_dir" "$@"

@@ -31,6 +31,28 @@ const parallelWork = 1 << 20
 // dz (2n x d) receives the gradient of value with respect to z, through the
 // normalisation. Reductions are float64.
 func NTXent(n, d int, tau float64, multilevel bool, z, dz []float32) (value, full float64) {
+	return new(Workspace).NTXent(n, d, tau, multilevel, z, dz)
+}
+
+// Workspace holds NTXent's scratch (two 2n x 2n float64 matrices, 16 MiB at
+// n = 512) so that a training loop reuses it instead of leaving it to the
+// garbage collector every step. The zero value is ready; a Workspace must
+// not be used by two goroutines at once.
+type Workspace struct {
+	u, norm, g, sym, rowFull, rowHalf []float64
+}
+
+// grow returns buf resized to n elements, reallocating only when it is too
+// small. The contents are not cleared.
+func grow(buf []float64, n int) []float64 {
+	if cap(buf) < n {
+		return make([]float64, n)
+	}
+	return buf[:n]
+}
+
+// NTXent is the package-level NTXent using w's scratch.
+func (w *Workspace) NTXent(n, d int, tau float64, multilevel bool, z, dz []float32) (value, full float64) {
 	rows := 2 * n
 	switch {
 	case n < 1 || d < 1:
@@ -44,8 +66,8 @@ func NTXent(n, d int, tau float64, multilevel bool, z, dz []float32) (value, ful
 	}
 
 	// u holds the normalised rows in float64; norm the (floored) row norms.
-	u := make([]float64, rows*d)
-	norm := make([]float64, rows)
+	w.u, w.norm = grow(w.u, rows*d), grow(w.norm, rows)
+	u, norm := w.u, w.norm
 	for i := 0; i < rows; i++ {
 		zi, ui := z[i*d:(i+1)*d], u[i*d:(i+1)*d]
 		var ss float64
@@ -62,11 +84,13 @@ func NTXent(n, d int, tau float64, multilevel bool, z, dz []float32) (value, ful
 	// g[i*rows+u] is d value / d s_iu (s before division by tau); the
 	// similarity matrix is symmetric, so the gradient on u_i collects both
 	// g[i,u] and g[u,i].
-	g := make([]float64, rows*rows)
+	w.g = grow(w.g, rows*rows)
+	g := w.g
+	clear(g) // softmaxTerm accumulates into it
 	inv := 1 / tau
 	// Per-row losses: full[i] over B, half[i] over the half that holds i.
-	rowFull := make([]float64, rows)
-	rowHalf := make([]float64, rows)
+	w.rowFull, w.rowHalf = grow(w.rowFull, rows), grow(w.rowHalf, rows)
+	rowFull, rowHalf := w.rowFull, w.rowHalf
 	parallelRows(rows, rows*rows*d, func(lo, hi int) {
 		s := make([]float64, rows)
 		for i := lo; i < hi; i++ {
@@ -100,7 +124,8 @@ func NTXent(n, d int, tau float64, multilevel bool, z, dz []float32) (value, ful
 	}
 
 	// sym = (g + g^T)/tau, built tile by tile so both reads stay in cache.
-	sym := make([]float64, rows*rows)
+	w.sym = grow(w.sym, rows*rows) // every entry is written below
+	sym := w.sym
 	parallelRows(rows, rows*rows*8, func(lo, hi int) {
 		for i0 := lo; i0 < hi; i0 += symTile {
 			i1 := min(i0+symTile, hi)

@@ -252,3 +252,31 @@ func BenchmarkNTXent512Images(b *testing.B) {
 		NTXent(n, d, 0.5, true, z, dz)
 	}
 }
+
+// A reused Workspace must give exactly what a fresh one gives, whatever
+// sizes and modes came before (its gradient matrix accumulates, so stale
+// entries would show).
+func TestWorkspaceReuseMatchesFresh(t *testing.T) {
+	var ws Workspace
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct {
+		n, d       int
+		multilevel bool
+	}{{8, 5, true}, {2, 5, false}, {8, 5, false}, {16, 3, true}, {4, 3, true}} {
+		z := make([]float32, 2*tc.n*tc.d)
+		for i := range z {
+			z[i] = float32(rng.NormFloat64())
+		}
+		want, got := make([]float32, len(z)), make([]float32, len(z))
+		v1, f1 := NTXent(tc.n, tc.d, 0.5, tc.multilevel, z, want)
+		v2, f2 := ws.NTXent(tc.n, tc.d, 0.5, tc.multilevel, z, got)
+		if v1 != v2 || f1 != f2 {
+			t.Errorf("%+v: reused workspace gives loss (%v, %v), fresh (%v, %v)", tc, v2, f2, v1, f1)
+		}
+		for i := range want {
+			if want[i] != got[i] {
+				t.Fatalf("%+v: dz[%d] = %v with a reused workspace, %v fresh", tc, i, got[i], want[i])
+			}
+		}
+	}
+}

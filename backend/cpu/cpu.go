@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/simclr-go/simclr/loss"
 
 	"runtime"
 	"sync"
@@ -46,6 +47,8 @@ type Backend struct {
 	chunkBudget int
 	// mu guards the workspaces, should two goroutines share a Backend.
 	mu sync.Mutex
+	// lossScratch is NTXent's similarity matrices, reused every step.
+	lossScratch loss.Workspace
 }
 
 // defaultChunkBudget is 8 Mi floats (32 MiB) per worker: more than the

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"github.com/simclr-go/simclr/loss"
 	"github.com/simclr-go/simclr/optim"
 	"github.com/simclr-go/simclr/tensor"
 )
@@ -9,7 +8,9 @@ import (
 // NTXent is loss.NTXent on the host slices: the CPU backend's buffers are
 // host memory, so the reference is the kernel.
 func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Buffer) tensor.LossResult {
-	value, full := loss.NTXent(n, d, float64(tau), multilevel, Data(z), Data(dz))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	value, full := b.lossScratch.NTXent(n, d, float64(tau), multilevel, Data(z), Data(dz))
 	return tensor.LossResult{Loss: value, Full: full}
 }
 

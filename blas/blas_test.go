@@ -197,7 +197,30 @@ func openBLASForTest(t *testing.T) Gemm {
 func TestOpenBLAS(t *testing.T) {
 	g := openBLASForTest(t)
 	t.Logf("testing %s", g.Name())
+	if g.(*openBLAS).fortranSgemm == 0 {
+		t.Errorf("%s exports no sgemm_: every call goes through reflection", g.Name())
+	}
 	checkGemm(t, g)
+}
+
+// TestOpenBLASThroughCBLAS checks the cblas_sgemm path that libraries
+// without the Fortran sgemm_ take.
+func TestOpenBLASThroughCBLAS(t *testing.T) {
+	g := openBLASForTest(t).(*openBLAS)
+	g.fortranSgemm = 0
+	checkGemm(t, g)
+}
+
+// The Fortran path is what a training step calls thousands of times. One
+// object a call is left inside purego.SyscallN (the cblas_sgemm binding
+// through RegisterFunc allocated five and more).
+func TestOpenBLASAllocatesAtMostOne(t *testing.T) {
+	g := openBLASForTest(t)
+	a := make([]float32, 64*64)
+	c := make([]float32, 64*64)
+	if n := testing.AllocsPerRun(50, func() { g.Sgemm(true, false, 64, 64, 64, 1, a, 64, a, 64, 0.5, c, 64) }); n > 1 {
+		t.Errorf("OpenBLAS Sgemm allocates %v objects a call, want at most 1", n)
+	}
 }
 
 func TestOpenPicksOpenBLAS(t *testing.T) {

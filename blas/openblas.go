@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -45,6 +46,24 @@ type openBLAS struct {
 	threads    int32
 	setThreads func(int32)
 	getThreads func() int32
+
+	// fortranSgemm is the address of the Fortran sgemm_, which takes every
+	// argument by pointer and so can be called with purego.SyscallN, which
+	// allocates nothing; a function bound by purego.RegisterFunc goes
+	// through reflection and allocates about five objects a call, thousands
+	// a training step. cblas_sgemm (floats in registers) needs RegisterFunc
+	// and remains the fallback for libraries without sgemm_.
+	fortranSgemm uintptr
+	getThreadsFn uintptr
+	args         sync.Pool // *fortranArgs, one per call in flight
+}
+
+// fortranArgs holds the by-reference arguments of one sgemm_ call.
+type fortranArgs struct {
+	transA, transB byte
+	m, n, k        int32
+	lda, ldb, ldc  int32
+	alpha, beta    float32
 }
 
 // OpenBLAS loads OpenBLAS (or another library exporting cblas_sgemm) and
@@ -74,6 +93,10 @@ func OpenBLASThreads(threads int) (Gemm, error) {
 		}
 		g := &openBLAS{threads: int32(threads)}
 		purego.RegisterFunc(&g.sgemm, sym)
+		if f, err := purego.Dlsym(lib, "sgemm_"); err == nil && f != 0 {
+			g.fortranSgemm = f
+			g.args.New = func() any { return new(fortranArgs) }
+		}
 		g.bindThreads(lib)
 		g.name = describeLibrary(lib, path, threads)
 		return g, nil
@@ -140,6 +163,7 @@ func (g *openBLAS) bindThreads(lib uintptr) {
 	}
 	purego.RegisterFunc(&g.setThreads, set)
 	purego.RegisterFunc(&g.getThreads, get)
+	g.getThreadsFn = get
 	g.setThreads(g.threads)
 }
 
@@ -161,8 +185,15 @@ func (g *openBLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []fl
 			panic(fmt.Sprintf("blas: Sgemm size or stride %d exceeds the 32-bit integers of cblas_sgemm (m=%d n=%d k=%d lda=%d ldb=%d ldc=%d)", v, m, n, k, lda, ldb, ldc))
 		}
 	}
-	if g.setThreads != nil && g.getThreads() != g.threads {
-		g.setThreads(g.threads)
+	if g.getThreadsFn != 0 {
+		// SyscallN: no allocation on the common path where nothing changed.
+		if r, _, _ := purego.SyscallN(g.getThreadsFn); int32(r) != g.threads {
+			g.setThreads(g.threads)
+		}
+	}
+	if g.fortranSgemm != 0 {
+		g.sgemmFortran(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
 	}
 	ta, tb := int32(cblasNoTrans), int32(cblasNoTrans)
 	if transA {
@@ -176,4 +207,34 @@ func (g *openBLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []fl
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(b)
 	runtime.KeepAlive(c)
+}
+
+// sgemmFortran computes the row-major product with the column-major sgemm_:
+// a row-major matrix is its transpose in column-major order, so row-major
+// C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, that is sgemm_ with
+// the operands (and their transpose flags and sizes) swapped.
+func (g *openBLAS) sgemmFortran(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	p := g.args.Get().(*fortranArgs)
+	p.transA, p.transB = 'N', 'N'
+	if transA {
+		p.transA = 'T'
+	}
+	if transB {
+		p.transB = 'T'
+	}
+	p.m, p.n, p.k = int32(m), int32(n), int32(k)
+	p.lda, p.ldb, p.ldc = int32(lda), int32(ldb), int32(ldc)
+	p.alpha, p.beta = alpha, beta
+	purego.SyscallN(g.fortranSgemm,
+		uintptr(unsafe.Pointer(&p.transB)), uintptr(unsafe.Pointer(&p.transA)),
+		uintptr(unsafe.Pointer(&p.n)), uintptr(unsafe.Pointer(&p.m)), uintptr(unsafe.Pointer(&p.k)),
+		uintptr(unsafe.Pointer(&p.alpha)),
+		uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(&p.ldb)),
+		uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(&p.lda)),
+		uintptr(unsafe.Pointer(&p.beta)),
+		uintptr(unsafe.Pointer(unsafe.SliceData(c))), uintptr(unsafe.Pointer(&p.ldc)))
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(c)
+	g.args.Put(p)
 }

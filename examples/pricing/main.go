@@ -5,13 +5,15 @@
 // Erlang, exponential and hyperexponential service laws, against the
 // optimum of the closed-form M/G/1 objective.
 //
-//	go run ./examples/pricing [--construction spec|coupled] [--seeds S] [--json] [--png FILE] [--tune]
+//	go run ./examples/pricing [--construction spec|coupled] [--law NAME] [--seeds S] [--json] [--png FILE] [--tune]
 //
 // It prints decisions against simulated queue steps next to the optimum,
 // writes a PNG of the median relative error |x - x*|/|x*| against simulated
 // steps, and with --json prints, per law and method, the median number of
 // simulated steps after which the decision is within 1% of (mu*, p*) and
-// stays there.
+// stays there until the end of the run, and the budget-free figure of
+// gridHit: the smallest budget 2^k from which the run's decision is within
+// 1% at every larger budget 2^k up to the method's largest.
 package main
 
 import (
@@ -59,8 +61,10 @@ const maxLevel = 18
 // These are one considered guess per method, NOT tuned: --tune runs
 // tuningGrid (six settings per method on seeds 1001-1002), but it needs
 // about 20 minutes of both cores and was not run for the settings below
-// (/work/notes/mlmc_bench.md). L-SGD's budget is larger (2^33 simulated
-// steps, 32768 draws of h^18) because it needs it; the RT methods' is 2^27.
+// (/work/notes/mlmc_bench.md). L-SGD's budget is larger (2^34 simulated
+// steps, 65536 draws of h^18) because it needs it; the RT methods' is 2^28.
+// The budget grids 2^k of gridHit start at k = 22 for L-SGD, 20 for the RT
+// methods.
 func methods(c Construction) []method {
 	base := mlmc.Config{MinLevel: 0, MaxLevel: maxLevel}
 	vr := base
@@ -69,16 +73,19 @@ func methods(c Construction) []method {
 		lsgd := base
 		lsgd.NL = coupledLSGDDraws
 		return []method{
-			{Label: "L-SGD", Estimator: "lsgd", Config: lsgd, Step: [2]float64{0.5, 0.5}, Decay: coupledLSGDDecay, Budget: 1 << 33},
-			{Label: "RT-MLMC", Estimator: "rtmlmc", Config: base, Step: coupledRTStep, Decay: coupledRTDecay, Budget: 1 << 27},
-			{Label: "VR RT-MLMC", Estimator: "vr-rtmlmc", Config: vr, Step: coupledVRStep, Decay: coupledVRDecay, Budget: 1 << 27},
+			{Label: "L-SGD", Estimator: "lsgd", Config: lsgd, Step: [2]float64{0.5, 0.5}, Decay: coupledLSGDDecay,
+				Budget: 1 << 34, GridMinLevel: 22},
+			{Label: "RT-MLMC", Estimator: "rtmlmc", Config: base, Step: coupledRTStep, Decay: coupledRTDecay,
+				Budget: 1 << 28, GridMinLevel: 20},
+			{Label: "VR RT-MLMC", Estimator: "vr-rtmlmc", Config: vr, Step: coupledVRStep, Decay: coupledVRDecay,
+				Budget: 1 << 28, GridMinLevel: 20},
 		}
 	}
 	budget := int64(64) << maxLevel
 	return []method{
-		{Label: "L-SGD", Estimator: "lsgd", Config: base, Step: [2]float64{0.5, 0.5}, Budget: budget},
-		{Label: "RT-MLMC", Estimator: "rtmlmc", Config: base, Step: [2]float64{0.02, 0.02}, Decay: 2000, Budget: budget},
-		{Label: "VR RT-MLMC", Estimator: "vr-rtmlmc", Config: vr, Step: [2]float64{0.1, 0.1}, Decay: 500, Budget: budget},
+		{Label: "L-SGD", Estimator: "lsgd", Config: base, Step: [2]float64{0.5, 0.5}, Budget: budget, GridMinLevel: 16},
+		{Label: "RT-MLMC", Estimator: "rtmlmc", Config: base, Step: [2]float64{0.02, 0.02}, Decay: 2000, Budget: budget, GridMinLevel: 16},
+		{Label: "VR RT-MLMC", Estimator: "vr-rtmlmc", Config: vr, Step: [2]float64{0.1, 0.1}, Decay: 500, Budget: budget, GridMinLevel: 16},
 	}
 }
 
@@ -136,6 +143,7 @@ func main() {
 	tune := flag.Bool("tune", false, "run the tuning grid on seeds 1001-1002 (not the reported ones) and print median steps to 1% per setting")
 	workers := flag.Int("workers", runtime.GOMAXPROCS(0), "runs simulated in parallel")
 	asJSON := flag.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
+	lawName := flag.String("law", "", "run only this service law (erlang, exponential, hyperexponential); empty: all")
 	png := flag.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
 	flag.Parse()
 	if *seeds < 1 {
@@ -158,7 +166,16 @@ func main() {
 		}
 		return
 	}
-	res, err := experiment(Laws(), c, methods(c), seedRange(1, *seeds), *workers, os.Stderr)
+	laws := Laws()
+	if *lawName != "" {
+		law, err := LawByName(*lawName)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pricing:", err)
+			os.Exit(2)
+		}
+		laws = []Law{law}
+	}
+	res, err := experiment(laws, c, methods(c), seedRange(1, *seeds), *workers, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pricing:", err)
 		os.Exit(1)
@@ -345,15 +362,45 @@ type summary struct {
 	Budget      int64    `json:"budget_steps"`
 	// RatioToLSGD is L-SGD's median divided by this method's.
 	RatioToLSGD *float64 `json:"lsgd_over_method,omitempty"`
+	// The budget-free figure (gridHit): per seed, the smallest budget 2^k
+	// (k >= GridMinLevel) from which the error is within 1% at every
+	// larger 2^k up to the budget; null for a seed that is not within 1%
+	// at the budget. GridMedian is their median (null when most seeds do
+	// not reach), GridRatioToLSGD L-SGD's GridMedian over this method's.
+	GridMinSteps    int64      `json:"grid_min_steps"`
+	GridSteps       []*float64 `json:"grid_steps_to_1pct"`
+	GridMedian      *float64   `json:"grid_median_steps_to_1pct"`
+	GridReached     int        `json:"grid_seeds_reached"`
+	GridRatioToLSGD *float64   `json:"grid_lsgd_over_method,omitempty"`
 }
 
 func summaries(res []result) []summary {
 	var out []summary
-	lsgd := map[string]float64{}
+	lsgd, lsgdGrid := map[string]float64{}, map[string]float64{}
 	for _, r := range res {
 		med, ok := medianHit(r.Traces)
 		s := summary{Law: r.Law.Name, Method: r.Method.Label, Reached: countHits(r.Traces),
-			Seeds: len(r.Traces), Budget: r.Method.Budget}
+			Seeds: len(r.Traces), Budget: r.Method.Budget, GridMinSteps: int64(1) << r.Method.GridMinLevel}
+		gridTraces := make([]trace, len(r.Traces))
+		for i, t := range r.Traces {
+			gridTraces[i].Hit = gridHit(r.Grid, t.Errors, r.Method.GridMinLevel, r.Method.Budget)
+			var v *float64
+			if h := gridTraces[i].Hit; h >= 0 {
+				f := float64(h)
+				v = &f
+			}
+			s.GridSteps = append(s.GridSteps, v)
+		}
+		s.GridReached = countHits(gridTraces)
+		if gm, gok := medianHit(gridTraces); gok {
+			s.GridMedian = &gm
+			if r.Method.Estimator == "lsgd" {
+				lsgdGrid[r.Law.Name] = gm
+			} else if l, have := lsgdGrid[r.Law.Name]; have {
+				ratio := l / gm
+				s.GridRatioToLSGD = &ratio
+			}
+		}
 		if ok {
 			s.MedianSteps = &med
 			drawn := make([]trace, len(r.Traces))

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+	"math/bits"
+	"slices"
 
 	"github.com/simclr-go/simclr/mlmc"
 )
@@ -27,6 +29,8 @@ type method struct {
 	// Budget is the number of simulated queue steps a run may use
 	// (queueOracle.Simulated).
 	Budget int64
+	// GridMinLevel is the smallest k of the budget grid 2^k of gridHit.
+	GridMinLevel int
 }
 
 // precondition is the diagonal step scaling at x. The demand curve
@@ -43,7 +47,8 @@ func precondition(x [2]float64) [2]float64 {
 }
 
 // grid is the common sample counts at which runs record their error, for
-// medians over seeds and plots.
+// medians over seeds and plots: about 1.1^n, plus every power of two (the
+// budget grid B_k = 2^k of gridHit).
 func grid(maxSamples int64) []int64 {
 	var g []int64
 	for s := 1.0; s <= float64(maxSamples); s *= 1.1 {
@@ -51,7 +56,35 @@ func grid(maxSamples int64) []int64 {
 			g = append(g, n)
 		}
 	}
+	for b := int64(1); b <= maxSamples; b *= 2 {
+		if _, found := slices.BinarySearch(g, b); !found {
+			g = append(g, b)
+		}
+	}
+	slices.Sort(g)
 	return g
+}
+
+// gridHit is a budget-free steps-to-1% on the budget grid B_k = 2^k,
+// k = minLevel..floor(log2(budget)). The error at B_k is that of the last
+// iterate whose cumulative simulated steps are <= B_k, which is what a run
+// with budget B_k returns: the step sizes depend on t, not on the budget, so
+// a shorter run is a prefix of the same trajectory. gridHit is the smallest
+// B_k from which the error is <= tolerance at every later grid point up to
+// the largest, or -1 if it is not at the largest.
+func gridHit(sampleGrid []int64, errs []float64, minLevel int, budget int64) int64 {
+	hit := int64(-1)
+	for k := bits.Len64(uint64(budget)) - 1; k >= minLevel; k-- {
+		i, found := slices.BinarySearch(sampleGrid, int64(1)<<k)
+		if !found {
+			panic(fmt.Sprintf("pricing: 2^%d is not on the sample grid", k))
+		}
+		if errs[i] > tolerance {
+			break
+		}
+		hit = int64(1) << k
+	}
+	return hit
 }
 
 // trace is one run's outcome.

@@ -5,7 +5,7 @@
 // Erlang, exponential and hyperexponential service laws, against the
 // optimum of the closed-form M/G/1 objective.
 //
-//	go run ./examples/pricing [--construction spec|coupled] [--law NAME] [--seeds S] [--json] [--png FILE] [--tune]
+//	go run ./examples/pricing [--construction spec|coupled] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune]
 //
 // It prints decisions against simulated queue steps next to the optimum,
 // writes a PNG of the median relative error |x - x*|/|x*| against simulated
@@ -139,6 +139,7 @@ func tuningGrid(c Construction) [][]method {
 
 func main() {
 	seeds := flag.Int("seeds", 10, "number of seeds per law and method")
+	firstSeed := flag.Int("first-seed", 1, "the seeds are first-seed, first-seed+1, ...")
 	constr := flag.String("construction", "spec", "oracle construction: spec (SPEC section 5's tail averages) or coupled (end-coupled terminal values)")
 	tune := flag.Bool("tune", false, "run the tuning grid on seeds 1001-1002 (not the reported ones) and print median steps to 1% per setting")
 	workers := flag.Int("workers", runtime.GOMAXPROCS(0), "runs simulated in parallel")
@@ -146,8 +147,8 @@ func main() {
 	lawName := flag.String("law", "", "run only this service law (erlang, exponential, hyperexponential); empty: all")
 	png := flag.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
 	flag.Parse()
-	if *seeds < 1 {
-		fmt.Fprintln(os.Stderr, "pricing: --seeds must be at least 1")
+	if *seeds < 1 || *firstSeed < 1 {
+		fmt.Fprintln(os.Stderr, "pricing: --seeds and --first-seed must be at least 1")
 		os.Exit(2)
 	}
 	c, err := ParseConstruction(*constr)
@@ -175,7 +176,7 @@ func main() {
 		}
 		laws = []Law{law}
 	}
-	res, err := experiment(laws, c, methods(c), seedRange(1, *seeds), *workers, os.Stderr)
+	res, err := experiment(laws, c, methods(c), seedRange(*firstSeed, *seeds), *workers, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pricing:", err)
 		os.Exit(1)

@@ -54,7 +54,7 @@ func KNN(b tensor.Backend, m *resnet18.Model, splits *data.Splits, k int) (knn.R
 	dim := m.FeatureDim()
 	train := knn.Features{X: ExtractFeatures(b, m, splits.Train, splits.Mean, splits.Std), Y: splits.Train.Labels, N: splits.Train.Len(), Dim: dim}
 	test := knn.Features{X: ExtractFeatures(b, m, splits.Test, splits.Mean, splits.Std), Y: splits.Test.Labels, N: splits.Test.Len(), Dim: dim}
-	m.FreePlans()
+	m.FreeEvalPlans() // the training plans stay: KNN also runs mid-training
 	return knn.Classify(train, test, len(splits.Train.Classes), knn.Options{K: k})
 }
 
@@ -64,7 +64,7 @@ func LinearProbe(b tensor.Backend, m *resnet18.Model, splits *data.Splits, seed 
 	dim := m.FeatureDim()
 	train := linear.Features{X: ExtractFeatures(b, m, splits.Train, splits.Mean, splits.Std), Y: splits.Train.Labels, N: splits.Train.Len(), Dim: dim}
 	test := linear.Features{X: ExtractFeatures(b, m, splits.Test, splits.Mean, splits.Std), Y: splits.Test.Labels, N: splits.Test.Len(), Dim: dim}
-	m.FreePlans()
+	m.FreeEvalPlans()
 	return linear.Probe(train, test, len(splits.Train.Classes), linear.Options{Seed: seed})
 }
 

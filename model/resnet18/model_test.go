@@ -680,3 +680,30 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(2*n*b.N)/b.Elapsed().Seconds(), "views/s")
 }
+
+// A kNN monitor between a training forward and its backward (or between
+// two steps) frees only the evaluation activations: the training pass's
+// saved activations survive and its gradient is unchanged.
+func TestFreeEvalPlansKeepsTrainingActivations(t *testing.T) {
+	b := cpu.New()
+	m := resnet18.New(b, tiny, 3)
+	const n = 4
+	rng := rand.New(rand.NewPCG(3, 4))
+	x, _ := uploadRandom(b, rng, 2*n*m.InputLen())
+	dz := b.Alloc(2 * n * tiny.ProjDim)
+	gradient := func(evalBetween bool) []float32 {
+		z := m.Forward(x, 2*n, true, false)
+		b.NTXent(n, tiny.ProjDim, 0.5, false, z, dz)
+		if evalBetween {
+			m.Features(x, 2*n)
+			m.FreeEvalPlans()
+		}
+		m.Backward(dz)
+		return slices.Clone(cpu.Data(m.Params().Grad()))
+	}
+	want := gradient(false)
+	got := gradient(true)
+	if !slices.Equal(want, got) {
+		t.Fatal("the gradient changed when evaluation activations were planned and freed between forward and backward")
+	}
+}

@@ -375,6 +375,16 @@ func (m *Model) FreePlans() {
 	m.last = nil
 }
 
+// FreeEvalPlans releases only the evaluation-mode activations (Features),
+// keeping the training plans: a kNN monitor in the middle of training then
+// leaves the next training step nothing to re-plan.
+func (m *Model) FreeEvalPlans() {
+	if m.arenas[0].buf != nil {
+		m.backend.Free(m.arenas[0].buf)
+	}
+	m.arenas[0] = arena{}
+}
+
 // Free releases the plans and the parameters; the model must not be used
 // afterwards.
 func (m *Model) Free() {

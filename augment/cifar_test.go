@@ -13,13 +13,14 @@ import (
 // checkout (see ../shared/data/README.md).
 var cifarPrefix = filepath.Join("..", "..", "shared", "data", "cifar10", "test_batch.prefix1017.bin")
 
-// cifarImages reads the first n real CIFAR-10 images, or returns nil when
-// the shared data is not there.
+// cifarImages reads the first n real CIFAR-10 images. The shared data is
+// required (CI has it), so its absence fails the test instead of quietly
+// testing something else.
 func cifarImages(tb testing.TB, n int) *data.Set {
 	tb.Helper()
 	raw, err := os.ReadFile(cifarPrefix)
 	if err != nil {
-		return nil
+		tb.Fatalf("shared test data missing: %v (tests read ../shared/data beside the repository checkout; see DEVELOPERS.md)", err)
 	}
 	const record = 1 + 3*32*32
 	n = min(n, len(raw)/record)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -397,19 +398,7 @@ func TestOpenBLASHandlesKeepTheirThreadCount(t *testing.T) {
 			t.Fatalf("after a call on the %d-thread handle OpenBLAS runs %d threads", tc.want, got)
 		}
 	}
-	if want := []float32{7, 10, 15, 22}; !slicesEqual(c, want) {
+	if want := []float32{7, 10, 15, 22}; !slices.Equal(c, want) {
 		t.Fatalf("product %v, want %v", c, want)
 	}
-}
-
-func slicesEqual(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
+
+	"github.com/simclr-go/simclr/internal/parallel"
 )
 
 // normEps is the floor on a row norm, as torch.nn.functional.normalize: a
@@ -225,21 +226,8 @@ func dot(a, b []float64) float64 {
 // CPU, when work is large enough to pay for the goroutines.
 func parallelRows(rows, work int, body func(lo, hi int)) {
 	workers := runtime.GOMAXPROCS(0)
-	if work < parallelWork || workers < 2 || rows < 2 {
-		body(0, rows)
-		return
+	if work < parallelWork {
+		workers = 1
 	}
-	if workers > rows {
-		workers = rows
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		lo, hi := w*rows/workers, (w+1)*rows/workers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			body(lo, hi)
-		}()
-	}
-	wg.Wait()
+	parallel.For(rows, workers, func(_, lo, hi int) { body(lo, hi) })
 }

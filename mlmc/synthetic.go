@@ -37,8 +37,7 @@ type Synthetic struct {
 	// caller (Eval reads them).
 	X, XPrev []float64
 
-	rng     *rand.Rand
-	scratch []float64
+	rng *rand.Rand
 }
 
 // syntheticDraw is Synthetic's Sample.

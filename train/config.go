@@ -169,6 +169,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--eval-every, --log-every and --checkpoint-every must not be negative")
 	case c.MaxServable != 0 && c.MaxServable < c.MaxLevel:
 		return fmt.Errorf("--max-servable-level %d is below --max-level %d", c.MaxServable, c.MaxLevel)
+	case c.KNNK < 0:
+		return fmt.Errorf("--knn-k %d must not be negative (0 picks 200)", c.KNNK)
 	case c.TrainSubset < 0 || c.TestSubset < 0:
 		return fmt.Errorf("subset sizes must not be negative")
 	case c.Out == "":

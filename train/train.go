@@ -185,6 +185,18 @@ func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 	return &out, nil
 }
 
+// ModelConfig is the network cfg builds for the images of splits, checked, so
+// that an image folder of tiny images or a bad width is an error rather than
+// resnet18.New's panic.
+func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
+	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}
+	if err := net.Validate(); err != nil {
+		return net, fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
+			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err)
+	}
+	return net, nil
+}
+
 // subset keeps n images of s (all when n is 0 or too large), taken
 // round-robin over the classes in data-set order and kept in that order, so
 // that a subset of a class-sorted image folder is as balanced as one of the
@@ -228,6 +240,10 @@ func (t *trainer) setup(resume bool) error {
 	if n < 2 {
 		return fmt.Errorf("training set %s has %d images; SimCLR needs at least 2", splits.Train.Name, n)
 	}
+	netCfg, err := ModelConfig(*cfg, splits)
+	if err != nil {
+		return err
+	}
 	servable := int(math.Floor(math.Log2(float64(n))))
 	if cfg.MaxLevel > servable {
 		return fmt.Errorf("--max-level %d needs 2^%d = %d images per query but %s has %d: use --max-level %d or less",
@@ -258,7 +274,7 @@ func (t *trainer) setup(resume bool) error {
 	}
 	t.logf("%s", cfg.DeviceLog)
 
-	t.model = resnet18.New(t.b, resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}, cfg.Seed)
+	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
 	params := t.model.Params()
 	t.opt, err = optim.New(t.b, params, optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
 	if err != nil {

@@ -267,6 +267,7 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 		{"zero temperature", func(c *Config) { c.Temperature = 0 }, "--temperature"},
 		{"bad device", func(c *Config) { c.Device = "tpu" }, "--device"},
 		{"no out", func(c *Config) { c.Out = "" }, "--out"},
+		{"negative knn-k", func(c *Config) { c.KNNK = -5 }, "--knn-k -5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tinyConfig(t, "lsgd")
@@ -276,6 +277,16 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 				t.Fatalf("error %v, want one naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// An image folder of images smaller than the network's three stride-2
+// stages allow used to reach resnet18.New's panic.
+func TestImagesTooSmallGiveAnError(t *testing.T) {
+	cfg := tinyConfig(t, "lsgd")
+	_, err := Train(context.Background(), cfg, tinyHooks(syntheticSplits(16, 8, 4, 2)))
+	if err == nil || !strings.Contains(err.Error(), "4x4 images") || !strings.Contains(err.Error(), "at least 8 pixels") {
+		t.Fatalf("error %v, want one naming the 4x4 images and the 8-pixel minimum", err)
 	}
 }
 

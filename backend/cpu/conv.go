@@ -2,8 +2,8 @@ package cpu
 
 import (
 	"fmt"
-	"sync"
 
+	"github.com/simclr-go/simclr/internal/parallel"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -77,18 +77,7 @@ const minGemmCols = 1024
 // worker's goroutine. The split depends only on n and b.threads, so sums
 // combined in worker order are deterministic.
 func (b *Backend) forImages(n int, fn func(p, lo, hi int)) int {
-	workers := min(b.threads, n)
-	var wg sync.WaitGroup
-	wg.Add(workers - 1)
-	for p := 1; p < workers; p++ {
-		go func() {
-			defer wg.Done()
-			fn(p, p*n/workers, (p+1)*n/workers)
-		}()
-	}
-	fn(0, 0, n/workers)
-	wg.Wait()
-	return workers
+	return parallel.For(n, b.threads, fn)
 }
 
 // Conv2dForward: x is (N,C,H,W), w is (K,C,R,S), y is (N,K,OH,OW).

@@ -1,6 +1,6 @@
 package cpu
 
-import "sync"
+import "github.com/simclr-go/simclr/internal/parallel"
 
 // minWork is the number of elements below which splitting an element-wise
 // kernel over goroutines costs more than it saves.
@@ -33,24 +33,5 @@ func (b *Backend) parts(n, cost int) int {
 // [p*n/parts, (p+1)*n/parts), so results combined in part order are
 // deterministic for a given thread count.
 func (b *Backend) parallelFor(n, cost int, fn func(part, lo, hi int)) int {
-	parts := b.parts(n, cost)
-	if n <= 0 {
-		return 0
-	}
-	if parts == 1 {
-		fn(0, 0, n)
-		return 1
-	}
-	var wg sync.WaitGroup
-	wg.Add(parts - 1)
-	for p := 1; p < parts; p++ {
-		lo, hi := p*n/parts, (p+1)*n/parts
-		go func() {
-			defer wg.Done()
-			fn(p, lo, hi)
-		}()
-	}
-	fn(0, 0, n/parts)
-	wg.Wait()
-	return parts
+	return parallel.For(n, b.parts(n, cost), fn)
 }

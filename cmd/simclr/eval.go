@@ -25,7 +25,6 @@ type evalTarget struct {
 	dataset, dataDir     string
 	trainSubset, testSub int
 	width                float64
-	projDim              int
 	seed                 uint64
 	device, precision    string
 	randomInit           bool
@@ -38,8 +37,8 @@ func (e *evalTarget) define(cmd *cobra.Command) {
 	f.StringVar(&e.checkpoint, "checkpoint", "", "model checkpoint (model.safetensors) to evaluate instead of a run folder")
 	f.StringVar(&e.dataset, "dataset", "", "data set (default: the run's, else cifar10)")
 	f.StringVar(&e.dataDir, "data-dir", "", "folder holding the data sets (default: the run's)")
-	f.IntVar(&e.trainSubset, "train-subset", -1, "use only N training images, class-balanced (default: the run's; 0: all)")
-	f.IntVar(&e.testSub, "test-subset", -1, "use only N test images, class-balanced (default: the run's; 0: all)")
+	f.IntVar(&e.trainSubset, "train-subset", -1, "use only N training images, class-balanced (0: all; -1: the run's setting, else all)")
+	f.IntVar(&e.testSub, "test-subset", -1, "use only N test images, class-balanced (0: all; -1: the run's setting, else all)")
 	f.Float64Var(&e.width, "width", 0, "network width (default: the run's or the checkpoint's metadata, else 1)")
 	f.Uint64Var(&e.seed, "seed", 0, "initialisation seed for --random-init and the probe's held-out split (default: the run's, else 1)")
 	f.StringVar(&e.device, "device", "auto", "compute device: auto, cpu or cuda")
@@ -101,12 +100,16 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	if err != nil {
 		return nil, nil, nil, cfg, err
 	}
+	netCfg, err := train.ModelConfig(cfg, splits)
+	if err != nil {
+		return nil, nil, nil, cfg, err
+	}
 	b, line, err := backend.Open(e.device, e.precision)
 	if err != nil {
 		return nil, nil, nil, cfg, err
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), line)
-	m := resnet18.New(b, resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}, cfg.Seed)
+	m := resnet18.New(b, netCfg, cfg.Seed)
 	if !e.randomInit {
 		if _, err := train.LoadModel(e.checkpoint, b, m); err != nil {
 			return nil, nil, nil, cfg, err

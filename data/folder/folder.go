@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -68,7 +69,7 @@ func Scan(root string) (*Layout, error) {
 		}
 		if s == 0 {
 			l.Classes = classes
-		} else if !equal(classes, l.Classes) {
+		} else if !slices.Equal(classes, l.Classes) {
 			return nil, fmt.Errorf("%s has classes %v but %s has %v: both splits need the same class folders",
 				dir, classes, filepath.Join(root, splitNames[0]), l.Classes)
 		}
@@ -116,18 +117,6 @@ func isFile(parent string, e os.DirEntry) bool {
 	}
 	st, err := os.Stat(filepath.Join(parent, e.Name()))
 	return err == nil && st.Mode().IsRegular()
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Load reads the data set at root. Every image is scaled and centre-cropped

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/internal/parallel"
 )
 
 // Features is an n x Dim row-major feature matrix with a label per row.
@@ -60,6 +61,9 @@ const testBlock = 128
 // Classify scores test by weighted kNN over train.
 func Classify(train, test Features, classes int, opts Options) (Result, error) {
 	opts = opts.withDefaults()
+	if opts.K < 0 {
+		return Result{}, fmt.Errorf("knn: k = %d neighbours: must be positive (0 picks 200)", opts.K)
+	}
 	if train.N == 0 || test.N == 0 {
 		return Result{}, fmt.Errorf("knn: empty features (%d training rows, %d test rows)", train.N, test.N)
 	}
@@ -84,37 +88,30 @@ func Classify(train, test Features, classes int, opts Options) (Result, error) {
 	for lo := 0; lo < test.N; lo += testBlock {
 		rows := min(testBlock, test.N-lo)
 		opts.Gemm.Sgemm(false, true, rows, train.N, train.Dim, 1, testN[lo*test.Dim:], test.Dim, trainN, train.Dim, 0, sims, train.N)
-		parts := min(opts.Threads, rows)
-		var wg sync.WaitGroup
-		for p := 0; p < parts; p++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var h1, h5 int
-				nb := make(neighbours, 0, k)
-				votes := make([]float64, classes)
-				for r := p * rows / parts; r < (p+1)*rows/parts; r++ {
-					row := sims[r*train.N : (r+1)*train.N]
-					nb = nearest(row, k, nb[:0])
-					clear(votes)
-					for _, n := range nb {
-						votes[train.Y[n.index]] += math.Exp(float64(n.sim) / opts.Temperature)
-					}
-					rank := rankOf(votes, int(test.Y[lo+r]))
-					if rank < 1 {
-						h1++
-					}
-					if rank < 5 {
-						h5++
-					}
+		parallel.For(rows, opts.Threads, func(_, rlo, rhi int) {
+			var h1, h5 int
+			nb := make(neighbours, 0, k)
+			votes := make([]float64, classes)
+			for r := rlo; r < rhi; r++ {
+				row := sims[r*train.N : (r+1)*train.N]
+				nb = nearest(row, k, nb[:0])
+				clear(votes)
+				for _, n := range nb {
+					votes[train.Y[n.index]] += math.Exp(float64(n.sim) / opts.Temperature)
 				}
-				mu.Lock()
-				hits1 += h1
-				hits5 += h5
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
+				rank := rankOf(votes, int(test.Y[lo+r]))
+				if rank < 1 {
+					h1++
+				}
+				if rank < 5 {
+					h5++
+				}
+			}
+			mu.Lock()
+			hits1 += h1
+			hits5 += h5
+			mu.Unlock()
+		})
 	}
 	return Result{Top1: 100 * float64(hits1) / float64(test.N), Top5: 100 * float64(hits5) / float64(test.N), K: k}, nil
 }

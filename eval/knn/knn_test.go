@@ -144,7 +144,7 @@ func TestWeightsFavourCloseNeighbours(t *testing.T) {
 	}
 }
 
-func TestClassifyRejectsBadLabels(t *testing.T) {
+func TestClassifyRejectsBadInput(t *testing.T) {
 	f := randomFeatures(10, 4, 3, 1, 1)
 	f.Y[2] = 9
 	if _, err := Classify(f, f, 3, Options{}); err == nil || !strings.Contains(err.Error(), "label 9 of row 2") {
@@ -152,6 +152,10 @@ func TestClassifyRejectsBadLabels(t *testing.T) {
 	}
 	if _, err := Classify(Features{Dim: 4}, f, 3, Options{}); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("error %v", err)
+	}
+	f.Y[2] = 1
+	if _, err := Classify(f, f, 3, Options{K: -3}); err == nil || !strings.Contains(err.Error(), "k = -3") {
+		t.Errorf("negative k: error %v, want one naming k = -3", err)
 	}
 }
 

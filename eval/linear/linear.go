@@ -16,9 +16,9 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sort"
-	"sync"
 
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/internal/parallel"
 )
 
 // Features is an n x Dim row-major feature matrix with a label per row.
@@ -288,23 +288,6 @@ func axpy(alpha float64, x, y []float64) {
 	}
 }
 
-// parallelRows runs fn on contiguous parts of 0..n, one per thread.
-func parallelRows(n, threads int, fn func(part, lo, hi int)) {
-	if threads > n {
-		threads = max(n, 1)
-	}
-	var wg sync.WaitGroup
-	for p := 0; p < threads; p++ {
-		lo, hi := p*n/threads, (p+1)*n/threads
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(p, lo, hi)
-		}()
-	}
-	wg.Wait()
-}
-
 // objective is the mean cross-entropy of softmax(W x + b) plus
 // l2/2 ||W||^2 (biases are not penalised), with its gradient.
 //
@@ -354,7 +337,7 @@ func (o *objective) eval(params, grad []float64) float64 {
 	}
 	o.gemm.Sgemm(false, true, n, o.classes, o.dim, 1, o.x, o.dim, o.w32, o.dim, 0, o.logits, o.classes)
 	b := c.biases()
-	parallelRows(n, o.threads, func(part, lo, hi int) {
+	parallel.For(n, o.threads, func(part, lo, hi int) {
 		s := make([]float64, o.classes)
 		gb := o.partBias[part]
 		clear(gb)

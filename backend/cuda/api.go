@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -139,7 +140,10 @@ type cudnnAPI struct {
 	fwdWorkspaceSize, bwdDataWorkspaceSize, bwdFilterWorkspaceSz uintptr
 }
 
-func (c *cudnnAPI) load(l *library) error {
+// load binds the entry points from l (libcudnn.so.9), falling back to
+// sub, the sub-libraries (libcudnn_cnn, libcudnn_ops, libcudnn_graph), for
+// a symbol the shim does not export.
+func (c *cudnnAPI) load(l *library, sub ...*library) error {
 	c.lib = l
 	return l.bind(map[string]*uintptr{
 		"cudnnCreate": &c.create, "cudnnDestroy": &c.destroy, "cudnnSetStream": &c.setStream,
@@ -164,7 +168,7 @@ func (c *cudnnAPI) load(l *library) error {
 		"cudnnGetConvolutionForwardWorkspaceSize":        &c.fwdWorkspaceSize,
 		"cudnnGetConvolutionBackwardDataWorkspaceSize":   &c.bwdDataWorkspaceSize,
 		"cudnnGetConvolutionBackwardFilterWorkspaceSize": &c.bwdFilterWorkspaceSz,
-	})
+	}, sub...)
 }
 
 func (c *cudnnAPI) check(what string, r uintptr) error {
@@ -328,7 +332,13 @@ func loadLibraries(env searchEnv) (*libraries, error) {
 	if err != nil {
 		return L, fmt.Errorf("cuDNN 9: %w (pip install nvidia-cudnn-cu12)", err)
 	}
-	if err := L.cudnn.load(dnn); err != nil {
+	// The legacy convolution API lives in libcudnn_cnn, the tensor and
+	// filter descriptors in libcudnn_ops, the handle in libcudnn_graph.
+	var sub []*library
+	if strings.Contains(dnn.path, "/") {
+		sub = openSiblings(filepath.Dir(dnn.path), []string{"libcudnn_cnn.so.9", "libcudnn_ops.so.9", "libcudnn_graph.so.9"})
+	}
+	if err := L.cudnn.load(dnn, sub...); err != nil {
 		return L, err
 	}
 	return L, nil

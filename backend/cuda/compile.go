@@ -114,7 +114,9 @@ func (n *nvrtcAPI) compile(source, archFlag string, cubin bool) (compiled, error
 		uintptr(unsafe.Pointer(&src[0])), uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)); err != nil {
 		return compiled{}, err
 	}
-	defer purego.SyscallN(n.destroyProgram, uintptr(unsafe.Pointer(&prog)))
+	// A closure, so that &prog is taken when the call is made: a deferred
+	// call's uintptr argument would be computed now and not keep prog alive.
+	defer func() { purego.SyscallN(n.destroyProgram, uintptr(unsafe.Pointer(&prog))) }()
 	opts := append([]string{archFlag}, nvrtcOptions...)
 	cOpts := make([][]byte, len(opts))
 	ptrs := make([]uintptr, len(opts))

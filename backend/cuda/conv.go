@@ -137,7 +137,9 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, find f
 	limit := b.opts.WorkspaceBytes
 	ws := b.workspaceLocked(limit)
 	var perf []algoPerf
-	if b.err == nil && find(ws, raw, &count) == 0 {
+	// cudnnStatus_t is a 32-bit int: the upper half of the returned
+	// register is not defined by the C ABI.
+	if b.err == nil && int32(find(ws, raw, &count)) == cudnnStatusSuccess {
 		perf = parsePerf(raw, int(count))
 	}
 	choice, found := chooseAlgo(perf, limit, !b.tf32)

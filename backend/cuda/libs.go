@@ -251,14 +251,45 @@ func (l *library) sym(name string) (uintptr, error) {
 	return p, nil
 }
 
-// bind resolves each named symbol into the uintptr it points at.
-func (l *library) bind(syms map[string]*uintptr) error {
+// bind resolves each named symbol into the uintptr it points at. A symbol
+// that l lacks is looked up in fallbacks, in order (cuDNN 9's shim
+// libcudnn.so.9 forwards the legacy API to libcudnn_ops and libcudnn_cnn;
+// should a build of the shim not export one of them, the sub-library
+// that defines it still serves); the error names l.
+func (l *library) bind(syms map[string]*uintptr, fallbacks ...*library) error {
 	for name, dst := range syms {
 		p, err := l.sym(name)
+		for _, f := range fallbacks {
+			if err == nil {
+				break
+			}
+			if q, ferr := f.sym(name); ferr == nil {
+				p, err = q, nil
+			}
+		}
 		if err != nil {
 			return err
 		}
 		*dst = p
 	}
 	return nil
+}
+
+// openSiblings opens (or, when already loaded, takes a new reference to)
+// every file of names present in dir and returns them in the order of
+// names, for symbol lookups; absent or unloadable files are left out.
+func openSiblings(dir string, names []string) []*library {
+	var out []*library
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err != nil {
+			continue
+		}
+		out = append(out, &library{role: n, path: p, handle: h})
+	}
+	return out
 }

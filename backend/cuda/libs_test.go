@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -197,5 +198,51 @@ func TestValidPrecision(t *testing.T) {
 		if _, err := Open(Options{Precision: p}); err == nil || !strings.Contains(err.Error(), "precision") {
 			t.Errorf("Open(%q) error %v does not name the precision", p, err)
 		}
+	}
+}
+
+// A symbol the main library lacks is taken from the fallbacks (cuDNN 9's
+// shim and its sub-libraries); one that none has is an error naming the
+// main library.
+func TestBindFallsBackToSubLibraries(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build the fake libraries")
+	}
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"libshim.so": "int in_shim(void) { return 1; }\n",
+		"libsub.so":  "int in_shim(void) { return 2; }\nint in_sub(void) { return 3; }\n",
+	} {
+		c := filepath.Join(dir, name+".c")
+		if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", filepath.Join(dir, name), c).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, out)
+		}
+	}
+	shim, err := openLibrary([]string{dir}, libSpec{"shim", []string{"libshim.so"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs := openSiblings(dir, []string{"libabsent.so", "libsub.so"})
+	if len(subs) != 1 {
+		t.Fatalf("openSiblings opened %d libraries, want 1", len(subs))
+	}
+	var inShim, inSub uintptr
+	if err := shim.bind(map[string]*uintptr{"in_shim": &inShim, "in_sub": &inSub}, subs...); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustCall(inShim); r != 1 {
+		t.Errorf("in_shim came from the fallback (returned %d), want the main library's", r)
+	}
+	if r := mustCall(inSub); r != 3 {
+		t.Errorf("in_sub returned %d, want 3", r)
+	}
+	var missing uintptr
+	err = shim.bind(map[string]*uintptr{"in_neither": &missing}, subs...)
+	if err == nil || !strings.Contains(err.Error(), "libshim.so") || !strings.Contains(err.Error(), "in_neither") {
+		t.Errorf("missing symbol: error %v", err)
 	}
 }

@@ -155,8 +155,33 @@ func TestParityVectors(t *testing.T) {
 			if s := p.gpu.SumSquares(outg); s != 0 {
 				t.Errorf("Zero left sum of squares %g", s)
 			}
+			// Download waits for queued work by itself (no Sync before it):
+			// 50 queued kernels, then the result.
+			p.gpu.Copy(outg, xg)
+			p.cpu.Copy(outc, xc)
+			for i := 0; i < 50; i++ {
+				p.gpu.Axpy(outg, 0.01, yg)
+				p.cpu.Axpy(outc, 0.01, yc)
+			}
+			if e, at := relErr(p.download(outg), cpu.Data(outc)); e > tolOwn {
+				t.Errorf("Download right after queued Axpy: relative error %.3g at %d (did it wait?)", e, at)
+			}
 			// Slice views address the right elements.
 			if n >= 10 {
+				// A kernel on a view touches only the view (offsets in
+				// elements, not bytes).
+				p.gpu.Copy(outg, xg)
+				p.gpu.Scale(p.gpu.Slice(outg, 3, 5), 0)
+				got := p.download(outg)
+				for i := range got {
+					want := xh[i]
+					if i >= 3 && i < 8 {
+						want = 0
+					}
+					if got[i] != want {
+						t.Fatalf("after Scale(Slice(3,5), 0): element %d = %g, want %g", i, got[i], want)
+					}
+				}
 				v := p.download(p.gpu.Slice(xg, 3, 5))
 				for i := range v {
 					if v[i] != xh[3+i] {
@@ -196,13 +221,15 @@ func TestParityConv(t *testing.T) {
 					xg, xc := p.both(p.randn(s.InLen(), 1))
 					wg, wc := p.both(p.randn(s.WeightLen(), 0.1))
 					yg, yc := p.zeros(s.OutLen())
+					// Garbage in every output: the kernels overwrite (beta = 0).
+					p.gpu.Upload(yg, p.randn(s.OutLen(), 5))
 					p.gpu.Conv2dForward(s, xg, wg, yg)
 					p.cpu.Conv2dForward(s, xc, wc, yc)
 					p.check(t, "forward", yg, yc, p.tolG)
 					dyg, dyc := p.both(p.randn(s.OutLen(), 1))
 					dxg, dxc := p.zeros(s.InLen())
 					dwg, dwc := p.zeros(s.WeightLen())
-					// Garbage in the outputs: backward overwrites.
+					p.gpu.Upload(dxg, p.randn(s.InLen(), 5))
 					p.gpu.Upload(dwg, p.randn(s.WeightLen(), 5))
 					p.gpu.Conv2dBackward(s, xg, wg, dyg, dxg, dwg)
 					p.cpu.Conv2dBackward(s, xc, wc, dyc, dxc, dwc)
@@ -286,6 +313,8 @@ func TestParityLayers(t *testing.T) {
 			p.gpu.ReLUForward(xg, yg)
 			p.cpu.ReLUForward(xc, yc)
 			p.check(t, "relu", yg, yc, 0)
+			p.gpu.ReLUForward(xg, xg)
+			p.check(t, "relu in place", xg, yc, 0)
 			dyg, dyc := p.both(p.randn(n, 1))
 			dxg, dxc := p.zeros(n)
 			p.gpu.ReLUBackward(yg, dyg, dxg)
@@ -318,6 +347,7 @@ func TestParityLayers(t *testing.T) {
 					if !withBias {
 						bg, bc = nil, nil
 					}
+					p.gpu.Upload(lyg, p.randn(ln*out, 5)) // overwritten, bias or not
 					p.gpu.LinearForward(ln, in, out, lxg, lwg, bg, lyg)
 					p.cpu.LinearForward(ln, in, out, lxc, lwc, bc, lyc)
 					p.check(t, fmt.Sprintf("linear %v bias=%v", sh, withBias), lyg, lyc, p.tolG)
@@ -326,11 +356,15 @@ func TestParityLayers(t *testing.T) {
 				ldxg, ldxc := p.zeros(ln * in)
 				ldwg, ldwc := p.zeros(out * in)
 				ldbg, ldbc := p.zeros(out)
+				p.gpu.Upload(ldxg, p.randn(ln*in, 5))
+				p.gpu.Upload(ldwg, p.randn(out*in, 5))
+				p.gpu.Upload(ldbg, p.randn(out, 5))
 				p.gpu.LinearBackward(ln, in, out, lxg, lwg, ldyg, ldxg, ldwg, ldbg)
 				p.cpu.LinearBackward(ln, in, out, lxc, lwc, ldyc, ldxc, ldwc, ldbc)
 				p.check(t, fmt.Sprintf("linear %v dx", sh), ldxg, ldxc, p.tolG)
 				p.check(t, fmt.Sprintf("linear %v dw", sh), ldwg, ldwc, p.tolG)
 				p.check(t, fmt.Sprintf("linear %v db", sh), ldbg, ldbc, tolOwn)
+				p.gpu.Upload(ldwg, p.randn(out*in, 5))
 				p.gpu.LinearBackward(ln, in, out, lxg, lwg, ldyg, nil, ldwg, nil)
 				p.check(t, fmt.Sprintf("linear %v dw (dx, db nil)", sh), ldwg, ldwc, p.tolG)
 			}
@@ -357,6 +391,7 @@ func TestParityNTXent(t *testing.T) {
 			rows := 2 * tc.n
 			zg, zc := p.both(p.randn(rows*tc.d, 3))
 			dzg, dzc := p.zeros(rows * tc.d)
+			p.gpu.Upload(dzg, p.randn(rows*tc.d, 5)) // overwritten
 			rg := p.gpu.NTXent(tc.n, tc.d, tc.tau, tc.multilevel, zg, dzg)
 			rc := p.cpu.NTXent(tc.n, tc.d, tc.tau, tc.multilevel, zc, dzc)
 			checkScalar(t, "loss", rg.Loss, rc.Loss, 1e-5)

@@ -129,7 +129,7 @@ func deviceInfo(d *driverAPI, ordinal int) (DeviceInfo, error) {
 func libraryVersions(l *libraries) Versions {
 	var v Versions
 	var drv int32
-	if mustCall(l.driver.cuDriverGetVersion, uintptr(unsafe.Pointer(&drv))) == 0 {
+	if int32(mustCall(l.driver.cuDriverGetVersion, uintptr(unsafe.Pointer(&drv)))) == 0 { // CUresult is 32-bit
 		v.Driver = fmt.Sprintf("%d.%d", drv/1000, drv%1000/10)
 	}
 	if l.nvrtc.version != 0 {

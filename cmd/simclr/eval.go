@@ -39,7 +39,7 @@ func (e *evalTarget) define(cmd *cobra.Command) {
 	f.StringVar(&e.dataDir, "data-dir", "", "folder holding the data sets (default: the run's)")
 	f.IntVar(&e.trainSubset, "train-subset", -1, "use only N training images, class-balanced (0: all; -1: the run's setting, else all)")
 	f.IntVar(&e.testSub, "test-subset", -1, "use only N test images, class-balanced (0: all; -1: the run's setting, else all)")
-	f.Float64Var(&e.width, "width", 0, "network width (default: the run's or the checkpoint's metadata, else 1)")
+	f.Float64Var(&e.width, "width", 0, "network width multiplier (0: the run's or the checkpoint's metadata, else 1)")
 	f.Uint64Var(&e.seed, "seed", 0, "initialisation seed for --random-init and the probe's held-out split (default: the run's, else 1)")
 	f.StringVar(&e.device, "device", "auto", "compute device: auto, cpu or cuda")
 	f.StringVar(&e.precision, "precision", "tf32", "CUDA matrix precision: tf32 or fp32")
@@ -89,6 +89,9 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	}
 	if e.testSub >= 0 {
 		cfg.TestSubset = e.testSub
+	}
+	if e.width < 0 {
+		return nil, nil, nil, train.Config{}, fmt.Errorf("--width %g must be positive (0: the run's or the checkpoint's)", e.width)
 	}
 	if e.width > 0 {
 		cfg.Width = e.width

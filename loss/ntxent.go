@@ -5,6 +5,7 @@ package loss
 
 import (
 	"fmt"
+	"gonum.org/v1/gonum/floats"
 	"math"
 	"runtime"
 
@@ -97,7 +98,7 @@ func (w *Workspace) NTXent(n, d int, tau float64, multilevel bool, z, dz []float
 		for i := lo; i < hi; i++ {
 			ui := u[i*d : (i+1)*d]
 			for v := 0; v < rows; v++ {
-				s[v] = dot(ui, u[v*d:(v+1)*d]) * inv
+				s[v] = floats.Dot(ui, u[v*d:(v+1)*d]) * inv
 			}
 			pos := i ^ 1 // the other view of the same image
 			gi := g[i*rows : (i+1)*rows]
@@ -149,11 +150,11 @@ func (w *Workspace) NTXent(n, d int, tau float64, multilevel bool, z, dz []float
 			clear(du)
 			for v, c := range sym[i*rows : (i+1)*rows] {
 				if c != 0 {
-					axpy(du, c, u[v*d:(v+1)*d])
+					floats.AddScaled(du, c, u[v*d:(v+1)*d])
 				}
 			}
 			ui := u[i*d : (i+1)*d]
-			proj := dot(ui, du)
+			proj := floats.Dot(ui, du)
 			dzi := dz[i*d : (i+1)*d]
 			for k := range dzi {
 				dzi[k] = float32((du[k] - ui[k]*proj) / norm[i])
@@ -190,37 +191,6 @@ func softmaxTerm(s []float64, i, pos, lo, hi int, weight float64, gi []float64) 
 
 // symTile is the side of the square tiles of the transposed sum.
 const symTile = 64
-
-// axpy is y += alpha x.
-func axpy(y []float64, alpha float64, x []float64) {
-	x = x[:len(y)]
-	k := 0
-	for ; k+4 <= len(y); k += 4 {
-		y[k] += alpha * x[k]
-		y[k+1] += alpha * x[k+1]
-		y[k+2] += alpha * x[k+2]
-		y[k+3] += alpha * x[k+3]
-	}
-	for ; k < len(y); k++ {
-		y[k] += alpha * x[k]
-	}
-}
-
-func dot(a, b []float64) float64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float64
-	k := 0
-	for ; k+4 <= len(a); k += 4 {
-		s0 += a[k] * b[k]
-		s1 += a[k+1] * b[k+1]
-		s2 += a[k+2] * b[k+2]
-		s3 += a[k+3] * b[k+3]
-	}
-	for ; k < len(a); k++ {
-		s0 += a[k] * b[k]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
 
 // parallelRows runs body over [0, rows) split into contiguous chunks, one per
 // CPU, when work is large enough to pay for the goroutines.

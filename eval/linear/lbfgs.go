@@ -1,6 +1,10 @@
 package linear
 
-import "math"
+import (
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+)
 
 // lbfgs minimises f (which returns the value and writes the gradient) from
 // x in place by limited-memory BFGS (Nocedal and Wright, Algorithm 7.4, two
@@ -27,26 +31,26 @@ func lbfgs(f func(x, grad []float64) float64, x []float64, maxIter int, tol floa
 			dir[i] = -g[i]
 		}
 		for k := len(sHist) - 1; k >= 0; k-- {
-			alpha[k] = rho[k] * dot(sHist[k], dir)
-			axpy(-alpha[k], yHist[k], dir)
+			alpha[k] = rho[k] * floats.Dot(sHist[k], dir)
+			floats.AddScaled(dir, -alpha[k], yHist[k])
 		}
 		if k := len(sHist) - 1; k >= 0 {
-			gamma := dot(sHist[k], yHist[k]) / dot(yHist[k], yHist[k])
+			gamma := floats.Dot(sHist[k], yHist[k]) / floats.Dot(yHist[k], yHist[k])
 			for i := range dir {
 				dir[i] *= gamma
 			}
 		}
 		for k := range sHist {
-			beta := rho[k] * dot(yHist[k], dir)
-			axpy(alpha[k]-beta, sHist[k], dir)
+			beta := rho[k] * floats.Dot(yHist[k], dir)
+			floats.AddScaled(dir, alpha[k]-beta, sHist[k])
 		}
-		slope := dot(g, dir)
+		slope := floats.Dot(g, dir)
 		if slope >= 0 { // not a descent direction (numerical trouble): restart from steepest descent
 			sHist, yHist, rho = nil, nil, nil
 			for i := range dir {
 				dir[i] = -g[i]
 			}
-			slope = dot(g, dir)
+			slope = floats.Dot(g, dir)
 		}
 		step := 1.0
 		if len(sHist) == 0 {
@@ -78,7 +82,7 @@ func lbfgs(f func(x, grad []float64) float64, x []float64, maxIter int, tol floa
 			s[i] = xNew[i] - x[i]
 			y[i] = gNew[i] - g[i]
 		}
-		if sy := dot(s, y); sy > 1e-12*math.Sqrt(dot(s, s)*dot(y, y)) {
+		if sy := floats.Dot(s, y); sy > 1e-12*math.Sqrt(floats.Dot(s, s)*floats.Dot(y, y)) {
 			sHist, yHist, rho = append(sHist, s), append(yHist, y), append(rho, 1/sy)
 		}
 		copy(x, xNew)

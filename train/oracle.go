@@ -122,6 +122,12 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		o.b.Copy(params.Flat(), o.cur)
 	}
 	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) || math.IsNaN(res.Full) || math.IsInf(res.Full, 0) {
+		// A device failure (the GPU out of memory while planning this
+		// level's activations, say) makes the CUDA backend skip its kernels
+		// and report NaN: name the failure and the level, not a NaN loss.
+		if err := o.b.Sync(); err != nil {
+			return fmt.Errorf("level %d (%d images, %d views) at %s parameters: %w", d.level, n, views, at, err)
+		}
 		return fmt.Errorf("level %d at %s parameters: %w (L_B = %g)", d.level, at, ErrNonFinite, res.Full)
 	}
 	if at == mlmc.Current {

@@ -1,11 +1,13 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cpu"
@@ -194,5 +196,36 @@ func TestOracleEvalAtPreviousReplaysTheDraw(t *testing.T) {
 			check(mlmc.Current, 1, wantCur)
 			o.Release(s)
 		})
+	}
+}
+
+// failingBackend is the CPU backend behaving as the CUDA backend does after a
+// device failure (out of memory, say): kernels report NaN and Sync returns
+// the failure.
+type failingBackend struct {
+	*cpu.Backend
+	err error
+}
+
+func (f failingBackend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Buffer) tensor.LossResult {
+	return tensor.LossResult{Loss: math.NaN(), Full: math.NaN()}
+}
+
+func (f failingBackend) Sync() error { return f.err }
+
+// A device failure during a query must reach the user as that failure with
+// the level it happened at, not as a NaN loss.
+func TestOracleReportsDeviceFailureWithLevel(t *testing.T) {
+	deviceErr := fmt.Errorf("cuda: allocate 1.5 GiB for activations: out of memory")
+	tr := newTestTrainerOn(t, "lsgd", failingBackend{Backend: cpu.New(), err: deviceErr})
+	_, err := tr.iterate(0.01)
+	if err == nil {
+		t.Fatal("iteration on a failed device succeeded")
+	}
+	if !errors.Is(err, deviceErr) || errors.Is(err, ErrNonFinite) {
+		t.Fatalf("error %q: want the device failure, not a non-finite loss", err)
+	}
+	if want := fmt.Sprintf("level %d", tr.cfg.MaxLevel); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not name the %s it happened at", err, want)
 	}
 }

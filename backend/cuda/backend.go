@@ -197,7 +197,7 @@ func (b *Backend) loadKernels() error {
 	d := &b.libs.driver
 	nvMajor, nvMinor := b.libs.nvrtc.versionNumbers()
 	arch := fmt.Sprintf("sm_%d%d", b.major, b.minor)
-	key := cacheKey(kernelSource, arch, nvMajor, nvMinor, nvrtcOptions)
+	key := cacheKey(allKernelSource(), arch, nvMajor, nvMinor, nvrtcOptions)
 	dir := b.opts.CacheDir
 	if dir == "" {
 		dir = defaultCacheDir()
@@ -210,7 +210,7 @@ func (b *Backend) loadKernels() error {
 	c, cached := readCache(dir, key)
 	if !cached || load(c) != nil {
 		var err error
-		if c, err = compileKernels(&b.libs.nvrtc, kernelSource, b.major, b.minor); err != nil {
+		if c, err = compileKernels(&b.libs.nvrtc, allKernelSource(), b.major, b.minor); err != nil {
 			return fmt.Errorf("compile kernels for %s with NVRTC %d.%d: %w", arch, nvMajor, nvMinor, err)
 		}
 		if err := load(c); err != nil {

@@ -31,7 +31,7 @@ func paramKind(t *testing.T, kernel, p string) byte {
 // against, and every entry of kernelSigs is declared.
 func TestKernelSignaturesMatchSource(t *testing.T) {
 	declared := map[string]string{}
-	for _, m := range kernelDecl.FindAllStringSubmatch(kernelSource, -1) {
+	for _, m := range kernelDecl.FindAllStringSubmatch(allKernelSource(), -1) {
 		name, params := m[1], m[2]
 		if _, dup := declared[name]; dup {
 			t.Errorf("kernel %s declared twice", name)
@@ -66,12 +66,12 @@ func TestKernelSignaturesMatchSource(t *testing.T) {
 // lacks without headers.
 func TestKernelSourceWellFormed(t *testing.T) {
 	for _, pair := range [][2]string{{"{", "}"}, {"(", ")"}, {"[", "]"}} {
-		if o, c := strings.Count(kernelSource, pair[0]), strings.Count(kernelSource, pair[1]); o != c {
+		if o, c := strings.Count(allKernelSource(), pair[0]), strings.Count(allKernelSource(), pair[1]); o != c {
 			t.Errorf("%d %q but %d %q", o, pair[0], c, pair[1])
 		}
 	}
 	depth := 0
-	for i, r := range kernelSource {
+	for i, r := range allKernelSource() {
 		switch r {
 		case '{':
 			depth++
@@ -83,11 +83,11 @@ func TestKernelSourceWellFormed(t *testing.T) {
 		}
 	}
 	for _, banned := range []string{"#include", "printf", "__shfl_sync(", "atomicAdd(double"} {
-		if strings.Contains(kernelSource, banned) {
+		if strings.Contains(allKernelSource(), banned) {
 			t.Errorf("source uses %q", banned)
 		}
 	}
-	if !strings.Contains(kernelSource, "#define BLOCK 256") || blockSize != 256 {
+	if !strings.Contains(allKernelSource(), "#define BLOCK 256") || blockSize != 256 {
 		t.Errorf("BLOCK in the source and blockSize = %d disagree", blockSize)
 	}
 }

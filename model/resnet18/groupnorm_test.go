@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,5 +179,46 @@ func TestMultilevelOneForwardIsExactWithGroupNorm(t *testing.T) {
 				t.Fatalf("one-forward H^l differs from three independent passes: gradient by %.3g (relative L2), loss by %.3g", rel, lossDiff)
 			}
 		})
+	}
+}
+
+// A group-norm model saves and loads back bit for bit; its checkpoint
+// records the norm, and a network of the other norm refuses it (and a
+// batch-norm checkpoint), naming --norm.
+func TestGroupNormSaveLoad(t *testing.T) {
+	b := cpu.New()
+	dir := t.TempDir()
+	cfg := resnet18.Config{Width: 0.125, ProjDim: 16, InputSize: 32, Norm: resnet18.NormGroup}
+	src := resnet18.New(b, cfg, 1)
+	groupPath := filepath.Join(dir, "group.safetensors")
+	if err := src.Save(groupPath, map[string]string{"width": "0.125"}); err != nil {
+		t.Fatal(err)
+	}
+	dst := resnet18.New(b, cfg, 2)
+	f, err := dst.Load(groupPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Metadata["norm"] != resnet18.NormGroup || f.Metadata["width"] != "0.125" {
+		t.Errorf("metadata %v, want norm group and width 0.125", f.Metadata)
+	}
+	if !slices.Equal(cpu.Data(src.Params().Flat()), cpu.Data(dst.Params().Flat())) {
+		t.Fatal("loaded parameters differ from the saved ones")
+	}
+	batchCfg := cfg
+	batchCfg.Norm = resnet18.NormBatch
+	batch := resnet18.New(b, batchCfg, 1)
+	batchPath := filepath.Join(dir, "batch.safetensors")
+	if err := batch.Save(batchPath, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		m    *resnet18.Model
+		path string
+		want string
+	}{{batch, groupPath, "--norm group"}, {dst, batchPath, "--norm batch"}} {
+		if _, err := tc.m.Load(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("loading %s into a %s-norm network: error %v, want one naming %s", filepath.Base(tc.path), tc.m.Config().Norm, err, tc.want)
+		}
 	}
 }

@@ -1,21 +1,13 @@
 package cuda
 
 import (
-	_ "embed"
 	"fmt"
 
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// groupNormSource is the CUDA C of the group normalisation kernels; it is
-// compiled after kernelSource, whose BLOCK, block_sum and GRID_STRIDE it
-// uses.
-//
-//go:embed groupnorm.cu
-var groupNormSource string
-
-// allKernelSource is every kernel NVRTC compiles at start-up.
-func allKernelSource() string { return kernelSource + "\n" + groupNormSource }
+// Group normalisation (kernels/groupnorm.cu; the CPU counterpart is
+// backend/cpu/groupnorm.go).
 
 func checkGN(op string, s tensor.GNShape, perElem, perChan, perGroup []tensor.Buffer) {
 	if s.N <= 0 || s.C <= 0 || s.HW <= 0 || s.G <= 0 || s.C%s.G != 0 {

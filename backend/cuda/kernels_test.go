@@ -31,7 +31,7 @@ func paramKind(t *testing.T, kernel, p string) byte {
 // against, and every entry of kernelSigs is declared.
 func TestKernelSignaturesMatchSource(t *testing.T) {
 	declared := map[string]string{}
-	for _, m := range kernelDecl.FindAllStringSubmatch(allKernelSource(), -1) {
+	for _, m := range kernelDecl.FindAllStringSubmatch(kernelSource, -1) {
 		name, params := m[1], m[2]
 		if _, dup := declared[name]; dup {
 			t.Errorf("kernel %s declared twice", name)
@@ -66,12 +66,12 @@ func TestKernelSignaturesMatchSource(t *testing.T) {
 // lacks without headers.
 func TestKernelSourceWellFormed(t *testing.T) {
 	for _, pair := range [][2]string{{"{", "}"}, {"(", ")"}, {"[", "]"}} {
-		if o, c := strings.Count(allKernelSource(), pair[0]), strings.Count(allKernelSource(), pair[1]); o != c {
+		if o, c := strings.Count(kernelSource, pair[0]), strings.Count(kernelSource, pair[1]); o != c {
 			t.Errorf("%d %q but %d %q", o, pair[0], c, pair[1])
 		}
 	}
 	depth := 0
-	for i, r := range allKernelSource() {
+	for i, r := range kernelSource {
 		switch r {
 		case '{':
 			depth++
@@ -83,11 +83,11 @@ func TestKernelSourceWellFormed(t *testing.T) {
 		}
 	}
 	for _, banned := range []string{"#include", "printf", "__shfl_sync(", "atomicAdd(double"} {
-		if strings.Contains(allKernelSource(), banned) {
+		if strings.Contains(kernelSource, banned) {
 			t.Errorf("source uses %q", banned)
 		}
 	}
-	if !strings.Contains(allKernelSource(), "#define BLOCK 256") || blockSize != 256 {
+	if !strings.Contains(kernelSource, "#define BLOCK 256") || blockSize != 256 {
 		t.Errorf("BLOCK in the source and blockSize = %d disagree", blockSize)
 	}
 }
@@ -186,4 +186,29 @@ func countArgs(s string) int {
 		}
 	}
 	return n
+}
+
+// Every embedded .cu file is joined into the program exactly once, the
+// prelude first: a new file left out of kernelOrder would never compile.
+func TestKernelOrderCoversEveryFile(t *testing.T) {
+	entries, err := kernelFiles.ReadDir("kernels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]int{}
+	for _, name := range kernelOrder {
+		listed[name]++
+	}
+	for _, e := range entries {
+		if listed[e.Name()] != 1 {
+			t.Errorf("kernels/%s appears %d times in kernelOrder, want once", e.Name(), listed[e.Name()])
+		}
+		delete(listed, e.Name())
+	}
+	for name := range listed {
+		t.Errorf("kernelOrder names %s, which is not embedded", name)
+	}
+	if kernelOrder[0] != "prelude.cu" {
+		t.Errorf("kernelOrder starts with %s; the prelude must come first", kernelOrder[0])
+	}
 }

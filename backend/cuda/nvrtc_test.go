@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestNVRTCCompilesKernels compiles allKernelSource() (every kernel) with the NVRTC found on
+// TestNVRTCCompilesKernels compiles kernelSource with the NVRTC found on
 // this machine (no GPU needed: NVRTC is a compiler), for a CUBIN and for
 // PTX, and checks every kernel of kernelSigs is in the PTX with its
 // parameter count. Skipped where no NVRTC is installed (on Debian:
@@ -28,7 +28,7 @@ func TestNVRTCCompilesKernels(t *testing.T) {
 	major, minor := n.versionNumbers()
 	t.Logf("NVRTC %d.%d at %s", major, minor, lib.path)
 	arch := "sm_80"
-	c, err := n.compile(allKernelSource(), "--gpu-architecture="+arch, true)
+	c, err := n.compile(kernelSource, "--gpu-architecture="+arch, true)
 	if err != nil {
 		t.Fatalf("compile for %s: %v", arch, err)
 	}
@@ -39,7 +39,7 @@ func TestNVRTCCompilesKernels(t *testing.T) {
 		return
 	}
 	// compute_80: NVRTC 13 no longer knows Volta (compute_70).
-	p, err := n.compile(allKernelSource(), "--gpu-architecture=compute_80", false)
+	p, err := n.compile(kernelSource, "--gpu-architecture=compute_80", false)
 	if err != nil {
 		t.Fatalf("compile to PTX: %v", err)
 	}
@@ -71,7 +71,7 @@ func TestNVRTCCompilesKernels(t *testing.T) {
 		}
 	}
 	// A kernel that does not compile must give NVRTC's log in the error.
-	_, err = n.compile(allKernelSource()+"\nextern \"C\" __global__ void broken(float* x) { x[0] = undefined_name; }\n", "--gpu-architecture="+arch, true)
+	_, err = n.compile(kernelSource+"\nextern \"C\" __global__ void broken(float* x) { x[0] = undefined_name; }\n", "--gpu-architecture="+arch, true)
 	if err == nil || !strings.Contains(err.Error(), "undefined_name") {
 		t.Fatalf("broken source: error %v does not carry the compiler log", err)
 	}

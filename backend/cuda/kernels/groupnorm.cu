@@ -4,7 +4,7 @@
 // contiguous. backend/cpu/groupnorm.go is the reference; sums are double as
 // there. One block of BLOCK threads per (image, group) pair: the pair's
 // values are reduced and then written by the same block, with no scratch.
-// Uses BLOCK and block_sum of the common kernel source.
+// Uses BLOCK, block_sum and GRID_STRIDE of prelude.cu.
 
 // k_gn_fwd: block ng = n*G + g normalises its group. mean and invstd ((N,G))
 // may be null (evaluation: nothing to save).

@@ -199,8 +199,8 @@ func TestGroupNormSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Metadata["norm"] != resnet18.NormGroup || f.Metadata["width"] != "0.125" {
-		t.Errorf("metadata %v, want norm group and width 0.125", f.Metadata)
+	if f.Metadata["norm"] != resnet18.NormGroup || f.Metadata["width"] != "0.125" || f.Metadata["head_groups"] != "4" {
+		t.Errorf("metadata %v, want norm group, width 0.125 and head_groups 4 (64 features)", f.Metadata)
 	}
 	if !slices.Equal(cpu.Data(src.Params().Flat()), cpu.Data(dst.Params().Flat())) {
 		t.Fatal("loaded parameters differ from the saved ones")

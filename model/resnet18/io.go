@@ -2,6 +2,7 @@ package resnet18
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/simclr-go/simclr/checkpoint"
 )
@@ -10,9 +11,13 @@ import (
 // (num_batches_tracked as a float) and meta to path, atomically. The
 // metadata also records the normalisation ("norm": batch or group), which
 // the tensor names alone do not tell apart from a batch-norm model that lost
-// its running statistics.
+// its running statistics, and with group norm the head's group count
+// ("head_groups", HeadGroups), which a PyTorch user needs to rebuild head.1.
 func (m *Model) Save(path string, meta map[string]string) error {
 	withNorm := map[string]string{"norm": m.cfg.Norm}
+	if m.cfg.Norm == NormGroup {
+		withNorm["head_groups"] = strconv.Itoa(HeadGroups(m.featDim))
+	}
 	for k, v := range meta {
 		withNorm[k] = v
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/loader"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // stateFormat versions state.safetensors.

@@ -13,8 +13,8 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // LoadSplits opens the configured data set (or uses given) and keeps the

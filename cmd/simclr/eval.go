@@ -16,8 +16,8 @@ import (
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // evalTarget is what an evaluation command runs on: a network (trained or

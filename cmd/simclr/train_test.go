@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/train"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // execute runs the root command with args and returns stdout, stderr and

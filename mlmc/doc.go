@@ -12,6 +12,11 @@
 // them only through the caller's VecOps and the oracle's accumulating Eval,
 // never by copying them into Go slices.
 //
+// MeasureLevels is the per-level diagnostics of SPEC section 2: at fixed
+// parameters it measures the mean, variance and cost of H^l per level, fits
+// the rates b and c, checks the telescoping sum and predicts each
+// estimator's variance x cost relative to L-SGD's.
+//
 // Float64Ops and Synthetic (a quadratic objective with known rates a, b, c)
 // serve tests and examples; examples/pricing is the paper's pricing and
 // staffing problem.

@@ -1,7 +1,9 @@
 package mlmc
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -147,18 +149,9 @@ func TestTelescopingCheckCatchesBiasedCorrections(t *testing.T) {
 	if d, n := rep.Telescope.DiffNorm, rep.Telescope.NoiseNorm; d < 3*n {
 		t.Errorf("|D| = %.3g within three noise levels %.3g of 0", d, n)
 	}
-	if want := "telescoping check fails"; !contains(rep.Verdict, want) {
+	if want := "telescoping check fails"; !strings.Contains(rep.Verdict, want) {
 		t.Errorf("verdict %q does not say %q", rep.Verdict, want)
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 // PredictEstimators' formulas on hand-made levels, against values worked
@@ -258,6 +251,22 @@ func TestNormalCritical(t *testing.T) {
 	}{{0.95, 1, 1.960}, {0.999, 1, 3.291}, {0.999, 4, 3.662}} {
 		if got := NormalCritical(tc.conf, tc.tests); math.Abs(got-tc.want) > 1e-3 {
 			t.Errorf("NormalCritical(%g, %d) = %.4f, want %.3f", tc.conf, tc.tests, got, tc.want)
+		}
+	}
+}
+
+// A rate that cannot be fitted is NaN in Go and null in JSON (encoding/json
+// rejects NaN).
+func TestLevelsReportJSONWritesNullForMissingRates(t *testing.T) {
+	rep := LevelsReport{FitB: RateFit{Rate: math.NaN(), SE: math.NaN(), Note: "one level: no rate"},
+		Estimators: []Prediction{{Name: "vmlmc-opt", Var: math.NaN(), RelImages: 2}}}
+	data, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"fit_b":{"from":0,"to":0,"note":"one level: no rate","rate":null,"se":null}`, `"var":null`, `"rel_images":2`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("JSON %s lacks %s", data, want)
 		}
 	}
 }

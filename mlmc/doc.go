@@ -17,7 +17,11 @@
 // the rates b and c, checks the telescoping sum and predicts each
 // estimator's variance x cost relative to L-SGD's.
 //
-// Float64Ops and Synthetic (a quadratic objective with known rates a, b, c)
-// serve tests and examples; examples/pricing is the paper's pricing and
-// staffing problem.
+// ExpectedCost is the one cost model: the expected samples and oracle
+// evaluations of an iteration, from which a run's length in samples is
+// planned. The package examples run RT-MLMC and VR RT-MLMC on a toy oracle
+// (a squared mean, biased like SimCLR's small batches) and show how to write
+// an Oracle. Float64Ops and Synthetic (a quadratic objective with known
+// rates a, b, c) serve tests and examples; examples/pricing is the paper's
+// pricing and staffing problem.
 package mlmc

@@ -109,6 +109,13 @@ func (o *Oracle) SetHalves(mode string) error {
 	return nil
 }
 
+func (o *Oracle) halvesName() string {
+	if o.separate {
+		return HalvesSeparate
+	}
+	return HalvesShared
+}
+
 // Passes is the number of forward/backward passes since the oracle was made
 // plus what SetPasses restored.
 func (o *Oracle) Passes() int64 { return o.passes }

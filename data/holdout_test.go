@@ -1,16 +1,12 @@
-package train
+package data
 
-import (
-	"testing"
-
-	"github.com/simclr-go/simclr/data"
-)
+import "testing"
 
 // idSet is a set whose image i has every pixel byte equal to i (ids below
 // 256), labels cycling over classes in blocks (class-sorted like a folder).
-func idSet(n, classes int) *data.Set {
+func idSet(n, classes int) *Set {
 	const h = 8
-	s := &data.Set{Name: "ids", Classes: make([]string, classes), H: h, W: h}
+	s := &Set{Name: "ids", Classes: make([]string, classes), H: h, W: h}
 	for i := range n {
 		s.Labels = append(s.Labels, int32(i*classes/n))
 		for range 3 * h * h {
@@ -20,7 +16,7 @@ func idSet(n, classes int) *data.Set {
 	return s
 }
 
-func ids(s *data.Set) map[uint8]int32 {
+func ids(s *Set) map[uint8]int32 {
 	out := map[uint8]int32{}
 	for i := range s.Len() {
 		out[s.Image(i)[0]] = s.Labels[i]
@@ -32,7 +28,7 @@ func TestHoldOutIsClassBalancedAndDisjoint(t *testing.T) {
 	const n, classes = 200, 4
 	s := idSet(n, classes)
 	for _, hold := range []int{1, 8, 10, 199} {
-		train, val, err := holdOut(s, hold)
+		train, val, err := s.HoldOut(hold)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +54,7 @@ func TestHoldOutIsClassBalancedAndDisjoint(t *testing.T) {
 			}
 		}
 		// The same split whatever the run: it depends on the data set only.
-		_, again, _ := holdOut(s, hold)
+		_, again, _ := s.HoldOut(hold)
 		for i := range val.Labels {
 			if val.Image(i)[0] != again.Image(i)[0] {
 				t.Fatalf("hold %d: a second split differs at %d", hold, i)
@@ -66,7 +62,7 @@ func TestHoldOutIsClassBalancedAndDisjoint(t *testing.T) {
 		}
 	}
 	for _, bad := range []int{-1, n, n + 1} {
-		if _, _, err := holdOut(s, bad); err == nil {
+		if _, _, err := s.HoldOut(bad); err == nil {
 			t.Errorf("hold %d of %d: no error", bad, n)
 		}
 	}

@@ -1,0 +1,53 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/simclr-go/simclr/augment"
+	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/loader"
+	"github.com/simclr-go/simclr/model/resnet18"
+)
+
+// preciseBNViews is the least number of augmented views precise BN
+// averages over (SPEC section 2).
+const preciseBNViews = 2048
+
+// preciseBNSeed sets precise BN's data streams apart from the training
+// stream of the same seed.
+const preciseBNSeed = 0x70726563697365
+
+// viewTransform is the augmentation of training views of set: the recipe of
+// SPEC section 3 at the images' own size.
+func viewTransform(set *data.Set) augment.Config {
+	c := augment.SimCLR()
+	if set.H != set.W {
+		c.Size = set.H
+	}
+	return c
+}
+
+// recalibrateBN re-estimates m's batch-norm running statistics (precise BN,
+// SPEC section 2): training-mode passes without gradients over at least
+// 2,048 augmented training views in batches of 2^L images (2^(L+1) views, a
+// level-L query's batch), each batch's statistics weighted equally. The
+// views come from a stream of their own, seeded by the run's seed and the
+// iteration: the training stream and its position are untouched, and a
+// resumed run recalibrates exactly as an uninterrupted one.
+func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Config, iter int) error {
+	if len(m.BatchNorms()) == 0 {
+		return nil // group norm keeps no running statistics
+	}
+	views := 2 << cfg.MaxLevel
+	batches := (preciseBNViews + views - 1) / views
+	seed := cfg.Seed ^ preciseBNSeed ^ (uint64(iter) * 0x9e3779b97f4a7c15)
+	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, viewTransform(splits.Train), seed, cfg.Workers)
+	if err != nil {
+		return fmt.Errorf("precise BN: %w", err)
+	}
+	defer stream.Close()
+	if err := m.RecalibrateBN(views, batches, func(x []float32) { stream.Next(views/2, x) }); err != nil {
+		return fmt.Errorf("precise BN at iteration %d: %w", iter, err)
+	}
+	return nil
+}

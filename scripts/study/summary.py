@@ -15,6 +15,25 @@ import argparse
 import glob
 import json
 import os
+import sys
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import budget  # noqa: E402 (the study's cost model, next to this file)
+
+BENCH = ["runs/study/bench_levels.jsonl", "runs/study/bench_levels_r2.jsonl"]
+
+
+def predicted_cost(cfg, iterations):
+    """Predicted cost of the run in L-SGD iterations at level 7 (budget.py)."""
+    try:
+        t = budget.level_seconds([f for f in BENCH if os.path.exists(f)])
+        a = types.SimpleNamespace(estimator=cfg["estimator"], min_level=cfg["min_level"], max_level=cfg["max_level"],
+                                  halves=cfg.get("halves") or "shared", b=cfg["b"], c=cfg["c"], vmlmc_n=cfg["vmlmc_n"],
+                                  lsgd_draws=max(1, cfg.get("lsgd_draws") or 1), d1=cfg["d1"], d2=cfg["d2"], qe=cfg["qe"])
+        return iterations * budget.iteration_cost(a, t) / t[7]
+    except (KeyError, OSError, ValueError, SystemExit, TypeError):
+        return None
 
 
 def read_json(path):
@@ -81,6 +100,7 @@ def row(run):
         "iterations": last.get("iteration"),
         "images_drawn": last.get("samples_drawn"),
         "evaluations": last.get("evaluations"),
+        "predicted_cost": predicted_cost(cfg, last.get("iteration") or 0),
         "train_seconds": last.get("wall_seconds"),
         "command_seconds": study.get("command_seconds"),
         "knn_val": evals[-1]["knn_top1"] if evals else None,
@@ -112,15 +132,16 @@ def main():
     p.add_argument("runs", nargs="*")
     a = p.parse_args()
     runs = a.runs or sorted(d for d in glob.glob(os.path.join(a.root, "*")) if os.path.isdir(d))
-    rows = [r for r in (row(d) for d in runs) if r]
+    rows = [r for r in (row(d) for d in runs) if r and (r["iterations"] or 0) > 1]
     rows.sort(key=lambda r: r["start_utc"] or "")
     if a.json:
         print(json.dumps(rows, indent=1))
         return
-    print("| run | configuration | lr | seed | iterations | images drawn | oracle evaluations | train wall | val kNN | val probe | test probe | load (1 min) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| run | configuration | lr | seed | iterations | predicted cost (L-SGD its) | images drawn | oracle evaluations | train wall | val kNN | val probe | test probe | load (1 min) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         print(f"| {r['name']} | {r['config']} | {r['lr']:g} | {r['seed']} | {fmt(r['iterations'], 'int')} | "
+              f"{'' if r['predicted_cost'] is None else round(r['predicted_cost'])} | "
               f"{fmt(r['images_drawn'], 'int')} | {fmt(r['evaluations'], 'int')} | {fmt(r['train_seconds'], 'sec')} | "
               f"{fmt(r['knn_val'], 'pct')} | {fmt(r['probe_val'], 'pct')} | {fmt(r['probe_test'], 'pct')} | {r['load']} |")
 

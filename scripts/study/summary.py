@@ -125,12 +125,42 @@ def fmt(v, kind):
     return str(v)
 
 
+def mean_sd(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return ""
+    m = sum(xs) / len(xs)
+    if len(xs) == 1:
+        return f"{m:.1f}%"
+    sd = (sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5
+    return f"{m:.1f} ± {sd:.1f}%"
+
+
+def final_table(root, groups):
+    """One line per configuration: mean ± standard deviation over its seeds."""
+    print("| configuration | runs | seeds | images drawn | train wall (load) | val kNN | val probe | test probe |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for g in groups:
+        label, _, names = g.partition("=")
+        rows = [row(os.path.join(root, n)) for n in names.split(",")]
+        rows = [r for r in rows if r]
+        walls = ", ".join(f"{fmt(r['train_seconds'], 'sec')} ({r['load'].split('-')[0]})" for r in rows)
+        print(f"| {label} | {', '.join(r['name'] for r in rows)} | {len(rows)} | {fmt(rows[0]['images_drawn'], 'int')} | {walls} | "
+              f"{mean_sd([r['knn_val'] for r in rows])} | {mean_sd([r['probe_val'] for r in rows])} | "
+              f"{mean_sd([r['probe_test'] for r in rows])} |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--root", default="runs/study")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--final", nargs="+", metavar="LABEL=RUN,RUN,...",
+                   help="print the final-configuration table instead: mean and spread over the listed runs (seeds)")
     p.add_argument("runs", nargs="*")
     a = p.parse_args()
+    if a.final:
+        final_table(a.root, a.final)
+        return
     runs = a.runs or sorted(d for d in glob.glob(os.path.join(a.root, "*")) if os.path.isdir(d))
     rows = [r for r in (row(d) for d in runs) if r and (r["iterations"] or 0) > 1]
     rows.sort(key=lambda r: r["start_utc"] or "")

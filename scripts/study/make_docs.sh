@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # make_docs.sh — the MLMC study's figures and tables for BENCHMARKS.md:
-#   docs/img/mlmc-study/accuracy_vs_{wall,samples,iterations}.png and
-#   loss_vs_*.png (simclr report over the runs named below), and
+#   docs/img/mlmc-study/accuracy_vs_{wall,samples,iterations}.png (simclr
+#   report over the runs named below), and
 #   docs/img/mlmc-study/levels_{variance,seconds}.png (levelsplot over the
 #   simclr levels JSON files); tables on stdout (summary.py, levels_table.py).
-# Usage: scripts/study/make_docs.sh RUN_NAME...   (runs under runs/study)
+# Usage: [OUT=docs/img/mlmc-study] [LEVELS=1] scripts/study/make_docs.sh RUN_NAME...
+# (runs under runs/study; LEVELS=0 skips the levels plot and the tables)
 set -euo pipefail
 root=${STUDY_ROOT:-runs/study}
-out=docs/img/mlmc-study
+out=${OUT:-docs/img/mlmc-study}
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 runs=()
 for n in "$@"; do runs+=("$root/$n"); done
 ./simclr report "${runs[@]}" --out "$tmp" >/dev/null
-cp "$tmp"/*.png "$out"/
+cp "$tmp"/accuracy_*.png "$out"/ # the loss plots mix levels (2^l-image losses), so they are left out
+[[ ${LEVELS:-1} == 0 ]] && exit 0
 levels=()
 for f in "$root"/levels-*.json; do
-	[[ -f $f ]] || continue
+	[[ -f $f && $f != *.study.json ]] || continue
 	n=$(basename "$f" .json)
 	levels+=("${n#levels-}=$f")
 done

@@ -45,6 +45,9 @@ type Backend struct {
 	// elements (at least one image is processed at a time). Tests lower it
 	// to exercise several chunks.
 	chunkBudget int
+	// convSplit chooses how convolutions share work among the workers;
+	// tests force each way, New leaves splitAuto.
+	convSplit convSplit
 	// mu guards the workspaces, should two goroutines share a Backend.
 	mu sync.Mutex
 	// lossScratch is NTXent's similarity matrices, reused every step.

@@ -11,8 +11,12 @@ pair alike, so the ratio of a pair is steadier than either time.
 It prints every run as a JSON line on stderr and then a Markdown table:
 median and range over the rounds of each program's step time, the median
 and range of the per-round speed ratio (PyTorch step / simclr step, above 1
-when simclr is faster) and each program's peak resident memory (largest over
-the rounds). `uptime` is recorded before and after.
+when simclr is faster), the same for the process CPU time per step (all
+threads: the step's own cost, whatever share of the cores it got) and each
+program's peak resident memory (largest over the rounds). `uptime` is
+recorded before and after. PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless
+--omp-wait-policy says otherwise: GNU OpenMP's default spin-waiting makes
+its steps up to ten times slower on cores other processes also use.
 
     go build -o simclr ./cmd/simclr
     /usr/bin/python3 benchmarks/cpu_compare.py --simclr ./simclr \\
@@ -36,6 +40,10 @@ def parse_args():
     p.add_argument("--modes", default="plain,multilevel", help="plain, multilevel or both (default %(default)s)")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds (default %(default)s)")
     p.add_argument("--threads", type=int, default=2, help="PyTorch intra-op threads (default %(default)s)")
+    p.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE", "default"],
+                   help="OMP_WAIT_POLICY of the PyTorch runs (default %(default)s: on cores shared with other "
+                        "processes GNU OpenMP's spinning threads make PyTorch's steps ten times slower; "
+                        "'default' leaves the environment alone)")
     p.add_argument("--step-budget", type=float, default=1.5,
                    help="approximate seconds of timed steps per run at the issue's step times; "
                         "steps = clamp(budget / (0.08 s x images), 2, 10) (default %(default)s)")
@@ -56,8 +64,8 @@ def steps_for(images, budget):
     return max(2, min(10, int(round(budget / (0.08 * images)))))
 
 
-def run_json(cmd):
-    out = subprocess.run(cmd, check=False, capture_output=True, text=True)
+def run_json(cmd, env=None):
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         raise RuntimeError("%s failed (exit %d): %s" % (" ".join(cmd), out.returncode, out.stderr.strip()[-500:]))
@@ -77,6 +85,9 @@ def main():
     a = parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
     torch_script = os.path.join(here, "pytorch_simclr_bench.py")
+    torch_env = dict(os.environ)
+    if a.omp_wait_policy != "default":
+        torch_env["OMP_WAIT_POLICY"] = a.omp_wait_policy
     print("before: " + uptime(), file=sys.stderr, flush=True)
     results = {}  # (images, mode) -> {"simclr": [...], "pytorch": [...]}
     for rnd in range(a.rounds):
@@ -88,12 +99,12 @@ def main():
                         "--json"] + ml
                 theirs = [a.python, torch_script, "--device", "cpu", "--threads", str(a.threads), "--images",
                           str(images), "--steps", str(steps), "--warmup", "1"] + ml
-                order = [("simclr", ours), ("pytorch", theirs)]
+                order = [("simclr", ours, None), ("pytorch", theirs, torch_env)]
                 if rnd % 2 == 1:
                     order.reverse()
                 slot = results.setdefault((images, mode), {"simclr": [], "pytorch": []})
-                for name, cmd in order:
-                    res = run_json(cmd)
+                for name, cmd, env in order:
+                    res = run_json(cmd, env)
                     res["round"] = rnd
                     print(json.dumps(res), file=sys.stderr, flush=True)
                     slot[name].append(res)
@@ -101,19 +112,23 @@ def main():
 
     first = results[(a.image_list[0], a.mode_list[0])]
     print("simclr:  " + first["simclr"][0].get("backend", "?"))
-    print("PyTorch: " + first["pytorch"][0].get("backend", "?"))
+    print("PyTorch: " + first["pytorch"][0].get("backend", "?") + ", OMP_WAIT_POLICY " + a.omp_wait_policy)
     print()
-    print("| images (views) | loss | simclr step, ms | PyTorch step, ms | speed ratio (PyTorch / simclr) "
-          "| simclr peak RSS, MB | PyTorch peak RSS, MB |")
-    print("|---|---|---|---|---|---|---|")
+    print("| images (views) | loss | simclr step, ms | PyTorch step, ms | speed ratio | "
+          "simclr CPU ms/step | PyTorch CPU ms/step | CPU-time ratio | simclr peak RSS, MB | PyTorch peak RSS, MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for images in a.image_list:
         for mode in a.mode_list:
             slot = results[(images, mode)]
             ours = [r["step_seconds"] for r in slot["simclr"]]
             theirs = [r["step_seconds"] for r in slot["pytorch"]]
             ratios = [t / o for o, t in zip(ours, theirs)]
-            print("| %d (%d) | %s | %s | %s | %s | %.0f | %.0f |" % (
+            ocpu = [r["cpu_seconds_per_step"] for r in slot["simclr"]]
+            tcpu = [r["cpu_seconds_per_step"] for r in slot["pytorch"]]
+            cratios = [t / o for o, t in zip(ocpu, tcpu)]
+            print("| %d (%d) | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |" % (
                 images, 2 * images, mode, fmt_range(ours, 1e3), fmt_range(theirs, 1e3), fmt_range(ratios, 1, 2),
+                fmt_range(ocpu, 1e3), fmt_range(tcpu, 1e3), fmt_range(cratios, 1, 2),
                 max(r["peak_rss_mb"] for r in slot["simclr"]), max(r["peak_rss_mb"] for r in slot["pytorch"])))
     return 0
 

@@ -326,6 +326,7 @@ def bench_one(torch, torchvision, args, device, images, simclr_loss, describe, s
     warmup_seconds = time.perf_counter() - compile_start
 
     timer = Timer(torch, device)
+    cpu_start = time.process_time()
     wall_start = time.perf_counter()
     timer.mark()
     for _ in range(args.steps):
@@ -336,6 +337,7 @@ def bench_one(torch, torchvision, args, device, images, simclr_loss, describe, s
     per_step = timer.step_seconds()
     last = float(loss.item())
     wall = time.perf_counter() - wall_start
+    cpu_per_step = (time.process_time() - cpu_start) / args.steps
 
     step_seconds = sum(per_step) / len(per_step)
     gflop = 3.0 * flops_per_view * views / 1e9
@@ -359,6 +361,7 @@ def bench_one(torch, torchvision, args, device, images, simclr_loss, describe, s
         "gflops_per_sec": gflop / step_seconds,
         "sgemm_gflops_per_sec": sgemm,
         "peak_rss_mb": peak_rss_mb(),
+        "cpu_seconds_per_step": cpu_per_step,
         "loss": last,
         # PyTorch-only fields.
         "peak_gpu_mb": peak_gpu,

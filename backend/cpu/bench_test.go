@@ -3,10 +3,12 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -148,17 +150,22 @@ func BenchmarkResNet18Convs(b *testing.B) {
 // BenchmarkSmallBatchConvs runs every convolution of one ResNet-18 training
 // step (forward, then backward) at MLMC's small batches, once with the work
 // split over images and once over channels, and reports the views per
-// second the convolutions alone allow.
+// second the convolutions alone allow; auto-purego is the automatic split on
+// the pure-Go SGEMM, which should stay within 2x of OpenBLAS.
 //
 //	go test ./backend/cpu -run '^$' -bench SmallBatchConvs -benchtime 10x
 func BenchmarkSmallBatchConvs(b *testing.B) {
 	for _, views := range []int{4, 8, 16, 32} {
 		for _, sp := range []struct {
-			name  string
-			split convSplit
-		}{{"images", splitImages}, {"channels", splitChannels}, {"auto", splitAuto}} {
+			name   string
+			split  convSplit
+			pureGo bool
+		}{{"images", splitImages, false}, {"channels", splitChannels, false}, {"auto", splitAuto, false}, {"auto-purego", splitAuto, true}} {
 			b.Run(fmt.Sprintf("views%d/%s", views, sp.name), func(b *testing.B) {
 				be := New()
+				if sp.pureGo {
+					be = NewWith(blas.PureGo(1), runtime.NumCPU())
+				}
 				be.convSplit = sp.split
 				type layer struct {
 					s               tensor.ConvShape

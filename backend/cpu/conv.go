@@ -389,8 +389,7 @@ func im2col(s tensor.ConvShape, x []float32, n0, cnt int, col []float32, qlo, qh
 				ih := oh*s.Stride - s.Pad + r
 				row := dst[oh*OW : (oh+1)*OW]
 				src := plane[ih*s.W : (ih+1)*s.W]
-				clear(row[:wlo])
-				clear(row[whi:])
+				clearEdges(row, wlo, whi)
 				if s.Stride == 1 {
 					copy(row[wlo:whi], src[wlo-s.Pad+sx:])
 					continue
@@ -426,8 +425,7 @@ func im2colShifted(dst, plane []float32, s tensor.ConvShape, OW, r, sx, hlo, hhi
 	}
 	for oh := hlo; oh < hhi; oh++ {
 		row := dst[oh*OW : (oh+1)*OW]
-		clear(row[:wlo])
-		clear(row[whi:])
+		clearEdges(row, wlo, whi)
 	}
 }
 
@@ -478,12 +476,23 @@ func col2im(s tensor.ConvShape, dcol []float32, n0, cnt int, dx []float32, clo, 
 func col2imShifted(plane, src []float32, s tensor.ConvShape, OW, r, sx, hlo, hhi, wlo, whi int) {
 	for oh := hlo; oh < hhi; oh++ {
 		row := src[oh*OW : (oh+1)*OW]
-		clear(row[:wlo])
-		clear(row[whi:])
+		clearEdges(row, wlo, whi)
 	}
 	off := (r-s.Pad)*s.W + sx - s.Pad
 	if j0, j1 := max(hlo*OW, -off), min(hhi*OW, len(plane)-off); j1 > j0 {
 		addTo(plane[j0+off:], src[j0:j1])
+	}
+}
+
+// clearEdges zeroes row[:lo] and row[hi:], the padding columns of one
+// output row: usually a single element each (pad 1), where an index loop
+// costs a fraction of two calls into memclr per row.
+func clearEdges(row []float32, lo, hi int) {
+	for j := 0; j < lo; j++ {
+		row[j] = 0
+	}
+	for j := hi; j < len(row); j++ {
+		row[j] = 0
 	}
 }
 

@@ -52,6 +52,11 @@ type benchResult struct {
 	GFLOPSPerSec      float64  `json:"gflops_per_sec"`
 	SgemmGFLOPSPerSec float64  `json:"sgemm_gflops_per_sec"`
 	PeakRSSMB         *float64 `json:"peak_rss_mb"`
+	// CPUSecondsPerStep is the process's CPU time (all threads) per timed
+	// step: on a machine shared with other work it shows the step's own
+	// cost, which the wall-clock step_seconds mixes with the share of the
+	// cores the process got.
+	CPUSecondsPerStep *float64 `json:"cpu_seconds_per_step"`
 	Loss              float64  `json:"loss"`
 }
 
@@ -160,6 +165,7 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 			return fmt.Errorf("bench: --cpuprofile %s: %w", o.cpuProfile, err)
 		}
 	}
+	cpu0, cpuOK := processCPUTime()
 	start := time.Now()
 	for i := 0; i < o.steps; i++ {
 		if res.Loss, err = step(); err != nil {
@@ -167,6 +173,10 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 		}
 	}
 	res.StepSeconds = time.Since(start).Seconds() / float64(o.steps)
+	if cpu1, ok := processCPUTime(); ok && cpuOK {
+		perStep := (cpu1 - cpu0).Seconds() / float64(o.steps)
+		res.CPUSecondsPerStep = &perStep
+	}
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}

@@ -40,7 +40,13 @@ func (t *trainer) preciseBN() error {
 	if !t.cfg.PreciseBN {
 		return nil
 	}
-	return recalibrateBN(t.model, t.splits, &t.cfg, t.iter)
+	start := time.Now()
+	if err := recalibrateBN(t.model, t.splits, &t.cfg, t.iter); err != nil {
+		return err
+	}
+	t.logf("precise BN at iteration %d: running statistics re-estimated over %d views (%.1f s)",
+		t.iter, preciseBNBatches(t.cfg.MaxLevel)*(2<<t.cfg.MaxLevel), time.Since(start).Seconds())
+	return nil
 }
 
 // linearProbe runs the probe on the trained network (and, when asked, on

@@ -35,8 +35,7 @@ func viewTransform(set *data.Set) augment.Config {
 // iteration: the training stream and its position are untouched, and a
 // resumed run recalibrates exactly as an uninterrupted one.
 func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Config, iter int) error {
-	views := 2 << cfg.MaxLevel
-	batches := (preciseBNViews + views - 1) / views
+	views, batches := 2<<cfg.MaxLevel, preciseBNBatches(cfg.MaxLevel)
 	seed := cfg.Seed ^ preciseBNSeed ^ (uint64(iter) * 0x9e3779b97f4a7c15)
 	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, viewTransform(splits.Train), seed, cfg.Workers)
 	if err != nil {
@@ -47,4 +46,11 @@ func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Config, iter int
 		return fmt.Errorf("precise BN at iteration %d: %w", iter, err)
 	}
 	return nil
+}
+
+// preciseBNBatches is the number of batches of 2^(L+1) views that cover
+// preciseBNViews.
+func preciseBNBatches(maxLevel int) int {
+	views := 2 << maxLevel
+	return (preciseBNViews + views - 1) / views
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // LevelsOptions are the settings of MeasureLevels beyond the run's Config.
@@ -42,7 +42,11 @@ func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg
 	if cfg.MinLevel < 1 || cfg.MinLevel > cfg.MaxLevel {
 		return nil, fmt.Errorf("--min-level %d: levels start at 1 and must not exceed --max-level %d", cfg.MinLevel, cfg.MaxLevel)
 	}
-	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, viewTransform(splits.Train), cfg.Seed^levelsStreamSeed, cfg.Workers)
+	aug, err := viewTransform(&cfg, splits.Train)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, aug, cfg.Seed^levelsStreamSeed, cfg.Workers)
 	if err != nil {
 		return nil, err
 	}

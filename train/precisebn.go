@@ -17,14 +17,17 @@ const preciseBNViews = 2048
 // stream of the same seed.
 const preciseBNSeed = 0x70726563697365
 
-// viewTransform is the augmentation of training views of set: the recipe of
-// SPEC section 3 at the images' own size.
-func viewTransform(set *data.Set) augment.Config {
-	c := augment.SimCLR()
+// viewTransform is the augmentation of the run's training views of set
+// (--augment) at the images' own size.
+func viewTransform(cfg *Config, set *data.Set) (augment.Config, error) {
+	c, err := cfg.augmentConfig()
+	if err != nil {
+		return c, fmt.Errorf("--augment: %w", err)
+	}
 	if set.H != set.W {
 		c.Size = set.H
 	}
-	return c
+	return c, nil
 }
 
 // recalibrateBN re-estimates m's batch-norm running statistics (precise BN,
@@ -37,7 +40,11 @@ func viewTransform(set *data.Set) augment.Config {
 func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Config, iter int) error {
 	views, batches := 2<<cfg.MaxLevel, preciseBNBatches(cfg.MaxLevel)
 	seed := cfg.Seed ^ preciseBNSeed ^ (uint64(iter) * 0x9e3779b97f4a7c15)
-	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, viewTransform(splits.Train), seed, cfg.Workers)
+	aug, err := viewTransform(cfg, splits.Train)
+	if err != nil {
+		return err
+	}
+	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, aug, seed, cfg.Workers)
 	if err != nil {
 		return fmt.Errorf("precise BN: %w", err)
 	}

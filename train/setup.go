@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -12,8 +13,8 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // LoadSplits opens the configured data set (or uses given) and keeps the
@@ -44,7 +45,7 @@ func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 // that an image folder of tiny images or a bad width is an error rather than
 // resnet18.New's panic.
 func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
-	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}
+	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: cfg.Norm}
 	if err := net.Validate(); err != nil {
 		return net, fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
 			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err)
@@ -95,7 +96,11 @@ func (t *trainer) setup(resume bool) error {
 	if err != nil {
 		return err
 	}
-	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, viewTransform(splits.Train), cfg.Seed, cfg.Workers)
+	augCfg, err := viewTransform(cfg, splits.Train)
+	if err != nil {
+		return err
+	}
+	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, cfg.Seed, cfg.Workers)
 	if err != nil {
 		return err
 	}
@@ -125,9 +130,9 @@ func (t *trainer) setup(resume bool) error {
 	if cfg.ValSplit > 0 {
 		scored = "validation (held out of training; the test set is not scored)"
 	}
-	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g, halves %s, precise BN %v",
+	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
 		splits.Train.Name, n, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		cfg.ResolvedLR, cfg.Optimizer, cfg.Width, t.oracle.halvesName(), cfg.PreciseBN)
+		cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.halvesName(), cfg.PreciseBN)
 
 	if resume {
 		if err := t.restore(); err != nil {

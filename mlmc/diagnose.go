@@ -693,7 +693,8 @@ func verdict(rep *LevelsReport) string {
 		return p.RelImages
 	}
 	for _, p := range rep.Estimators {
-		if p.Name == "lsgd" || math.IsNaN(relOf(p)) {
+		// vr-lsgd is L-SGD with variance reduction, not MLMC.
+		if p.Name == "lsgd" || p.Name == "vr-lsgd" || math.IsNaN(relOf(p)) {
 			continue
 		}
 		if relOf(p) < relOf(best) {

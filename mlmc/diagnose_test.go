@@ -309,6 +309,9 @@ func TestMeasureLevelsCorrections(t *testing.T) {
 			t.Errorf("no prediction for %s", name)
 		}
 	}
+	if strings.Contains(rep.Verdict, "vr-lsgd") {
+		t.Errorf("verdict %q names vr-lsgd, which is not MLMC", rep.Verdict)
+	}
 	// vr-lsgd by hand: Var h^L / D1 + (QE - 1)/2 E|Δh^L|^2 / D2 at a cost of
 	// (D1 + (QE - 1) D2)/QE draws of h^L.
 	p, top := names["vr-lsgd"], rep.Top

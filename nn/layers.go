@@ -67,8 +67,9 @@ func (bn *BatchNorm) Shape(n, hw int) tensor.BNShape {
 	return tensor.BNShape{N: n, C: bn.C, HW: hw, Eps: bn.Eps, Momentum: bn.Momentum}
 }
 
-// BNSaved holds the batch mean and 1/sqrt(var+eps) of one training-mode
-// forward pass (C each), which the backward pass needs.
+// BNSaved holds the mean and 1/sqrt(var+eps) of one training-mode forward
+// pass, which the backward pass needs: per channel (C each) for BatchNorm,
+// per image and group for GroupNorm (Norm.SavedLen each).
 type BNSaved struct{ Mean, InvStd tensor.Buffer }
 
 // NewBNSaved allocates the saved statistics of bn on b.
@@ -87,6 +88,9 @@ func (s BNSaved) Free(b tensor.Backend) {
 // and adds 1 to num_batches_tracked, as PyTorch does in training mode.
 func (bn *BatchNorm) ForwardTrain(b tensor.Backend, s tensor.BNShape, x, y tensor.Buffer, saved BNSaved, updateRunning bool) {
 	var runMean, runVar tensor.Buffer
+	// The layer's momentum, not the one planned into s: precise BN changes
+	// it between batches (see resnet18's RecalibrateBN).
+	s.Momentum = bn.Momentum
 	if updateRunning {
 		runMean, runVar = bn.RunningMean.Value, bn.RunningVar.Value
 		b.Axpy(bn.NumBatchesTracked.Value, 1, bn.params.One())

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 derive() {
 	local cache=$1 raw=$1/official data=$1/data
 	mkdir -p "$data/cifar10" "$data/cifar100" "$data/svhn"
-	if scripts/fetch_data.sh cifar10 cifar100 --dir "$raw" >&2; then
+	if scripts/fetch_data.sh cifar10 cifar100 --dir "$raw" >>"$cache/fetch.log" 2>&1; then
 		local c10=$raw/cifar-10-batches-bin c100=$raw/cifar-100-binary
 		head -c $((1017 * 3073)) "$c10/test_batch.bin" >"$data/cifar10/test_batch.prefix1017.bin"
 		# The label is the first byte of each 3,073-byte record.
@@ -31,7 +31,7 @@ derive() {
 		head -c $((916 * 3074)) "$c100/test.bin" >"$data/cifar100/test.prefix916.bin"
 		cp "$c100/fine_label_names.txt" "$c100/coarse_label_names.txt" "$data/cifar100/"
 	fi
-	if scripts/fetch_data.sh svhn --dir "$raw" >&2; then
+	if scripts/fetch_data.sh svhn --dir "$raw" >>"$cache/fetch.log" 2>&1; then
 		head -c 2686976 "$raw/svhn/train_32x32.mat" >"$data/svhn/train_32x32.truncated.mat"
 	fi
 }
@@ -40,6 +40,7 @@ if [ -z "${SIMCLR_TEST_DATA:-}" ] && [ ! -d ../shared/data ]; then
 	cache="${XDG_CACHE_HOME:-$HOME/.cache}/simclr-test"
 	if [ ! -f "$cache/data/cifar100/test.prefix916.bin" ] || [ ! -f "$cache/data/svhn/train_32x32.truncated.mat" ]; then
 		echo "test.sh: no ../shared/data; fetching the official archives into $cache (once)" >&2
+		mkdir -p "$cache"
 		derive "$cache" || true
 	fi
 	export SIMCLR_TEST_DATA="$cache/data"
@@ -54,7 +55,7 @@ if [ -z "${SIMCLR_TEST_DATA:-}" ] && [ ! -d ../shared/data ]; then
 	if [ ${#missing[@]} -gt 0 ]; then
 		what="the tests that need it skip"
 		[ "${CI:-}" != true ] || what="CI=true: the tests that need it fail"
-		echo "test.sh: test data missing ($what): ${missing[*]}" >&2
+		echo "test.sh: test data missing ($what; fetch log: $cache/fetch.log): ${missing[*]}" >&2
 	fi
 fi
 

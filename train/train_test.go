@@ -22,7 +22,7 @@ import (
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/data"
-	"github.com/simclr-go/simclr/train/runfolder"
+	"github.com/simclr-go/simclr/runfolder"
 )
 
 // syntheticSplits is a small labelled image set: each class has its own

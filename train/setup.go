@@ -113,9 +113,16 @@ func (t *trainer) setup(resume bool) error {
 	if err := t.planLength(n, maxServable); err != nil {
 		return err
 	}
-	t.logf("data: %s, %d training images, %d test images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g",
+	// The cost model's figures, so that a reader sees what an iteration
+	// costs before it runs (VR estimators: averaged over a Q_E cycle).
+	images, evals, err := mlmc.ExpectedCost(cfg.Estimator, cfg.mlmcConfig(), maxServable)
+	if err != nil {
+		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+	}
+	t.logf("data: %s, %d training images, %d test images; %s over levels %d..%d, %d iterations (%d per epoch), "+
+		"expected per iteration %.4g images and %.4g oracle evaluations, lr %g, %s, width %g",
 		splits.Train.Name, n, splits.Test.Len(), t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		cfg.ResolvedLR, cfg.Optimizer, cfg.Width)
+		images, evals, cfg.ResolvedLR, cfg.Optimizer, cfg.Width)
 
 	if resume {
 		if err := t.restore(); err != nil {

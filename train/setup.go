@@ -1,11 +1,11 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
 
-	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/datasets"
@@ -35,7 +35,7 @@ func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 // that an image folder of tiny images or a bad width is an error rather than
 // resnet18.New's panic.
 func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
-	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}
+	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: cfg.Norm}
 	if err := net.Validate(); err != nil {
 		return net, fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
 			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err)
@@ -86,7 +86,10 @@ func (t *trainer) setup(resume bool) error {
 	if err != nil {
 		return err
 	}
-	augCfg := augment.SimCLR()
+	augCfg, err := cfg.augmentConfig()
+	if err != nil {
+		return fmt.Errorf("--augment: %w", err)
+	}
 	if splits.Train.H != splits.Train.W {
 		augCfg.Size = splits.Train.H
 	}
@@ -120,9 +123,9 @@ func (t *trainer) setup(resume bool) error {
 		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
 	}
 	t.logf("data: %s, %d training images, %d test images; %s over levels %d..%d, %d iterations (%d per epoch), "+
-		"expected per iteration %.4g images and %.4g oracle evaluations, lr %g, %s, width %g",
+		"expected per iteration %.4g images and %.4g oracle evaluations, lr %g, %s, width %g, %s norm, %s augmentation",
 		splits.Train.Name, n, splits.Test.Len(), t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		images, evals, cfg.ResolvedLR, cfg.Optimizer, cfg.Width)
+		images, evals, cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"))
 
 	if resume {
 		if err := t.restore(); err != nil {

@@ -40,6 +40,7 @@ func (t *trainer) checkpoint() error {
 		"loader":        string(pos),
 		"wall_seconds":  strconv.FormatFloat(t.wall(), 'g', -1, 64),
 		"last_loss":     strconv.FormatFloat(t.lastLoss, 'g', -1, 64),
+		"passes":        strconv.FormatInt(t.oracle.Passes(), 10),
 		"params_len":    strconv.Itoa(params.Len()),
 		"state_len":     strconv.Itoa(params.StateLen()),
 	}
@@ -134,6 +135,12 @@ func (t *trainer) restore() error {
 	}
 	t.wallOffset, _ = strconv.ParseFloat(f.Metadata["wall_seconds"], 64)
 	t.lastLoss, _ = strconv.ParseFloat(f.Metadata["last_loss"], 64)
+	// Checkpoints from before --halves counted one pass per evaluation.
+	passes, err := strconv.ParseInt(f.Metadata["passes"], 10, 64)
+	if err != nil {
+		passes = t.est.Totals().Evals
+	}
+	t.oracle.SetPasses(passes)
 	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile} {
 		if err := runfolder.TruncateAfter(filepath.Join(t.cfg.Out, name), t.iter); err != nil {
 			return err

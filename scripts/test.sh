@@ -7,18 +7,21 @@
 # from ../shared/data beside the checkout. In a clone with neither, this
 # script derives what it can from the official archives, downloaded once by
 # scripts/fetch_data.sh into a cache ($XDG_CACHE_HOME/simclr-test, or
-# ~/.cache/simclr-test), and points SIMCLR_TEST_DATA there. Offline, it
-# says in one line what is missing; the tests that need it then skip, except
-# under CI=true, where a missing fixture fails its test.
+# ~/.cache/simclr-test; SIMCLR_DATA_MIRROR names a local folder to copy the
+# archives from instead, as fetch_data.sh --from), and points
+# SIMCLR_TEST_DATA there. Offline, it says in one line what is missing; the
+# tests that need it then skip, except under CI=true, where a missing
+# fixture fails its test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # derive CACHE: fill CACHE/data with the fixtures that can be made from the
-# official archives. Prints the fixtures it could not make.
+# official archives (fetch_data.sh's output goes to CACHE/fetch.log).
 derive() {
-	local cache=$1 raw=$1/official data=$1/data
+	local cache=$1 raw=$1/official data=$1/data from=()
+	[ -z "${SIMCLR_DATA_MIRROR:-}" ] || from=(--from "$SIMCLR_DATA_MIRROR")
 	mkdir -p "$data/cifar10" "$data/cifar100" "$data/svhn"
-	if scripts/fetch_data.sh cifar10 cifar100 --dir "$raw" >>"$cache/fetch.log" 2>&1; then
+	if scripts/fetch_data.sh cifar10 cifar100 --dir "$raw" ${from[@]+"${from[@]}"} >>"$cache/fetch.log" 2>&1; then
 		local c10=$raw/cifar-10-batches-bin c100=$raw/cifar-100-binary
 		head -c $((1017 * 3073)) "$c10/test_batch.bin" >"$data/cifar10/test_batch.prefix1017.bin"
 		# The label is the first byte of each 3,073-byte record.
@@ -31,7 +34,7 @@ derive() {
 		head -c $((916 * 3074)) "$c100/test.bin" >"$data/cifar100/test.prefix916.bin"
 		cp "$c100/fine_label_names.txt" "$c100/coarse_label_names.txt" "$data/cifar100/"
 	fi
-	if scripts/fetch_data.sh svhn --dir "$raw" >>"$cache/fetch.log" 2>&1; then
+	if scripts/fetch_data.sh svhn --dir "$raw" ${from[@]+"${from[@]}"} >>"$cache/fetch.log" 2>&1; then
 		head -c 2686976 "$raw/svhn/train_32x32.mat" >"$data/svhn/train_32x32.truncated.mat"
 	fi
 }

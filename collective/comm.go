@@ -32,6 +32,10 @@ type Comm interface {
 	AllReduceFloat64(x []float64) error
 	// Barrier returns once every rank has called it.
 	Barrier() error
+	// Abort stops every rank of the job, without waiting for them: a rank
+	// that fails alone would otherwise leave the others waiting in their
+	// next collective call forever. It may not return.
+	Abort(code int)
 	// Close releases the communicator; it is not usable afterwards.
 	Close() error
 }
@@ -129,6 +133,7 @@ func (Single) AllReduceSum(tensor.Buffer) error   { return nil }
 func (Single) Broadcast(tensor.Buffer, int) error { return nil }
 func (Single) AllReduceFloat64([]float64) error   { return nil }
 func (Single) Barrier() error                     { return nil }
+func (Single) Abort(int)                          {}
 func (Single) Close() error                       { return nil }
 
 var _ Comm = Single{}

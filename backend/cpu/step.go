@@ -1,11 +1,11 @@
 package cpu
 
 import (
-	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/internal/ref"
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// NTXent is loss.NTXent on the host slices: the CPU backend's buffers are
+// NTXent is ref.NTXent on the host slices: the CPU backend's buffers are
 // host memory, so the reference is the kernel.
 func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Buffer) tensor.LossResult {
 	b.mu.Lock()
@@ -14,12 +14,12 @@ func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Bu
 	return tensor.LossResult{Loss: value, Full: full}
 }
 
-// SGDStep is optim.SGDStepSlice on the host slices.
+// SGDStep is ref.SGDStep on the host slices.
 func (b *Backend) SGDStep(c tensor.SGDConfig, w, g, v tensor.Buffer) {
-	optim.SGDStepSlice(c, Data(w), Data(g), Data(v))
+	ref.SGDStep(c, Data(w), Data(g), Data(v))
 }
 
-// LARSStep is optim.LARSStepSlice on the host slices.
+// LARSStep is ref.LARSStep on the host slices.
 func (b *Backend) LARSStep(c tensor.LARSConfig, w, g, v tensor.Buffer) {
-	optim.LARSStepSlice(c, Data(w), Data(g), Data(v))
+	ref.LARSStep(c, Data(w), Data(g), Data(v))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/backend"
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/loader"
@@ -79,6 +80,19 @@ func (t *trainer) setup(resume bool) error {
 		cfg.DeviceLog = line
 	}
 	t.logf("%s", cfg.DeviceLog)
+	if err := t.openComm(); err != nil {
+		return err
+	}
+	rank, ranks := t.comm.Rank(), t.comm.Size()
+	if ranks > 1 && !resume {
+		// The default --out names the start time, which the ranks read
+		// separately: rank 0's name is the run's.
+		out, err := collective.BroadcastBytes(t.comm, []byte(cfg.Out), 0)
+		if err != nil {
+			return fmt.Errorf("agree on the run folder: %w", err)
+		}
+		cfg.Out = string(out)
+	}
 
 	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
 	params := t.model.Params()
@@ -90,7 +104,7 @@ func (t *trainer) setup(resume bool) error {
 	if splits.Train.H != splits.Train.W {
 		augCfg.Size = splits.Train.H
 	}
-	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, cfg.Seed, cfg.Workers)
+	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, rankSeed(cfg.Seed, rank), cfg.Workers)
 	if err != nil {
 		return err
 	}
@@ -100,8 +114,13 @@ func (t *trainer) setup(resume bool) error {
 		t.b.Copy(t.prev, params.Flat())
 	}
 	t.oracle = NewOracle(t.b, t.model, t.stream, cfg.Temperature, maxServable, t.prev)
+	if splitsBatch(cfg.Estimator, ranks) {
+		t.oracle.shard = t.comm
+	}
 	ops := bufferOps{b: t.b, n: params.Len()}
-	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, cfg.mlmcConfig(), ops, t.oracle)
+	mc := cfg.mlmcConfig()
+	mc.Seed = rankSeed(mc.Seed, rank)
+	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, ops, t.oracle)
 	if err != nil {
 		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
 	}
@@ -117,13 +136,23 @@ func (t *trainer) setup(resume bool) error {
 		splits.Train.Name, n, splits.Test.Len(), t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
 		cfg.ResolvedLR, cfg.Optimizer, cfg.Width)
 
+	if ranks > 1 {
+		t.logf("dist: %d ranks; %s", ranks, parallelNote(cfg.Estimator, cfg.MaxLevel, ranks))
+	}
 	if resume {
 		if err := t.restore(); err != nil {
 			return err
 		}
 		t.logf("resumed %s at iteration %d of %d", cfg.Out, t.iter, cfg.TotalIters)
-	} else if err := runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg); err != nil {
-		return err
+		return nil
+	}
+	// The ranks built the same network from the same seed; rank 0's copy
+	// is made everyone's so that they cannot start apart.
+	if err := t.comm.Broadcast(params.Flat(), 0); err != nil {
+		return fmt.Errorf("broadcast the initial parameters: %w", err)
+	}
+	if rank == 0 {
+		return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
 	}
 	return nil
 }
@@ -169,6 +198,9 @@ func (t *trainer) planLength(n, maxServable int) error {
 		if err != nil {
 			return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
 		}
+		if !splitsBatch(cfg.Estimator, cfg.Ranks) {
+			perIter *= float64(max(cfg.Ranks, 1)) // every rank draws its own
+		}
 		cfg.TotalIters = int(math.Ceil(float64(cfg.MaxSamples) / perIter))
 	}
 	cfg.WarmupIters = int(math.Round(cfg.WarmupEpochs * float64(cfg.ItersPerEpoch)))
@@ -205,4 +237,16 @@ func (t *trainer) close() {
 		t.model.FreePlans()
 		t.model.Params().Free()
 	}
+	if t.ownComm && t.comm != nil {
+		t.comm.Close()
+	}
+}
+
+// parallelNote says what the ranks do in parallel, for the log.
+func parallelNote(estimator string, maxLevel, ranks int) string {
+	if splitsBatch(estimator, ranks) {
+		return fmt.Sprintf("%s: the %d images of each draw are split over the ranks, %d each, with batch norm over each rank's share and the loss over all %d (projections gathered)",
+			estimator, 1<<maxLevel, (1<<maxLevel)/ranks, 1<<maxLevel)
+	}
+	return fmt.Sprintf("%s: each rank draws its own levels and images (streams seeded by rank), and the estimate is the mean of the %d ranks' estimates", estimator, ranks)
 }

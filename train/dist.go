@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/simclr-go/simclr/collective"
@@ -48,6 +49,23 @@ func launchRank(cfg Config, hooks Hooks) int {
 		return l.Rank
 	}
 	return cfg.Rank
+}
+
+// localGPU is the GPU this rank uses: ranks started by mpirun take the GPU
+// of their rank on the node (OMPI_COMM_WORLD_LOCAL_RANK), so that P ranks
+// on a node of P GPUs use one each, unless the launcher already gave each
+// rank one GPU through CUDA_VISIBLE_DEVICES; otherwise GPU 0.
+func localGPU(cfg Config) int {
+	if kind, err := collective.ParseKind(cfg.Dist); err != nil || kind == collective.KindNone {
+		return 0
+	}
+	if v := os.Getenv("CUDA_VISIBLE_DEVICES"); v != "" && !strings.Contains(v, ",") {
+		return 0 // the launcher gave this rank its one GPU
+	}
+	if l, err := collective.DetectLaunch(os.Getenv); err == nil && l.Size > 0 {
+		return l.LocalRank
+	}
+	return 0
 }
 
 // errRankLost is returned (wrapped) when a collective call was still

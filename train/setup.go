@@ -72,7 +72,7 @@ func (t *trainer) setup(resume bool) error {
 		t.b = t.hooks.Backend
 		cfg.DeviceLog = "device given by caller: " + t.b.Describe()
 	} else {
-		b, line, err := backend.Open(cfg.Device, cfg.Precision)
+		b, line, err := backend.OpenGPU(cfg.Device, cfg.Precision, localGPU(*cfg))
 		if err != nil {
 			return err
 		}

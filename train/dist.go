@@ -185,7 +185,9 @@ func (t *trainer) reduceEstimate() error {
 }
 
 // reduceStep sums the step's costs over the ranks and averages the loss,
-// so that the metrics count what all ranks drew.
+// so that the metrics count what all ranks drew. A draw split over the
+// ranks (L-SGD) is one oracle evaluation however many ranks share it: each
+// rank passes only its share of the images through the network.
 func (t *trainer) reduceStep(step mlmc.Step, loss float64) (mlmc.Step, float64, error) {
 	if t.comm.Size() == 1 {
 		return step, loss, nil
@@ -195,5 +197,8 @@ func (t *trainer) reduceStep(step mlmc.Step, loss float64) (mlmc.Step, float64, 
 		return step, loss, fmt.Errorf("sum the costs over the ranks: %w", err)
 	}
 	step.Samples, step.Evals, step.Redraws = int64(x[0]), int64(x[1]), int(x[2])
+	if t.oracle.shard != nil {
+		step.Evals /= int64(t.comm.Size())
+	}
 	return step, x[3] / float64(t.comm.Size()), nil
 }

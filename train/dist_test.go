@@ -225,6 +225,9 @@ func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 			if est == "lsgd" && last.SamplesDrawn != iters*8 {
 				t.Errorf("lsgd on 2 ranks drew %d images in %d iterations, want %d (8 per draw, split)", last.SamplesDrawn, iters, iters*8)
 			}
+			if est == "lsgd" && last.Evaluations != iters {
+				t.Errorf("lsgd on 2 ranks counted %d evaluations in %d iterations, want one per split draw", last.Evaluations, iters)
+			}
 			if est != "lsgd" && last.Evaluations < int64(ranks*iters) {
 				t.Errorf("%s counted %d evaluations in %d iterations on %d ranks: costs not summed over ranks", est, last.Evaluations, iters, ranks)
 			}

@@ -174,7 +174,7 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 func (t *trainer) summary() *Summary {
 	tot := t.totals
 	return &Summary{Out: t.cfg.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: tot.Evals,
-		Loss: t.lastLoss, WallSeconds: t.wall()}
+		Loss: t.lastLoss, WallSeconds: t.wall(), Rank: t.comm.Rank()}
 }
 
 // lostRank explains an error of a run whose other ranks stopped answering

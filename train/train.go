@@ -62,6 +62,8 @@ type Summary struct {
 	Loss         float64
 	WallSeconds  float64
 	Probe        *runfolder.Probe
+	// Rank is this process's rank: rank 0 reports for the run.
+	Rank int
 }
 
 // Train runs cfg from scratch into the folder cfg.Out, which must not hold

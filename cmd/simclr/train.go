@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -225,6 +226,9 @@ func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset str
 // reportTrain prints the outcome of a run on stdout.
 func reportTrain(cmd *cobra.Command, sum *train.Summary, err error) error {
 	out := cmd.OutOrStdout()
+	if sum.Rank != 0 {
+		out = io.Discard // rank 0 reports for a run of several ranks
+	}
 	fmt.Fprintf(out, "run %s: %d iterations, %d images drawn, %d oracle evaluations, loss %.4f, %.1f s\n",
 		sum.Out, sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds)
 	if p := sum.Probe; p != nil {

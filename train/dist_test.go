@@ -20,6 +20,7 @@ import (
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
@@ -382,5 +383,20 @@ func TestDistKilledRankStopsTheOthers(t *testing.T) {
 	}
 	if f, err = checkpoint.Read(filepath.Join(out, runfolder.StateFile)); err != nil || f.Metadata["iteration"] != strconv.Itoa(iters) {
 		t.Fatalf("after resuming: checkpoint at iteration %v (%v), want %d", f.Metadata["iteration"], err, iters)
+	}
+}
+
+// threeRanks is a world of 3 ranks as far as setup's checks look.
+type threeRanks struct{ collective.Single }
+
+func (threeRanks) Size() int { return 3 }
+
+func TestLSGDNeedsRanksThatDivideItsBatch(t *testing.T) {
+	cfg := tinyConfig(t, "lsgd") // 2^3 = 8 images per draw
+	hooks := tinyHooks(syntheticSplits(16, 8, 16, 2))
+	hooks.Comm = threeRanks{}
+	_, err := Train(context.Background(), cfg, hooks)
+	if err == nil || !strings.Contains(err.Error(), "3 ranks cannot do evenly") {
+		t.Fatalf("err = %v, want one saying 8 images do not split over 3 ranks", err)
 	}
 }

@@ -268,6 +268,9 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 		{"bad device", func(c *Config) { c.Device = "tpu" }, "--device"},
 		{"no out", func(c *Config) { c.Out = "" }, "--out"},
 		{"negative knn-k", func(c *Config) { c.KNNK = -5 }, "--knn-k -5"},
+		{"unknown dist", func(c *Config) { c.Dist = "gloo" }, "--dist"},
+		{"rank beyond world", func(c *Config) { c.Rank, c.WorldSize = 2, 2 }, "--rank 2"},
+		{"nccl on the CPU", func(c *Config) { c.Dist, c.DistAddr, c.Rank, c.WorldSize = "nccl", "127.0.0.1:1", 1, 2 }, "needs the CUDA backend"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tinyConfig(t, "lsgd")

@@ -39,8 +39,17 @@ func mpiRun(t *testing.T, np int, run string, env ...string) *exec.Cmd {
 	if mpirun == "" {
 		return nil
 	}
+	// A session folder of its own: mpiruns of tests of several packages run
+	// at once, and in one shared folder one can fail to set up its own.
+	session, err := os.MkdirTemp("", "ompi-")
+	if err != nil {
+		panic(err)
+	}
+	if t != nil {
+		t.Cleanup(func() { os.RemoveAll(session) })
+	}
 	cmd := exec.Command(mpirun, "--allow-run-as-root", "--oversubscribe", "-np", fmt.Sprint(np),
-		"--mca", "btl", "self,vader,tcp", os.Args[0], "-test.run=^"+run+"$", "-test.v", "-test.count=1")
+		"--mca", "btl", "self,vader,tcp", "--mca", "orte_tmpdir_base", session, os.Args[0], "-test.run=^"+run+"$", "-test.v", "-test.count=1")
 	cmd.Env = append(append(os.Environ(), envWorker+"=1", "OMPI_MCA_rmaps_base_oversubscribe=1"), env...)
 	return cmd
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/simclr-go/simclr/eval/linear"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // featureBatch is the number of images per evaluation-mode forward pass.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
@@ -50,6 +51,11 @@ type Config struct {
 	Width   float64 `json:"width"`
 	ProjDim int     `json:"proj_dim"`
 	Seed    uint64  `json:"seed"`
+	// Norm is the network's normalisation, batch or group (resnet18.Config.Norm);
+	// Augment the view recipe, simclr or paper (augment.Preset). Empty (a
+	// config.json from before they existed) means batch and simclr.
+	Norm    string `json:"norm"`
+	Augment string `json:"augment"`
 
 	Device    string `json:"device"`
 	Precision string `json:"precision"`
@@ -107,6 +113,8 @@ func Defaults() Config {
 		Width:        1,
 		ProjDim:      128,
 		Seed:         1,
+		Norm:         resnet18.NormBatch,
+		Augment:      "simclr",
 		Device:       "auto",
 		Precision:    "tf32",
 		Dist:         "auto",
@@ -192,6 +200,14 @@ func (c *Config) Validate() error {
 	if err := (resnet18.Config{Width: c.Width, ProjDim: c.ProjDim}).Validate(); err != nil {
 		return fmt.Errorf("--width: %w", err)
 	}
+	switch c.Norm {
+	case "", resnet18.NormBatch, resnet18.NormGroup:
+	default:
+		return fmt.Errorf("--norm %q: use batch (batch norm, the recipe) or group (group norm, which makes the one-forward multilevel correction exact)", c.Norm)
+	}
+	if _, err := c.augmentConfig(); err != nil {
+		return fmt.Errorf("--augment: %w", err)
+	}
 	switch strings.ToLower(c.Device) {
 	case "auto", "cpu", "cuda":
 	default:
@@ -209,6 +225,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--rank %d of --world-size %d: give a rank from 0 to world size - 1", c.Rank, c.WorldSize)
 	}
 	return nil
+}
+
+// augmentConfig is the view recipe named by Augment ("" is simclr).
+func (c *Config) augmentConfig() (augment.Config, error) {
+	if c.Augment == "" {
+		return augment.SimCLR(), nil
+	}
+	return augment.Preset(c.Augment)
 }
 
 // defaultLR is SPEC section 3's 0.06 x batch/512 with batch 2^L images.

@@ -25,8 +25,8 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // Environment of a TestDistWorker rank started by mpirun.
@@ -95,8 +95,15 @@ func requireMPIRun(t *testing.T) string {
 // combined output and error.
 func mpirunWorkers(t *testing.T, np int, env ...string) (string, error) {
 	t.Helper()
+	// A session folder of its own: mpiruns of tests of several packages run
+	// at once, and in one shared folder one can fail to set up its own.
+	session, err := os.MkdirTemp("", "ompi-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(session)
 	cmd := exec.Command(requireMPIRun(t), "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np),
-		"--mca", "btl", "self,vader,tcp", os.Args[0], "-test.run=^TestDistWorker$", "-test.count=1", "-test.v")
+		"--mca", "btl", "self,vader,tcp", "--mca", "orte_tmpdir_base", session, os.Args[0], "-test.run=^TestDistWorker$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -372,7 +379,7 @@ func TestDistKilledRankStopsTheOthers(t *testing.T) {
 	}
 
 	// One process cannot continue two ranks' draws.
-	_, err = Resume(context.Background(), out, func(c *Config) { c.Dist = "none" }, tinyHooks(syntheticSplits(64, 16, 16, 4)))
+	_, err = Resume(context.Background(), out, func(c *Config) error { c.Dist = "none"; return nil }, tinyHooks(syntheticSplits(64, 16, 16, 4)))
 	if !errors.Is(err, ErrRanksDiffer) || !strings.Contains(err.Error(), "mpirun -np 2") {
 		t.Fatalf("resume on 1 rank: err = %v, want ErrRanksDiffer naming mpirun -np 2", err)
 	}

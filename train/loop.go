@@ -11,7 +11,7 @@ import (
 
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/mlmc"
-	"github.com/simclr-go/simclr/train/runfolder"
+	"github.com/simclr-go/simclr/runfolder"
 )
 
 func (t *trainer) loop(ctx context.Context) (*Summary, error) {

@@ -1,11 +1,11 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
 
-	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/data"
@@ -14,8 +14,8 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // LoadSplits opens the configured data set (or uses given) and keeps the
@@ -36,7 +36,7 @@ func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 // that an image folder of tiny images or a bad width is an error rather than
 // resnet18.New's panic.
 func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
-	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}
+	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: cfg.Norm}
 	if err := net.Validate(); err != nil {
 		return net, fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
 			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err)
@@ -100,7 +100,10 @@ func (t *trainer) setup(resume bool) error {
 	if err != nil {
 		return err
 	}
-	augCfg := augment.SimCLR()
+	augCfg, err := cfg.augmentConfig()
+	if err != nil {
+		return fmt.Errorf("--augment: %w", err)
+	}
 	if splits.Train.H != splits.Train.W {
 		augCfg.Size = splits.Train.H
 	}
@@ -132,12 +135,12 @@ func (t *trainer) setup(resume bool) error {
 	if err := t.planLength(n, maxServable); err != nil {
 		return err
 	}
-	t.logf("data: %s, %d training images, %d test images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g",
+	t.logf("data: %s, %d training images, %d test images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g, %s norm, %s augmentation",
 		splits.Train.Name, n, splits.Test.Len(), t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		cfg.ResolvedLR, cfg.Optimizer, cfg.Width)
+		cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"))
 
 	if ranks > 1 {
-		t.logf("dist: %d ranks; %s", ranks, parallelNote(cfg.Estimator, cfg.MaxLevel, ranks))
+		t.logf("dist: %d ranks; %s", ranks, parallelNote(cfg.Estimator, cfg.MaxLevel, ranks, netCfg.Norm))
 	}
 	if resume {
 		if err := t.restore(); err != nil {
@@ -243,10 +246,14 @@ func (t *trainer) close() {
 }
 
 // parallelNote says what the ranks do in parallel, for the log.
-func parallelNote(estimator string, maxLevel, ranks int) string {
+func parallelNote(estimator string, maxLevel, ranks int, norm string) string {
 	if splitsBatch(estimator, ranks) {
-		return fmt.Sprintf("%s: the %d images of each draw are split over the ranks, %d each, with batch norm over each rank's share and the loss over all %d (projections gathered)",
-			estimator, 1<<maxLevel, (1<<maxLevel)/ranks, 1<<maxLevel)
+		how := "batch norm over each rank's share"
+		if norm == resnet18.NormGroup {
+			how = "group norm, so the split draw is the single-process one"
+		}
+		return fmt.Sprintf("%s: the %d images of each draw are split over the ranks, %d each, with %s, and the loss over all %d (projections gathered)",
+			estimator, 1<<maxLevel, (1<<maxLevel)/ranks, how, 1<<maxLevel)
 	}
 	return fmt.Sprintf("%s: each rank draws its own levels and images (streams seeded by rank), and the estimate is the mean of the %d ranks' estimates", estimator, ranks)
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // Hooks adapt a run for the command line and for tests. The zero value
@@ -79,9 +79,10 @@ func Train(ctx context.Context, cfg Config, hooks Hooks) (*Summary, error) {
 }
 
 // Resume continues the run in dir from its last checkpoint with the
-// configuration it was started with; override may change session settings
-// (device, workers, logging) before it starts.
-func Resume(ctx context.Context, dir string, override func(*Config), hooks Hooks) (*Summary, error) {
+// configuration it was started with; override (nil for none) may change
+// session settings (device, workers, logging) before it starts, and its
+// error stops the resume.
+func Resume(ctx context.Context, dir string, override func(*Config) error, hooks Hooks) (*Summary, error) {
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -91,7 +92,9 @@ func Resume(ctx context.Context, dir string, override func(*Config), hooks Hooks
 	}
 	cfg.Out = dir
 	if override != nil {
-		override(&cfg)
+		if err := override(&cfg); err != nil {
+			return nil, fmt.Errorf("resume %s: %w", dir, err)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/train"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // execute runs the root command with args and returns stdout, stderr and
@@ -191,5 +191,74 @@ func TestPresetFlagsOverride(t *testing.T) {
 		if *preset == "" && got.MaxLevel != 8 {
 			t.Errorf("%v: max level %d", tc.args, got.MaxLevel)
 		}
+	}
+}
+
+// --norm and --augment reach config.json and the model checkpoint; eval
+// rebuilds the group-norm network from either; a resume cannot change them.
+func TestTrainGroupNormPaperAugmentThenEval(t *testing.T) {
+	data := imageFolder(t, 32, 16)
+	run := filepath.Join(t.TempDir(), "run")
+	_, stderr, err := execute("train", "--dataset", "folder:"+data, "--iterations", "2", "--max-level", "3",
+		"--width", "0.0625", "--proj-dim", "16", "--device", "cpu", "--out", run, "--probe=false",
+		"--norm", "group", "--augment", "paper")
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "group norm, paper augmentation") {
+		t.Errorf("the log does not state the norm and augmentation:\n%s", stderr)
+	}
+	cfg, err := train.LoadConfig(run)
+	if err != nil || cfg.Norm != "group" || cfg.Augment != "paper" {
+		t.Fatalf("config.json: %v, norm %q, augment %q", err, cfg.Norm, cfg.Augment)
+	}
+	if stdout, stderr, err := execute("eval", "knn", "--run", run, "--device", "cpu", "--k", "5", "--json"); err != nil || !strings.Contains(stdout, `"top1"`) {
+		t.Fatalf("eval knn --run: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if stdout, stderr, err := execute("eval", "knn", "--checkpoint", filepath.Join(run, runfolder.ModelFile),
+		"--dataset", "folder:"+data, "--device", "cpu", "--k", "5"); err != nil {
+		t.Fatalf("eval knn --checkpoint: %v\n%s\n%s", err, stdout, stderr)
+	}
+	for _, flag := range []string{"--norm", "--augment"} {
+		value := map[string]string{"--norm": "batch", "--augment": "simclr"}[flag]
+		if _, _, err := execute("train", "--resume", run, flag, value); err == nil || !strings.Contains(err.Error(), flag+" cannot change") {
+			t.Errorf("resume with %s %s: %v", flag, value, err)
+		}
+	}
+	for _, tc := range [][]string{{"--norm", "layer"}, {"--augment", "byol"}} {
+		args := append([]string{"train", "--iterations", "2", "--device", "cpu", "--out", filepath.Join(t.TempDir(), "bad")}, tc...)
+		if _, _, err := execute(args...); err == nil || !strings.Contains(err.Error(), tc[0]) {
+			t.Errorf("train %s %s: error %v, want one naming %s", tc[0], tc[1], err, tc[0])
+		}
+	}
+}
+
+// On resume only the session flags reach the saved configuration, and
+// checkResumeFlags names any other flag given.
+func TestResumeAppliesOnlySessionFlags(t *testing.T) {
+	saved := train.Defaults()
+	saved.LR, saved.Workers, saved.Device = 0.1, 2, "cpu"
+	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	fromFlags := train.Defaults()
+	defineTrainFlags(fs, &fromFlags)
+	fs.String("resume", "", "")
+	if err := fs.Parse([]string{"--resume", "runs/x", "--workers", "5", "--device", "auto"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkResumeFlags(fs, "runs/x"); err != nil {
+		t.Fatalf("session flags refused: %v", err)
+	}
+	got := saved
+	if err := applyFlags(fs, &got, func(name string) bool { return sessionFlags[name] }); err != nil {
+		t.Fatal(err)
+	}
+	if got.Workers != 5 || got.Device != "auto" || got.LR != 0.1 {
+		t.Errorf("after resume flags: workers %d device %s lr %g; want 5, auto, 0.1", got.Workers, got.Device, got.LR)
+	}
+	if err := fs.Parse([]string{"--lr", "0.3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkResumeFlags(fs, "runs/x"); err == nil || !strings.Contains(err.Error(), "--lr cannot change") {
+		t.Errorf("--lr on resume: error %v, want one naming --lr", err)
 	}
 }

@@ -5,7 +5,10 @@
 //
 // Tensor names are torchvision's resnet18 names (conv1.weight,
 // layer2.0.downsample.1.running_mean, ...) plus head.0, head.1 and head.3
-// for the head, so checkpoints load into PyTorch. Activations are planned
+// for the head, so checkpoints load into PyTorch. With Config.Norm "group"
+// every batch norm, the head's included, is a GroupNorm under the same name
+// (as torchvision's resnet18(norm_layer=...) names it), with weight and
+// bias and no running statistics. Activations are planned
 // once per batch size, carved from one arena per mode (training,
 // evaluation) that is as large as the largest plan, and reused, so a
 // steady-state step allocates nothing on the Go heap.
@@ -29,7 +32,34 @@ type Config struct {
 	ProjDim int
 	// InputSize is the input height and width in pixels (32).
 	InputSize int
+	// Norm is the normalisation after every convolution and in the head:
+	// "batch" (the default; BatchNorm2d, and BatchNorm1d in the head) or
+	// "group": GroupNorm with nn.Groups(C) = min(32, C) groups after every
+	// convolution, and in the head (its (N,C) features as C channels of one
+	// position) HeadGroups(C) groups. With group norm each view's output is
+	// independent of its batch, which makes the one-forward multilevel
+	// correction exact (SPEC section 2).
+	Norm string
 }
+
+// HeadGroups is the number of groups of the head's GroupNorm over c
+// features: min(32, c/16), at least 1 and dividing c, so that every group
+// holds at least 16 values, as min(32, c) gives at full width (512
+// features). In the head each feature has one position, so min(32, c)
+// groups would hold c/32 values: 1 at width 1/16, where the normalised
+// output is the bias alone and no gradient reaches the backbone, and 2 at
+// width 1/8, where (x - mean)/std of two values is +-1 unless they nearly
+// tie (measured at initialisation: 99% of the head's values within 0.1 of
+// +-1), a sign pattern whose gradient comes only from the near-ties. After a
+// convolution a group holds (c/G) x HW >= 16 values, so the backbone keeps
+// min(32, c).
+func HeadGroups(c int) int { return nn.GroupsAtMost(c, max(1, c/16)) }
+
+// Normalisations Config.Norm accepts.
+const (
+	NormBatch = "batch"
+	NormGroup = "group"
+)
 
 func (c Config) withDefaults() Config {
 	if c.Width == 0 {
@@ -40,6 +70,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.InputSize == 0 {
 		c.InputSize = 32
+	}
+	if c.Norm == "" {
+		c.Norm = NormBatch
 	}
 	return c
 }
@@ -54,6 +87,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("projection dimension %d: must be positive (128 is standard)", c.ProjDim)
 	case c.InputSize < 8:
 		return fmt.Errorf("input size %d: must be at least 8 pixels (three stride-2 stages)", c.InputSize)
+	case c.Norm != NormBatch && c.Norm != NormGroup:
+		return fmt.Errorf("normalisation %q: use %q or %q", c.Norm, NormBatch, NormGroup)
 	}
 	return nil
 }
@@ -63,7 +98,7 @@ func (c Config) Validate() error {
 // then ReLU.
 type block struct {
 	conv1, conv2, down *nn.Conv2d
-	bn1, bn2, downBN   *nn.BatchNorm
+	bn1, bn2, downBN   nn.Norm
 	in, out, stride    int
 	hIn, hOut          int // input and output spatial size (square)
 }
@@ -75,10 +110,10 @@ type Model struct {
 	params  *nn.Params
 
 	conv1  *nn.Conv2d
-	bn1    *nn.BatchNorm
+	bn1    nn.Norm
 	blocks []*block
 	fc1    *nn.Linear
-	headBN *nn.BatchNorm
+	headBN nn.Norm
 	fc2    *nn.Linear
 
 	stem     int // stem channels
@@ -103,9 +138,21 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 	}
 	m := &Model{backend: b, cfg: cfg, params: nn.NewParams()}
 	p := m.params
+	newNorm := func(name string, c int) nn.Norm {
+		if cfg.Norm == NormGroup {
+			return nn.NewGroupNorm(p, name, c, nn.Groups(c))
+		}
+		return nn.NewBatchNorm(p, name, c)
+	}
+	newHeadNorm := func(name string, c int) nn.Norm {
+		if cfg.Norm == NormGroup {
+			return nn.NewGroupNorm(p, name, c, HeadGroups(c))
+		}
+		return nn.NewBatchNorm(p, name, c)
+	}
 	m.stem = widths[0]
 	m.conv1 = nn.NewConv2d(p, "conv1", 3, m.stem, 3, 1, 1)
-	m.bn1 = nn.NewBatchNorm(p, "bn1", m.stem)
+	m.bn1 = newNorm("bn1", m.stem)
 	in, h := m.stem, cfg.InputSize
 	m.maxPerIm = m.stem * h * h
 	for stage, out := range widths {
@@ -118,12 +165,12 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 			hOut := (h+2-3)/stride + 1
 			bl := &block{in: in, out: out, stride: stride, hIn: h, hOut: hOut}
 			bl.conv1 = nn.NewConv2d(p, name+".conv1", in, out, 3, stride, 1)
-			bl.bn1 = nn.NewBatchNorm(p, name+".bn1", out)
+			bl.bn1 = newNorm(name+".bn1", out)
 			bl.conv2 = nn.NewConv2d(p, name+".conv2", out, out, 3, 1, 1)
-			bl.bn2 = nn.NewBatchNorm(p, name+".bn2", out)
+			bl.bn2 = newNorm(name+".bn2", out)
 			if stride != 1 || in != out {
 				bl.down = nn.NewConv2d(p, name+".downsample.0", in, out, 1, stride, 0)
-				bl.downBN = nn.NewBatchNorm(p, name+".downsample.1", out)
+				bl.downBN = newNorm(name+".downsample.1", out)
 			}
 			m.blocks = append(m.blocks, bl)
 			m.maxPerIm = max(m.maxPerIm, out*hOut*hOut, in*h*h)
@@ -132,7 +179,7 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 	}
 	m.featDim, m.lastHW = in, h
 	m.fc1 = nn.NewLinear(p, "head.0", m.featDim, m.featDim)
-	m.headBN = nn.NewBatchNorm(p, "head.1", m.featDim)
+	m.headBN = newHeadNorm("head.1", m.featDim)
 	m.fc2 = nn.NewLinear(p, "head.3", m.featDim, cfg.ProjDim)
 	p.Allocate(b)
 	p.Initialize(seed)
@@ -184,9 +231,28 @@ type blockActs struct {
 	saved1 nn.BNSaved
 	saved2 nn.BNSaved
 	savedD nn.BNSaved
-	// Gradient views (training plans): grad[i] is the i-th gradient
-	// buffer cut to the block's output length, gradIn to its input length.
-	grad, gradIn [3]tensor.Buffer
+	g      blockGrads // training plans only
+}
+
+// A training plan holds three gradient buffers of the largest activation
+// size: two that alternate as a block's output gradient and its input
+// gradient (block i's dIn is block i-1's dOut), and a scratch for the
+// gradients inside a block. blockGrads are one block's views of them, each
+// cut to its length; Backward's table says when each is written and read.
+type blockGrads struct {
+	// dOut is d(block output), in this block's "out" buffer.
+	dOut tensor.Buffer
+	// dC2, dC1 and dCD are d(conv2 output), d(conv1 output) and
+	// d(downsample conv output), all in the scratch buffer: each is dead
+	// before the next is written.
+	dC2, dC1, dCD tensor.Buffer
+	// dR1 is d(relu1 output) and dIn d(block input), both in this block's
+	// "in" buffer: conv1's backward reads dC1, not dR1, when it writes dIn.
+	dR1, dIn tensor.Buffer
+	// dShortcut is the downsample conv's d(block input), in the "out"
+	// buffer at input length: dOut is dead once the downsample BN's
+	// backward has read it.
+	dShortcut tensor.Buffer
 }
 
 // plan is every buffer a pass over views views needs.
@@ -204,8 +270,10 @@ type plan struct {
 	feat, h1, r, z tensor.Buffer // (N,F), (N,F), (N,F), (N,P)
 	headBNS        tensor.BNShape
 	headSaved      nn.BNSaved
-	dr, dh1, df    tensor.Buffer    // head gradients (training plans)
-	stemGrad       [3]tensor.Buffer // gradient buffers cut to the stem output length
+	dr, dh1, df    tensor.Buffer // head gradients (training plans)
+	// dStem is d(stem output) = block 0's dIn cut to the stem length, and
+	// dStemC d(stem conv output) in the scratch buffer (training plans).
+	dStem, dStemC tensor.Buffer
 }
 
 // carver hands out consecutive pieces of an arena. With a nil arena it
@@ -225,8 +293,9 @@ func (c *carver) take(n int) tensor.Buffer {
 	return c.b.Slice(c.arena, off, n)
 }
 
-func (c *carver) saved(bn *nn.BatchNorm) nn.BNSaved {
-	return nn.BNSaved{Mean: c.take(bn.C), InvStd: c.take(bn.C)}
+func (c *carver) saved(norm nn.Norm, views int) nn.BNSaved {
+	n := norm.SavedLen(views)
+	return nn.BNSaved{Mean: c.take(n), InvStd: c.take(n)}
 }
 
 // arena is the backend memory that every plan of one mode (training or
@@ -240,9 +309,8 @@ type arena struct {
 
 // newPlan lays out the activations of views views. A training plan keeps
 // every activation the backward pass reads (conv inputs, BN inputs, ReLU
-// outputs) plus three gradient buffers of the largest activation size that
-// the backward pass rotates through; an evaluation plan keeps only four
-// rotating buffers.
+// outputs) plus three gradient buffers of the largest activation size (see
+// blockGrads); an evaluation plan keeps only four rotating buffers.
 func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	b, s := m.backend, m.cfg.InputSize
 	pl := &plan{views: views, train: train}
@@ -258,15 +326,14 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	}
 
 	var ring [4]tensor.Buffer // evaluation: rotating activations
-	var grads [3]tensor.Buffer
+	// Training: the two alternating block-gradient buffers and the scratch.
+	var pingPong [2]tensor.Buffer
+	var scratch tensor.Buffer
 	if train {
-		for i := range grads {
-			grads[i] = c.take(maxLen)
-			pl.stemGrad[i] = cut(grads[i], stemLen)
-		}
+		pingPong[0], pingPong[1], scratch = c.take(maxLen), c.take(maxLen), c.take(maxLen)
 		pl.c0 = c.take(stemLen)
 		pl.out0 = c.take(stemLen)
-		pl.stemSaved = c.saved(m.bn1)
+		pl.stemSaved = c.saved(m.bn1, views)
 	} else {
 		for i := range ring {
 			ring[i] = c.take(maxLen)
@@ -275,7 +342,7 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 		pl.out0 = cut(ring[1], stemLen)
 	}
 	in, inRing := pl.out0, 1
-	for _, bl := range m.blocks {
+	for i, bl := range m.blocks {
 		a := blockActs{in: in}
 		a.s1 = bl.conv1.Shape(views, bl.hIn, bl.hIn)
 		a.s2 = bl.conv2.Shape(views, bl.hOut, bl.hOut)
@@ -289,18 +356,24 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 			a.r1 = c.take(outLen)
 			a.c2 = c.take(outLen)
 			a.out = c.take(outLen)
-			a.saved1 = c.saved(bl.bn1)
-			a.saved2 = c.saved(bl.bn2)
+			a.saved1 = c.saved(bl.bn1, views)
+			a.saved2 = c.saved(bl.bn2, views)
 			if bl.down != nil {
 				a.cd = c.take(outLen)
-				a.savedD = c.saved(bl.downBN)
+				a.savedD = c.saved(bl.downBN, views)
 				// The downsample BN output is consumed at once by the
 				// residual sum; the gradient buffers are idle in forward.
-				a.dsOut = cut(grads[0], outLen)
+				a.dsOut = cut(scratch, outLen)
 			}
-			for i := range grads {
-				a.grad[i] = cut(grads[i], outLen)
-				a.gradIn[i] = cut(grads[i], inLen)
+			// The last block's dOut is pingPong[0]; going back, each
+			// block's dIn is the other buffer, its predecessor's dOut.
+			back := len(m.blocks) - 1 - i
+			gOut, gIn := pingPong[back%2], pingPong[(back+1)%2]
+			a.g = blockGrads{
+				dOut: cut(gOut, outLen),
+				dC2:  cut(scratch, outLen), dC1: cut(scratch, outLen), dCD: cut(scratch, outLen),
+				dR1: cut(gIn, outLen), dIn: cut(gIn, inLen),
+				dShortcut: cut(gOut, inLen),
 			}
 		} else {
 			// With the input in ring[inRing] and the others o0, o1, o2:
@@ -327,10 +400,12 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	pl.z = c.take(views * pd)
 	pl.headBNS = m.headBN.Shape(views, 1)
 	if train {
-		pl.headSaved = c.saved(m.headBN)
+		pl.headSaved = c.saved(m.headBN, views)
 		pl.dr = c.take(views * f)
 		pl.dh1 = c.take(views * f)
 		pl.df = c.take(views * f)
+		pl.dStem = cut(pingPong[len(m.blocks)%2], stemLen)
+		pl.dStemC = cut(scratch, stemLen)
 	}
 	return pl
 }
@@ -445,13 +520,14 @@ func (m *Model) backbone(pl *plan, x tensor.Buffer, train, updateRunning bool) {
 // normalised floats in NCHW order, and returns the projections z (views,
 // ProjDim). With train, batch norm uses the batch statistics (and updates
 // the running statistics when updateRunning), and the activations are kept
-// for Backward; without, batch norm uses the running statistics. z belongs
+// for Backward; without, batch norm uses the running statistics. Group
+// norm computes the same function in both modes. z belongs
 // to the model: it is overwritten by the next Forward in the same mode, of
 // any size, since all sizes share one activation arena per mode.
 func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) tensor.Buffer {
 	m.checkInput(x, views)
-	if train && views < 2 {
-		panic(fmt.Sprintf("resnet18: training-mode batch norm needs at least 2 views, got %d", views))
+	if train && views < 2 && m.cfg.Norm == NormBatch {
+		panic(fmt.Sprintf("resnet18: training-mode batch norm needs at least 2 views, got %d (group norm does not)", views))
 	}
 	b := m.backend
 	pl := m.planFor(views, train)
@@ -498,31 +574,41 @@ func (m *Model) Backward(dz tensor.Buffer) {
 	b.ReLUBackward(pl.r, pl.dr, pl.dr)
 	m.headBN.Backward(b, pl.headBNS, pl.h1, pl.dr, pl.dh1, pl.headSaved)
 	m.fc1.Backward(b, n, pl.feat, pl.dh1, pl.df)
-	cur := 0 // index of the gradient buffer holding d(block output)
 	lastBlock := &pl.blocks[len(pl.blocks)-1]
-	b.GlobalAvgPoolBackward(n, m.featDim, m.lastHW*m.lastHW, pl.df, lastBlock.grad[cur])
+	b.GlobalAvgPoolBackward(n, m.featDim, m.lastHW*m.lastHW, pl.df, lastBlock.g.dOut)
+	// The blocks, last first. Each step, the gradient it reads and the one
+	// it writes, and the buffer that holds it ("out" and "in" alternate
+	// between blocks, see blockGrads):
+	//
+	//	step                     reads           writes
+	//	relu(out) backward       dOut (out)      dOut (out), in place
+	//	bn2 backward             dOut (out)      dC2 (scratch)
+	//	conv2 backward           dC2 (scratch)   dR1 (in)
+	//	relu(r1) backward        dR1 (in)        dR1 (in), in place
+	//	bn1 backward             dR1 (in)        dC1 (scratch)
+	//	conv1 backward           dC1 (scratch)   dIn (in)           dR1 is dead
+	//	downsample BN backward   dOut (out)      dCD (scratch)      dC1 is dead
+	//	downsample conv backward dCD (scratch)   dShortcut (out)    dOut is dead
+	//	residual                 dShortcut/dOut  dIn += shortcut gradient
 	for i := len(m.blocks) - 1; i >= 0; i-- {
 		bl, a := m.blocks[i], &pl.blocks[i]
-		o1, o2 := (cur+1)%3, (cur+2)%3
-		d := a.grad[cur]
-		b.ReLUBackward(a.out, d, d) // d = gradient of bn2 output + shortcut
-		bl.bn2.Backward(b, a.bnS, a.c2, d, a.grad[o1], a.saved2)
-		bl.conv2.Backward(b, a.s2, a.r1, a.grad[o1], a.grad[o2])
-		b.ReLUBackward(a.r1, a.grad[o2], a.grad[o2])
-		bl.bn1.Backward(b, a.bnS, a.c1, a.grad[o2], a.grad[o1], a.saved1)
-		bl.conv1.Backward(b, a.s1, a.in, a.grad[o1], a.gradIn[o2]) // main-branch dx
+		g := &a.g
+		b.ReLUBackward(a.out, g.dOut, g.dOut) // d(bn2 output + shortcut)
+		bl.bn2.Backward(b, a.bnS, a.c2, g.dOut, g.dC2, a.saved2)
+		bl.conv2.Backward(b, a.s2, a.r1, g.dC2, g.dR1)
+		b.ReLUBackward(a.r1, g.dR1, g.dR1)
+		bl.bn1.Backward(b, a.bnS, a.c1, g.dR1, g.dC1, a.saved1)
+		bl.conv1.Backward(b, a.s1, a.in, g.dC1, g.dIn) // the main branch's d(block input)
+		shortcut := g.dOut                             // identity shortcut
 		if bl.down != nil {
-			bl.downBN.Backward(b, a.bnS, a.cd, d, a.grad[o1], a.savedD)
-			bl.down.Backward(b, a.sd, a.in, a.grad[o1], a.gradIn[cur]) // d is dead now
-			b.Add(a.gradIn[o2], a.gradIn[o2], a.gradIn[cur])
-		} else {
-			b.Add(a.gradIn[o2], a.gradIn[o2], d)
+			bl.downBN.Backward(b, a.bnS, a.cd, g.dOut, g.dCD, a.savedD)
+			bl.down.Backward(b, a.sd, a.in, g.dCD, g.dShortcut)
+			shortcut = g.dShortcut
 		}
-		cur = o2
+		b.Add(g.dIn, g.dIn, shortcut)
 	}
-	d := pl.stemGrad[cur]
-	b.ReLUBackward(pl.out0, d, d)
-	other := pl.stemGrad[(cur+1)%3]
-	m.bn1.Backward(b, pl.stemBN, pl.c0, d, other, pl.stemSaved)
-	m.conv1.Backward(b, pl.stemS, pl.x, other, nil)
+	// The stem: dStem is block 0's dIn.
+	b.ReLUBackward(pl.out0, pl.dStem, pl.dStem)
+	m.bn1.Backward(b, pl.stemBN, pl.c0, pl.dStem, pl.dStemC, pl.stemSaved)
+	m.conv1.Backward(b, pl.stemS, pl.x, pl.dStemC, nil)
 }

@@ -74,18 +74,23 @@ func localGPU(cfg Config) int {
 var errRankLost = errors.New("the other ranks stopped answering")
 
 // rankGrace is how long a rank told to stop (SIGTERM, SIGINT) still waits
-// for a collective call in flight. mpirun sends SIGTERM to the survivors
-// when a rank dies and SIGKILL one second later (odls_base_sigkill_timeout),
-// so the message must be out before then.
-const rankGrace = 500 * time.Millisecond
+// for a collective call in flight: long enough for healthy ranks told to
+// stop at the same time to finish their iteration and agree to stop (a
+// batch system's SIGTERM to every task), short enough that a rank waiting
+// on a dead one does not hang. mpirun does not wait that long: it sends
+// SIGTERM to the survivors when a rank dies and SIGKILL one second later
+// (odls_base_sigkill_timeout), which is why onStall speaks at once.
+const rankGrace = 30 * time.Second
 
 // guardedComm is a communicator whose calls give up when the run is told to
 // stop while they wait: a call blocked on a dead rank would otherwise
 // never return.
 type guardedComm struct {
 	collective.Comm
-	done <-chan struct{} // the run's context; nil until the loop starts
-	lost bool
+	done    <-chan struct{}   // the run's context; nil until the loop starts
+	onStall func(what string) // told once when a stop arrives during a call
+	stalled bool
+	lost    bool
 }
 
 func (g *guardedComm) wait(what string, f func() error) error {
@@ -98,6 +103,10 @@ func (g *guardedComm) wait(what string, f func() error) error {
 	case err := <-result:
 		return err
 	case <-g.done:
+	}
+	if !g.stalled && g.onStall != nil {
+		g.stalled = true
+		g.onStall(what)
 	}
 	select {
 	case err := <-result:

@@ -354,9 +354,10 @@ func lsgdSplitGradient(b tensor.Backend, model *resnet18.Model, streams []*loade
 }
 
 // TestDistKilledRankStopsTheOthers kills rank 1 after iteration 5 of a run
-// that checkpoints every 2 iterations: rank 0 must stop with a message
-// naming the intact checkpoint (iteration 4), which then resumes on 2
-// ranks to the end, and refuses 1 rank clearly.
+// that checkpoints every 2 iterations: mpirun then stops rank 0 (SIGTERM,
+// then SIGKILL a second later), which must first say which checkpoint is
+// intact (iteration 4) and how to resume it; the checkpoint then resumes
+// on 2 ranks to the end, and refuses 1 rank clearly.
 func TestDistKilledRankStopsTheOthers(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	const iters = 8
@@ -365,7 +366,7 @@ func TestDistKilledRankStopsTheOthers(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the job survived the death of rank 1:\n%s", log)
 	}
-	for _, want := range []string{"rank 0 of 2", "the other ranks stopped answering", "the last checkpoint (iteration 4)", "--resume " + out} {
+	for _, want := range []string{"rank 0 of 2: told to stop while waiting for the other ranks", "the last checkpoint (iteration 4)", "--resume " + out} {
 		if !strings.Contains(log, want) {
 			t.Errorf("rank 0's output lacks %q:\n%s", want, log)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -40,9 +41,9 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	n := cfg.TrainImages
 	sessionStart := t.iter
 	imagesAtStart := t.totals.Samples
-	lastCheckpoint := -1 // iteration of the last checkpoint written, -1 before the first
+	t.lastCheckpoint = -1 // before the first
 	if t.iter > 0 {
-		lastCheckpoint = t.iter // a resumed session starts from one
+		t.lastCheckpoint = t.iter // a resumed session starts from one
 	}
 	// Wall time counts training (and its evaluations), not loading the data.
 	t.start = time.Now()
@@ -54,7 +55,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		// Every rank stops at the same iteration, when any rank is told to.
 		stop, err := collective.Agree(t.comm, ctx.Err() != nil || (t.hooks.StopAfter > 0 && t.iter-sessionStart >= t.hooks.StopAfter))
 		if err != nil {
-			return nil, t.lostRank(err, lastCheckpoint)
+			return nil, t.lostRank(err)
 		}
 		if stop {
 			if err := t.checkpoint(); err != nil {
@@ -67,15 +68,15 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		step, err := t.iterate(lr)
 		if err != nil {
 			if errors.Is(err, ErrNonFinite) {
-				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", lastCheckpoint, cfg.Out)
-				if lastCheckpoint < 0 {
+				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", t.lastCheckpoint, cfg.Out)
+				if t.lastCheckpoint < 0 {
 					kept = "no checkpoint had been written yet"
 				}
 				return nil, fmt.Errorf("iteration %d: %w; training stopped and %s: lower --lr (now %g) or raise --temperature and train again",
 					t.iter+1, err, kept, cfg.ResolvedLR)
 			}
 			if errors.Is(err, errRankLost) {
-				return nil, t.lostRank(fmt.Errorf("iteration %d: %w", t.iter+1, err), lastCheckpoint)
+				return nil, t.lostRank(fmt.Errorf("iteration %d: %w", t.iter+1, err))
 			}
 			return nil, fmt.Errorf("iteration %d: %w", t.iter+1, err)
 		}
@@ -112,9 +113,9 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		}
 		if cfg.CheckpointEvery > 0 && t.iter%cfg.CheckpointEvery == 0 && !last {
 			if err := t.checkpoint(); err != nil {
-				return nil, t.lostRank(err, lastCheckpoint)
+				return nil, t.lostRank(err)
 			}
-			lastCheckpoint = t.iter
+			t.lastCheckpoint = t.iter
 		}
 	}
 	if bar != nil {
@@ -180,14 +181,28 @@ func (t *trainer) summary() *Summary {
 // lostRank explains an error of a run whose other ranks stopped answering
 // (one was killed or failed; mpirun's own message says which): the run
 // stops where it is, and the last checkpoint is intact.
-func (t *trainer) lostRank(err error, lastCheckpoint int) error {
+func (t *trainer) lostRank(err error) error {
 	if !errors.Is(err, errRankLost) {
 		return err
 	}
-	kept := fmt.Sprintf("the last checkpoint (iteration %d) in %s is intact: resume it with mpirun -np %d simclr train --resume %s",
-		lastCheckpoint, t.cfg.Out, t.comm.Size(), t.cfg.Out)
-	if lastCheckpoint < 0 {
-		kept = "no checkpoint had been written yet: start the run again"
+	return fmt.Errorf("%w; training stopped at iteration %d and %s", err, t.iter, t.keptCheckpoint())
+}
+
+// keptCheckpoint says which checkpoint a run of several ranks that stops
+// now can resume from, and how.
+func (t *trainer) keptCheckpoint() string {
+	if t.lastCheckpoint < 0 {
+		return "no checkpoint had been written yet: start the run again"
 	}
-	return fmt.Errorf("%w; training stopped at iteration %d and %s", err, t.iter, kept)
+	return fmt.Sprintf("the last checkpoint (iteration %d) in %s is intact: resume it with mpirun -np %d simclr train --resume %s",
+		t.lastCheckpoint, t.cfg.Out, t.comm.Size(), t.cfg.Out)
+}
+
+// stalled is told when a stop (a signal) arrives while this rank waits for
+// the others in a collective call. Under mpirun that is how the death of
+// another rank shows (mpirun sends SIGTERM, then SIGKILL a second later),
+// so the rank says at once what is intact.
+func (t *trainer) stalled(what string) {
+	fmt.Fprintf(os.Stderr, "rank %d of %d: told to stop while waiting for the other ranks (%s, iteration %d): if a rank died, the job ends here; %s\n",
+		t.comm.Rank(), t.comm.Size(), what, t.iter+1, t.keptCheckpoint())
 }

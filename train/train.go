@@ -151,6 +151,8 @@ type trainer struct {
 	ownComm bool            // comm was opened here, so close it
 	totals  mlmc.Totals     // costs summed over the ranks
 
+	lastCheckpoint int // iteration of the last checkpoint written this session or resumed from, -1 before
+
 	iter        int     // completed iterations
 	wallOffset  float64 // wall seconds of earlier sessions
 	start       time.Time
@@ -184,7 +186,7 @@ func run(ctx context.Context, cfg Config, resume bool, hooks Hooks) (sum *Summar
 		return nil, t.rankError(err)
 	}
 	if g, ok := t.comm.(*guardedComm); ok {
-		g.done = ctx.Done()
+		g.done, g.onStall = ctx.Done(), t.stalled
 	}
 	sum, err = t.loop(ctx)
 	return sum, t.rankError(err)

@@ -23,11 +23,8 @@ const (
 	ncclFloat32     = 7
 	ncclFloat64     = 8
 	ncclSum         = 0
-	ncclUniqueIDLen = 128 // NCCL_UNIQUE_ID_BYTES
+	ncclUniqueIDLen = NCCLIDLen
 )
-
-// NCCLIDLen is the length of the id that Rendezvous carries for NCCL.
-const NCCLIDLen = ncclUniqueIDLen
 
 // NCCL is a communicator of NCCL over CUDA buffers: its operations are
 // queued on the CUDA backend's stream, after the kernels that produced the
@@ -84,6 +81,13 @@ func OpenNCCL(b tensor.Backend, rank, size int, exchange func(id []byte) error) 
 		return nil, fmt.Errorf("%w (rank %d of %d; every rank needs its own GPU)", err, rank, size)
 	}
 	return n, nil
+}
+
+// ncclAvailable reports whether libnccl.so.2 can be loaded, before MPI is
+// initialised (it cannot be initialised twice, so --dist auto must choose
+// first).
+func ncclAvailable() error {
+	return (&NCCL{}).load()
 }
 
 // openNCCLOverMPI makes the NCCL communicator of ranks started by mpirun:

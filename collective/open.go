@@ -37,9 +37,11 @@ func Open(kind Kind, b tensor.Backend, opts Options) (Comm, string, error) {
 		switch {
 		case !underMPI && opts.Addr == "":
 			kind = KindNone
-		case b.Name() == "cuda":
+		case b.Name() == "cuda" && ncclAvailable() == nil:
 			kind = KindNCCL
 		default:
+			// On a CUDA backend without NCCL, MPI stages the buffers
+			// through host memory: slower, but it runs.
 			kind = KindMPI
 		}
 	}

@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// NCCLIDLen is the length of the id that Rendezvous carries for NCCL
+// (NCCL_UNIQUE_ID_BYTES).
+const NCCLIDLen = 128
+
 // rendezvousMagic starts every rendezvous message, so that a stray
 // connection (a port scanner, another program) is refused rather than read
 // as an id.

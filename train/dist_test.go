@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/backend/cpu"
@@ -37,6 +38,7 @@ const (
 	envDistKillAt = "SIMCLR_TRAIN_DIST_KILL_AT" // rank 1 kills itself after this iteration
 	envDistResume = "SIMCLR_TRAIN_DIST_RESUME"
 	envDistStop   = "SIMCLR_TRAIN_DIST_STOP_AFTER" // iterations before an interruption
+	envDistFailAt = "SIMCLR_TRAIN_DIST_FAIL_AT"    // rank 1 fails (an error) after this iteration
 )
 
 // distConfig is the tiny run every rank and the reference train: 8 images
@@ -102,10 +104,20 @@ func mpirunWorkers(t *testing.T, np int, env ...string) (string, error) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(session)
-	cmd := exec.Command(requireMPIRun(t), "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np),
+	// A job whose ranks wait for each other forever is a failure, not a
+	// test timeout: after 5 minutes mpirun gets SIGTERM, which stops its
+	// ranks too.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, requireMPIRun(t), "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np),
 		"--mca", "btl", "self,vader,tcp", "--mca", "orte_tmpdir_base", session, os.Args[0], "-test.run=^TestDistWorker$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("mpirun -np %d did not end within 5 minutes (ranks waiting for each other?):\n%s", np, out)
+	}
 	return string(out), err
 }
 
@@ -117,6 +129,7 @@ func TestDistWorker(t *testing.T) {
 	}
 	iters, _ := strconv.Atoi(os.Getenv(envDistIters))
 	killAt, _ := strconv.Atoi(os.Getenv(envDistKillAt))
+	failAt, _ := strconv.Atoi(os.Getenv(envDistFailAt))
 	cfg := distConfig(out, os.Getenv(envDistEst), iters)
 	// As the command line does: mpirun's SIGTERM stops the run.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -125,19 +138,22 @@ func TestDistWorker(t *testing.T) {
 	hooks := Hooks{Log: os.Stderr, Splits: syntheticSplits(64, 16, 16, 4), Backend: b}
 	hooks.StopAfter, _ = strconv.Atoi(os.Getenv(envDistStop))
 	rank, _ := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_RANK"))
-	hooks.OnStep = func(iter int, params tensor.Buffer) {
+	hooks.OnStep = func(iter int, params tensor.Buffer) error {
 		data := cpu.Data(params)
 		buf := make([]byte, 4*len(data))
 		for i, v := range data {
 			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
 		}
 		if err := os.WriteFile(paramsFile(out, rank, iter), buf, 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return err
 		}
 		if killAt > 0 && iter == killAt && rank == 1 {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
+		if failAt > 0 && iter == failAt && rank == 1 {
+			return errors.New("a failure of rank 1 alone")
+		}
+		return nil
 	}
 	var err error
 	if os.Getenv(envDistResume) != "" {
@@ -406,5 +422,23 @@ func TestLSGDNeedsRanksThatDivideItsBatch(t *testing.T) {
 	_, err := Train(context.Background(), cfg, hooks)
 	if err == nil || !strings.Contains(err.Error(), "3 ranks cannot do evenly") {
 		t.Fatalf("err = %v, want one saying 8 images do not split over 3 ranks", err)
+	}
+}
+
+// TestDistRankFailingAloneStopsTheJob makes rank 1 alone fail after
+// iteration 3 (as a read error would): it must say so and stop the job
+// (MPI_Abort) rather than leave rank 0 waiting for it forever.
+func TestDistRankFailingAloneStopsTheJob(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	log, err := mpirunWorkers(t, 2, envDistWorker+"="+out, envDistEst+"=rtmlmc",
+		envDistIters+"=1000", envDistFailAt+"=3")
+	if err == nil {
+		t.Fatalf("the job finished although rank 1 failed:\n%s", log)
+	}
+	if want := "rank 1 of 2: iteration 3: a failure of rank 1 alone\nstopping every rank"; !strings.Contains(log, want) {
+		t.Errorf("output lacks %q:\n%s", want, log)
+	}
+	if strings.Contains(log, "worker rank 0 done") {
+		t.Errorf("rank 0 trained on alone:\n%s", log)
 	}
 }

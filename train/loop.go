@@ -82,7 +82,9 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		}
 		t.iter++
 		if t.hooks.OnStep != nil {
-			t.hooks.OnStep(t.iter, t.model.Params().Flat())
+			if err := t.hooks.OnStep(t.iter, t.model.Params().Flat()); err != nil {
+				return nil, fmt.Errorf("iteration %d: %w", t.iter, err)
+			}
 		}
 		totals := t.totals
 		last := t.iter == cfg.TotalIters || (cfg.MaxSamples > 0 && totals.Samples >= cfg.MaxSamples)

@@ -45,8 +45,8 @@ type Hooks struct {
 	Comm collective.Comm
 	// OnStep, when set, is called after every optimizer step with the
 	// number of completed iterations and the parameters (tests compare
-	// ranks with it).
-	OnStep func(iteration int, params tensor.Buffer)
+	// ranks with it); an error it returns stops the run.
+	OnStep func(iteration int, params tensor.Buffer) error
 }
 
 // ErrInterrupted is returned (wrapped) when a run stops early on a signal

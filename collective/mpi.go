@@ -155,7 +155,12 @@ func (m *MPI) load() error {
 	return nil
 }
 
-// call is purego.SyscallN returning the C int result.
+// call is purego.SyscallN returning the C int result. Like SyscallN it is
+// marked uintptrescapes: a pointer converted to uintptr in a call to it
+// (the address of a local variable the library writes to) is moved to the
+// heap and kept alive until it returns.
+//
+//go:uintptrescapes
 func call(fn uintptr, args ...uintptr) int32 {
 	r, _, _ := purego.SyscallN(fn, args...)
 	return int32(r)

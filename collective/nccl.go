@@ -127,10 +127,14 @@ func (n *NCCL) commInitRank(id []byte) int32 {
 		for i := 0; i < ncclUniqueIDLen; i += 8 {
 			args = append(args, uintptr(*(*uint64)(unsafe.Pointer(&id[i]))))
 		}
-		return call(n.fn.commInitRank, args...)
+		rc := call(n.fn.commInitRank, args...)
+		runtime.KeepAlive(n) // comm points into n
+		return rc
 	case "arm64":
 		cp := append([]byte(nil), id...)
-		return call(n.fn.commInitRank, comm, uintptr(n.size), uintptr(unsafe.Pointer(&cp[0])), uintptr(n.rank))
+		rc := call(n.fn.commInitRank, comm, uintptr(n.size), uintptr(unsafe.Pointer(&cp[0])), uintptr(n.rank))
+		runtime.KeepAlive(n)
+		return rc
 	}
 	return -1
 }

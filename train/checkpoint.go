@@ -78,6 +78,7 @@ func (t *trainer) checkpoint() error {
 		"loader":        string(pos),
 		"wall_seconds":  strconv.FormatFloat(t.wall(), 'g', -1, 64),
 		"last_loss":     strconv.FormatFloat(t.lastLoss, 'g', -1, 64),
+		"passes":        strconv.FormatInt(t.oracle.Passes(), 10),
 		"params_len":    strconv.Itoa(params.Len()),
 		"state_len":     strconv.Itoa(params.StateLen()),
 	}
@@ -201,6 +202,15 @@ func (t *trainer) restore() error {
 	}
 	t.wallOffset, _ = strconv.ParseFloat(f.Metadata["wall_seconds"], 64)
 	t.lastLoss, _ = strconv.ParseFloat(f.Metadata["last_loss"], 64)
+	// Checkpoints from before --halves counted one pass per evaluation.
+	passes, err := strconv.ParseInt(f.Metadata["passes"], 10, 64)
+	if err != nil {
+		passes = t.est.Totals().Evals
+	}
+	t.oracle.SetPasses(passes)
+	if f.Metadata["totals"] == "" {
+		t.totals.Evals = passes // a checkpoint of one process from before issue 19
+	}
 	if t.comm.Rank() != 0 {
 		return nil
 	}

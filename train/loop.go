@@ -124,6 +124,11 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		bar.Finish()
 		fmt.Fprintln(t.log)
 	}
+	// The final checkpoint, and the probe after it, get recalibrated
+	// statistics.
+	if err := t.preciseBN(); err != nil {
+		return nil, err
+	}
 	if err := t.checkpoint(); err != nil {
 		return nil, err
 	}
@@ -145,7 +150,11 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 // leaves t.iter alone.
 func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 	params := t.model.Params()
+	passes := t.oracle.Passes()
 	step, err := t.est.Estimate(t.iter, t.grad)
+	// Oracle evaluations are network passes (SPEC section 2): three per H^l
+	// with separate halves.
+	step.Evals = t.oracle.Passes() - passes
 	if err == nil {
 		err = t.reduceEstimate()
 	}

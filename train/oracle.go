@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/loader"
@@ -25,6 +26,18 @@ func (o bufferOps) Copy(dst, src tensor.Buffer)          { o.b.Copy(dst, src) }
 func (o bufferOps) Scale(alpha float64, v tensor.Buffer) { o.b.Scale(v, float32(alpha)) }
 func (o bufferOps) Axpy(alpha float64, x, y tensor.Buffer) {
 	o.b.Axpy(y, float32(alpha), x)
+}
+
+// The mlmc.DiagOps of the per-level diagnostics: inner products on the
+// device, random directions drawn on the host and uploaded once.
+func (o bufferOps) Dot(x, y tensor.Buffer) float64 { return o.b.Dot(x, y) }
+func (o bufferOps) Free(v tensor.Buffer)           { o.b.Free(v) }
+func (o bufferOps) Normal(v tensor.Buffer, r *rand.Rand) {
+	host := make([]float32, v.Len())
+	for i := range host {
+		host[i] = float32(r.NormFloat64())
+	}
+	o.b.Upload(v, host)
 }
 
 // ErrNonFinite is returned (wrapped) when a loss or gradient is NaN or Inf.
@@ -68,11 +81,57 @@ type Oracle struct {
 	shard collective.Comm
 	pool  map[int][]*draw // level -> released draws, for reuse
 
+	// separate computes H^l from three passes (--halves separate).
+	separate bool
+	// passes counts forward/backward passes through the network, the
+	// oracle evaluations of SPEC section 2's cost accounting: one per Eval
+	// with shared halves, three per H^l with separate ones.
+	passes int64
+
 	// Loss bookkeeping for the metrics: the full-batch losses L_B of the
 	// evaluations at the current parameters since the last Losses call.
 	lossSum float64
 	lossN   int
 }
+
+// Halves names how H^l treats its two half-batch losses (--halves).
+const (
+	// HalvesShared is one forward and backward pass over the 2^(l+1) views:
+	// the half-batch losses reuse the embeddings of the whole batch, so with
+	// batch norm they see its statistics (not exact, SPEC section 2).
+	HalvesShared = "shared"
+	// HalvesSeparate is three passes: B, then B1 and B2 each through the
+	// network on its own views with its own batch statistics. Exact.
+	HalvesSeparate = "separate"
+)
+
+// SetHalves chooses the construction of H^l: HalvesShared (the default) or
+// HalvesSeparate.
+func (o *Oracle) SetHalves(mode string) error {
+	switch mode {
+	case HalvesShared, "":
+		o.separate = false
+	case HalvesSeparate:
+		o.separate = true
+	default:
+		return fmt.Errorf("--halves %q: use %s or %s", mode, HalvesShared, HalvesSeparate)
+	}
+	return nil
+}
+
+func (o *Oracle) halvesName() string {
+	if o.separate {
+		return HalvesSeparate
+	}
+	return HalvesShared
+}
+
+// Passes is the number of forward/backward passes since the oracle was made
+// plus what SetPasses restored.
+func (o *Oracle) Passes() int64 { return o.passes }
+
+// SetPasses restores the pass count of a resumed run.
+func (o *Oracle) SetPasses(n int64) { o.passes = n }
 
 // NewOracle makes the oracle. maxLevel is the largest level it serves
 // (2^maxLevel images must fit in the data set and in memory); prev is the
@@ -128,7 +187,7 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	d := s.(*draw)
 	n := 1 << d.level
 	views := 2 * o.share(d.level)
-	pd := o.model.Config().ProjDim
+	proj := o.model.Config().ProjDim
 	x := o.buffer(o.inputs, views*o.viewLen)
 	o.b.Upload(x, d.views)
 	params := o.model.Params()
@@ -139,30 +198,55 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		o.b.Copy(o.cur, params.Flat())
 		o.b.Copy(params.Flat(), o.prev)
 	}
+	added := false // the gradient is already in out
 	z := o.model.Forward(x, views, true, at == mlmc.Current)
 	var res tensor.LossResult
-	if o.shard == nil {
-		dz := o.buffer(o.dz, views*pd)
-		res = o.b.NTXent(n, pd, o.tau, diff, z, dz)
-		o.model.Backward(dz)
-	} else {
+	switch {
+	case o.shard != nil:
 		// Gather: each rank writes its share's rows (its images are
 		// images r*n/P.. of the draw) into zeros, and the sum over ranks
-		// is every row.
-		all := o.buffer(o.gathered, 2*n*pd)
-		dzAll := o.buffer(o.dz, 2*n*pd)
-		mine := o.shard.Rank() * views * pd
+		// is every row. Split draws are L-SGD's, which never asks for H^l.
+		all := o.buffer(o.gathered, 2*n*proj)
+		dzAll := o.buffer(o.dz, 2*n*proj)
+		mine := o.shard.Rank() * views * proj
 		o.b.Zero(all)
-		o.b.Copy(o.b.Slice(all, mine, views*pd), z)
+		o.b.Copy(o.b.Slice(all, mine, views*proj), z)
 		if err := o.shard.AllReduceSum(all); err != nil {
 			if at == mlmc.Previous {
 				o.b.Copy(params.Flat(), o.cur)
 			}
 			return fmt.Errorf("gather the projections of level %d: %w", d.level, err)
 		}
-		res = o.b.NTXent(n, pd, o.tau, diff, all, dzAll)
-		o.model.Backward(o.b.Slice(dzAll, mine, views*pd))
+		res = o.b.NTXent(n, proj, o.tau, diff, all, dzAll)
+		o.model.Backward(o.b.Slice(dzAll, mine, views*proj))
+		o.passes++
 		alpha *= float64(o.shard.Size())
+	default:
+		dz := o.buffer(o.dz, views*proj)
+		res = o.b.NTXent(n, proj, o.tau, diff && !o.separate, z, dz)
+		o.model.Backward(dz)
+		o.passes++
+		if diff && o.separate {
+			// grad L_B goes in now; each half then runs on its own views (the
+			// first n/2 images are the first n views) with its own batch
+			// statistics, without touching the running statistics: the query
+			// is one batch of 2^l images as far as they go.
+			o.b.Axpy(out, float32(alpha), params.Grad())
+			half := views / 2
+			dzHalf := o.buffer(o.dz, half*proj)
+			halfLoss := 0.0
+			for k := range 2 {
+				xh := o.b.Slice(x, k*half*o.viewLen, half*o.viewLen)
+				zh := o.model.Forward(xh, half, true, false)
+				r := o.b.NTXent(n/2, proj, o.tau, false, zh, dzHalf)
+				o.model.Backward(dzHalf)
+				o.passes++
+				halfLoss += r.Full / 2
+				o.b.Axpy(out, float32(-alpha/2), params.Grad())
+			}
+			res.Loss = res.Full - halfLoss
+			added = true
+		}
 	}
 	if at == mlmc.Previous {
 		o.b.Copy(params.Flat(), o.cur)
@@ -180,7 +264,9 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		o.lossSum += res.Full
 		o.lossN++
 	}
-	o.b.Axpy(out, float32(alpha), params.Grad())
+	if !added {
+		o.b.Axpy(out, float32(alpha), params.Grad())
+	}
 	return nil
 }
 

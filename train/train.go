@@ -58,7 +58,7 @@ type Summary struct {
 	Out          string
 	Iterations   int
 	SamplesDrawn int64
-	Evaluations  int64
+	Evaluations  int64 // forward/backward passes (runfolder.Metrics.Evaluations)
 	Loss         float64
 	WallSeconds  float64
 	Probe        *runfolder.Probe

@@ -288,6 +288,9 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 		{"unknown dist", func(c *Config) { c.Dist = "gloo" }, "--dist"},
 		{"rank beyond world", func(c *Config) { c.Rank, c.WorldSize = 2, 2 }, "--rank 2"},
 		{"nccl on the CPU", func(c *Config) { c.Dist, c.DistAddr, c.Rank, c.WorldSize = "nccl", "127.0.0.1:1", 1, 2 }, "needs the CUDA backend"},
+		{"unknown halves", func(c *Config) { c.Halves = "both" }, "--halves"},
+		{"negative val-split", func(c *Config) { c.ValSplit = -1 }, "--val-split -1"},
+		{"val-split of every image", func(c *Config) { c.ValSplit = 16 }, "--val-split"},
 		{"bad norm", func(c *Config) { c.Norm = "layer" }, "--norm \"layer\""},
 		{"bad augment", func(c *Config) { c.Augment = "byol" }, "--augment"},
 	} {

@@ -212,6 +212,9 @@ func AllReduceMean(c Comm, b tensor.Backend, buf tensor.Buffer) error {
 // Agree returns whether flag is set on any rank (an OR over ranks), so that
 // every rank takes the same decision, e.g. to stop at the same iteration.
 func Agree(c Comm, flag bool) (bool, error) {
+	if c.Size() == 1 {
+		return flag, nil
+	}
 	x := []float64{0}
 	if flag {
 		x[0] = 1

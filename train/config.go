@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/augment"
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 )
@@ -64,6 +65,17 @@ type Config struct {
 	Precision string `json:"precision"`
 	Workers   int    `json:"workers"`
 
+	// Dist is the communication of data-parallel training: auto, none,
+	// mpi or nccl (package collective). DistAddr, Rank and WorldSize are
+	// NCCL's TCP rendezvous when no launcher started the ranks.
+	Dist      string `json:"dist"`
+	DistAddr  string `json:"dist_addr,omitempty"`
+	Rank      int    `json:"-"`
+	WorldSize int    `json:"-"`
+	// Ranks is the number of ranks the run trains on (resolved); a resumed
+	// run needs the same number.
+	Ranks int `json:"ranks,omitempty"`
+
 	Out             string `json:"out"`
 	EvalEvery       int    `json:"eval_every"` // epochs between kNN evaluations; 0: none
 	KNNK            int    `json:"knn_k"`
@@ -118,6 +130,7 @@ func Defaults() Config {
 		Augment:      "simclr",
 		Device:       "auto",
 		Precision:    "tf32",
+		Dist:         "auto",
 		KNNK:         200,
 		LogEvery:     1,
 		Probe:        true,
@@ -221,6 +234,12 @@ func (c *Config) Validate() error {
 	case "tf32", "fp32":
 	default:
 		return fmt.Errorf("--precision %q: use tf32 or fp32", c.Precision)
+	}
+	if _, err := collective.ParseKind(c.Dist); err != nil {
+		return err
+	}
+	if c.WorldSize < 0 || c.Rank < 0 || (c.WorldSize > 0 && c.Rank >= c.WorldSize) {
+		return fmt.Errorf("--rank %d of --world-size %d: give a rank from 0 to world size - 1", c.Rank, c.WorldSize)
 	}
 	return nil
 }

@@ -73,3 +73,30 @@ func TestStartupLinePrintsExpectedCost(t *testing.T) {
 		})
 	}
 }
+
+// With several ranks the job's cost per iteration is the ranks' sum: MLMC
+// estimators draw on every rank, L-SGD splits one batch over them, and
+// every rank's passes are evaluations.
+func TestExpectedCostOverRanks(t *testing.T) {
+	for _, tc := range []struct {
+		estimator     string
+		ranks         int
+		images, evals float64
+	}{
+		{"lsgd", 1, 8, 1},
+		{"lsgd", 4, 8, 4},
+		{"rtmlmc", 1, 3 * 8.0 / 7, 1},
+		{"rtmlmc", 4, 4 * 3 * 8.0 / 7, 4},
+		{"vmlmc", 2, 2 * 24, 2 * 7},
+	} {
+		cfg := Defaults()
+		cfg.Estimator, cfg.MinLevel, cfg.MaxLevel, cfg.Ranks = tc.estimator, 1, 3, tc.ranks
+		images, evals, err := expectedCost(&cfg, 6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(images-tc.images) > 1e-9 || math.Abs(evals-tc.evals) > 1e-9 {
+			t.Errorf("%s on %d ranks: %g images, %g evaluations; want %g, %g", tc.estimator, tc.ranks, images, evals, tc.images, tc.evals)
+		}
+	}
+}

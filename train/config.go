@@ -256,7 +256,16 @@ func (c *Config) augmentConfig() (augment.Config, error) {
 func defaultLR(maxLevel int) float64 { return 0.06 * math.Exp2(float64(maxLevel)) / 512 }
 
 // mlmcConfig is the estimator configuration of c.
+// correctionPasses is the network passes of one H^l above l_min: three
+// with separate halves, else one.
+func (c *Config) correctionPasses() int {
+	if c.Halves == HalvesSeparate {
+		return 3
+	}
+	return 1
+}
+
 func (c *Config) mlmcConfig() mlmc.Config {
 	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
-		NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63}
+		NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
 }

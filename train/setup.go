@@ -153,9 +153,7 @@ func (t *trainer) setup(resume bool) error {
 	}
 	evalNote := ""
 	if t.oracle.separate {
-		// The cost model counts evaluations; separate halves make each
-		// correction above l_min three network passes.
-		evalNote = fmt.Sprintf(" (each above level %d is 3 network passes)", cfg.MinLevel)
+		evalNote = fmt.Sprintf(" (network passes: each correction above level %d is 3)", cfg.MinLevel)
 	}
 	scored := "test"
 	if cfg.ValSplit > 0 {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
@@ -39,6 +40,13 @@ type Hooks struct {
 	// ErrInterrupted), once this many iterations have completed in this
 	// session; 0 never does.
 	StopAfter int
+	// Comm replaces opening the communicator of Config.Dist (the caller
+	// keeps it and closes it).
+	Comm collective.Comm
+	// OnStep, when set, is called after every optimizer step with the
+	// number of completed iterations and the parameters (tests compare
+	// ranks with it); an error it returns stops the run.
+	OnStep func(iteration int, params tensor.Buffer) error
 }
 
 // ErrInterrupted is returned (wrapped) when a run stops early on a signal
@@ -54,6 +62,8 @@ type Summary struct {
 	Loss         float64
 	WallSeconds  float64
 	Probe        *runfolder.Probe
+	// Rank is this process's rank: rank 0 reports for the run.
+	Rank int
 }
 
 // Train runs cfg from scratch into the folder cfg.Out, which must not hold
@@ -64,16 +74,6 @@ func Train(ctx context.Context, cfg Config, hooks Hooks) (*Summary, error) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Out, runfolder.StateFile)); err == nil {
 		return nil, fmt.Errorf("run folder %s already holds a run: continue it with --resume %s, or choose another --out", cfg.Out, cfg.Out)
-	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("create run folder: %w", err)
-	}
-	// A run that died before its first checkpoint cannot be resumed; its
-	// logs would otherwise be mixed into this run's.
-	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile, runfolder.ProbeFile} {
-		if err := os.Remove(filepath.Join(cfg.Out, name)); err != nil && !os.IsNotExist(err) {
-			return nil, fmt.Errorf("run folder %s: %w", cfg.Out, err)
-		}
 	}
 	return run(ctx, cfg, false, hooks)
 }
@@ -115,6 +115,22 @@ func LoadConfig(dir string) (Config, error) {
 	return cfg, nil
 }
 
+// prepareFolder makes the run folder of a new run (rank 0 only: it alone
+// writes the folder).
+func prepareFolder(out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("create run folder: %w", err)
+	}
+	// A run that died before its first checkpoint cannot be resumed; its
+	// logs would otherwise be mixed into this run's.
+	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile, runfolder.ProbeFile} {
+		if err := os.Remove(filepath.Join(out, name)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("run folder %s: %w", out, err)
+		}
+	}
+	return nil
+}
+
 // trainer holds one session of a run.
 type trainer struct {
 	cfg    Config
@@ -131,6 +147,12 @@ type trainer struct {
 	prev   tensor.Buffer // x_{t-1} for VR, else nil
 	sched  optim.Schedule
 
+	comm    collective.Comm // world of the run (collective.Single for one process)
+	ownComm bool            // comm was opened here, so close it
+	totals  mlmc.Totals     // costs summed over the ranks
+
+	lastCheckpoint int // iteration of the last checkpoint written this session or resumed from, -1 before
+
 	iter        int     // completed iterations
 	wallOffset  float64 // wall seconds of earlier sessions
 	start       time.Time
@@ -145,14 +167,46 @@ func (t *trainer) logf(format string, args ...any) {
 func (t *trainer) wall() float64 { return t.wallOffset + time.Since(t.start).Seconds() }
 
 func run(ctx context.Context, cfg Config, resume bool, hooks Hooks) (sum *Summary, err error) {
-	t := &trainer{cfg: cfg, hooks: hooks, log: hooks.Log, start: time.Now()}
+	t := &trainer{cfg: cfg, hooks: hooks, log: hooks.Log, start: time.Now(), comm: collective.Single{}}
 	if t.log == nil {
 		t.log = os.Stderr
 	}
-	if err := t.setup(resume); err != nil {
-		t.close()
-		return nil, err
+	rank := launchRank(cfg, hooks)
+	if rank != 0 {
+		// Rank 0 speaks for the run; the others report only their errors.
+		t.log = io.Discard
+	}
+	if !resume && rank == 0 {
+		if err := prepareFolder(cfg.Out); err != nil {
+			return nil, err
+		}
 	}
 	defer t.close()
-	return t.loop(ctx)
+	if err := t.setup(resume); err != nil {
+		return nil, t.rankError(err)
+	}
+	if g, ok := t.comm.(*guardedComm); ok {
+		g.done, g.onStall = ctx.Done(), t.stalled
+	}
+	sum, err = t.loop(ctx)
+	return sum, t.rankError(err)
+}
+
+// rankError names the rank in err when there are several, and stops the
+// other ranks when this one fails alone: they would otherwise wait for it
+// in their next collective call forever.
+func (t *trainer) rankError(err error) error {
+	if err == nil || t.comm.Size() == 1 {
+		return err
+	}
+	err = fmt.Errorf("rank %d of %d: %w", t.comm.Rank(), t.comm.Size(), err)
+	// Interruptions and non-finite estimates are seen by every rank at the
+	// same iteration (they are agreed on or all-reduced); a lost rank has
+	// stopped already.
+	if errors.Is(err, ErrInterrupted) || errors.Is(err, ErrNonFinite) || errors.Is(err, errRankLost) || errors.Is(err, ErrRanksDiffer) {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%v\nstopping every rank\n", err)
+	t.comm.Abort(1)
+	return err
 }

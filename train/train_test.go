@@ -168,19 +168,33 @@ func TestResumeIsBitForBit(t *testing.T) {
 		norm, augment string // "" keeps the defaults
 		total         int
 		stopAt        []int // sessions stop after these many iterations each
+		// extra state a resumed session must rebuild: separate halves
+		// (their pass count), a validation split, kNN evaluations with
+		// precise BN between iterations.
+		halves   string
+		valSplit int
+		evalKNN  bool
 	}{
-		{"lsgd", "", "", 6, []int{2}},
-		{"vr-rtmlmc", "", "", 7, []int{3, 1}}, // interrupted inside a VR period (QE = 2) and twice
-		{"rrmlmc", "", "", 5, []int{4}},
+		{"lsgd", "", "", 6, []int{2}, "", 0, false},
+		{"vr-rtmlmc", "", "", 7, []int{3, 1}, "", 0, false}, // interrupted inside a VR period (QE = 2) and twice
+		{"rrmlmc", "", "", 5, []int{4}, "", 0, false},
 		// Group norm keeps no running statistics (an empty bn_state); the
 		// resumed sessions read --norm and --augment back from config.json.
-		{"vr-rtmlmc", "group", "paper", 5, []int{3}},
+		{"vr-rtmlmc", "group", "paper", 5, []int{3}, "", 0, false},
+		{"vr-rtmlmc", "", "", 7, []int{2, 3}, HalvesSeparate, 8, true},
 	} {
-		t.Run(strings.Trim(tc.estimator+"/"+tc.norm+"/"+tc.augment, "/"), func(t *testing.T) {
+		t.Run(strings.Trim(tc.estimator+"/"+tc.norm+"/"+tc.augment+"/"+tc.halves, "/"), func(t *testing.T) {
 			whole := tinyConfig(t, tc.estimator)
 			whole.Iterations = tc.total
 			if tc.norm != "" {
 				whole.Norm, whole.Augment = tc.norm, tc.augment
+			}
+			if tc.halves != "" {
+				whole.Halves = tc.halves
+			}
+			whole.ValSplit = tc.valSplit
+			if tc.evalKNN {
+				whole.EvalEvery, whole.KNNK = 1, 3 // 40 training images: 5 iterations an epoch
 			}
 			whole.CheckpointEvery = 0
 			if _, err := Train(context.Background(), whole, tinyHooks(splits)); err != nil {
@@ -224,6 +238,18 @@ func TestResumeIsBitForBit(t *testing.T) {
 				for i := range w {
 					if math.Float32bits(g[i]) != math.Float32bits(w[i]) {
 						t.Fatalf("%s[%d] = %v after interrupt and resume, %v uninterrupted", name, i, g[i], w[i])
+					}
+				}
+			}
+			if tc.evalKNN {
+				wantEvals, _ := runfolder.ReadLines[runfolder.Eval](filepath.Join(whole.Out, runfolder.EvalFile))
+				gotEvals, _ := runfolder.ReadLines[runfolder.Eval](filepath.Join(parts.Out, runfolder.EvalFile))
+				if len(wantEvals) == 0 || len(gotEvals) != len(wantEvals) {
+					t.Fatalf("resumed run logged %d kNN evaluations, uninterrupted %d (want at least one)", len(gotEvals), len(wantEvals))
+				}
+				for i, w := range wantEvals {
+					if g := gotEvals[i]; g.Iteration != w.Iteration || g.KNNTop1 != w.KNNTop1 || g.TestImages != w.TestImages {
+						t.Errorf("kNN evaluation %d: resumed %+v, uninterrupted %+v", i, g, w)
 					}
 				}
 			}

@@ -255,7 +255,6 @@ func (c *Config) augmentConfig() (augment.Config, error) {
 // defaultLR is SPEC section 3's 0.06 x batch/512 with batch 2^L images.
 func defaultLR(maxLevel int) float64 { return 0.06 * math.Exp2(float64(maxLevel)) / 512 }
 
-// mlmcConfig is the estimator configuration of c.
 // correctionPasses is the network passes of one H^l above l_min: three
 // with separate halves, else one.
 func (c *Config) correctionPasses() int {
@@ -265,6 +264,7 @@ func (c *Config) correctionPasses() int {
 	return 1
 }
 
+// mlmcConfig is the estimator configuration of c.
 func (c *Config) mlmcConfig() mlmc.Config {
 	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
 		NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 // TestNCCLCallingConvention loads a fake libnccl.so.2 (testdata/fakenccl.c,
@@ -22,7 +24,7 @@ import (
 func TestNCCLCallingConvention(t *testing.T) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		t.Skip("no C compiler to build the fake NCCL")
+		testenv.Missing(t, "no C compiler (cc) to build the fake NCCL: %v", err)
 	}
 	lib := filepath.Join(t.TempDir(), "libnccl.so.2")
 	if out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", lib, "testdata/fakenccl.c").CombinedOutput(); err != nil {

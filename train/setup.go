@@ -288,9 +288,9 @@ func parallelNote(estimator string, maxLevel, ranks int, norm string) string {
 	if splitsBatch(estimator, ranks) {
 		how := "batch norm over each rank's share"
 		if norm == resnet18.NormGroup {
-			how = "group norm, so the split draw is the single-process one"
+			how = "group norm, so the split changes no embedding"
 		}
-		return fmt.Sprintf("%s: the %d images of each draw are split over the ranks, %d each, with %s, and the loss over all %d (projections gathered)",
+		return fmt.Sprintf("%s: the %d images of each draw are split over the ranks, %d each from each rank's own stream, with %s, and the loss over all %d (projections gathered)",
 			estimator, 1<<maxLevel, (1<<maxLevel)/ranks, how, 1<<maxLevel)
 	}
 	return fmt.Sprintf("%s: each rank draws its own levels and images (streams seeded by rank), and the estimate is the mean of the %d ranks' estimates", estimator, ranks)

@@ -210,18 +210,19 @@ func maxServableLevel(cfg Config, train *data.Set) (int, error) {
 
 // expectedCost is mlmc.ExpectedCost for the whole job, the one cost model
 // of the start-up line and of --max-samples: with several ranks the MLMC
-// estimators draw on every rank independently while L-SGD splits its batch
-// over them, and every rank's network passes count as evaluations.
+// estimators draw and evaluate on every rank independently, so images and
+// evaluations are P times one rank's, while L-SGD splits its batch over the
+// ranks and a split draw is one evaluation (as reduceStep counts it).
 func expectedCost(cfg *Config, maxServable int) (images, evals float64, err error) {
 	images, evals, err = mlmc.ExpectedCost(cfg.Estimator, cfg.mlmcConfig(), maxServable)
 	if err != nil {
 		return 0, 0, fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
 	}
-	ranks := float64(max(cfg.Ranks, 1))
-	if !splitsBatch(cfg.Estimator, cfg.Ranks) {
-		images *= ranks
+	if splitsBatch(cfg.Estimator, cfg.Ranks) {
+		return images, evals, nil
 	}
-	return images, evals * ranks, nil
+	ranks := float64(max(cfg.Ranks, 1))
+	return images * ranks, evals * ranks, nil
 }
 
 // planLength resolves the run's length, warm-up and learning rate into

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -223,9 +225,11 @@ func applyFlags(flags *pflag.FlagSet, c *train.Config, keep func(name string) bo
 	return err
 }
 
+// sessionFlagList names sessionFlags for an error message, from the map
+// itself so that the two cannot disagree.
 func sessionFlagList() string {
 	var names []string
-	for _, n := range []string{"device", "precision", "workers", "log-every", "checkpoint-every", "eval-every", "knn-k", "probe", "probe-baseline", "dist", "dist-addr", "rank", "world-size"} {
+	for _, n := range slices.Sorted(maps.Keys(sessionFlags)) {
 		names = append(names, "--"+n)
 	}
 	return strings.Join(names, ", ")

@@ -258,7 +258,20 @@ func TestResumeAppliesOnlySessionFlags(t *testing.T) {
 	if err := fs.Parse([]string{"--lr", "0.3"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkResumeFlags(fs, "runs/x"); err == nil || !strings.Contains(err.Error(), "--lr cannot change") {
-		t.Errorf("--lr on resume: error %v, want one naming --lr", err)
+	err := checkResumeFlags(fs, "runs/x")
+	if err == nil || !strings.Contains(err.Error(), "--lr cannot change") {
+		t.Fatalf("--lr on resume: error %v, want one naming --lr", err)
+	}
+	// The message lists exactly the flags that may change.
+	_, allowed, _ := strings.Cut(err.Error(), "(only ")
+	for _, name := range strings.Split(strings.TrimSuffix(allowed, " may change)"), ", ") {
+		if !sessionFlags[strings.TrimPrefix(name, "--")] {
+			t.Errorf("the message offers %s, which is not a session flag", name)
+		}
+	}
+	for name := range sessionFlags {
+		if !strings.Contains(allowed, "--"+name+",") && !strings.HasSuffix(strings.TrimSuffix(allowed, " may change)"), "--"+name) {
+			t.Errorf("the message does not offer --%s, a session flag: %q", name, allowed)
+		}
 	}
 }

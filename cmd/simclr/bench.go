@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -158,17 +157,11 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	if _, err := step(); err != nil { // warm-up: plans the activations
 		return fmt.Errorf("bench: warm-up step on %s: %w", b.Name(), err)
 	}
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("bench: --cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("bench: --cpuprofile %s: %w", o.cpuProfile, err)
-		}
-		defer pprof.StopCPUProfile() // a failed step returns early; a second Stop is a no-op
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
+	defer stopProfile() // a failed step returns early; a second stop does nothing
 	cpu0, cpuOK := processCPUTime()
 	start := time.Now()
 	for i := 0; i < o.steps; i++ {
@@ -181,9 +174,7 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 		perStep := (cpu1 - cpu0).Seconds() / float64(o.steps)
 		res.CPUSecondsPerStep = &perStep
 	}
-	if o.cpuProfile != "" {
-		pprof.StopCPUProfile()
-	}
+	stopProfile()
 	res.ViewsPerSec = float64(views) / res.StepSeconds
 	res.ModelGFLOPPerStep = 3 * m.FLOPs(views) / 1e9
 	res.GFLOPSPerSec = res.ModelGFLOPPerStep / res.StepSeconds

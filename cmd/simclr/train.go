@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -168,7 +169,8 @@ func cancelOnSignal(parent context.Context) (context.Context, context.CancelFunc
 }
 
 // startCPUProfile starts a Go CPU profile into path (none when path is
-// empty) and returns the function that stops it and closes the file.
+// empty) and returns the function that stops it and closes the file; calls
+// after the first do nothing. A profile that cannot start leaves no file.
 func startCPUProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
@@ -179,12 +181,13 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		os.Remove(path)
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
 	}
-	return func() {
+	return sync.OnceFunc(func() {
 		pprof.StopCPUProfile()
 		f.Close()
-	}, nil
+	}), nil
 }
 
 // resumeOnlyFlags are the flags of this session alone, never saved in

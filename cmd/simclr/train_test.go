@@ -275,3 +275,26 @@ func TestResumeAppliesOnlySessionFlags(t *testing.T) {
 		}
 	}
 }
+
+// A --cpuprofile that cannot start (here: a profile already runs) returns
+// an error naming the flag and leaves no file behind; its stop function
+// may be called twice (bench stops early and again on return).
+func TestCPUProfileThatCannotStartLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	stop, err := startCPUProfile(filepath.Join(dir, "first.prof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := filepath.Join(dir, "second.prof")
+	if _, err := startCPUProfile(second); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Errorf("second profile: error %v, want one naming --cpuprofile", err)
+	}
+	if _, err := os.Stat(second); !os.IsNotExist(err) {
+		t.Errorf("the profile that could not start left %s behind (%v)", second, err)
+	}
+	stop()
+	stop()
+	if fi, err := os.Stat(filepath.Join(dir, "first.prof")); err != nil || fi.Size() == 0 {
+		t.Errorf("first profile not written: %v", err)
+	}
+}

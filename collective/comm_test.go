@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cpu"
@@ -129,5 +130,24 @@ func TestDetectLaunch(t *testing.T) {
 				t.Errorf("DetectLaunch = %+v, %v; want %+v, ok %v", got, err, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// --dist auto with a rendezvous address but no NCCL (here: the CPU backend)
+// is an error naming --dist-addr: MPI outside mpirun would make every
+// process a world of one, all writing the run folder as rank 0.
+func TestAutoWithRendezvousNeedsNCCL(t *testing.T) {
+	noLaunch := func(string) string { return "" }
+	c, _, err := Open(KindAuto, cpu.New(), Options{Addr: "127.0.0.1:1", Rank: 1, Size: 2, Getenv: noLaunch})
+	if err == nil || !strings.Contains(err.Error(), "--dist-addr") || !strings.Contains(err.Error(), "mpirun") {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("--dist auto --dist-addr on the CPU: %v, want an error naming --dist-addr and mpirun", err)
+	}
+	// Without an address it is one process, as before.
+	c, line, err := Open(KindAuto, cpu.New(), Options{Getenv: noLaunch})
+	if err != nil || c.Size() != 1 || !strings.Contains(line, "none") {
+		t.Fatalf("--dist auto alone: %v, %q, want a single process", err, line)
 	}
 }

@@ -39,6 +39,15 @@ func Open(kind Kind, b tensor.Backend, opts Options) (Comm, string, error) {
 			kind = KindNone
 		case b.Name() == "cuda" && ncclAvailable() == nil:
 			kind = KindNCCL
+		case !underMPI:
+			// Only NCCL has a rendezvous; MPI outside mpirun would make
+			// every process a world of its own, each taking itself for
+			// rank 0 of the run folder.
+			why := "the CPU backend"
+			if b.Name() == "cuda" {
+				why = fmt.Sprintf("no NCCL here (%v)", ncclAvailable())
+			}
+			return nil, "", fmt.Errorf("--dist-addr %s is NCCL's rendezvous, which needs a CUDA backend and libnccl.so.2, but this process has %s: start the ranks with mpirun instead (--dist auto or mpi)", opts.Addr, why)
 		default:
 			// On a CUDA backend without NCCL, MPI stages the buffers
 			// through host memory: slower, but it runs.

@@ -163,6 +163,16 @@ func (t *trainer) openComm() error {
 		t.ownComm = true
 		t.logf("%s", line)
 	}
+	// The folder and the log were set up for launchRank's guess; a world
+	// that disagrees (--rank or --world-size without a launcher or
+	// rendezvous that provides them) would leave no rank 0 or two.
+	if want := launchRank(*cfg, t.hooks); c.Rank() != want || (cfg.WorldSize > 0 && c.Size() != cfg.WorldSize) {
+		if t.ownComm {
+			c.Close()
+		}
+		return fmt.Errorf("--rank %d --world-size %d (or the launcher) disagree with the communicator, %s, which is rank %d of %d: give --rank and --world-size only with --dist nccl --dist-addr, or start the ranks with mpirun",
+			want, cfg.WorldSize, c.Describe(), c.Rank(), c.Size())
+	}
 	t.comm = c
 	if c.Size() > 1 {
 		t.comm = &guardedComm{Comm: c}

@@ -423,6 +423,18 @@ func TestLSGDNeedsRanksThatDivideItsBatch(t *testing.T) {
 	}
 }
 
+// --rank and --world-size without a launcher or rendezvous that makes them
+// true are one clear error: the process would otherwise take itself for
+// rank 1 (no run folder, no log) of a world of one.
+func TestRankWithoutAWorldIsAnError(t *testing.T) {
+	cfg := tinyConfig(t, "rtmlmc")
+	cfg.Rank, cfg.WorldSize = 1, 2
+	_, err := Train(context.Background(), cfg, tinyHooks(syntheticSplits(16, 8, 16, 2)))
+	if err == nil || !strings.Contains(err.Error(), "--rank 1 --world-size 2") || !strings.Contains(err.Error(), "rank 0 of 1") {
+		t.Fatalf("err = %v, want one naming --rank 1 --world-size 2 and the world of one", err)
+	}
+}
+
 // TestDistRankFailingAloneStopsTheJob makes rank 1 alone fail after
 // iteration 3 (as a read error would): it must say so and stop the job
 // (MPI_Abort) rather than leave rank 0 waiting for it forever.

@@ -189,6 +189,12 @@ are most cosine-similar, each voting exp(s/0.1) for its class, as common SimCLR
 monitors do. With --run the result is written to RUN/knn.json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("k") {
+				fmt.Fprintln(cmd.ErrOrStderr(), "eval knn: --k is deprecated: use --knn-k (the same flag as train's)")
+			}
+			if k < 1 {
+				return fmt.Errorf("--knn-k %d: give at least 1 neighbour", k)
+			}
 			b, m, splits, _, err := e.open(cmd)
 			if err != nil {
 				return err
@@ -207,7 +213,12 @@ monitors do. With --run the result is written to RUN/knn.json.`,
 		},
 	}
 	e.define(cmd)
+	// --knn-k, as in train; --k was this command's first spelling.
+	cmd.Flags().IntVar(&k, "knn-k", 200, "neighbours (as train --knn-k)")
 	cmd.Flags().IntVar(&k, "k", 200, "neighbours")
+	// MarkHidden fails only for an undefined flag. (Not MarkDeprecated:
+	// its notice goes to os.Stderr, not the command's error writer.)
+	_ = cmd.Flags().MarkHidden("k")
 	return cmd
 }
 

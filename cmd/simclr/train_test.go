@@ -91,7 +91,7 @@ func TestTrainEvalReportEndToEnd(t *testing.T) {
 		t.Errorf("config.json: %v %+v", err, cfg)
 	}
 
-	stdout, stderr, err = execute("eval", "knn", "--run", run, "--device", "cpu", "--k", "5", "--json")
+	stdout, stderr, err = execute("eval", "knn", "--run", run, "--device", "cpu", "--knn-k", "5", "--json")
 	if err != nil || !strings.Contains(stdout, `"top1"`) {
 		t.Fatalf("eval knn: %v\n%s\n%s", err, stdout, stderr)
 	}

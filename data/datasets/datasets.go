@@ -60,7 +60,7 @@ func Open(name, dataDir string, size int) (*data.Splits, error) {
 		}
 		tried := []string{filepath.Join(dataDir, "cifar-100-binary", "train.bin"), filepath.Join(dataDir, "train.bin")}
 		if !anyFile(tried) {
-			return nil, missing("cifar100", dataDir, tried)
+			return nil, missing("cifar100", dataDir)
 		}
 		return cifar.Load100(dataDir, option == "coarse")
 	case "svhn":
@@ -79,8 +79,7 @@ func Open(name, dataDir string, size int) (*data.Splits, error) {
 				return svhn.Load(dir, option == "extra")
 			}
 		}
-		return nil, missing(fetch, dataDir, []string{
-			filepath.Join(dataDir, "svhn", "train_32x32.mat"), filepath.Join(dataDir, "train_32x32.mat")})
+		return nil, missing(fetch, dataDir)
 	case "folder":
 		if option == "" {
 			return nil, fmt.Errorf("dataset %q: say which folder, e.g. folder:/path/to/images (holding train/CLASS/*.jpg and test/CLASS/*.jpg)", name)
@@ -104,24 +103,19 @@ func openCIFAR10(dataDir string, size int) (*data.Splits, error) {
 	if err := need32("cifar10", size); err != nil {
 		return nil, err
 	}
-	var tried []string
 	for _, dir := range []string{dataDir, filepath.Join(dataDir, "cifar10")} {
 		for _, bin := range []string{filepath.Join(dir, "cifar-10-batches-bin"), dir} {
-			p := filepath.Join(bin, "data_batch_1.bin")
-			tried = append(tried, p)
-			if isFile(p) {
+			if isFile(filepath.Join(bin, "data_batch_1.bin")) {
 				return cifar.Load10(bin)
 			}
 		}
 	}
 	for _, root := range []string{filepath.Join(dataDir, "cifar10-jpeg"), dataDir, filepath.Join(dataDir, "cifar10")} {
-		p := filepath.Join(root, "train", "airplane")
-		tried = append(tried, p)
-		if isDir(p) {
+		if isDir(filepath.Join(root, "train", "airplane")) {
 			return loadCIFAR10Folder(root)
 		}
 	}
-	return nil, missing("cifar10", dataDir, tried)
+	return nil, missing("cifar10", dataDir)
 }
 
 // loadCIFAR10Folder reads the image-folder form of CIFAR-10 (the shared
@@ -149,15 +143,21 @@ func need32(name string, size int) error {
 	return nil
 }
 
-// missing is the error for data not on disk: the paths looked at and the
-// command that fetches the data into dataDir.
-func missing(fetch, dataDir string, tried []string) error {
-	hint := ""
-	if fetch == "cifar10" {
-		hint = fmt.Sprintf(" (or, from a folder holding cifar10-jpeg.tar.gz: scripts/fetch_data.sh cifar10 --dir %s --from ../shared/data/cifar10)", dataDir)
+// LocalMirror is where the project's shared machines keep a copy of
+// CIFAR-10 (the JPEG q75 rebuild) for scripts/fetch_data.sh --from, relative
+// to the working directory (a checkout next to the shared folder).
+const LocalMirror = "../shared/data/cifar10"
+
+// missing is the error for data not on disk: one short line with the
+// command that fetches the data into dataDir, from the local mirror when
+// there is one (the paths looked at would only lengthen it: the command
+// puts the data where Open looks first).
+func missing(fetch, dataDir string) error {
+	command := fmt.Sprintf("scripts/fetch_data.sh %s --dir %s", fetch, dataDir)
+	if fetch == "cifar10" && isFile(filepath.Join(LocalMirror, "cifar10-jpeg.tar.gz")) {
+		command += " --from " + LocalMirror
 	}
-	return fmt.Errorf("%s: %w in %s (looked for %s); fetch it with: scripts/fetch_data.sh %s --dir %s%s",
-		strings.Fields(fetch)[0], ErrNotFound, dataDir, strings.Join(tried, ", "), fetch, dataDir, hint)
+	return fmt.Errorf("%s: %w in %s; fetch it with: %s", strings.Fields(fetch)[0], ErrNotFound, dataDir, command)
 }
 
 func isFile(p string) bool {

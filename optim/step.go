@@ -1,13 +1,12 @@
-// Package optim holds the optimizers of the trainer: the host reference
-// kernels of SGD (PyTorch semantics) and LARS (SimCLR semantics) that the CPU
-// backend runs, the learning-rate schedule, and Optimizer, which applies one
-// of them to every parameter tensor of an nn.Params through a tensor.Backend.
+// Package optim holds the optimizers of the trainer: SGD (PyTorch semantics)
+// and LARS (SimCLR semantics) on host slices, the learning-rate schedule, and
+// Optimizer, which applies one of them to every parameter tensor of an
+// nn.Params through a tensor.Backend. The host steps are internal/ref's, the
+// same code the CPU backend runs.
 package optim
 
 import (
-	"fmt"
-	"math"
-
+	"github.com/simclr-go/simclr/internal/ref"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -19,52 +18,10 @@ import (
 //	w = w - LR*d
 //
 // v starts at zero, which matches PyTorch's first step (buf = g).
-func SGDStepSlice(c tensor.SGDConfig, w, g, v []float32) {
-	if len(g) != len(w) || len(v) != len(w) {
-		panic(fmt.Sprintf("optim.SGDStepSlice: w has %d, g %d and v %d elements; want equal", len(w), len(g), len(v)))
-	}
-	g, v = g[:len(w)], v[:len(w)]
-	for i, wi := range w {
-		gi := g[i] + c.WeightDecay*wi
-		vi := c.Momentum*v[i] + gi
-		v[i] = vi
-		if c.Nesterov {
-			gi += c.Momentum * vi
-		} else {
-			gi = vi
-		}
-		w[i] = wi - c.LR*gi
-	}
-}
+func SGDStepSlice(c tensor.SGDConfig, w, g, v []float32) { ref.SGDStep(c, w, g, v) }
 
 // LARSStepSlice is one LARS step as in SimCLR on host slices. For an adapted
 // tensor, g = grad + WeightDecay*w and trust = Eta*||w||/||g|| (1 when either
 // norm is 0); otherwise g = grad and trust = 1. Then v = Momentum*v +
 // LR*trust*g and w = w - v. Norms accumulate in float64.
-func LARSStepSlice(c tensor.LARSConfig, w, g, v []float32) {
-	if len(g) != len(w) || len(v) != len(w) {
-		panic(fmt.Sprintf("optim.LARSStepSlice: w has %d, g %d and v %d elements; want equal", len(w), len(g), len(v)))
-	}
-	g, v = g[:len(w)], v[:len(w)]
-	wd := float32(0)
-	trust := float32(1)
-	if c.Adapt {
-		wd = c.WeightDecay
-		var ww, gg float64
-		for i, wi := range w {
-			gi := float64(g[i] + wd*wi)
-			ww += float64(wi) * float64(wi)
-			gg += gi * gi
-		}
-		if ww > 0 && gg > 0 {
-			trust = float32(float64(c.Eta) * math.Sqrt(ww) / math.Sqrt(gg))
-		}
-	}
-	scale := c.LR * trust
-	for i, wi := range w {
-		gi := g[i] + wd*wi
-		vi := c.Momentum*v[i] + scale*gi
-		v[i] = vi
-		w[i] = wi - vi
-	}
-}
+func LARSStepSlice(c tensor.LARSConfig, w, g, v []float32) { ref.LARSStep(c, w, g, v) }

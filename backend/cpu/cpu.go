@@ -2,12 +2,11 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/simclr-go/simclr/loss"
-
 	"runtime"
 	"sync"
 
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/internal/ref"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -48,7 +47,7 @@ type Backend struct {
 	// mu guards the workspaces, should two goroutines share a Backend.
 	mu sync.Mutex
 	// lossScratch is NTXent's similarity matrices, reused every step.
-	lossScratch loss.Workspace
+	lossScratch ref.NTXentWorkspace
 }
 
 // defaultChunkBudget is 8 Mi floats (32 MiB) per worker: more than the

@@ -3,10 +3,12 @@
 // so the program builds with CGO_ENABLED=0 and runs on machines without a
 // GPU (where Open returns an error and callers fall back to the CPU).
 //
-// The structure mirrors backend/cpu kernel by kernel: convolutions go through
-// cuDNN, matrix products through cuBLAS, and every other kernel is CUDA C
-// (kernels.go) compiled by NVRTC for the device at start-up and cached on
-// disk. Buffers are device pointers carved from a few large cuMemAlloc
+// The structure mirrors backend/cpu file by file: convolutions (conv.go) go
+// through cuDNN, matrix products (layers.go) through cuBLAS, and every other
+// kernel is CUDA C in kernels/*.cu, one file per concern beside its Go
+// launchers (vector, layers, batchnorm, loss, optim, as backend/cpu's Go
+// files), embedded in the binary and compiled by NVRTC for the device at
+// start-up and cached on disk (kernels.go). Buffers are device pointers carved from a few large cuMemAlloc
 // chunks by an arena allocator; all work is queued on one stream, and a
 // Backend is used by one goroutine at a time (a mutex guards it anyway).
 //

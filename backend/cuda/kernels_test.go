@@ -187,3 +187,28 @@ func countArgs(s string) int {
 	}
 	return n
 }
+
+// Every embedded .cu file is joined into the program exactly once, the
+// prelude first: a new file left out of kernelOrder would never compile.
+func TestKernelOrderCoversEveryFile(t *testing.T) {
+	entries, err := kernelFiles.ReadDir("kernels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]int{}
+	for _, name := range kernelOrder {
+		listed[name]++
+	}
+	for _, e := range entries {
+		if listed[e.Name()] != 1 {
+			t.Errorf("kernels/%s appears %d times in kernelOrder, want once", e.Name(), listed[e.Name()])
+		}
+		delete(listed, e.Name())
+	}
+	for name := range listed {
+		t.Errorf("kernelOrder names %s, which is not embedded", name)
+	}
+	if kernelOrder[0] != "prelude.cu" {
+		t.Errorf("kernelOrder starts with %s; the prelude must come first", kernelOrder[0])
+	}
+}

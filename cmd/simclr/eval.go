@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -12,9 +13,10 @@ import (
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/data/datasets"
+	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train"
 	"github.com/simclr-go/simclr/train/runfolder"
 )
 
@@ -47,29 +49,62 @@ func (e *evalTarget) define(cmd *cobra.Command) {
 	f.BoolVar(&e.asJSON, "json", false, "print the result as JSON")
 }
 
-// resolve fills unset settings from the run's config.json and opens the
-// data, the backend and the network.
-func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, *data.Splits, train.Config, error) {
-	cfg := train.Defaults()
-	cfg.Seed = 1
+// runSettings are the settings of a run's config.json that evaluation needs,
+// under train.Config's JSON names (a test in train_test.go keeps the two in
+// step), so that evaluating a saved model does not go through the trainer.
+type runSettings struct {
+	Dataset     string  `json:"dataset"`
+	DataDir     string  `json:"data_dir"`
+	TrainSubset int     `json:"train_subset"`
+	TestSubset  int     `json:"test_subset"`
+	Width       float64 `json:"width"`
+	ProjDim     int     `json:"proj_dim"`
+	Seed        uint64  `json:"seed"`
+}
+
+// defaultRunSettings are train.Defaults' values of those settings, with seed 1.
+func defaultRunSettings() runSettings {
+	return runSettings{Dataset: "cifar10", Width: 1, ProjDim: 128, Seed: 1}
+}
+
+// readRunSettings reads the evaluation settings from the run folder dir.
+func readRunSettings(dir string) (runSettings, error) {
+	s := defaultRunSettings()
+	path := filepath.Join(dir, runfolder.ConfigFile)
+	if err := runfolder.ReadJSON(path, &s); err != nil {
+		if os.IsNotExist(err) {
+			return s, fmt.Errorf("%s is not a run folder: it has no %s (give the folder passed to --out)", dir, runfolder.ConfigFile)
+		}
+		return s, err
+	}
+	return s, nil
+}
+
+// open fills unset settings from the run's config.json (or the checkpoint's
+// metadata) and opens the data, the backend and the network.
+func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, *data.Splits, runSettings, error) {
+	cfg := defaultRunSettings()
+	fail := func(err error) (tensor.Backend, *resnet18.Model, *data.Splits, runSettings, error) {
+		return nil, nil, nil, cfg, err
+	}
 	switch {
 	case e.run != "" && e.checkpoint != "":
-		return nil, nil, nil, cfg, fmt.Errorf("give --run or --checkpoint, not both")
+		return fail(fmt.Errorf("give --run or --checkpoint, not both"))
 	case e.run != "":
-		c, err := train.LoadConfig(e.run)
+		c, err := readRunSettings(e.run)
 		if err != nil {
-			return nil, nil, nil, cfg, err
+			return fail(err)
 		}
 		cfg = c
 		e.checkpoint = filepath.Join(e.run, runfolder.ModelFile)
 	case e.checkpoint == "" && !e.randomInit:
-		return nil, nil, nil, cfg, fmt.Errorf("give --run runs/NAME or --checkpoint FILE (or --random-init for the untrained baseline)")
+		return fail(fmt.Errorf("give --run runs/NAME or --checkpoint FILE (or --random-init for the untrained baseline)"))
 	}
 	if e.checkpoint != "" && e.run == "" && !e.randomInit {
 		// Width and head size come from the checkpoint's metadata.
 		meta, err := checkpoint.ReadMetadata(e.checkpoint)
 		if err != nil {
-			return nil, nil, nil, cfg, err
+			return fail(err)
 		}
 		if w, err := strconv.ParseFloat(meta["width"], 64); err == nil {
 			cfg.Width = w
@@ -91,7 +126,7 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 		cfg.TestSubset = e.testSub
 	}
 	if e.width < 0 {
-		return nil, nil, nil, train.Config{}, fmt.Errorf("--width %g must be positive (0: the run's or the checkpoint's)", e.width)
+		return fail(fmt.Errorf("--width %g must be positive (0: the run's or the checkpoint's)", e.width))
 	}
 	if e.width > 0 {
 		cfg.Width = e.width
@@ -99,23 +134,25 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	if cmd.Flags().Changed("seed") {
 		cfg.Seed = e.seed
 	}
-	splits, err := train.LoadSplits(cfg, nil)
+	all, err := datasets.Open(cfg.Dataset, cfg.DataDir, 0)
 	if err != nil {
-		return nil, nil, nil, cfg, err
+		return fail(err)
 	}
-	netCfg, err := train.ModelConfig(cfg, splits)
-	if err != nil {
-		return nil, nil, nil, cfg, err
+	splits := all.Subset(cfg.TrainSubset, cfg.TestSubset)
+	netCfg := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}
+	if err := netCfg.Validate(); err != nil {
+		return fail(fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
+			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err))
 	}
 	b, line, err := backend.Open(e.device, e.precision)
 	if err != nil {
-		return nil, nil, nil, cfg, err
+		return fail(err)
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), line)
 	m := resnet18.New(b, netCfg, cfg.Seed)
 	if !e.randomInit {
-		if _, err := train.LoadModel(e.checkpoint, b, m); err != nil {
-			return nil, nil, nil, cfg, err
+		if _, err := m.Load(e.checkpoint); err != nil {
+			return fail(err)
 		}
 	}
 	return b, m, splits, cfg, nil
@@ -151,7 +188,7 @@ RUN/linear_probe.json (RUN/linear_probe_random_init.json with --random-init).`,
 				return err
 			}
 			start := time.Now()
-			res, err := train.LinearProbe(b, m, splits, cfg.Seed)
+			res, err := eval.LinearProbe(b, m, splits, cfg.Seed)
 			if err != nil {
 				return err
 			}
@@ -159,7 +196,7 @@ RUN/linear_probe.json (RUN/linear_probe_random_init.json with --random-init).`,
 			if e.randomInit {
 				ckpt = "(random initialisation)"
 			}
-			rec := train.ProbeRecord(res, ckpt, cfg.Dataset, 0, time.Since(start).Seconds())
+			rec := eval.ProbeRecord(res, ckpt, cfg.Dataset, 0, time.Since(start).Seconds())
 			rec.RandomInit = e.randomInit
 			if e.run != "" {
 				name := runfolder.ProbeFile
@@ -199,7 +236,7 @@ monitors do. With --run the result is written to RUN/knn.json.`,
 			if err != nil {
 				return err
 			}
-			res, err := train.KNN(b, m, splits, k)
+			res, err := eval.KNN(b, m, splits, k)
 			if err != nil {
 				return err
 			}

@@ -99,63 +99,35 @@ and of the untrained network; flags given with it override the preset.`,
   simclr train --resume runs/vr-rt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			// The first SIGINT or SIGTERM cancels ctx: the run checkpoints
+			// and stops.
+			ctx, stop := cancelOnSignal(cmd.Context())
 			defer stop()
-			go func() {
-				// After the first signal the run checkpoints and stops; a
-				// second one gets the default action and ends the process.
-				<-ctx.Done()
-				stop()
-			}()
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
 			}
+			defer stopProfile()
 			hooks := train.Hooks{Log: cmd.ErrOrStderr(), StopAfter: stopAfter,
 				Progress: !noProgress && term.IsTerminal(int(os.Stderr.Fd()))}
+
 			var sum *train.Summary
-			var err error
 			if resume != "" {
-				var fixed []string
-				cmd.Flags().Visit(func(f *pflag.Flag) {
-					if cmd.Flags().Lookup(f.Name) != nil && !sessionFlags[f.Name] && f.Name != "resume" &&
-						f.Name != "iterations-limit" && f.Name != "no-progress" && f.Name != "cpuprofile" {
-						fixed = append(fixed, "--"+f.Name)
-					}
-				})
-				if len(fixed) > 0 {
-					return fmt.Errorf("%s cannot change when resuming: %s continues with the settings in its config.json (only %s may change)",
-						strings.Join(fixed, ", "), resume, sessionFlagList())
+				if err := checkResumeFlags(cmd.Flags(), resume); err != nil {
+					return err
 				}
-				sum, err = train.Resume(ctx, resume, func(c *train.Config) {
-					cmd.Flags().Visit(func(f *pflag.Flag) {
-						if sessionFlags[f.Name] {
-							fs := pflag.NewFlagSet("session", pflag.ContinueOnError)
-							defineTrainFlags(fs, c)
-							fs.Set(f.Name, f.Value.String())
-						}
-					})
+				sum, err = train.Resume(ctx, resume, func(c *train.Config) error {
 					c.Version = versionString()
+					return applyFlags(cmd.Flags(), c, func(name string) bool { return sessionFlags[name] })
 				}, hooks)
 			} else {
-				resolved, err := resolveTrainConfig(cmd.Flags(), cfg, preset)
-				if err != nil {
+				var run train.Config
+				if run, err = resolveTrainConfig(cmd.Flags(), cfg, preset); err != nil {
 					return err
 				}
-				sum, err = train.Train(ctx, resolved, hooks)
-				if err != nil && sum == nil {
-					return err
-				}
-				return reportTrain(cmd, sum, err)
+				sum, err = train.Train(ctx, run, hooks)
 			}
-			if err != nil && sum == nil {
+			if sum == nil {
 				return err
 			}
 			return reportTrain(cmd, sum, err)
@@ -168,6 +140,76 @@ and of the untrained network; flags given with it override the preset.`,
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print log lines instead of a progress bar on a terminal")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	return cmd
+}
+
+// cancelOnSignal returns a context that SIGINT or SIGTERM cancels. After
+// the first signal the default action is restored, so a second one ends
+// the process at once.
+func cancelOnSignal(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
+}
+
+// startCPUProfile starts a Go CPU profile into path (none when path is
+// empty) and returns the function that stops it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// resumeOnlyFlags are the flags of this session alone, never saved in
+// config.json, so they may accompany --resume.
+var resumeOnlyFlags = map[string]bool{"resume": true, "iterations-limit": true, "no-progress": true, "cpuprofile": true}
+
+// checkResumeFlags refuses a resumed run any flag that would change what the
+// run computes: it continues with the settings in its config.json.
+func checkResumeFlags(flags *pflag.FlagSet, dir string) error {
+	var fixed []string
+	flags.Visit(func(f *pflag.Flag) {
+		if !sessionFlags[f.Name] && !resumeOnlyFlags[f.Name] {
+			fixed = append(fixed, "--"+f.Name)
+		}
+	})
+	if len(fixed) > 0 {
+		return fmt.Errorf("%s cannot change when resuming: %s continues with the settings in its config.json (only %s may change)",
+			strings.Join(fixed, ", "), dir, sessionFlagList())
+	}
+	return nil
+}
+
+// applyFlags sets on c the flags given on the command line that keep
+// accepts. defineTrainFlags is the one map from flag names to Config
+// fields, so the values are replayed onto a flag set bound to c.
+func applyFlags(flags *pflag.FlagSet, c *train.Config, keep func(name string) bool) error {
+	onto := pflag.NewFlagSet("config", pflag.ContinueOnError)
+	defineTrainFlags(onto, c)
+	var err error
+	flags.Visit(func(f *pflag.Flag) {
+		if err != nil || onto.Lookup(f.Name) == nil || !keep(f.Name) {
+			return
+		}
+		if setErr := onto.Set(f.Name, f.Value.String()); setErr != nil {
+			err = fmt.Errorf("--%s: %w", f.Name, setErr)
+		}
+	})
+	return err
 }
 
 func sessionFlagList() string {
@@ -189,15 +231,7 @@ func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset str
 		if lengthSet {
 			cfg.Epochs, cfg.Iterations, cfg.MaxSamples = 0, 0, 0
 		}
-		fs := pflag.NewFlagSet("preset", pflag.ContinueOnError)
-		defineTrainFlags(fs, &cfg)
-		var err error
-		flags.Visit(func(f *pflag.Flag) {
-			if fs.Lookup(f.Name) != nil && err == nil {
-				err = fs.Set(f.Name, f.Value.String())
-			}
-		})
-		if err != nil {
+		if err := applyFlags(flags, &cfg, func(string) bool { return true }); err != nil {
 			return cfg, err
 		}
 	default:

@@ -193,3 +193,33 @@ func TestPresetFlagsOverride(t *testing.T) {
 		}
 	}
 }
+
+// On resume only the session flags reach the saved configuration, and
+// checkResumeFlags names any other flag given.
+func TestResumeAppliesOnlySessionFlags(t *testing.T) {
+	saved := train.Defaults()
+	saved.LR, saved.Workers, saved.Device = 0.1, 2, "cpu"
+	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	fromFlags := train.Defaults()
+	defineTrainFlags(fs, &fromFlags)
+	fs.String("resume", "", "")
+	if err := fs.Parse([]string{"--resume", "runs/x", "--workers", "5", "--device", "auto"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkResumeFlags(fs, "runs/x"); err != nil {
+		t.Fatalf("session flags refused: %v", err)
+	}
+	got := saved
+	if err := applyFlags(fs, &got, func(name string) bool { return sessionFlags[name] }); err != nil {
+		t.Fatal(err)
+	}
+	if got.Workers != 5 || got.Device != "auto" || got.LR != 0.1 {
+		t.Errorf("after resume flags: workers %d device %s lr %g; want 5, auto, 0.1", got.Workers, got.Device, got.LR)
+	}
+	if err := fs.Parse([]string{"--lr", "0.3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkResumeFlags(fs, "runs/x"); err == nil || !strings.Contains(err.Error(), "--lr cannot change") {
+		t.Errorf("--lr on resume: error %v, want one naming --lr", err)
+	}
+}

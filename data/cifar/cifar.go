@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/data/internal/fsutil"
 )
 
 // Side is the image height and width of both CIFAR data sets.
@@ -304,7 +305,7 @@ func readNames(path string, want int, fallback []string) ([]string, error) {
 // Dir10 returns the folder holding the CIFAR-10 batch files: dir itself if
 // it holds data_batch_1.bin, else dir/cifar-10-batches-bin.
 func Dir10(dir string) string {
-	if fileExists(filepath.Join(dir, "data_batch_1.bin")) {
+	if fsutil.IsFile(filepath.Join(dir, "data_batch_1.bin")) {
 		return dir
 	}
 	return filepath.Join(dir, "cifar-10-batches-bin")
@@ -313,15 +314,10 @@ func Dir10(dir string) string {
 // Dir100 returns the folder holding CIFAR-100's train.bin: dir itself if it
 // holds train.bin, else dir/cifar-100-binary.
 func Dir100(dir string) string {
-	if fileExists(filepath.Join(dir, "train.bin")) {
+	if fsutil.IsFile(filepath.Join(dir, "train.bin")) {
 		return dir
 	}
 	return filepath.Join(dir, "cifar-100-binary")
-}
-
-func fileExists(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
 }
 
 // Load10 reads CIFAR-10 from dir, which holds cifar-10-batches-bin/ or is

@@ -7,13 +7,13 @@ package datasets
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/cifar"
 	"github.com/simclr-go/simclr/data/folder"
+	"github.com/simclr-go/simclr/data/internal/fsutil"
 	"github.com/simclr-go/simclr/data/svhn"
 )
 
@@ -75,7 +75,7 @@ func Open(name, dataDir string, size int) (*data.Splits, error) {
 			fetch = "svhn svhn-extra"
 		}
 		for _, dir := range []string{filepath.Join(dataDir, "svhn"), dataDir} {
-			if isFile(filepath.Join(dir, "train_32x32.mat")) {
+			if fsutil.IsFile(filepath.Join(dir, "train_32x32.mat")) {
 				return svhn.Load(dir, option == "extra")
 			}
 		}
@@ -85,10 +85,10 @@ func Open(name, dataDir string, size int) (*data.Splits, error) {
 			return nil, fmt.Errorf("dataset %q: say which folder, e.g. folder:/path/to/images (holding train/CLASS/*.jpg and test/CLASS/*.jpg)", name)
 		}
 		root := option
-		if !filepath.IsAbs(root) && !isDir(root) && isDir(filepath.Join(dataDir, root)) {
+		if !filepath.IsAbs(root) && !fsutil.IsDir(root) && fsutil.IsDir(filepath.Join(dataDir, root)) {
 			root = filepath.Join(dataDir, root)
 		}
-		if !isDir(root) {
+		if !fsutil.IsDir(root) {
 			return nil, fmt.Errorf("dataset %q: %w: no folder %s (nor %s); it must hold train/CLASS/*.jpg and test/CLASS/*.jpg",
 				name, ErrNotFound, option, filepath.Join(dataDir, option))
 		}
@@ -105,13 +105,13 @@ func openCIFAR10(dataDir string, size int) (*data.Splits, error) {
 	}
 	for _, dir := range []string{dataDir, filepath.Join(dataDir, "cifar10")} {
 		for _, bin := range []string{filepath.Join(dir, "cifar-10-batches-bin"), dir} {
-			if isFile(filepath.Join(bin, "data_batch_1.bin")) {
+			if fsutil.IsFile(filepath.Join(bin, "data_batch_1.bin")) {
 				return cifar.Load10(bin)
 			}
 		}
 	}
 	for _, root := range []string{filepath.Join(dataDir, "cifar10-jpeg"), dataDir, filepath.Join(dataDir, "cifar10")} {
-		if isDir(filepath.Join(root, "train", "airplane")) {
+		if fsutil.IsDir(filepath.Join(root, "train", "airplane")) {
 			return loadCIFAR10Folder(root)
 		}
 	}
@@ -154,25 +154,15 @@ const LocalMirror = "../shared/data/cifar10"
 // puts the data where Open looks first).
 func missing(fetch, dataDir string) error {
 	command := fmt.Sprintf("scripts/fetch_data.sh %s --dir %s", fetch, dataDir)
-	if fetch == "cifar10" && isFile(filepath.Join(LocalMirror, "cifar10-jpeg.tar.gz")) {
+	if fetch == "cifar10" && fsutil.IsFile(filepath.Join(LocalMirror, "cifar10-jpeg.tar.gz")) {
 		command += " --from " + LocalMirror
 	}
 	return fmt.Errorf("%s: %w in %s; fetch it with: %s", strings.Fields(fetch)[0], ErrNotFound, dataDir, command)
 }
 
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
-}
-
-func isDir(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
-}
-
 func anyFile(paths []string) bool {
 	for _, p := range paths {
-		if isFile(p) {
+		if fsutil.IsFile(p) {
 			return true
 		}
 	}

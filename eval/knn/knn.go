@@ -13,15 +13,9 @@ import (
 	"sync"
 
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/eval/features"
 	"github.com/simclr-go/simclr/internal/parallel"
 )
-
-// Features is an n x Dim row-major feature matrix with a label per row.
-type Features struct {
-	X      []float32
-	Y      []int32
-	N, Dim int
-}
 
 // Options configure Classify; zero values take the stated defaults.
 type Options struct {
@@ -59,7 +53,7 @@ type Result struct {
 const testBlock = 128
 
 // Classify scores test by weighted kNN over train.
-func Classify(train, test Features, classes int, opts Options) (Result, error) {
+func Classify(train, test features.Features, classes int, opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	if opts.K < 0 {
 		return Result{}, fmt.Errorf("knn: k = %d neighbours: must be positive (0 picks 200)", opts.K)
@@ -72,7 +66,7 @@ func Classify(train, test Features, classes int, opts Options) (Result, error) {
 		panic(fmt.Sprintf("knn: train %d x %d (%d values, %d labels), test %d x %d (%d values, %d labels)",
 			train.N, train.Dim, len(train.X), len(train.Y), test.N, test.Dim, len(test.X), len(test.Y)))
 	}
-	for _, set := range []Features{train, test} {
+	for _, set := range []features.Features{train, test} {
 		for i, y := range set.Y {
 			if y < 0 || int(y) >= classes {
 				return Result{}, fmt.Errorf("knn: label %d of row %d is outside 0..%d", y, i, classes-1)
@@ -117,7 +111,7 @@ func Classify(train, test Features, classes int, opts Options) (Result, error) {
 }
 
 // normalise returns the rows scaled to unit length (zero rows stay zero).
-func normalise(f Features) []float32 {
+func normalise(f features.Features) []float32 {
 	out := make([]float32, len(f.X))
 	for i := 0; i < f.N; i++ {
 		row := f.X[i*f.Dim : (i+1)*f.Dim]

@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/eval/features"
 )
 
-func randomFeatures(n, dim, classes int, sep float64, seed uint64) Features {
+func randomFeatures(n, dim, classes int, sep float64, seed uint64) features.Features {
 	r := rand.New(rand.NewPCG(seed, 3))
 	cr := rand.New(rand.NewPCG(42, 4))
 	centres := make([]float64, classes*dim)
 	for i := range centres {
 		centres[i] = cr.NormFloat64() * sep
 	}
-	f := Features{X: make([]float32, n*dim), Y: make([]int32, n), N: n, Dim: dim}
+	f := features.Features{X: make([]float32, n*dim), Y: make([]int32, n), N: n, Dim: dim}
 	for i := 0; i < n; i++ {
 		c := r.IntN(classes)
 		f.Y[i] = int32(c)
@@ -30,7 +31,7 @@ func randomFeatures(n, dim, classes int, sep float64, seed uint64) Features {
 
 // bruteForce is the definition written out: cosine similarities in
 // float64, a full sort, the first k, votes exp(s/T).
-func bruteForce(train, test Features, classes, k int, temp float64) (top1, top5 float64) {
+func bruteForce(train, test features.Features, classes, k int, temp float64) (top1, top5 float64) {
 	norm := func(x []float32) []float64 {
 		var ss float64
 		for _, v := range x {
@@ -128,8 +129,8 @@ func TestWeightsFavourCloseNeighbours(t *testing.T) {
 	// Query along x. Class 0 has one training point at cosine 1, class 1
 	// has two at cosine 0.8. With T = 0.1, e^10 > 2 e^8 so class 0 wins;
 	// with T = 10, 2 e^0.08 > e^0.1 so class 1 wins.
-	train := Features{X: []float32{1, 0, 0.8, 0.6, 0.8, -0.6}, Y: []int32{0, 1, 1}, N: 3, Dim: 2}
-	test := Features{X: []float32{2, 0}, Y: []int32{0}, N: 1, Dim: 2}
+	train := features.Features{X: []float32{1, 0, 0.8, 0.6, 0.8, -0.6}, Y: []int32{0, 1, 1}, N: 3, Dim: 2}
+	test := features.Features{X: []float32{2, 0}, Y: []int32{0}, N: 1, Dim: 2}
 	for _, tc := range []struct {
 		temp float64
 		top1 float64
@@ -150,7 +151,7 @@ func TestClassifyRejectsBadInput(t *testing.T) {
 	if _, err := Classify(f, f, 3, Options{}); err == nil || !strings.Contains(err.Error(), "label 9 of row 2") {
 		t.Errorf("error %v", err)
 	}
-	if _, err := Classify(Features{Dim: 4}, f, 3, Options{}); err == nil || !strings.Contains(err.Error(), "empty") {
+	if _, err := Classify(features.Features{Dim: 4}, f, 3, Options{}); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("error %v", err)
 	}
 	f.Y[2] = 1

@@ -18,17 +18,11 @@ import (
 	"sort"
 
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/eval/features"
 	"github.com/simclr-go/simclr/internal/parallel"
 )
 
-// Features is an n x Dim row-major feature matrix with a label per row.
-type Features struct {
-	X      []float32
-	Y      []int32
-	N, Dim int
-}
-
-func (f Features) check(what string, classes int) error {
+func check(f features.Features, what string, classes int) error {
 	if f.N <= 0 || f.Dim <= 0 {
 		return fmt.Errorf("linear probe: %s features are empty (%d rows of %d)", what, f.N, f.Dim)
 	}
@@ -110,15 +104,15 @@ type Result struct {
 
 // Probe chooses the penalty on a held-out part of train, refits on all of
 // train and scores test.
-func Probe(train, test Features, classes int, opts Options) (Result, error) {
+func Probe(train, test features.Features, classes int, opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	if classes < 2 {
 		return Result{}, fmt.Errorf("linear probe: %d classes; need at least 2", classes)
 	}
-	if err := train.check("training", classes); err != nil {
+	if err := check(train, "training", classes); err != nil {
 		return Result{}, err
 	}
-	if err := test.check("test", classes); err != nil {
+	if err := check(test, "test", classes); err != nil {
 		return Result{}, err
 	}
 	if test.Dim != train.Dim {
@@ -162,7 +156,7 @@ func Probe(train, test Features, classes int, opts Options) (Result, error) {
 	return res, nil
 }
 
-func columnStats(f Features) (mean, std []float64) {
+func columnStats(f features.Features) (mean, std []float64) {
 	mean = make([]float64, f.Dim)
 	sq := make([]float64, f.Dim)
 	for i := 0; i < f.N; i++ {
@@ -184,7 +178,7 @@ func columnStats(f Features) (mean, std []float64) {
 	return mean, std
 }
 
-func standardise(f Features, mean, std []float64) []float32 {
+func standardise(f features.Features, mean, std []float64) []float32 {
 	out := make([]float32, len(f.X))
 	for i := 0; i < f.N; i++ {
 		for j := 0; j < f.Dim; j++ {

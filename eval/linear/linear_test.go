@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/eval/features"
 )
 
 // clusters makes n rows of dim features in classes Gaussian clusters whose
 // centres are sep apart on random axes, with unit noise.
-func clusters(n, dim, classes int, sep float64, seed uint64) Features {
+func clusters(n, dim, classes int, sep float64, seed uint64) features.Features {
 	r := rand.New(rand.NewPCG(seed, 1))
 	centres := make([][]float64, classes)
 	cr := rand.New(rand.NewPCG(99, 2)) // same centres for train and test
@@ -21,7 +22,7 @@ func clusters(n, dim, classes int, sep float64, seed uint64) Features {
 			centres[k][j] = sep * cr.NormFloat64() / math.Sqrt(float64(dim)) * 3
 		}
 	}
-	f := Features{X: make([]float32, n*dim), Y: make([]int32, n), N: n, Dim: dim}
+	f := features.Features{X: make([]float32, n*dim), Y: make([]int32, n), N: n, Dim: dim}
 	for i := 0; i < n; i++ {
 		k := r.IntN(classes)
 		f.Y[i] = int32(k)
@@ -159,8 +160,8 @@ func TestProbeChoosesStrongPenaltyWhenFeaturesAreNoise(t *testing.T) {
 	// cannot favour it systematically; what must hold is that test accuracy
 	// stays near chance (2 classes: 50%), not that it is high.
 	r := rand.New(rand.NewPCG(5, 5))
-	mk := func(n int) Features {
-		f := Features{X: make([]float32, n*200), Y: make([]int32, n), N: n, Dim: 200}
+	mk := func(n int) features.Features {
+		f := features.Features{X: make([]float32, n*200), Y: make([]int32, n), N: n, Dim: 200}
 		for i := range f.X {
 			f.X[i] = float32(r.NormFloat64())
 		}
@@ -185,13 +186,13 @@ func TestProbeRejectsBadInput(t *testing.T) {
 	bad.Y[4] = 7
 	for _, tc := range []struct {
 		name        string
-		train, test Features
+		train, test features.Features
 		classes     int
 		want        string
 	}{
 		{"label out of range", bad, good, 2, "label 7 of row 4"},
 		{"one class", good, good, 1, "at least 2"},
-		{"empty", Features{}, good, 2, "empty"},
+		{"empty", features.Features{}, good, 2, "empty"},
 	} {
 		_, err := Probe(tc.train, tc.test, tc.classes, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

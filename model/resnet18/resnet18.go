@@ -184,9 +184,28 @@ type blockActs struct {
 	saved1 nn.BNSaved
 	saved2 nn.BNSaved
 	savedD nn.BNSaved
-	// Gradient views (training plans): grad[i] is the i-th gradient
-	// buffer cut to the block's output length, gradIn to its input length.
-	grad, gradIn [3]tensor.Buffer
+	g      blockGrads // training plans only
+}
+
+// A training plan holds three gradient buffers of the largest activation
+// size: two that alternate as a block's output gradient and its input
+// gradient (block i's dIn is block i-1's dOut), and a scratch for the
+// gradients inside a block. blockGrads are one block's views of them, each
+// cut to its length; Backward's table says when each is written and read.
+type blockGrads struct {
+	// dOut is d(block output), in this block's "out" buffer.
+	dOut tensor.Buffer
+	// dC2, dC1 and dCD are d(conv2 output), d(conv1 output) and
+	// d(downsample conv output), all in the scratch buffer: each is dead
+	// before the next is written.
+	dC2, dC1, dCD tensor.Buffer
+	// dR1 is d(relu1 output) and dIn d(block input), both in this block's
+	// "in" buffer: conv1's backward reads dC1, not dR1, when it writes dIn.
+	dR1, dIn tensor.Buffer
+	// dShortcut is the downsample conv's d(block input), in the "out"
+	// buffer at input length: dOut is dead once the downsample BN's
+	// backward has read it.
+	dShortcut tensor.Buffer
 }
 
 // plan is every buffer a pass over views views needs.
@@ -204,8 +223,10 @@ type plan struct {
 	feat, h1, r, z tensor.Buffer // (N,F), (N,F), (N,F), (N,P)
 	headBNS        tensor.BNShape
 	headSaved      nn.BNSaved
-	dr, dh1, df    tensor.Buffer    // head gradients (training plans)
-	stemGrad       [3]tensor.Buffer // gradient buffers cut to the stem output length
+	dr, dh1, df    tensor.Buffer // head gradients (training plans)
+	// dStem is d(stem output) = block 0's dIn cut to the stem length, and
+	// dStemC d(stem conv output) in the scratch buffer (training plans).
+	dStem, dStemC tensor.Buffer
 }
 
 // carver hands out consecutive pieces of an arena. With a nil arena it
@@ -240,9 +261,8 @@ type arena struct {
 
 // newPlan lays out the activations of views views. A training plan keeps
 // every activation the backward pass reads (conv inputs, BN inputs, ReLU
-// outputs) plus three gradient buffers of the largest activation size that
-// the backward pass rotates through; an evaluation plan keeps only four
-// rotating buffers.
+// outputs) plus three gradient buffers of the largest activation size (see
+// blockGrads); an evaluation plan keeps only four rotating buffers.
 func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	b, s := m.backend, m.cfg.InputSize
 	pl := &plan{views: views, train: train}
@@ -258,12 +278,11 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	}
 
 	var ring [4]tensor.Buffer // evaluation: rotating activations
-	var grads [3]tensor.Buffer
+	// Training: the two alternating block-gradient buffers and the scratch.
+	var pingPong [2]tensor.Buffer
+	var scratch tensor.Buffer
 	if train {
-		for i := range grads {
-			grads[i] = c.take(maxLen)
-			pl.stemGrad[i] = cut(grads[i], stemLen)
-		}
+		pingPong[0], pingPong[1], scratch = c.take(maxLen), c.take(maxLen), c.take(maxLen)
 		pl.c0 = c.take(stemLen)
 		pl.out0 = c.take(stemLen)
 		pl.stemSaved = c.saved(m.bn1)
@@ -275,7 +294,7 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 		pl.out0 = cut(ring[1], stemLen)
 	}
 	in, inRing := pl.out0, 1
-	for _, bl := range m.blocks {
+	for i, bl := range m.blocks {
 		a := blockActs{in: in}
 		a.s1 = bl.conv1.Shape(views, bl.hIn, bl.hIn)
 		a.s2 = bl.conv2.Shape(views, bl.hOut, bl.hOut)
@@ -296,11 +315,17 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 				a.savedD = c.saved(bl.downBN)
 				// The downsample BN output is consumed at once by the
 				// residual sum; the gradient buffers are idle in forward.
-				a.dsOut = cut(grads[0], outLen)
+				a.dsOut = cut(scratch, outLen)
 			}
-			for i := range grads {
-				a.grad[i] = cut(grads[i], outLen)
-				a.gradIn[i] = cut(grads[i], inLen)
+			// The last block's dOut is pingPong[0]; going back, each
+			// block's dIn is the other buffer, its predecessor's dOut.
+			back := len(m.blocks) - 1 - i
+			gOut, gIn := pingPong[back%2], pingPong[(back+1)%2]
+			a.g = blockGrads{
+				dOut: cut(gOut, outLen),
+				dC2:  cut(scratch, outLen), dC1: cut(scratch, outLen), dCD: cut(scratch, outLen),
+				dR1: cut(gIn, outLen), dIn: cut(gIn, inLen),
+				dShortcut: cut(gOut, inLen),
 			}
 		} else {
 			// With the input in ring[inRing] and the others o0, o1, o2:
@@ -331,6 +356,8 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 		pl.dr = c.take(views * f)
 		pl.dh1 = c.take(views * f)
 		pl.df = c.take(views * f)
+		pl.dStem = cut(pingPong[len(m.blocks)%2], stemLen)
+		pl.dStemC = cut(scratch, stemLen)
 	}
 	return pl
 }
@@ -498,31 +525,41 @@ func (m *Model) Backward(dz tensor.Buffer) {
 	b.ReLUBackward(pl.r, pl.dr, pl.dr)
 	m.headBN.Backward(b, pl.headBNS, pl.h1, pl.dr, pl.dh1, pl.headSaved)
 	m.fc1.Backward(b, n, pl.feat, pl.dh1, pl.df)
-	cur := 0 // index of the gradient buffer holding d(block output)
 	lastBlock := &pl.blocks[len(pl.blocks)-1]
-	b.GlobalAvgPoolBackward(n, m.featDim, m.lastHW*m.lastHW, pl.df, lastBlock.grad[cur])
+	b.GlobalAvgPoolBackward(n, m.featDim, m.lastHW*m.lastHW, pl.df, lastBlock.g.dOut)
+	// The blocks, last first. Each step, the gradient it reads and the one
+	// it writes, and the buffer that holds it ("out" and "in" alternate
+	// between blocks, see blockGrads):
+	//
+	//	step                     reads           writes
+	//	relu(out) backward       dOut (out)      dOut (out), in place
+	//	bn2 backward             dOut (out)      dC2 (scratch)
+	//	conv2 backward           dC2 (scratch)   dR1 (in)
+	//	relu(r1) backward        dR1 (in)        dR1 (in), in place
+	//	bn1 backward             dR1 (in)        dC1 (scratch)
+	//	conv1 backward           dC1 (scratch)   dIn (in)           dR1 is dead
+	//	downsample BN backward   dOut (out)      dCD (scratch)      dC1 is dead
+	//	downsample conv backward dCD (scratch)   dShortcut (out)    dOut is dead
+	//	residual                 dShortcut/dOut  dIn += shortcut gradient
 	for i := len(m.blocks) - 1; i >= 0; i-- {
 		bl, a := m.blocks[i], &pl.blocks[i]
-		o1, o2 := (cur+1)%3, (cur+2)%3
-		d := a.grad[cur]
-		b.ReLUBackward(a.out, d, d) // d = gradient of bn2 output + shortcut
-		bl.bn2.Backward(b, a.bnS, a.c2, d, a.grad[o1], a.saved2)
-		bl.conv2.Backward(b, a.s2, a.r1, a.grad[o1], a.grad[o2])
-		b.ReLUBackward(a.r1, a.grad[o2], a.grad[o2])
-		bl.bn1.Backward(b, a.bnS, a.c1, a.grad[o2], a.grad[o1], a.saved1)
-		bl.conv1.Backward(b, a.s1, a.in, a.grad[o1], a.gradIn[o2]) // main-branch dx
+		g := &a.g
+		b.ReLUBackward(a.out, g.dOut, g.dOut) // d(bn2 output + shortcut)
+		bl.bn2.Backward(b, a.bnS, a.c2, g.dOut, g.dC2, a.saved2)
+		bl.conv2.Backward(b, a.s2, a.r1, g.dC2, g.dR1)
+		b.ReLUBackward(a.r1, g.dR1, g.dR1)
+		bl.bn1.Backward(b, a.bnS, a.c1, g.dR1, g.dC1, a.saved1)
+		bl.conv1.Backward(b, a.s1, a.in, g.dC1, g.dIn) // the main branch's d(block input)
+		shortcut := g.dOut                             // identity shortcut
 		if bl.down != nil {
-			bl.downBN.Backward(b, a.bnS, a.cd, d, a.grad[o1], a.savedD)
-			bl.down.Backward(b, a.sd, a.in, a.grad[o1], a.gradIn[cur]) // d is dead now
-			b.Add(a.gradIn[o2], a.gradIn[o2], a.gradIn[cur])
-		} else {
-			b.Add(a.gradIn[o2], a.gradIn[o2], d)
+			bl.downBN.Backward(b, a.bnS, a.cd, g.dOut, g.dCD, a.savedD)
+			bl.down.Backward(b, a.sd, a.in, g.dCD, g.dShortcut)
+			shortcut = g.dShortcut
 		}
-		cur = o2
+		b.Add(g.dIn, g.dIn, shortcut)
 	}
-	d := pl.stemGrad[cur]
-	b.ReLUBackward(pl.out0, d, d)
-	other := pl.stemGrad[(cur+1)%3]
-	m.bn1.Backward(b, pl.stemBN, pl.c0, d, other, pl.stemSaved)
-	m.conv1.Backward(b, pl.stemS, pl.x, other, nil)
+	// The stem: dStem is block 0's dIn.
+	b.ReLUBackward(pl.out0, pl.dStem, pl.dStem)
+	m.bn1.Backward(b, pl.stemBN, pl.c0, pl.dStem, pl.dStemC, pl.stemSaved)
+	m.conv1.Backward(b, pl.stemS, pl.x, pl.dStemC, nil)
 }

@@ -1,4 +1,4 @@
-package train
+package data_test
 
 import (
 	"testing"
@@ -23,7 +23,7 @@ func TestSubsetIsClassBalanced(t *testing.T) {
 	for _, tc := range []struct{ n, wantPerClassMin, wantPerClassMax int }{
 		{8, 2, 2}, {10, 2, 3}, {20, 5, 5}, {0, 5, 5}, {99, 5, 5},
 	} {
-		sub := subset(s, tc.n)
+		sub := s.Subset(tc.n)
 		counts := make([]int, classes)
 		for i, l := range sub.Labels {
 			counts[l]++

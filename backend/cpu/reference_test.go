@@ -5,8 +5,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/blas"
-	"github.com/simclr-go/simclr/loss"
-	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/internal/ref"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -20,7 +19,7 @@ func TestNTXentIsTheHostReference(t *testing.T) {
 	z := randSlice(rng, 2*n*d)
 	for _, multilevel := range []bool{false, true} {
 		want := make([]float32, len(z))
-		value, full := loss.NTXent(n, d, float64(float32(0.2)), multilevel, z, want)
+		value, full := ref.NTXent(n, d, float64(float32(0.2)), multilevel, z, want)
 		dz := filled(b, len(z), 7)
 		got := b.NTXent(n, d, 0.2, multilevel, upload(b, z), dz)
 		if got.Loss != value || got.Full != full {
@@ -37,7 +36,7 @@ func TestOptimizerStepsAreTheHostReferences(t *testing.T) {
 
 	sgd := tensor.SGDConfig{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, Nesterov: true}
 	ws, vs := append([]float32(nil), w...), append([]float32(nil), v...)
-	optim.SGDStepSlice(sgd, ws, g, vs)
+	ref.SGDStep(sgd, ws, g, vs)
 	wb, vb := upload(b, w), upload(b, v)
 	b.SGDStep(sgd, wb, upload(b, g), vb)
 	assertClose(t, "SGD w", download(b, wb), to64(ws), 0)
@@ -45,7 +44,7 @@ func TestOptimizerStepsAreTheHostReferences(t *testing.T) {
 
 	lars := tensor.LARSConfig{LR: 0.3, Momentum: 0.9, WeightDecay: 1e-6, Eta: 0.001, Adapt: true}
 	wl, vl := append([]float32(nil), w...), append([]float32(nil), v...)
-	optim.LARSStepSlice(lars, wl, g, vl)
+	ref.LARSStep(lars, wl, g, vl)
 	wb, vb = upload(b, w), upload(b, v)
 	b.LARSStep(lars, wb, upload(b, g), vb)
 	assertClose(t, "LARS w", download(b, wb), to64(wl), 0)

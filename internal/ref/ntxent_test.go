@@ -1,4 +1,4 @@
-package loss
+package ref
 
 import (
 	"math"
@@ -257,7 +257,7 @@ func BenchmarkNTXent512Images(b *testing.B) {
 // sizes and modes came before (its gradient matrix accumulates, so stale
 // entries would show).
 func TestWorkspaceReuseMatchesFresh(t *testing.T) {
-	var ws Workspace
+	var ws NTXentWorkspace
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, tc := range []struct {
 		n, d       int

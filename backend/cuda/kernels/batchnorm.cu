@@ -1,0 +1,119 @@
+// Batch normalisation over x (N,C,HW), statistics per channel, accumulated
+// in double through per-block partial sums added in a fixed order.
+// Launched from batchnorm.go (the CPU counterpart is backend/cpu/batchnorm.go); kernels.go joins
+// this file into one NVRTC program after prelude.cu.
+
+// k_bn_partial: block (s, c) of a (splits, C) grid sums x and x^2 over its
+// share of channel c's N*HW values: partial[(c*splits+s)*2 + {0,1}].
+extern "C" __global__ void k_bn_partial(const float* x, int N, int C, int HW, int splits, double* partial) {
+    __shared__ double sh[BLOCK];
+    int s = blockIdx.x, c = blockIdx.y;
+    long long m = (long long)N * HW;
+    long long lo = m * s / splits, hi = m * (s + 1) / splits;
+    double sum = 0, sq = 0;
+    for (long long j = lo + threadIdx.x; j < hi; j += BLOCK) {
+        long long n = j / HW, p = j - n * HW;
+        double v = x[(n * C + c) * HW + p];
+        sum += v;
+        sq += v * v;
+    }
+    sum = block_sum(sum, sh);
+    sq = block_sum(sq, sh);
+    if (threadIdx.x == 0) {
+        partial[((long long)c * splits + s) * 2] = sum;
+        partial[((long long)c * splits + s) * 2 + 1] = sq;
+    }
+}
+
+// k_bn_finalize: one thread per channel; biased variance for normalising,
+// unbiased for the running estimate (as torch.nn.BatchNorm2d).
+extern "C" __global__ void k_bn_finalize(const double* partial, int C, int splits, int M, float eps, float momentum,
+                                         int update, float* mean, float* invstd, float* run_mean, float* run_var) {
+    GRID_STRIDE(c, C) {
+        double sum = 0, sq = 0;
+        for (int s = 0; s < splits; s++) {
+            sum += partial[((long long)c * splits + s) * 2];
+            sq += partial[((long long)c * splits + s) * 2 + 1];
+        }
+        double mu = sum / M;
+        double var = sq / M - mu * mu;
+        if (var < 0) var = 0;
+        mean[c] = (float)mu;
+        invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
+        if (update) {
+            double unbiased = M > 1 ? var * M / (M - 1) : var;
+            run_mean[c] = (float)((1.0 - momentum) * run_mean[c] + momentum * mu);
+            run_var[c] = (float)((1.0 - momentum) * run_var[c] + momentum * unbiased);
+        }
+    }
+}
+
+extern "C" __global__ void k_bn_apply(const float* x, float* y, const float* gamma, const float* beta,
+                                      const float* mean, const float* invstd, int N, int C, int HW) {
+    GRID_STRIDE(i, (long long)N * C * HW) {
+        int c = (int)((i / HW) % C);
+        y[i] = (x[i] - mean[c]) * invstd[c] * gamma[c] + beta[c];
+    }
+}
+
+extern "C" __global__ void k_bn_eval(const float* x, float* y, const float* gamma, const float* beta,
+                                     const float* run_mean, const float* run_var, float eps, int N, int C, int HW) {
+    GRID_STRIDE(i, (long long)N * C * HW) {
+        int c = (int)((i / HW) % C);
+        float inv = (float)(1.0 / sqrt((double)run_var[c] + (double)eps));
+        y[i] = (x[i] - run_mean[c]) * inv * gamma[c] + beta[c];
+    }
+}
+
+// k_bn_bwd_partial sums dy and dy*xhat per channel share, as k_bn_partial.
+extern "C" __global__ void k_bn_bwd_partial(const float* x, const float* dy, const float* mean, const float* invstd,
+                                            int N, int C, int HW, int splits, double* partial) {
+    __shared__ double sh[BLOCK];
+    int s = blockIdx.x, c = blockIdx.y;
+    long long m = (long long)N * HW;
+    long long lo = m * s / splits, hi = m * (s + 1) / splits;
+    double mu = mean[c], is = invstd[c];
+    double sdy = 0, sdyx = 0;
+    for (long long j = lo + threadIdx.x; j < hi; j += BLOCK) {
+        long long n = j / HW, p = j - n * HW;
+        long long idx = (n * C + c) * HW + p;
+        double g = dy[idx];
+        sdy += g;
+        sdyx += g * ((x[idx] - mu) * is);
+    }
+    sdy = block_sum(sdy, sh);
+    sdyx = block_sum(sdyx, sh);
+    if (threadIdx.x == 0) {
+        partial[((long long)c * splits + s) * 2] = sdy;
+        partial[((long long)c * splits + s) * 2 + 1] = sdyx;
+    }
+}
+
+// k_bn_bwd_finalize: dbeta = sum dy, dgamma = sum dy*xhat; sums (2C doubles)
+// keeps them in double for k_bn_bwd_dx.
+extern "C" __global__ void k_bn_bwd_finalize(const double* partial, int C, int splits, float* dgamma, float* dbeta, double* sums) {
+    GRID_STRIDE(c, C) {
+        double sdy = 0, sdyx = 0;
+        for (int s = 0; s < splits; s++) {
+            sdy += partial[((long long)c * splits + s) * 2];
+            sdyx += partial[((long long)c * splits + s) * 2 + 1];
+        }
+        dbeta[c] = (float)sdy;
+        dgamma[c] = (float)sdyx;
+        sums[2 * c] = sdy;
+        sums[2 * c + 1] = sdyx;
+    }
+}
+
+// dx = gamma*invstd/M * (M dy - sum dy - xhat * sum dy*xhat).
+extern "C" __global__ void k_bn_bwd_dx(const float* x, const float* dy, const float* gamma, const float* mean,
+                                       const float* invstd, const double* sums, float* dx, int N, int C, int HW) {
+    double M = (double)N * HW;
+    GRID_STRIDE(i, (long long)N * C * HW) {
+        int c = (int)((i / HW) % C);
+        double is = invstd[c];
+        double xhat = (x[i] - mean[c]) * is;
+        double g = dy[i] - sums[2 * c] / M - xhat * sums[2 * c + 1] / M;
+        dx[i] = (float)(gamma[c] * is * g);
+    }
+}

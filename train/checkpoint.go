@@ -1,0 +1,136 @@
+package train
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/loader"
+	"github.com/simclr-go/simclr/tensor"
+	"github.com/simclr-go/simclr/train/runfolder"
+)
+
+// stateFormat versions state.safetensors.
+const stateFormat = "simclr-train-state-1"
+
+// checkpoint writes state.safetensors (everything a resumed run needs,
+// including the parameters) and then model.safetensors (the network under
+// torchvision names, for users), each atomically. Resuming reads only the
+// state file, so a kill between the two writes leaves a consistent run.
+func (t *trainer) checkpoint() error {
+	params := t.model.Params()
+	download := func(buf tensor.Buffer) []float32 {
+		out := make([]float32, buf.Len())
+		t.b.Download(out, buf)
+		return out
+	}
+	estState, err := t.est.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	pos, _ := json.Marshal(t.stream.Position())
+	meta := map[string]string{
+		"format":        stateFormat,
+		"iteration":     strconv.Itoa(t.iter),
+		"estimator":     t.est.Name(),
+		"estimator_rng": base64.StdEncoding.EncodeToString(estState),
+		"loader":        string(pos),
+		"wall_seconds":  strconv.FormatFloat(t.wall(), 'g', -1, 64),
+		"last_loss":     strconv.FormatFloat(t.lastLoss, 'g', -1, 64),
+		"params_len":    strconv.Itoa(params.Len()),
+		"state_len":     strconv.Itoa(params.StateLen()),
+	}
+	tensors := []checkpoint.Tensor{
+		{Name: "params", Shape: []int{params.Len()}, Data: download(params.Flat())},
+		{Name: "bn_state", Shape: []int{params.StateLen()}, Data: download(params.State())},
+		{Name: "momentum", Shape: []int{params.Len()}, Data: download(t.opt.State())},
+	}
+	if t.prev != nil {
+		tensors = append(tensors, checkpoint.Tensor{Name: "prev_params", Shape: []int{params.Len()}, Data: download(t.prev)})
+	}
+	if m, ok := t.est.VRState(); ok {
+		tensors = append(tensors, checkpoint.Tensor{Name: "vr_m", Shape: []int{params.Len()}, Data: download(m)})
+	}
+	if err := checkpoint.Write(filepath.Join(t.cfg.Out, runfolder.StateFile), tensors, meta); err != nil {
+		return err
+	}
+	return t.model.Save(filepath.Join(t.cfg.Out, runfolder.ModelFile), map[string]string{
+		"iteration": strconv.Itoa(t.iter), "estimator": t.est.Name(), "width": strconv.FormatFloat(t.cfg.Width, 'g', -1, 64),
+		"proj_dim": strconv.Itoa(t.cfg.ProjDim), "dataset": t.cfg.Dataset, "version": t.cfg.Version,
+	})
+}
+
+// restore loads state.safetensors into the session.
+func (t *trainer) restore() error {
+	path := filepath.Join(t.cfg.Out, runfolder.StateFile)
+	checkpoint.RemoveStale(path)
+	checkpoint.RemoveStale(filepath.Join(t.cfg.Out, runfolder.ModelFile))
+	f, err := checkpoint.Read(path)
+	if err != nil {
+		return err
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("resume from %s: %s", path, fmt.Sprintf(format, args...))
+	}
+	if f.Metadata["format"] != stateFormat {
+		return bad("format %q, want %q (written by another program version?)", f.Metadata["format"], stateFormat)
+	}
+	params := t.model.Params()
+	load := func(name string, dst tensor.Buffer) error {
+		x, ok := f.Get(name)
+		if !ok {
+			return bad("tensor %s is missing", name)
+		}
+		if len(x.Data) != dst.Len() {
+			return bad("tensor %s has %d values, the network wants %d (config.json changed since the checkpoint?)", name, len(x.Data), dst.Len())
+		}
+		t.b.Upload(dst, x.Data)
+		return nil
+	}
+	for _, p := range []struct {
+		name string
+		dst  tensor.Buffer
+	}{{"params", params.Flat()}, {"bn_state", params.State()}, {"momentum", t.opt.State()}} {
+		if err := load(p.name, p.dst); err != nil {
+			return err
+		}
+	}
+	if t.prev != nil {
+		if err := load("prev_params", t.prev); err != nil {
+			return err
+		}
+	}
+	if m, ok := t.est.VRState(); ok {
+		if err := load("vr_m", m); err != nil {
+			return err
+		}
+	}
+	estState, err := base64.StdEncoding.DecodeString(f.Metadata["estimator_rng"])
+	if err != nil {
+		return bad("estimator state: %v", err)
+	}
+	if err := t.est.UnmarshalBinary(estState); err != nil {
+		return bad("%v", err)
+	}
+	var pos loader.Position
+	if err := json.Unmarshal([]byte(f.Metadata["loader"]), &pos); err != nil {
+		return bad("loader position: %v", err)
+	}
+	if err := t.stream.Seek(pos); err != nil {
+		return bad("%v", err)
+	}
+	if t.iter, err = strconv.Atoi(f.Metadata["iteration"]); err != nil {
+		return bad("iteration: %v", err)
+	}
+	t.wallOffset, _ = strconv.ParseFloat(f.Metadata["wall_seconds"], 64)
+	t.lastLoss, _ = strconv.ParseFloat(f.Metadata["last_loss"], 64)
+	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile} {
+		if err := runfolder.TruncateAfter(filepath.Join(t.cfg.Out, name), t.iter); err != nil {
+			return err
+		}
+	}
+	return nil
+}

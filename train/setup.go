@@ -1,0 +1,208 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"github.com/simclr-go/simclr/augment"
+	"github.com/simclr-go/simclr/backend"
+	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/data/datasets"
+	"github.com/simclr-go/simclr/loader"
+	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/tensor"
+	"github.com/simclr-go/simclr/train/runfolder"
+)
+
+// LoadSplits opens the configured data set (or uses given) and keeps the
+// configured subsets.
+func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
+	splits := given
+	if splits == nil {
+		var err error
+		splits, err = datasets.Open(cfg.Dataset, cfg.DataDir, 0)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return splits.Subset(cfg.TrainSubset, cfg.TestSubset), nil
+}
+
+// ModelConfig is the network cfg builds for the images of splits, checked, so
+// that an image folder of tiny images or a bad width is an error rather than
+// resnet18.New's panic.
+func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
+	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}
+	if err := net.Validate(); err != nil {
+		return net, fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
+			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err)
+	}
+	return net, nil
+}
+
+// setup opens everything a session needs (data, backend, network,
+// optimizer, loader stream, oracle, estimator), resolves the run's length
+// and schedule into t.cfg, and either restores the checkpoint (resume) or
+// writes config.json.
+func (t *trainer) setup(resume bool) error {
+	cfg := &t.cfg
+	splits, err := LoadSplits(*cfg, t.hooks.Splits)
+	if err != nil {
+		return err
+	}
+	t.splits = splits
+	n := splits.Train.Len()
+	if n < 2 {
+		return fmt.Errorf("training set %s has %d images; SimCLR needs at least 2", splits.Train.Name, n)
+	}
+	netCfg, err := ModelConfig(*cfg, splits)
+	if err != nil {
+		return err
+	}
+	maxServable, err := maxServableLevel(*cfg, splits.Train)
+	if err != nil {
+		return err
+	}
+
+	if t.hooks.Backend != nil {
+		t.b = t.hooks.Backend
+		cfg.DeviceLog = "device given by caller: " + t.b.Describe()
+	} else {
+		b, line, err := backend.Open(cfg.Device, cfg.Precision)
+		if err != nil {
+			return err
+		}
+		t.b = b
+		cfg.DeviceLog = line
+	}
+	t.logf("%s", cfg.DeviceLog)
+
+	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
+	params := t.model.Params()
+	t.opt, err = optim.New(t.b, params, optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
+	if err != nil {
+		return err
+	}
+	augCfg := augment.SimCLR()
+	if splits.Train.H != splits.Train.W {
+		augCfg.Size = splits.Train.H
+	}
+	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, cfg.Seed, cfg.Workers)
+	if err != nil {
+		return err
+	}
+	_, vr, _ := mlmc.ParseName(cfg.Estimator)
+	if vr {
+		t.prev = t.b.Alloc(params.Len())
+		t.b.Copy(t.prev, params.Flat())
+	}
+	t.oracle = NewOracle(t.b, t.model, t.stream, cfg.Temperature, maxServable, t.prev)
+	ops := bufferOps{b: t.b, n: params.Len()}
+	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, cfg.mlmcConfig(), ops, t.oracle)
+	if err != nil {
+		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+	}
+	for _, note := range t.est.Notes() {
+		t.logf("note: %s", note)
+	}
+	t.grad = t.b.Alloc(params.Len())
+
+	if err := t.planLength(n, maxServable); err != nil {
+		return err
+	}
+	t.logf("data: %s, %d training images, %d test images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g",
+		splits.Train.Name, n, splits.Test.Len(), t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
+		cfg.ResolvedLR, cfg.Optimizer, cfg.Width)
+
+	if resume {
+		if err := t.restore(); err != nil {
+			return err
+		}
+		t.logf("resumed %s at iteration %d of %d", cfg.Out, t.iter, cfg.TotalIters)
+	} else if err := runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg); err != nil {
+		return err
+	}
+	return nil
+}
+
+// maxServableLevel is the largest level the oracle serves for cfg on train:
+// a level-l query draws 2^l images, so never more than the set holds.
+func maxServableLevel(cfg Config, train *data.Set) (int, error) {
+	n := train.Len()
+	servable := int(math.Floor(math.Log2(float64(n))))
+	if cfg.MaxLevel > servable {
+		return 0, fmt.Errorf("--max-level %d needs 2^%d = %d images per query but %s has %d: use --max-level %d or less",
+			cfg.MaxLevel, cfg.MaxLevel, 1<<cfg.MaxLevel, train.Name, n, servable)
+	}
+	// RU/RR draw levels from an unbounded law; by default serve up to three
+	// levels above L (memory grows as 2^l), never more than the data set
+	// holds.
+	maxServable := min(servable, cfg.MaxLevel+3)
+	if cfg.MaxServable > 0 {
+		if cfg.MaxServable > servable {
+			return 0, fmt.Errorf("--max-servable-level %d needs 2^%d images per query but %s has %d: use %d or less",
+				cfg.MaxServable, cfg.MaxServable, train.Name, n, servable)
+		}
+		maxServable = cfg.MaxServable
+	}
+	return maxServable, nil
+}
+
+// planLength resolves the run's length, warm-up and learning rate into
+// t.cfg and builds the schedule (SPEC section 2: an epoch is ceil(n/2^L)
+// iterations, n the training images).
+func (t *trainer) planLength(n, maxServable int) error {
+	cfg := &t.cfg
+	cfg.TrainImages = n
+	cfg.ItersPerEpoch = (n + (1 << cfg.MaxLevel) - 1) >> cfg.MaxLevel
+	switch {
+	case cfg.Epochs > 0:
+		cfg.TotalIters = cfg.Epochs * cfg.ItersPerEpoch
+	case cfg.Iterations > 0:
+		cfg.TotalIters = cfg.Iterations
+	default:
+		// A sample budget: as many iterations as the expected cost allows.
+		perIter, _, err := mlmc.ExpectedCost(cfg.Estimator, cfg.mlmcConfig(), maxServable)
+		if err != nil {
+			return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+		}
+		cfg.TotalIters = int(math.Ceil(float64(cfg.MaxSamples) / perIter))
+	}
+	cfg.WarmupIters = int(math.Round(cfg.WarmupEpochs * float64(cfg.ItersPerEpoch)))
+	if cfg.WarmupIters > cfg.TotalIters/10 {
+		t.logf("note: warm-up of %g epochs (%d iterations) shortened to a tenth of the run (%d iterations)",
+			cfg.WarmupEpochs, cfg.WarmupIters, cfg.TotalIters/10)
+		cfg.WarmupIters = cfg.TotalIters / 10
+	}
+	cfg.ResolvedLR = cfg.LR
+	if cfg.ResolvedLR == 0 {
+		cfg.ResolvedLR = defaultLR(cfg.MaxLevel)
+	}
+	t.sched = optim.Schedule{BaseLR: float32(cfg.ResolvedLR), WarmupSteps: cfg.WarmupIters, TotalSteps: cfg.TotalIters}
+	return nil
+}
+
+// close frees what setup opened; it is safe after a partial setup.
+func (t *trainer) close() {
+	if t.stream != nil {
+		t.stream.Close()
+	}
+	if t.oracle != nil {
+		t.oracle.Free()
+	}
+	for _, buf := range []tensor.Buffer{t.grad, t.prev} {
+		if buf != nil {
+			t.b.Free(buf)
+		}
+	}
+	if t.opt != nil {
+		t.opt.Free()
+	}
+	if t.model != nil {
+		t.model.FreePlans()
+		t.model.Params().Free()
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 
@@ -40,6 +41,8 @@ func (t *trainer) checkpoint() error {
 		"loader":        string(pos),
 		"wall_seconds":  strconv.FormatFloat(t.wall(), 'g', -1, 64),
 		"last_loss":     strconv.FormatFloat(t.lastLoss, 'g', -1, 64),
+		"last_excess":   strconv.FormatFloat(t.lastExcess, 'g', -1, 64),
+		"finished":      strconv.FormatBool(t.finished),
 		"params_len":    strconv.Itoa(params.Len()),
 		"state_len":     strconv.Itoa(params.StateLen()),
 	}
@@ -127,6 +130,10 @@ func (t *trainer) restore() error {
 	}
 	t.wallOffset, _ = strconv.ParseFloat(f.Metadata["wall_seconds"], 64)
 	t.lastLoss, _ = strconv.ParseFloat(f.Metadata["last_loss"], 64)
+	t.lastExcess = math.NaN() // checkpoints older than the field
+	if v, err := strconv.ParseFloat(f.Metadata["last_excess"], 64); err == nil {
+		t.lastExcess = v
+	}
 	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile} {
 		if err := runfolder.TruncateAfter(filepath.Join(t.cfg.Out, name), t.iter); err != nil {
 			return err

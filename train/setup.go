@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 
 	"github.com/simclr-go/simclr/augment"
@@ -17,13 +18,13 @@ import (
 	"github.com/simclr-go/simclr/train/runfolder"
 )
 
-// LoadSplits opens the configured data set (or uses given) and keeps the
-// configured subsets.
+// LoadSplits opens the configured data set (or uses given) at ImageSize and
+// keeps the configured subsets.
 func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 	splits := given
 	if splits == nil {
 		var err error
-		splits, err = datasets.Open(cfg.Dataset, cfg.DataDir, 0)
+		splits, err = datasets.Open(cfg.Dataset, cfg.DataDir, ImageSize)
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +48,7 @@ func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
 // optimizer, loader stream, oracle, estimator), resolves the run's length
 // and schedule into t.cfg, and either restores the checkpoint (resume) or
 // writes config.json.
-func (t *trainer) setup(resume bool) error {
+func (t *trainer) setup(s session) error {
 	cfg := &t.cfg
 	splits, err := LoadSplits(*cfg, t.hooks.Splits)
 	if err != nil {
@@ -117,15 +118,41 @@ func (t *trainer) setup(resume bool) error {
 		splits.Train.Name, n, splits.Test.Len(), t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
 		cfg.ResolvedLR, cfg.Optimizer, cfg.Width)
 
-	if resume {
+	if s.resume {
 		if err := t.restore(); err != nil {
 			return err
 		}
 		t.logf("resumed %s at iteration %d of %d", cfg.Out, t.iter, cfg.TotalIters)
-	} else if err := runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg); err != nil {
-		return err
+		if s.extendedFrom > 0 {
+			// The cosine schedule now spans the new length, so the
+			// learning rate jumps up where the run continues.
+			t.logf("extended from %d to %d iterations: the learning-rate schedule now spans %d iterations (%.4g at iteration %d)",
+				s.extendedFrom, cfg.TotalIters, cfg.TotalIters, t.sched.LR(t.iter), t.iter)
+			return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
+		}
+		if t.iter >= cfg.TotalIters {
+			t.logf("%s had finished training; running the linear probe it lacks", cfg.Out)
+		}
+		return nil
 	}
-	return nil
+	return createRunFolder(cfg)
+}
+
+// createRunFolder makes the run folder and writes config.json. It runs
+// last in setup, once everything the run needs has opened, so that a start
+// that fails leaves no folder behind.
+func createRunFolder(cfg *Config) error {
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return fmt.Errorf("create run folder: %w", err)
+	}
+	// A run that died before its first checkpoint cannot be resumed; its
+	// logs would otherwise be mixed into this run's.
+	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile, runfolder.ProbeFile} {
+		if err := os.Remove(filepath.Join(cfg.Out, name)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("run folder %s: %w", cfg.Out, err)
+		}
+	}
+	return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
 }
 
 // maxServableLevel is the largest level the oracle serves for cfg on train:

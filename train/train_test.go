@@ -310,7 +310,9 @@ func TestResumeRejectsDamagedCheckpoint(t *testing.T) {
 	state := filepath.Join(cfg.Out, runfolder.StateFile)
 	data, _ := os.ReadFile(state)
 	os.WriteFile(state, data[:len(data)/2], 0o644)
-	_, err := Resume(context.Background(), cfg.Out, nil, tinyHooks(splits))
+	// The run has finished: extend it, so that the session reads the state.
+	longer := func(c *Config) error { c.Iterations = 4; return nil }
+	_, err := Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
 	if err == nil || !strings.Contains(err.Error(), state) {
 		t.Fatalf("error %v, want one naming %s", err, state)
 	}

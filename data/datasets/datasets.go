@@ -27,6 +27,26 @@ const Names = "cifar10, cifar100, cifar100:coarse, svhn, svhn:extra, folder:PATH
 // ErrNotFound is wrapped by Open's error when the data is not on disk.
 var ErrNotFound = errors.New("data set not found")
 
+// CheckName reports whether name is one Open accepts, without touching the
+// disk, so that a command can refuse a bad --dataset before loading
+// anything.
+func CheckName(name string) error {
+	base, option, _ := strings.Cut(name, ":")
+	switch {
+	case base == "cifar10" && option != "":
+		return fmt.Errorf("dataset %q: cifar10 takes no option; use one of %s", name, Names)
+	case base == "cifar100" && option != "" && option != "coarse":
+		return fmt.Errorf("dataset %q: the only cifar100 option is :coarse (20 superclasses)", name)
+	case base == "svhn" && option != "" && option != "extra":
+		return fmt.Errorf("dataset %q: the only svhn option is :extra (adds extra_32x32.mat to training)", name)
+	case base == "folder" && option == "":
+		return fmt.Errorf("dataset %q: say which folder, e.g. folder:/path/to/images (holding train/CLASS/*.jpg and test/CLASS/*.jpg)", name)
+	case base == "cifar10", base == "cifar100", base == "svhn", base == "folder":
+		return nil
+	}
+	return fmt.Errorf("unknown dataset %q: use one of %s", name, Names)
+}
+
 // Open loads data set name from dataDir ("" means DefaultDir). size is the
 // image side the caller wants: 0 accepts the data set's own size; the CIFAR
 // and SVHN sets are 32x32 and only folder data sets are resized.
@@ -44,17 +64,14 @@ func Open(name, dataDir string, size int) (*data.Splits, error) {
 	if dataDir == "" {
 		dataDir = DefaultDir
 	}
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
 	base, option, _ := strings.Cut(name, ":")
 	switch base {
 	case "cifar10":
-		if option != "" {
-			return nil, fmt.Errorf("dataset %q: cifar10 takes no option; use one of %s", name, Names)
-		}
 		return openCIFAR10(dataDir, size)
 	case "cifar100":
-		if option != "" && option != "coarse" {
-			return nil, fmt.Errorf("dataset %q: the only cifar100 option is :coarse (20 superclasses)", name)
-		}
 		if err := need32("cifar100", size); err != nil {
 			return nil, err
 		}
@@ -64,9 +81,6 @@ func Open(name, dataDir string, size int) (*data.Splits, error) {
 		}
 		return cifar.Load100(dataDir, option == "coarse")
 	case "svhn":
-		if option != "" && option != "extra" {
-			return nil, fmt.Errorf("dataset %q: the only svhn option is :extra (adds extra_32x32.mat to training)", name)
-		}
 		if err := need32("svhn", size); err != nil {
 			return nil, err
 		}
@@ -81,9 +95,6 @@ func Open(name, dataDir string, size int) (*data.Splits, error) {
 		}
 		return nil, missing(fetch, dataDir)
 	case "folder":
-		if option == "" {
-			return nil, fmt.Errorf("dataset %q: say which folder, e.g. folder:/path/to/images (holding train/CLASS/*.jpg and test/CLASS/*.jpg)", name)
-		}
 		root := option
 		if !filepath.IsAbs(root) && !fsutil.IsDir(root) && fsutil.IsDir(filepath.Join(dataDir, root)) {
 			root = filepath.Join(dataDir, root)

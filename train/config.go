@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/simclr-go/simclr/data/datasets"
+	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 )
@@ -108,11 +109,9 @@ func Defaults() Config {
 	}
 }
 
-// ImageSize is the side of the images the trainer and the evaluators feed
-// the network: folder data sets are scaled and centre-cropped to it (the
-// CIFAR and SVHN sets already have it), so that a folder of large or mixed
-// sizes trains at CIFAR's cost.
-const ImageSize = 32
+// ImageSize is the side of the images the trainer feeds the network, the
+// evaluators' (eval.ImageSize).
+const ImageSize = eval.ImageSize
 
 // Period is a wall-clock interval, written in config.json as a Go duration
 // ("10m0s"). A number there is an iteration count from an older config

@@ -87,6 +87,13 @@ func (t *trainer) setup(s session) error {
 	if err != nil {
 		return err
 	}
+	meminfo := t.hooks.Meminfo
+	if meminfo == "" {
+		meminfo = "/proc/meminfo"
+	}
+	if maxServable, err = t.capByMemory(maxServable, meminfo); err != nil {
+		return err
+	}
 	augCfg := augment.SimCLR()
 	if splits.Train.H != splits.Train.W {
 		augCfg.Size = splits.Train.H

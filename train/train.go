@@ -37,6 +37,9 @@ type Hooks struct {
 	Splits *data.Splits
 	// Backend replaces opening Config.Device.
 	Backend tensor.Backend
+	// Meminfo replaces /proc/meminfo, where a backend that does not report
+	// its free memory (the CPU) finds the available RAM.
+	Meminfo string
 	// StopAfter interrupts the run, as a signal would (checkpoint, then
 	// ErrInterrupted), once this many iterations have completed in this
 	// session; 0 never does.

@@ -134,7 +134,7 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	if cmd.Flags().Changed("seed") {
 		cfg.Seed = e.seed
 	}
-	all, err := datasets.Open(cfg.Dataset, cfg.DataDir, 0)
+	all, err := datasets.Open(cfg.Dataset, cfg.DataDir, eval.ImageSize)
 	if err != nil {
 		return fail(err)
 	}
@@ -180,7 +180,7 @@ accuracy (SPEC section 3). With --run the result is written to
 RUN/linear_probe.json (RUN/linear_probe_random_init.json with --random-init).`,
 		Example: `  simclr eval linear-probe --run runs/quick
   simclr eval linear-probe --run runs/quick --random-init
-  simclr eval linear-probe --checkpoint model.safetensors --dataset cifar10 --data-dir data`,
+  simclr eval linear-probe --checkpoint runs/quick/model.safetensors --dataset cifar10 --data-dir data-cache`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, m, splits, cfg, err := e.open(cmd)

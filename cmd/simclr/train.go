@@ -98,8 +98,9 @@ is created only once the run can start.
 --preset quick: a ResNet-18 of width 1/8 on 5,000 CIFAR-10 images (class-balanced) for
 200 iterations of 128 images on the CPU, then the linear probe of the trained
 and of the untrained network; flags given with it override the preset.`,
-		Example: `  simclr train --preset quick --data-dir data-cache
-  simclr train --dataset cifar10 --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
+		Example: `  simclr train --preset quick --data-dir data-cache --out runs/quick
+  simclr train --data-dir data-cache --estimator lsgd --max-level 9 --epochs 100 --out runs/lsgd
+  simclr train --data-dir data-cache --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
   simclr train --resume runs/vr-rt
   simclr train --resume runs/vr-rt --epochs 200`,
 		Args: cobra.NoArgs,

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,5 +62,66 @@ func TestBenchDeviceDefaultsLikeTrain(t *testing.T) {
 	}
 	if got, want := bench.Flags().Lookup("device").DefValue, train.Defaults().Device; got != want {
 		t.Errorf("bench --device defaults to %q, train to %q", got, want)
+	}
+}
+
+// train: every flag is checked before the data (whose folder here is
+// empty), each error names its flag, and the failed start creates no run
+// folder; --checkpoint-every takes a wall-clock duration.
+func TestTrainChecksFlagsBeforeData(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--b", "0"}, "--b 0"},
+		{[]string{"--c", "-2"}, "--c -2"},
+		{[]string{"--lsgd-draws", "-1"}, "--lsgd-draws -1"},
+		{[]string{"--max-level", "20"}, "--max-level 20"},
+		{[]string{"--min-level", "4", "--max-level", "3"}, "--max-level 3 is below --min-level 4"},
+		{[]string{"--checkpoint-every", "100"}, "--checkpoint-every"},
+		{[]string{"--dataset", "mnist"}, "--dataset"},
+		{[]string{"--checkpoint-every", "5m"}, "fetch_data.sh"}, // all good: the data is what is missing
+	}
+	for i, tc := range tests {
+		out := filepath.Join(dir, fmt.Sprintf("run%d", i))
+		args := append([]string{"train", "--iterations", "2", "--device", "cpu", "--data-dir", dir, "--out", out}, tc.args...)
+		_, _, err := execute(args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one naming %q", tc.args, err, tc.want)
+		}
+		if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
+			t.Errorf("%v: the failed start left %s", tc.args, out)
+		}
+	}
+	tr, _, err := newRootCmd().Find([]string{"train"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Flags().Lookup("checkpoint-every").DefValue; got != "10m0s" {
+		t.Errorf("--checkpoint-every defaults to %q, want 10m0s", got)
+	}
+}
+
+// The flags that may accompany --resume: session settings and a new length.
+func TestResumeFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--epochs", "200", "--device", "cpu"}, ""},
+		{[]string{"--iterations", "10", "--checkpoint-every", "1m"}, ""},
+		{[]string{"--lr", "0.1"}, "--lr cannot change"},
+		{[]string{"--max-level", "5", "--epochs", "3"}, "--max-level cannot change"},
+	}
+	for _, tc := range tests {
+		cmd := newTrainCmd()
+		if err := cmd.Flags().Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := checkResumeFlags(cmd.Flags(), "runs/x")
+		if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.wantErr)
+		}
 	}
 }

@@ -61,7 +61,7 @@ data_dir=$gpu_work/data
 
 if [[ -f $run/state.safetensors ]]; then
 	(($# == 0)) || echo "train_chunk.sh: $run exists: resuming it, ignoring the flags $*"
-	cmd=("${go_env[@]}" "$simclr" train --resume "$run" --device cuda --no-progress)
+	cmd=("${go_env[@]}" "$simclr" train --resume "$run" --device cuda --no-progress --checkpoint-every 4m)
 else
 	if [[ -d $run ]]; then
 		echo "train_chunk.sh: $run has no checkpoint (an earlier chunk failed before its first one): starting it again"
@@ -74,7 +74,9 @@ else
 		}
 		mkdir -p "$data_dir/cifar10-jpeg" && tar -xzf .gpu/cifar10-jpeg.tar.gz -C "$data_dir/cifar10-jpeg" || exit 1
 	fi
-	cmd=("${go_env[@]}" "$simclr" train --device cuda --dataset cifar10 --data-dir "$data_dir" --out "$run" --no-progress "$@")
+	# A checkpoint every 4 minutes: a chunk killed after its SIGTERM loses
+	# at most that (flags given after override it).
+	cmd=("${go_env[@]}" "$simclr" train --device cuda --dataset cifar10 --data-dir "$data_dir" --out "$run" --no-progress --checkpoint-every 4m "$@")
 fi
 
 # SECONDS counts from the script's start: unpacking the data came out of

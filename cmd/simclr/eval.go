@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,6 +128,18 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	}
 	if e.width < 0 {
 		return fail(fmt.Errorf("--width %g must be positive (0: the run's or the checkpoint's)", e.width))
+	}
+	// The remaining flags, before any data is read.
+	if err := datasets.CheckName(cfg.Dataset); err != nil {
+		return fail(fmt.Errorf("--dataset: %w", err))
+	}
+	switch strings.ToLower(e.device) {
+	case "auto", "cpu", "cuda":
+	default:
+		return fail(fmt.Errorf("--device %q: use auto, cpu or cuda", e.device))
+	}
+	if e.precision != "tf32" && e.precision != "fp32" {
+		return fail(fmt.Errorf("--precision %q: use tf32 or fp32", e.precision))
 	}
 	if e.width > 0 {
 		cfg.Width = e.width

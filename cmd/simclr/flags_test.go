@@ -125,3 +125,24 @@ func TestResumeFlags(t *testing.T) {
 		}
 	}
 }
+
+// eval checks its flags before reading any data (the data folder here is
+// empty, so a data error would mean a flag went unchecked).
+func TestEvalChecksFlagsBeforeData(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--device", "tpu"}, `--device "tpu"`},
+		{[]string{"--precision", "fp16"}, `--precision "fp16"`},
+		{[]string{"--dataset", "mnist"}, "--dataset"},
+		{[]string{"--width", "-1"}, "--width -1"},
+	}
+	for _, tc := range tests {
+		args := append([]string{"eval", "linear-probe", "--random-init", "--data-dir", dir}, tc.args...)
+		if _, _, err := execute(args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one naming %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -259,7 +259,13 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	printTable(stdout, o.kind, res)
+	// The table goes where people read; with --json stdout is one JSON
+	// document, so the table goes to stderr.
+	table := stdout
+	if o.asJSON {
+		table = stderr
+	}
+	printTable(table, o.kind, res)
 	if o.png != "" {
 		if err := plotErrors(res, o.png); err != nil {
 			return err

@@ -81,6 +81,32 @@ func SimCLR() Config {
 	}
 }
 
+// Paper is the augmentation the paper states (SPEC section 3): "random flip,
+// color jittering, and color dropping", with no crop and no blur. It gives
+// no strengths, so the flip, jitter and grayscale are those of SimCLR: flip
+// 0.5, jitter (0.4, 0.4, 0.4, 0.1) with p 0.8, grayscale 0.2. Without the
+// crop the two views of an image differ only in orientation and colour.
+func Paper() Config {
+	c := SimCLR()
+	c.Crop = false
+	c.CropScale, c.CropRatio = [2]float64{}, [2]float64{}
+	c.BlurProb, c.BlurSigma = 0, [2]float64{}
+	return c
+}
+
+// Preset is the configuration of a recipe by name: "simclr" (SimCLR, the
+// default recipe with crop) or "paper" (Paper: flip, jitter, grayscale, no
+// crop).
+func Preset(name string) (Config, error) {
+	switch name {
+	case "simclr":
+		return SimCLR(), nil
+	case "paper":
+		return Paper(), nil
+	}
+	return Config{}, fmt.Errorf("augmentation %q: use simclr (crop, flip, jitter, grayscale) or paper (flip, jitter, grayscale, no crop)", name)
+}
+
 // Identity is the configuration that only normalises (the zero value).
 func Identity() Config { return Config{} }
 

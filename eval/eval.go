@@ -12,8 +12,8 @@ import (
 	"github.com/simclr-go/simclr/eval/linear"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // ImageSize is the side of the images the network is trained and evaluated

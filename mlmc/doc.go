@@ -12,7 +12,11 @@
 // them only through the caller's VecOps and the oracle's accumulating Eval,
 // never by copying them into Go slices.
 //
-// Float64Ops and Synthetic (a quadratic objective with known rates a, b, c)
-// serve tests and examples; examples/pricing is the paper's pricing and
-// staffing problem.
+// ExpectedCost is the one cost model: the expected samples and oracle
+// evaluations of an iteration, from which a run's length in samples is
+// planned. The package examples run RT-MLMC and VR RT-MLMC on a toy oracle
+// (a squared mean, biased like SimCLR's small batches) and show how to write
+// an Oracle. Float64Ops and Synthetic (a quadratic objective with known
+// rates a, b, c) serve tests and examples; examples/pricing is the paper's
+// pricing and staffing problem.
 package mlmc

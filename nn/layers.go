@@ -67,8 +67,9 @@ func (bn *BatchNorm) Shape(n, hw int) tensor.BNShape {
 	return tensor.BNShape{N: n, C: bn.C, HW: hw, Eps: bn.Eps, Momentum: bn.Momentum}
 }
 
-// BNSaved holds the batch mean and 1/sqrt(var+eps) of one training-mode
-// forward pass (C each), which the backward pass needs.
+// BNSaved holds the mean and 1/sqrt(var+eps) of one training-mode forward
+// pass, which the backward pass needs: per channel (C each) for BatchNorm,
+// per image and group for GroupNorm (Norm.SavedLen each).
 type BNSaved struct{ Mean, InvStd tensor.Buffer }
 
 // NewBNSaved allocates the saved statistics of bn on b.

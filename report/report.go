@@ -1,5 +1,5 @@
 // Package report compares training runs: it reads run folders (see
-// train/runfolder) and writes PNG plots of the loss and of kNN and
+// runfolder) and writes PNG plots of the loss and of kNN and
 // linear-probe accuracy against samples drawn, iterations and wall time,
 // one line per run, and a Markdown table of their costs and accuracies.
 package report
@@ -18,7 +18,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/simclr-go/simclr/train/runfolder"
+	"github.com/simclr-go/simclr/runfolder"
 )
 
 // Run is what the report reads from one run folder.

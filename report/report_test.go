@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/train/runfolder"
+	"github.com/simclr-go/simclr/runfolder"
 )
 
 // makeRun writes a run folder the way the trainer does.

@@ -49,6 +49,17 @@ type BNShape struct {
 	Momentum float32 // PyTorch default 0.1: running = (1-m) running + m batch
 }
 
+// GNShape describes group normalisation as torch.nn.GroupNorm(G, C) over N
+// images of C channels with HW positions each (HW = 1 for an (N,C)
+// matrix). The C channels form G groups of C/G consecutive channels;
+// statistics are per image and group over the (C/G)*HW values, so an
+// image's output does not depend on the other images of the batch, and
+// training and evaluation compute the same function.
+type GNShape struct {
+	N, C, HW, G int
+	Eps         float32 // PyTorch default 1e-5
+}
+
 // SGDConfig is torch.optim.SGD for one parameter tensor:
 //
 //	g = grad + WeightDecay*w
@@ -128,6 +139,16 @@ type Backend interface {
 	// BatchNormBackward writes dx, dgamma and dbeta (C each) from dy, the
 	// forward input x and the saved mean and invStd.
 	BatchNormBackward(s BNShape, x, dy, gamma, mean, invStd, dx, dgamma, dbeta Buffer)
+
+	// GroupNormForward normalises x (N,C,HW) per image and group into y,
+	// y = gamma_c (x - mean_ng) / sqrt(var_ng + eps) + beta_c with the biased
+	// variance, and saves mean and 1/sqrt(var+eps) in mean and invStd ((N,G)
+	// each) for the backward pass unless they are nil (evaluation).
+	// Statistics accumulate in float64.
+	GroupNormForward(s GNShape, x, gamma, beta, y, mean, invStd Buffer)
+	// GroupNormBackward writes dx (N,C,HW) and dgamma, dbeta (C each) from dy,
+	// the forward input x and the saved mean and invStd (dx may alias dy).
+	GroupNormBackward(s GNShape, x, dy, gamma, mean, invStd, dx, dgamma, dbeta Buffer)
 
 	// ReLUForward: y = max(x, 0) (y may alias x).
 	ReLUForward(x, y Buffer)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/loader"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // stateFormat versions state.safetensors.
@@ -48,7 +48,8 @@ func (t *trainer) checkpoint() error {
 	}
 	tensors := []checkpoint.Tensor{
 		{Name: "params", Shape: []int{params.Len()}, Data: download(params.Flat())},
-		{Name: "bn_state", Shape: []int{params.StateLen()}, Data: download(params.State())},
+		// Group norm keeps no state (the State buffer then holds one unused element).
+		{Name: "bn_state", Shape: []int{params.StateLen()}, Data: download(params.State())[:params.StateLen()]},
 		{Name: "momentum", Shape: []int{params.Len()}, Data: download(t.opt.State())},
 	}
 	if t.prev != nil {
@@ -87,10 +88,16 @@ func (t *trainer) restore() error {
 		if !ok {
 			return bad("tensor %s is missing", name)
 		}
-		if len(x.Data) != dst.Len() {
-			return bad("tensor %s has %d values, the network wants %d (config.json changed since the checkpoint?)", name, len(x.Data), dst.Len())
+		want := dst.Len()
+		if dst == params.State() {
+			want = params.StateLen() // 0 with group norm, whose State buffer holds one unused element
 		}
-		t.b.Upload(dst, x.Data)
+		if len(x.Data) != want {
+			return bad("tensor %s has %d values, the network wants %d (config.json changed since the checkpoint?)", name, len(x.Data), want)
+		}
+		if want > 0 {
+			t.b.Upload(dst, x.Data)
+		}
 		return nil
 	}
 	for _, p := range []struct {

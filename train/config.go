@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/mlmc"
@@ -53,6 +54,11 @@ type Config struct {
 	Width   float64 `json:"width"`
 	ProjDim int     `json:"proj_dim"`
 	Seed    uint64  `json:"seed"`
+	// Norm is the network's normalisation, batch or group (resnet18.Config.Norm);
+	// Augment the view recipe, simclr or paper (augment.Preset). Empty (a
+	// config.json from before they existed) means batch and simclr.
+	Norm    string `json:"norm"`
+	Augment string `json:"augment"`
 
 	Device    string `json:"device"`
 	Precision string `json:"precision"`
@@ -99,6 +105,8 @@ func Defaults() Config {
 		Width:        1,
 		ProjDim:      128,
 		Seed:         1,
+		Norm:         resnet18.NormBatch,
+		Augment:      "simclr",
 		Device:       "auto",
 		Precision:    "tf32",
 		KNNK:         200,
@@ -255,6 +263,14 @@ func (c *Config) Validate() error {
 	if err := (resnet18.Config{Width: c.Width, ProjDim: c.ProjDim}).Validate(); err != nil {
 		return fmt.Errorf("--width: %w", err)
 	}
+	switch c.Norm {
+	case "", resnet18.NormBatch, resnet18.NormGroup:
+	default:
+		return fmt.Errorf("--norm %q: use batch (batch norm, the recipe) or group (group norm, which makes the one-forward multilevel correction exact)", c.Norm)
+	}
+	if _, err := c.augmentConfig(); err != nil {
+		return fmt.Errorf("--augment: %w", err)
+	}
 	switch strings.ToLower(c.Device) {
 	case "auto", "cpu", "cuda":
 	default:
@@ -278,6 +294,14 @@ func checkDataset(c *Config, hooks Hooks) error {
 		return fmt.Errorf("--dataset: %w", err)
 	}
 	return nil
+}
+
+// augmentConfig is the view recipe named by Augment ("" is simclr).
+func (c *Config) augmentConfig() (augment.Config, error) {
+	if c.Augment == "" {
+		return augment.SimCLR(), nil
+	}
+	return augment.Preset(c.Augment)
 }
 
 // defaultLR is SPEC section 3's 0.06 x batch/512 with batch 2^L images.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/model/resnet18"
-	"github.com/simclr-go/simclr/train/runfolder"
+	"github.com/simclr-go/simclr/runfolder"
 )
 
 // evalKNN appends the kNN accuracy at this iteration to eval.jsonl.

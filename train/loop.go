@@ -11,7 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/simclr-go/simclr/mlmc"
-	"github.com/simclr-go/simclr/train/runfolder"
+	"github.com/simclr-go/simclr/runfolder"
 )
 
 func (t *trainer) loop(ctx context.Context) (*Summary, error) {

@@ -1,12 +1,12 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 
-	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/datasets"
@@ -14,8 +14,8 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // LoadSplits opens the configured data set (or uses given) at ImageSize and
@@ -36,7 +36,7 @@ func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 // that an image folder of tiny images or a bad width is an error rather than
 // resnet18.New's panic.
 func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
-	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}
+	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: cfg.Norm}
 	if err := net.Validate(); err != nil {
 		return net, fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
 			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err)
@@ -94,7 +94,10 @@ func (t *trainer) setup(s session) error {
 	if maxServable, err = t.capByMemory(maxServable, meminfo); err != nil {
 		return err
 	}
-	augCfg := augment.SimCLR()
+	augCfg, err := cfg.augmentConfig()
+	if err != nil {
+		return fmt.Errorf("--augment: %w", err)
+	}
 	if splits.Train.H != splits.Train.W {
 		augCfg.Size = splits.Train.H
 	}
@@ -121,9 +124,9 @@ func (t *trainer) setup(s session) error {
 	if err := t.planLength(n, maxServable); err != nil {
 		return err
 	}
-	t.logf("data: %s, %d training images, %d test images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g",
+	t.logf("data: %s, %d training images, %d test images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g, %s norm, %s augmentation",
 		splits.Train.Name, n, splits.Test.Len(), t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		cfg.ResolvedLR, cfg.Optimizer, cfg.Width)
+		cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"))
 
 	if s.resume {
 		if err := t.restore(); err != nil {

@@ -19,8 +19,8 @@ import (
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // Every flag is checked before any data is read, the error names the flag,

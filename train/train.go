@@ -21,8 +21,8 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // Hooks adapt a run for the command line and for tests. The zero value

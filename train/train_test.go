@@ -22,7 +22,7 @@ import (
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/data"
-	"github.com/simclr-go/simclr/train/runfolder"
+	"github.com/simclr-go/simclr/runfolder"
 )
 
 // syntheticSplits is a small labelled image set: each class has its own
@@ -164,17 +164,24 @@ func paramsOf(t *testing.T, dir string) map[string][]float32 {
 func TestResumeIsBitForBit(t *testing.T) {
 	splits := syntheticSplits(48, 16, 16, 3)
 	for _, tc := range []struct {
-		estimator string
-		total     int
-		stopAt    []int // sessions stop after these many iterations each
+		estimator     string
+		norm, augment string // "" keeps the defaults
+		total         int
+		stopAt        []int // sessions stop after these many iterations each
 	}{
-		{"lsgd", 6, []int{2}},
-		{"vr-rtmlmc", 7, []int{3, 1}}, // interrupted inside a VR period (QE = 2) and twice
-		{"rrmlmc", 5, []int{4}},
+		{"lsgd", "", "", 6, []int{2}},
+		{"vr-rtmlmc", "", "", 7, []int{3, 1}}, // interrupted inside a VR period (QE = 2) and twice
+		{"rrmlmc", "", "", 5, []int{4}},
+		// Group norm keeps no running statistics (an empty bn_state); the
+		// resumed sessions read --norm and --augment back from config.json.
+		{"vr-rtmlmc", "group", "paper", 5, []int{3}},
 	} {
-		t.Run(tc.estimator, func(t *testing.T) {
+		t.Run(strings.Trim(tc.estimator+"/"+tc.norm+"/"+tc.augment, "/"), func(t *testing.T) {
 			whole := tinyConfig(t, tc.estimator)
 			whole.Iterations = tc.total
+			if tc.norm != "" {
+				whole.Norm, whole.Augment = tc.norm, tc.augment
+			}
 			whole.CheckpointEvery = 0
 			if _, err := Train(context.Background(), whole, tinyHooks(splits)); err != nil {
 				t.Fatal(err)
@@ -196,6 +203,16 @@ func TestResumeIsBitForBit(t *testing.T) {
 				}
 				if stop == 0 && err != nil {
 					t.Fatal(err)
+				}
+			}
+			if tc.norm != "" {
+				saved, err := LoadConfig(parts.Out)
+				if err != nil || saved.Norm != tc.norm || saved.Augment != tc.augment {
+					t.Fatalf("config.json records norm %q and augment %q (%v), want %q and %q", saved.Norm, saved.Augment, err, tc.norm, tc.augment)
+				}
+				meta, err := checkpoint.ReadMetadata(filepath.Join(parts.Out, runfolder.ModelFile))
+				if err != nil || meta["norm"] != tc.norm {
+					t.Fatalf("model checkpoint metadata norm %q (%v), want %q", meta["norm"], err, tc.norm)
 				}
 			}
 			want, got := paramsOf(t, whole.Out), paramsOf(t, parts.Out)
@@ -268,6 +285,8 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 		{"bad device", func(c *Config) { c.Device = "tpu" }, "--device"},
 		{"no out", func(c *Config) { c.Out = "" }, "--out"},
 		{"negative knn-k", func(c *Config) { c.KNNK = -5 }, "--knn-k -5"},
+		{"bad norm", func(c *Config) { c.Norm = "layer" }, "--norm \"layer\""},
+		{"bad augment", func(c *Config) { c.Augment = "byol" }, "--augment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tinyConfig(t, "lsgd")

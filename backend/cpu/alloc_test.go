@@ -18,6 +18,8 @@ func TestLayerKernelsAllocateAlmostNothing(t *testing.T) {
 	x, y, dy, dx := b.Alloc(60), b.Alloc(60), b.Alloc(60), b.Alloc(60)
 	ch := func() tensor.Buffer { return b.Alloc(3) }
 	gamma, beta, mean, invStd, runMean, runVar, dGamma, dBeta := ch(), ch(), ch(), ch(), ch(), ch(), ch(), ch()
+	gn := tensor.GNShape{N: 4, C: 3, HW: 5, G: 3, Eps: 1e-5}
+	gnMean, gnInvStd := b.Alloc(12), b.Alloc(12)
 	cs := tensor.ConvShape{N: 2, C: 3, H: 5, W: 5, K: 4, R: 3, S: 3, Stride: 1, Pad: 1}
 	cx, cw, cy, cdx, cdw, cdy := b.Alloc(cs.InLen()), b.Alloc(cs.WeightLen()), b.Alloc(cs.OutLen()),
 		b.Alloc(cs.InLen()), b.Alloc(cs.WeightLen()), b.Alloc(cs.OutLen())
@@ -30,6 +32,9 @@ func TestLayerKernelsAllocateAlmostNothing(t *testing.T) {
 		{"BatchNormForwardTrain", func() { b.BatchNormForwardTrain(bn, x, gamma, beta, y, mean, invStd, runMean, runVar) }},
 		{"BatchNormForwardEval", func() { b.BatchNormForwardEval(bn, x, gamma, beta, runMean, runVar, y) }},
 		{"BatchNormBackward", func() { b.BatchNormBackward(bn, x, dy, gamma, mean, invStd, dx, dGamma, dBeta) }},
+		{"GroupNormForward", func() { b.GroupNormForward(gn, x, gamma, beta, y, gnMean, gnInvStd) }},
+		{"GroupNormForward/eval", func() { b.GroupNormForward(gn, x, gamma, beta, y, nil, nil) }},
+		{"GroupNormBackward", func() { b.GroupNormBackward(gn, x, dy, gamma, gnMean, gnInvStd, dx, dGamma, dBeta) }},
 		{"Conv2dForward", func() { b.Conv2dForward(cs, cx, cw, cy) }},
 		{"Conv2dBackward", func() { b.Conv2dBackward(cs, cx, cw, cdy, cdx, cdw) }},
 		{"LinearForward", func() { b.LinearForward(2, 4, 3, lx, lw, lb, ly) }},

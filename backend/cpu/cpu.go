@@ -44,6 +44,9 @@ type Backend struct {
 	// elements (at least one image is processed at a time). Tests lower it
 	// to exercise several chunks.
 	chunkBudget int
+	// normSums is GroupNormBackward's per-(image, channel) float64 sums,
+	// grown to the largest layer and reused (guarded by mu).
+	normSums []float64
 	// mu guards the workspaces, should two goroutines share a Backend.
 	mu sync.Mutex
 	// lossScratch is NTXent's similarity matrices, reused every step.

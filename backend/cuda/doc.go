@@ -6,7 +6,7 @@
 // The structure mirrors backend/cpu file by file: convolutions (conv.go) go
 // through cuDNN, matrix products (layers.go) through cuBLAS, and every other
 // kernel is CUDA C in kernels/*.cu, one file per concern beside its Go
-// launchers (vector, layers, batchnorm, loss, optim, as backend/cpu's Go
+// launchers (vector, layers, batchnorm, groupnorm, loss, optim, as backend/cpu's Go
 // files), embedded in the binary and compiled by NVRTC for the device at
 // start-up and cached on disk (kernels.go). Buffers are device pointers carved from a few large cuMemAlloc
 // chunks by an arena allocator; all work is queued on one stream, and a

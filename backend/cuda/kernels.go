@@ -7,7 +7,7 @@ import (
 
 // kernelFiles holds the CUDA C of every kernel that is not a convolution or
 // a matrix product, one file per concern named like backend/cpu's Go files
-// (vector, layers, batchnorm, loss, optim), plus prelude.cu, which they all
+// (vector, layers, batchnorm, groupnorm, loss, optim), plus prelude.cu, which they all
 // use.
 //
 //go:embed kernels/*.cu
@@ -15,7 +15,7 @@ var kernelFiles embed.FS
 
 // kernelOrder is the order in which kernelSource joins the files: the
 // prelude first, since the others use its definitions.
-var kernelOrder = []string{"prelude.cu", "vector.cu", "layers.cu", "batchnorm.cu", "loss.cu", "optim.cu"}
+var kernelOrder = []string{"prelude.cu", "vector.cu", "layers.cu", "batchnorm.cu", "groupnorm.cu", "loss.cu", "optim.cu"}
 
 // kernelSource is the one program NVRTC compiles at start-up: the files of
 // kernelOrder joined. It includes no headers (NVRTC has none of the C
@@ -70,6 +70,9 @@ var kernelSigs = map[string]string{
 	"k_bn_bwd_partial":  "ppppiiiip",
 	"k_bn_bwd_finalize": "piippp",
 	"k_bn_bwd_dx":       "pppppppiii",
+	"k_gn_fwd":          "ppppppiiiif",
+	"k_gn_bwd_dx":       "pppppppiiii",
+	"k_gn_bwd_params":   "ppppiii",
 	"k_l2norm_rows":     "pppii",
 	"k_ntxent_rows":     "pppifi",
 	"k_ntxent_sum":      "piip",

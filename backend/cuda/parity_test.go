@@ -302,6 +302,56 @@ func TestParityBatchNorm(t *testing.T) {
 	}
 }
 
+func TestParityGroupNorm(t *testing.T) {
+	p := openPair(t, "fp32")
+	shapes := []tensor.GNShape{
+		{N: 8, C: 64, HW: 1024, G: 32, Eps: 1e-5}, // the stem at width 1
+		{N: 4, C: 512, HW: 16, G: 32, Eps: 1e-5},  // the last stage
+		{N: 32, C: 512, HW: 1, G: 32, Eps: 1e-5},  // the head's (N,C) features
+		{N: 3, C: 8, HW: 300, G: 8, Eps: 1e-5},    // one channel per group, HW above the block size
+		{N: 2, C: 6, HW: 5, G: 1, Eps: 1e-3},      // one group
+	}
+	for _, s := range shapes {
+		t.Run(fmt.Sprintf("%+v", s), func(t *testing.T) {
+			n := s.N * s.C * s.HW
+			// An offset mean makes the variance computation non-trivial.
+			xh := p.randn(n, 2)
+			for i := range xh {
+				xh[i] += 3
+			}
+			xg, xc := p.both(xh)
+			gammag, gammac := p.both(p.randn(s.C, 1))
+			betag, betac := p.both(p.randn(s.C, 1))
+			yg, yc := p.zeros(n)
+			mg, mc := p.zeros(s.N * s.G)
+			ig, ic := p.zeros(s.N * s.G)
+			p.gpu.GroupNormForward(s, xg, gammag, betag, yg, mg, ig)
+			p.cpu.GroupNormForward(s, xc, gammac, betac, yc, mc, ic)
+			p.check(t, "y", yg, yc, tolOwn)
+			p.check(t, "mean", mg, mc, tolOwn)
+			p.check(t, "invStd", ig, ic, tolOwn)
+			// Evaluation: nothing saved, the same output.
+			y2g, _ := p.zeros(n)
+			p.gpu.GroupNormForward(s, xg, gammag, betag, y2g, nil, nil)
+			p.check(t, "y without saved statistics", y2g, yc, tolOwn)
+
+			dyh := p.randn(n, 1)
+			dyg, dyc := p.both(dyh)
+			dxg, dxc := p.zeros(n)
+			dgg, dgc := p.zeros(s.C)
+			dbg, dbc := p.zeros(s.C)
+			p.gpu.GroupNormBackward(s, xg, dyg, gammag, mg, ig, dxg, dgg, dbg)
+			p.cpu.GroupNormBackward(s, xc, dyc, gammac, mc, ic, dxc, dgc, dbc)
+			p.check(t, "dx", dxg, dxc, 1e-4) // a difference of near-equal sums
+			p.check(t, "dgamma", dgg, dgc, tolOwn)
+			p.check(t, "dbeta", dbg, dbc, tolOwn)
+			// dx may alias dy.
+			p.gpu.GroupNormBackward(s, xg, dyg, gammag, mg, ig, dyg, dgg, dbg)
+			p.check(t, "dx aliasing dy", dyg, dxc, 1e-4)
+		})
+	}
+}
+
 func TestParityLayers(t *testing.T) {
 	for _, precision := range []string{"fp32", "tf32"} {
 		t.Run(precision, func(t *testing.T) {
@@ -447,18 +497,20 @@ func TestParityOptimisers(t *testing.T) {
 
 // TestParityResNet18Step runs one multilevel training step of the full
 // ResNet-18 (8 views) on both backends from the same initialisation and
-// input, and compares loss, every gradient and the BN running statistics.
+// input, and compares loss, every gradient and the BN running statistics,
+// with batch norm and with group norm.
 func TestParityResNet18Step(t *testing.T) {
 	for _, tc := range []struct {
-		precision         string
+		precision, norm   string
 		tolLoss, tolGrads float64
 	}{
-		{"fp32", 1e-4, 2e-3},
-		{"tf32", 2e-2, 1e-1},
+		{"fp32", resnet18.NormBatch, 1e-4, 2e-3},
+		{"tf32", resnet18.NormBatch, 2e-2, 1e-1},
+		{"fp32", resnet18.NormGroup, 1e-4, 2e-3},
 	} {
-		t.Run(tc.precision, func(t *testing.T) {
+		t.Run(tc.precision+"/"+tc.norm, func(t *testing.T) {
 			p := openPair(t, tc.precision)
-			cfg := resnet18.Config{Width: 1, ProjDim: 128, InputSize: 32}
+			cfg := resnet18.Config{Width: 1, ProjDim: 128, InputSize: 32, Norm: tc.norm}
 			mg := resnet18.New(p.gpu, cfg, 7)
 			mc := resnet18.New(p.cpu, cfg, 7)
 			pg, pc := mg.Params(), mc.Params()

@@ -17,8 +17,8 @@ import (
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // evalTarget is what an evaluation command runs on: a network (trained or
@@ -61,6 +61,7 @@ type runSettings struct {
 	Width       float64 `json:"width"`
 	ProjDim     int     `json:"proj_dim"`
 	Seed        uint64  `json:"seed"`
+	Norm        string  `json:"norm"`
 }
 
 // defaultRunSettings are train.Defaults' values of those settings, with seed 1.
@@ -102,7 +103,7 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 		return fail(fmt.Errorf("give --run runs/NAME or --checkpoint FILE (or --random-init for the untrained baseline)"))
 	}
 	if e.checkpoint != "" && e.run == "" && !e.randomInit {
-		// Width and head size come from the checkpoint's metadata.
+		// Width, head size and normalisation come from the checkpoint's metadata.
 		meta, err := checkpoint.ReadMetadata(e.checkpoint)
 		if err != nil {
 			return fail(err)
@@ -113,6 +114,7 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 		if p, err := strconv.Atoi(meta["proj_dim"]); err == nil {
 			cfg.ProjDim = p
 		}
+		cfg.Norm = meta["norm"]
 	}
 	if e.dataset != "" {
 		cfg.Dataset = e.dataset
@@ -152,7 +154,7 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 		return fail(err)
 	}
 	splits := all.Subset(cfg.TrainSubset, cfg.TestSubset)
-	netCfg := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H}
+	netCfg := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: cfg.Norm}
 	if err := netCfg.Validate(); err != nil {
 		return fail(fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
 			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err))

@@ -14,7 +14,7 @@ func TestRunSettingsReadTrainConfig(t *testing.T) {
 	cfg := train.Defaults()
 	cfg.Dataset, cfg.DataDir = "svhn", "/data/x"
 	cfg.TrainSubset, cfg.TestSubset = 123, 45
-	cfg.Width, cfg.ProjDim, cfg.Seed = 0.25, 64, 77
+	cfg.Width, cfg.ProjDim, cfg.Seed, cfg.Norm = 0.25, 64, 77, "group"
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestRunSettingsReadTrainConfig(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := runSettings{Dataset: "svhn", DataDir: "/data/x", TrainSubset: 123, TestSubset: 45, Width: 0.25, ProjDim: 64, Seed: 77}
+	want := runSettings{Dataset: "svhn", DataDir: "/data/x", TrainSubset: 123, TestSubset: 45, Width: 0.25, ProjDim: 64, Seed: 77, Norm: "group"}
 	if got != want {
 		t.Errorf("config.json read as %+v, want %+v", got, want)
 	}

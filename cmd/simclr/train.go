@@ -50,6 +50,8 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.Float64Var(&c.Temperature, "temperature", c.Temperature, "NT-Xent temperature tau")
 	fs.Float64Var(&c.Width, "width", c.Width, "ResNet-18 width multiplier (1: channels 64..512, 512 features)")
 	fs.IntVar(&c.ProjDim, "proj-dim", c.ProjDim, "output dimension of the projection head (0: 128)")
+	fs.StringVar(&c.Norm, "norm", c.Norm, "normalisation: batch (batch norm, the recipe) or group (group norm, min(32, C) groups: every view is independent of its batch, so the one-forward multilevel correction is exact)")
+	fs.StringVar(&c.Augment, "augment", c.Augment, "view augmentation: simclr (crop, flip, colour jitter, grayscale: the recipe) or paper (the paper's flip, colour jitter and grayscale, no crop)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the initialisation, the data order, the augmentations and the level draws")
 	fs.StringVar(&c.Device, "device", c.Device, "compute device: auto (CUDA when found, else CPU), cpu or cuda")
 	fs.StringVar(&c.Precision, "precision", c.Precision, "CUDA matrix precision: tf32 or fp32 (ignored on the CPU)")

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/train"
-	"github.com/simclr-go/simclr/train/runfolder"
 )
 
 // execute runs the root command with args and returns stdout, stderr and
@@ -194,6 +194,45 @@ func TestPresetFlagsOverride(t *testing.T) {
 		}
 		if *preset == "" && got.MaxLevel != 8 {
 			t.Errorf("%v: max level %d", tc.args, got.MaxLevel)
+		}
+	}
+}
+
+// --norm and --augment reach config.json and the model checkpoint; eval
+// rebuilds the group-norm network from either; a resume cannot change them.
+func TestTrainGroupNormPaperAugmentThenEval(t *testing.T) {
+	data := imageFolder(t, 32, 16)
+	run := filepath.Join(t.TempDir(), "run")
+	_, stderr, err := execute("train", "--dataset", "folder:"+data, "--iterations", "2", "--max-level", "3",
+		"--width", "0.0625", "--proj-dim", "16", "--device", "cpu", "--out", run, "--probe=false",
+		"--norm", "group", "--augment", "paper")
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "group norm, paper augmentation") {
+		t.Errorf("the log does not state the norm and augmentation:\n%s", stderr)
+	}
+	cfg, err := train.LoadConfig(run)
+	if err != nil || cfg.Norm != "group" || cfg.Augment != "paper" {
+		t.Fatalf("config.json: %v, norm %q, augment %q", err, cfg.Norm, cfg.Augment)
+	}
+	if stdout, stderr, err := execute("eval", "knn", "--run", run, "--device", "cpu", "--k", "5", "--json"); err != nil || !strings.Contains(stdout, `"top1"`) {
+		t.Fatalf("eval knn --run: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if stdout, stderr, err := execute("eval", "knn", "--checkpoint", filepath.Join(run, runfolder.ModelFile),
+		"--dataset", "folder:"+data, "--device", "cpu", "--k", "5"); err != nil {
+		t.Fatalf("eval knn --checkpoint: %v\n%s\n%s", err, stdout, stderr)
+	}
+	for _, flag := range []string{"--norm", "--augment"} {
+		value := map[string]string{"--norm": "batch", "--augment": "simclr"}[flag]
+		if _, _, err := execute("train", "--resume", run, flag, value); err == nil || !strings.Contains(err.Error(), flag+" cannot change") {
+			t.Errorf("resume with %s %s: %v", flag, value, err)
+		}
+	}
+	for _, tc := range [][]string{{"--norm", "layer"}, {"--augment", "byol"}} {
+		args := append([]string{"train", "--iterations", "2", "--device", "cpu", "--out", filepath.Join(t.TempDir(), "bad")}, tc...)
+		if _, _, err := execute(args...); err == nil || !strings.Contains(err.Error(), tc[0]) {
+			t.Errorf("train %s %s: error %v, want one naming %s", tc[0], tc[1], err, tc[0])
 		}
 	}
 }

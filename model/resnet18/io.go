@@ -2,13 +2,26 @@ package resnet18
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/simclr-go/simclr/checkpoint"
 )
 
 // Save writes every tensor of m under its torchvision name
-// (num_batches_tracked as a float) and meta to path, atomically.
+// (num_batches_tracked as a float) and meta to path, atomically. The
+// metadata also records the normalisation ("norm": batch or group), which
+// the tensor names alone do not tell apart from a batch-norm model that lost
+// its running statistics, and with group norm the head's group count
+// ("head_groups", HeadGroups), which a PyTorch user needs to rebuild head.1.
 func (m *Model) Save(path string, meta map[string]string) error {
+	withNorm := map[string]string{"norm": m.cfg.Norm}
+	if m.cfg.Norm == NormGroup {
+		withNorm["head_groups"] = strconv.Itoa(HeadGroups(m.featDim))
+	}
+	for k, v := range meta {
+		withNorm[k] = v
+	}
+	meta = withNorm
 	var tensors []checkpoint.Tensor
 	for _, nt := range m.params.Tensors() {
 		data := make([]float32, nt.Len)
@@ -24,6 +37,13 @@ func (m *Model) Load(path string) (*checkpoint.File, error) {
 	f, err := checkpoint.Read(path)
 	if err != nil {
 		return nil, err
+	}
+	// Checkpoints without "norm" predate group norm: batch norm.
+	if norm := f.Metadata["norm"]; norm != m.cfg.Norm && (norm != "" || m.cfg.Norm != NormBatch) {
+		if norm == "" {
+			norm = NormBatch
+		}
+		return nil, fmt.Errorf("checkpoint %s holds a network with %s norm, this one has %s norm: pass --norm %s", path, norm, m.cfg.Norm, norm)
 	}
 	if missing := f.Missing(m.params.Names()); missing != "" {
 		return nil, fmt.Errorf("checkpoint %s lacks %s: it was not written by simclr for a ResNet-18 of this width", path, missing)

@@ -306,15 +306,23 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 	// A wrong backward (a missed shortcut, a wrong BN term) fails most
 	// coordinates, so we require 90% to pass and the median relative
 	// error of the large ones to be below 3%.
+	// With group norm the same check covers GroupNorm's backward in every
+	// position (stem, blocks, downsample, head).
 	cases := []struct {
 		name       string
+		norm       string
 		multilevel bool
 		seed       uint64
-	}{{"plain", false, 1}, {"multilevel", true, 2}}
+	}{
+		{"plain", resnet18.NormBatch, false, 1}, {"multilevel", resnet18.NormBatch, true, 2},
+		{"group/plain", resnet18.NormGroup, false, 3}, {"group/multilevel", resnet18.NormGroup, true, 4},
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := cpu.New()
-			m := resnet18.New(b, tiny, tc.seed)
+			cfg := tiny
+			cfg.Norm = tc.norm
+			m := resnet18.New(b, cfg, tc.seed)
 			const n = 4
 			rng := rand.New(rand.NewPCG(tc.seed, 99))
 			x, _ := uploadRandom(b, rng, 2*n*m.InputLen())

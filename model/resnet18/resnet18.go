@@ -5,7 +5,10 @@
 //
 // Tensor names are torchvision's resnet18 names (conv1.weight,
 // layer2.0.downsample.1.running_mean, ...) plus head.0, head.1 and head.3
-// for the head, so checkpoints load into PyTorch. Activations are planned
+// for the head, so checkpoints load into PyTorch. With Config.Norm "group"
+// every batch norm, the head's included, is a GroupNorm under the same name
+// (as torchvision's resnet18(norm_layer=...) names it), with weight and
+// bias and no running statistics. Activations are planned
 // once per batch size, carved from one arena per mode (training,
 // evaluation) that is as large as the largest plan, and reused, so a
 // steady-state step allocates nothing on the Go heap.
@@ -29,7 +32,34 @@ type Config struct {
 	ProjDim int
 	// InputSize is the input height and width in pixels (32).
 	InputSize int
+	// Norm is the normalisation after every convolution and in the head:
+	// "batch" (the default; BatchNorm2d, and BatchNorm1d in the head) or
+	// "group": GroupNorm with nn.Groups(C) = min(32, C) groups after every
+	// convolution, and in the head (its (N,C) features as C channels of one
+	// position) HeadGroups(C) groups. With group norm each view's output is
+	// independent of its batch, which makes the one-forward multilevel
+	// correction exact (SPEC section 2).
+	Norm string
 }
+
+// HeadGroups is the number of groups of the head's GroupNorm over c
+// features: min(32, c/16), at least 1 and dividing c, so that every group
+// holds at least 16 values, as min(32, c) gives at full width (512
+// features). In the head each feature has one position, so min(32, c)
+// groups would hold c/32 values: 1 at width 1/16, where the normalised
+// output is the bias alone and no gradient reaches the backbone, and 2 at
+// width 1/8, where (x - mean)/std of two values is +-1 unless they nearly
+// tie (measured at initialisation: 99% of the head's values within 0.1 of
+// +-1), a sign pattern whose gradient comes only from the near-ties. After a
+// convolution a group holds (c/G) x HW >= 16 values, so the backbone keeps
+// min(32, c).
+func HeadGroups(c int) int { return nn.GroupsAtMost(c, max(1, c/16)) }
+
+// Normalisations Config.Norm accepts.
+const (
+	NormBatch = "batch"
+	NormGroup = "group"
+)
 
 func (c Config) withDefaults() Config {
 	if c.Width == 0 {
@@ -40,6 +70,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.InputSize == 0 {
 		c.InputSize = 32
+	}
+	if c.Norm == "" {
+		c.Norm = NormBatch
 	}
 	return c
 }
@@ -54,6 +87,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("projection dimension %d: must be positive (128 is standard)", c.ProjDim)
 	case c.InputSize < 8:
 		return fmt.Errorf("input size %d: must be at least 8 pixels (three stride-2 stages)", c.InputSize)
+	case c.Norm != NormBatch && c.Norm != NormGroup:
+		return fmt.Errorf("normalisation %q: use %q or %q", c.Norm, NormBatch, NormGroup)
 	}
 	return nil
 }
@@ -63,7 +98,7 @@ func (c Config) Validate() error {
 // then ReLU.
 type block struct {
 	conv1, conv2, down *nn.Conv2d
-	bn1, bn2, downBN   *nn.BatchNorm
+	bn1, bn2, downBN   nn.Norm
 	in, out, stride    int
 	hIn, hOut          int // input and output spatial size (square)
 }
@@ -75,10 +110,10 @@ type Model struct {
 	params  *nn.Params
 
 	conv1  *nn.Conv2d
-	bn1    *nn.BatchNorm
+	bn1    nn.Norm
 	blocks []*block
 	fc1    *nn.Linear
-	headBN *nn.BatchNorm
+	headBN nn.Norm
 	fc2    *nn.Linear
 
 	stem     int // stem channels
@@ -103,9 +138,21 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 	}
 	m := &Model{backend: b, cfg: cfg, params: nn.NewParams()}
 	p := m.params
+	newNorm := func(name string, c int) nn.Norm {
+		if cfg.Norm == NormGroup {
+			return nn.NewGroupNorm(p, name, c, nn.Groups(c))
+		}
+		return nn.NewBatchNorm(p, name, c)
+	}
+	newHeadNorm := func(name string, c int) nn.Norm {
+		if cfg.Norm == NormGroup {
+			return nn.NewGroupNorm(p, name, c, HeadGroups(c))
+		}
+		return nn.NewBatchNorm(p, name, c)
+	}
 	m.stem = widths[0]
 	m.conv1 = nn.NewConv2d(p, "conv1", 3, m.stem, 3, 1, 1)
-	m.bn1 = nn.NewBatchNorm(p, "bn1", m.stem)
+	m.bn1 = newNorm("bn1", m.stem)
 	in, h := m.stem, cfg.InputSize
 	m.maxPerIm = m.stem * h * h
 	for stage, out := range widths {
@@ -118,12 +165,12 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 			hOut := (h+2-3)/stride + 1
 			bl := &block{in: in, out: out, stride: stride, hIn: h, hOut: hOut}
 			bl.conv1 = nn.NewConv2d(p, name+".conv1", in, out, 3, stride, 1)
-			bl.bn1 = nn.NewBatchNorm(p, name+".bn1", out)
+			bl.bn1 = newNorm(name+".bn1", out)
 			bl.conv2 = nn.NewConv2d(p, name+".conv2", out, out, 3, 1, 1)
-			bl.bn2 = nn.NewBatchNorm(p, name+".bn2", out)
+			bl.bn2 = newNorm(name+".bn2", out)
 			if stride != 1 || in != out {
 				bl.down = nn.NewConv2d(p, name+".downsample.0", in, out, 1, stride, 0)
-				bl.downBN = nn.NewBatchNorm(p, name+".downsample.1", out)
+				bl.downBN = newNorm(name+".downsample.1", out)
 			}
 			m.blocks = append(m.blocks, bl)
 			m.maxPerIm = max(m.maxPerIm, out*hOut*hOut, in*h*h)
@@ -132,7 +179,7 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 	}
 	m.featDim, m.lastHW = in, h
 	m.fc1 = nn.NewLinear(p, "head.0", m.featDim, m.featDim)
-	m.headBN = nn.NewBatchNorm(p, "head.1", m.featDim)
+	m.headBN = newHeadNorm("head.1", m.featDim)
 	m.fc2 = nn.NewLinear(p, "head.3", m.featDim, cfg.ProjDim)
 	p.Allocate(b)
 	p.Initialize(seed)
@@ -246,8 +293,9 @@ func (c *carver) take(n int) tensor.Buffer {
 	return c.b.Slice(c.arena, off, n)
 }
 
-func (c *carver) saved(bn *nn.BatchNorm) nn.BNSaved {
-	return nn.BNSaved{Mean: c.take(bn.C), InvStd: c.take(bn.C)}
+func (c *carver) saved(norm nn.Norm, views int) nn.BNSaved {
+	n := norm.SavedLen(views)
+	return nn.BNSaved{Mean: c.take(n), InvStd: c.take(n)}
 }
 
 // arena is the backend memory that every plan of one mode (training or
@@ -285,7 +333,7 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 		pingPong[0], pingPong[1], scratch = c.take(maxLen), c.take(maxLen), c.take(maxLen)
 		pl.c0 = c.take(stemLen)
 		pl.out0 = c.take(stemLen)
-		pl.stemSaved = c.saved(m.bn1)
+		pl.stemSaved = c.saved(m.bn1, views)
 	} else {
 		for i := range ring {
 			ring[i] = c.take(maxLen)
@@ -308,11 +356,11 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 			a.r1 = c.take(outLen)
 			a.c2 = c.take(outLen)
 			a.out = c.take(outLen)
-			a.saved1 = c.saved(bl.bn1)
-			a.saved2 = c.saved(bl.bn2)
+			a.saved1 = c.saved(bl.bn1, views)
+			a.saved2 = c.saved(bl.bn2, views)
 			if bl.down != nil {
 				a.cd = c.take(outLen)
-				a.savedD = c.saved(bl.downBN)
+				a.savedD = c.saved(bl.downBN, views)
 				// The downsample BN output is consumed at once by the
 				// residual sum; the gradient buffers are idle in forward.
 				a.dsOut = cut(scratch, outLen)
@@ -352,7 +400,7 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	pl.z = c.take(views * pd)
 	pl.headBNS = m.headBN.Shape(views, 1)
 	if train {
-		pl.headSaved = c.saved(m.headBN)
+		pl.headSaved = c.saved(m.headBN, views)
 		pl.dr = c.take(views * f)
 		pl.dh1 = c.take(views * f)
 		pl.df = c.take(views * f)
@@ -482,13 +530,14 @@ func (m *Model) backbone(pl *plan, x tensor.Buffer, train, updateRunning bool) {
 // normalised floats in NCHW order, and returns the projections z (views,
 // ProjDim). With train, batch norm uses the batch statistics (and updates
 // the running statistics when updateRunning), and the activations are kept
-// for Backward; without, batch norm uses the running statistics. z belongs
+// for Backward; without, batch norm uses the running statistics. Group
+// norm computes the same function in both modes. z belongs
 // to the model: it is overwritten by the next Forward in the same mode, of
 // any size, since all sizes share one activation arena per mode.
 func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) tensor.Buffer {
 	m.checkInput(x, views)
-	if train && views < 2 {
-		panic(fmt.Sprintf("resnet18: training-mode batch norm needs at least 2 views, got %d", views))
+	if train && views < 2 && m.cfg.Norm == NormBatch {
+		panic(fmt.Sprintf("resnet18: training-mode batch norm needs at least 2 views, got %d (group norm does not)", views))
 	}
 	b := m.backend
 	pl := m.planFor(views, train)

@@ -1,0 +1,102 @@
+package layering
+
+import (
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/simclr-go/simclr/"
+
+// layers gives every package of the module its layer (README "Layout"). A
+// package may import only packages of a strictly lower layer. The backends
+// are placed above the model, loss and optimizer so that those reach the
+// hardware only through tensor.Backend; only backend (the chooser), the
+// trainer and the command line pick one.
+var layers = map[string]int{
+	// 0: leaves.
+	"tensor": 0, "blas": 0, "checkpoint": 0, "data": 0, "mlmc": 0, "runfolder": 0,
+	"internal/parallel": 0, "data/internal/fsutil": 0, "data/internal/shared": 0, "eval/features": 0,
+	"internal/layering": 0,
+	// 1: the host reference maths, data readers, augmentations.
+	"internal/ref": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
+	// 2: data sets by name, the loader, layers, the loss.
+	"data/datasets": 2, "loader": 2, "nn": 2, "loss": 2,
+	// 3: the optimizer, the network, the classifiers on features.
+	"optim": 3, "model/resnet18": 3, "eval/knn": 3, "eval/linear": 3,
+	// 4: the two implementations of tensor.Backend.
+	"backend/cpu": 4, "backend/cuda": 4,
+	// 5: choosing a backend; evaluating a network.
+	"backend": 5, "eval": 5,
+	// 6: the trainer; reports on run folders.
+	"train": 6, "report": 6,
+	// 7: programs.
+	"cmd/simclr": 7, "examples/pricing": 7,
+}
+
+// moduleRoot is the folder holding go.mod above the working directory.
+func moduleRoot(t *testing.T) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+func TestImportsGoDownTheLayers(t *testing.T) {
+	root := moduleRoot(t)
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "data-cache" || name == "runs") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go files here
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		layer, ok := layers[rel]
+		if !ok {
+			t.Errorf("package %s has no layer: add it to layers here and to README.md's Layout", rel)
+			return nil
+		}
+		seen[rel] = true
+		for _, imp := range pkg.Imports {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok {
+				continue
+			}
+			if l, known := layers[dep]; !known || l >= layer {
+				t.Errorf("%s (layer %d) imports %s (layer %d): a package may import only lower layers (README.md, Layout)", rel, layer, dep, l)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg := range layers {
+		if !seen[pkg] {
+			t.Errorf("layers names %s, which is not a package of the module: remove it", pkg)
+		}
+	}
+}

@@ -12,6 +12,11 @@
 // them only through the caller's VecOps and the oracle's accumulating Eval,
 // never by copying them into Go slices.
 //
+// MeasureLevels is the per-level diagnostics of SPEC section 2: at fixed
+// parameters it measures the mean, variance and cost of H^l per level, fits
+// the rates b and c, checks the telescoping sum and predicts each
+// estimator's variance x cost relative to L-SGD's.
+//
 // ExpectedCost is the one cost model: the expected samples and oracle
 // evaluations of an iteration, from which a run's length in samples is
 // planned. The package examples run RT-MLMC and VR RT-MLMC on a toy oracle

@@ -88,6 +88,9 @@ func (s BNSaved) Free(b tensor.Backend) {
 // and adds 1 to num_batches_tracked, as PyTorch does in training mode.
 func (bn *BatchNorm) ForwardTrain(b tensor.Backend, s tensor.BNShape, x, y tensor.Buffer, saved BNSaved, updateRunning bool) {
 	var runMean, runVar tensor.Buffer
+	// The layer's momentum, not the one planned into s: precise BN changes
+	// it between batches (see resnet18's RecalibrateBN).
+	s.Momentum = bn.Momentum
 	if updateRunning {
 		runMean, runVar = bn.RunningMean.Value, bn.RunningVar.Value
 		b.Axpy(bn.NumBatchesTracked.Value, 1, bn.params.One())

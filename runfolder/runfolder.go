@@ -41,6 +41,10 @@ type Metrics struct {
 	// Levels are the levels queried this iteration.
 	Levels []int `json:"levels"`
 	// SamplesDrawn and Evaluations are cumulative (SPEC section 1).
+	// Evaluations counts forward/backward passes through the network: one
+	// per oracle evaluation with --halves shared (a VR correction evaluates
+	// each draw twice), three per evaluation of H^l with --halves separate
+	// (B, B1, B2; h^l takes one).
 	SamplesDrawn int64 `json:"samples_drawn"`
 	Evaluations  int64 `json:"evaluations"`
 	// Redraws counts RU/RR levels drawn above the largest servable level

@@ -43,6 +43,7 @@ func (t *trainer) checkpoint() error {
 		"last_loss":     strconv.FormatFloat(t.lastLoss, 'g', -1, 64),
 		"last_excess":   strconv.FormatFloat(t.lastExcess, 'g', -1, 64),
 		"finished":      strconv.FormatBool(t.finished),
+		"passes":        strconv.FormatInt(t.oracle.Passes(), 10),
 		"params_len":    strconv.Itoa(params.Len()),
 		"state_len":     strconv.Itoa(params.StateLen()),
 	}
@@ -141,6 +142,12 @@ func (t *trainer) restore() error {
 	if v, err := strconv.ParseFloat(f.Metadata["last_excess"], 64); err == nil {
 		t.lastExcess = v
 	}
+	// Checkpoints from before --halves counted one pass per evaluation.
+	passes, err := strconv.ParseInt(f.Metadata["passes"], 10, 64)
+	if err != nil {
+		passes = t.est.Totals().Evals
+	}
+	t.oracle.SetPasses(passes)
 	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile} {
 		if err := runfolder.TruncateAfter(filepath.Join(t.cfg.Out, name), t.iter); err != nil {
 			return err

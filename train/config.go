@@ -34,6 +34,10 @@ type Config struct {
 	D1        int     `json:"d1"`
 	D2        int     `json:"d2"`
 	QE        int     `json:"qe"`
+	// Halves is how H^l computes its half-batch losses: "shared" (one
+	// pass) or "separate" (three passes, exact with batch norm; SPEC
+	// section 2).
+	Halves string `json:"halves"`
 	// MaxServable is the largest level the oracle serves (RU/RR redraw
 	// levels above it); 0 means min(floor(log2 n), MaxLevel+3), since a
 	// level-l query holds 2^(l+1) views in memory.
@@ -69,8 +73,15 @@ type Config struct {
 	KNNK            int    `json:"knn_k"`
 	LogEvery        int    `json:"log_every"`        // iterations between metrics lines
 	CheckpointEvery Period `json:"checkpoint_every"` // wall time between checkpoints; 0: only at the end and on interruption
-	Probe           bool   `json:"probe"`            // run the linear probe after training
-	ProbeBaseline   bool   `json:"probe_baseline"`   // also probe the network at initialisation
+	// PreciseBN re-estimates the batch-norm running statistics before every
+	// evaluation and the final checkpoint (SPEC section 2).
+	PreciseBN bool `json:"precise_bn"`
+	// ValSplit holds out this many class-balanced training images, never
+	// trained on, which the kNN monitor and the probe score instead of the
+	// test set (for tuning).
+	ValSplit      int  `json:"val_split"`
+	Probe         bool `json:"probe"`          // run the linear probe after training
+	ProbeBaseline bool `json:"probe_baseline"` // also probe the network at initialisation
 
 	Preset string `json:"preset,omitempty"`
 
@@ -97,6 +108,8 @@ func Defaults() Config {
 		D1:           1,
 		D2:           1,
 		QE:           10,
+		Halves:       HalvesShared,
+		PreciseBN:    true,
 		Optimizer:    "sgd",
 		Momentum:     0.9,
 		WeightDecay:  5e-4,
@@ -251,6 +264,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--log-every %d must not be negative", c.LogEvery)
 	case c.CheckpointEvery < 0:
 		return fmt.Errorf("--checkpoint-every %s must not be negative (0: only at the end and on interruption)", c.CheckpointEvery)
+	case c.Halves != "" && c.Halves != HalvesShared && c.Halves != HalvesSeparate:
+		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, HalvesShared, HalvesSeparate)
+	case c.ValSplit < 0:
+		return fmt.Errorf("--val-split %d must not be negative (0: score the test set)", c.ValSplit)
 	case c.KNNK < 0:
 		return fmt.Errorf("--knn-k %d must not be negative (0 picks 200)", c.KNNK)
 	case c.TrainSubset < 0:

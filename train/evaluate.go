@@ -12,6 +12,9 @@ import (
 // evalKNN appends the kNN accuracy at this iteration to eval.jsonl.
 func (t *trainer) evalKNN() error {
 	start := time.Now()
+	if err := t.preciseBN(); err != nil {
+		return err
+	}
 	res, err := eval.KNN(t.b, t.model, t.splits, t.cfg.KNNK)
 	if err != nil {
 		return err
@@ -31,6 +34,21 @@ func (t *trainer) evalKNN() error {
 	return nil
 }
 
+// preciseBN recalibrates the running statistics before an evaluation or
+// the final checkpoint, unless --precise-bn=false.
+func (t *trainer) preciseBN() error {
+	if !t.cfg.PreciseBN {
+		return nil
+	}
+	start := time.Now()
+	if err := recalibrateBN(t.model, t.splits, &t.cfg, t.iter); err != nil {
+		return err
+	}
+	t.logf("precise BN at iteration %d: running statistics re-estimated over %d views (%.1f s)",
+		t.iter, preciseBNBatches(t.cfg.MaxLevel)*(2<<t.cfg.MaxLevel), time.Since(start).Seconds())
+	return nil
+}
+
 // linearProbe runs the probe on the trained network (and, when asked, on
 // the same network at initialisation) and writes linear_probe.json.
 func (t *trainer) linearProbe() (*runfolder.Probe, error) {
@@ -44,6 +62,13 @@ func (t *trainer) linearProbe() (*runfolder.Probe, error) {
 		res.Top1, res.Top5, res.L2, res.Train, res.Test, rec.Seconds)
 	if t.cfg.ProbeBaseline {
 		init := resnet18.New(t.b, t.model.Config(), t.cfg.Seed)
+		// The baseline is measured as the trained network is: with
+		// recalibrated statistics (its own are the initial 0 and 1).
+		if t.cfg.PreciseBN {
+			if err := recalibrateBN(init, t.splits, &t.cfg, 0); err != nil {
+				return nil, err
+			}
+		}
 		base, err := eval.LinearProbe(t.b, init, t.splits, t.cfg.Seed)
 		init.FreePlans()
 		init.Params().Free()

@@ -73,7 +73,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		if cfg.LogEvery > 0 && (t.iter%cfg.LogEvery == 0 || last) {
 			m := runfolder.Metrics{Iteration: t.iter, Epoch: float64(t.iter) / float64(cfg.ItersPerEpoch),
 				DataEpoch: float64(totals.Samples) / float64(n), Levels: step.Levels, SamplesDrawn: totals.Samples,
-				Evaluations: totals.Evals, Redraws: totals.Redraws, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
+				Evaluations: t.oracle.Passes(), Redraws: totals.Redraws, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
 			if excess := t.lastExcess; !math.IsNaN(excess) {
 				m.LossMinusLog2NMinus1 = &excess
 			}
@@ -113,6 +113,11 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(t.log)
+	}
+	// The final checkpoint, and the probe after it, get recalibrated
+	// statistics.
+	if err := t.preciseBN(); err != nil {
+		return nil, err
 	}
 	t.finished = true
 	if err := t.checkpoint(); err != nil {
@@ -157,7 +162,7 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 
 func (t *trainer) summary() *Summary {
 	tot := t.est.Totals()
-	return &Summary{Out: t.cfg.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: tot.Evals,
+	return &Summary{Out: t.cfg.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: t.oracle.Passes(),
 		Loss: t.lastLoss, LossExcess: t.lastExcess, WallSeconds: t.wall()}
 }
 

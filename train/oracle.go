@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
@@ -24,6 +25,18 @@ func (o bufferOps) Copy(dst, src tensor.Buffer)          { o.b.Copy(dst, src) }
 func (o bufferOps) Scale(alpha float64, v tensor.Buffer) { o.b.Scale(v, float32(alpha)) }
 func (o bufferOps) Axpy(alpha float64, x, y tensor.Buffer) {
 	o.b.Axpy(y, float32(alpha), x)
+}
+
+// The mlmc.DiagOps of the per-level diagnostics: inner products on the
+// device, random directions drawn on the host and uploaded once.
+func (o bufferOps) Dot(x, y tensor.Buffer) float64 { return o.b.Dot(x, y) }
+func (o bufferOps) Free(v tensor.Buffer)           { o.b.Free(v) }
+func (o bufferOps) Normal(v tensor.Buffer, r *rand.Rand) {
+	host := make([]float32, v.Len())
+	for i := range host {
+		host[i] = float32(r.NormFloat64())
+	}
+	o.b.Upload(v, host)
 }
 
 // ErrNonFinite is returned (wrapped) when a loss or gradient is NaN or Inf.
@@ -58,12 +71,58 @@ type Oracle struct {
 	dz     map[int]tensor.Buffer // views -> loss gradient buffer
 	pool   map[int][]*draw       // level -> released draws, for reuse
 
+	// separate computes H^l from three passes (--halves separate).
+	separate bool
+	// passes counts forward/backward passes through the network, the
+	// oracle evaluations of SPEC section 2's cost accounting: one per Eval
+	// with shared halves, three per H^l with separate ones.
+	passes int64
+
 	// Loss bookkeeping for the metrics: the full-batch losses L_B of the
 	// evaluations at the current parameters since the last Losses call,
 	// raw and less log(2N - 1) (see Losses).
 	lossSum, excessSum float64
 	lossN              int
 }
+
+// Halves names how H^l treats its two half-batch losses (--halves).
+const (
+	// HalvesShared is one forward and backward pass over the 2^(l+1) views:
+	// the half-batch losses reuse the embeddings of the whole batch, so with
+	// batch norm they see its statistics (not exact, SPEC section 2).
+	HalvesShared = "shared"
+	// HalvesSeparate is three passes: B, then B1 and B2 each through the
+	// network on its own views with its own batch statistics. Exact.
+	HalvesSeparate = "separate"
+)
+
+// SetHalves chooses the construction of H^l: HalvesShared (the default) or
+// HalvesSeparate.
+func (o *Oracle) SetHalves(mode string) error {
+	switch mode {
+	case HalvesShared, "":
+		o.separate = false
+	case HalvesSeparate:
+		o.separate = true
+	default:
+		return fmt.Errorf("--halves %q: use %s or %s", mode, HalvesShared, HalvesSeparate)
+	}
+	return nil
+}
+
+func (o *Oracle) halvesName() string {
+	if o.separate {
+		return HalvesSeparate
+	}
+	return HalvesShared
+}
+
+// Passes is the number of forward/backward passes since the oracle was made
+// plus what SetPasses restored.
+func (o *Oracle) Passes() int64 { return o.passes }
+
+// SetPasses restores the pass count of a resumed run.
+func (o *Oracle) SetPasses(n int64) { o.passes = n }
 
 // NewOracle makes the oracle. maxLevel is the largest level it serves
 // (2^maxLevel images must fit in the data set and in memory); prev is the
@@ -116,9 +175,33 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		o.b.Copy(o.cur, params.Flat())
 		o.b.Copy(params.Flat(), o.prev)
 	}
+	proj := o.model.Config().ProjDim
+	added := false // the gradient is already in out
 	z := o.model.Forward(x, views, true, at == mlmc.Current)
-	res := o.b.NTXent(n, o.model.Config().ProjDim, o.tau, diff, z, dz)
+	res := o.b.NTXent(n, proj, o.tau, diff && !o.separate, z, dz)
 	o.model.Backward(dz)
+	o.passes++
+	if diff && o.separate {
+		// grad L_B goes in now; each half then runs on its own views (the
+		// first n/2 images are the first n views) with its own batch
+		// statistics, without touching the running statistics: the query
+		// is one batch of 2^l images as far as they go.
+		o.b.Axpy(out, float32(alpha), params.Grad())
+		half := views / 2
+		dzHalf := o.buffer(o.dz, half*proj)
+		halfLoss := 0.0
+		for k := range 2 {
+			xh := o.b.Slice(x, k*half*o.viewLen, half*o.viewLen)
+			zh := o.model.Forward(xh, half, true, false)
+			r := o.b.NTXent(n/2, proj, o.tau, false, zh, dzHalf)
+			o.model.Backward(dzHalf)
+			o.passes++
+			halfLoss += r.Full / 2
+			o.b.Axpy(out, float32(-alpha/2), params.Grad())
+		}
+		res.Loss = res.Full - halfLoss
+		added = true
+	}
 	if at == mlmc.Previous {
 		o.b.Copy(params.Flat(), o.cur)
 	}
@@ -136,7 +219,9 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		o.excessSum += res.Full - LossScale(n)
 		o.lossN++
 	}
-	o.b.Axpy(out, float32(alpha), params.Grad())
+	if !added {
+		o.b.Axpy(out, float32(alpha), params.Grad())
+	}
 	return nil
 }
 

@@ -19,7 +19,10 @@ import (
 )
 
 // LoadSplits opens the configured data set (or uses given) at ImageSize and
-// keeps the configured subsets.
+// keeps the configured subsets. With a validation split (--val-split N) the
+// N held-out training images replace the test set, which is then not
+// touched: the kNN monitor and the probe score them, and the training
+// subset is taken from the remaining images.
 func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 	splits := given
 	if splits == nil {
@@ -29,7 +32,14 @@ func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 			return nil, err
 		}
 	}
-	return splits.Subset(cfg.TrainSubset, cfg.TestSubset), nil
+	if cfg.ValSplit == 0 {
+		return splits.Subset(cfg.TrainSubset, cfg.TestSubset), nil
+	}
+	val, err := splits.Validation(cfg.ValSplit, cfg.TrainSubset)
+	if err != nil {
+		return nil, fmt.Errorf("--val-split: %w", err)
+	}
+	return val, nil
 }
 
 // ModelConfig is the network cfg builds for the images of splits, checked, so
@@ -94,12 +104,9 @@ func (t *trainer) setup(s session) error {
 	if maxServable, err = t.capByMemory(maxServable, meminfo); err != nil {
 		return err
 	}
-	augCfg, err := cfg.augmentConfig()
+	augCfg, err := viewTransform(cfg, splits.Train)
 	if err != nil {
-		return fmt.Errorf("--augment: %w", err)
-	}
-	if splits.Train.H != splits.Train.W {
-		augCfg.Size = splits.Train.H
+		return err
 	}
 	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, cfg.Seed, cfg.Workers)
 	if err != nil {
@@ -111,6 +118,9 @@ func (t *trainer) setup(s session) error {
 		t.b.Copy(t.prev, params.Flat())
 	}
 	t.oracle = NewOracle(t.b, t.model, t.stream, cfg.Temperature, maxServable, t.prev)
+	if err := t.oracle.SetHalves(cfg.Halves); err != nil {
+		return err
+	}
 	ops := bufferOps{b: t.b, n: params.Len()}
 	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, cfg.mlmcConfig(), ops, t.oracle)
 	if err != nil {
@@ -124,9 +134,13 @@ func (t *trainer) setup(s session) error {
 	if err := t.planLength(n, maxServable); err != nil {
 		return err
 	}
-	t.logf("data: %s, %d training images, %d test images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g, %s norm, %s augmentation",
-		splits.Train.Name, n, splits.Test.Len(), t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"))
+	scored := "test"
+	if cfg.ValSplit > 0 {
+		scored = "validation (held out of training; the test set is not scored)"
+	}
+	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
+		splits.Train.Name, n, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
+		cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.halvesName(), cfg.PreciseBN)
 
 	if s.resume {
 		if err := t.restore(); err != nil {

@@ -55,7 +55,7 @@ type Summary struct {
 	Out          string
 	Iterations   int
 	SamplesDrawn int64
-	Evaluations  int64
+	Evaluations  int64 // forward/backward passes (runfolder.Metrics.Evaluations)
 	Loss         float64
 	// LossExcess is Loss less log(2N - 1) (Oracle.Losses): comparable
 	// across batch sizes.

@@ -246,7 +246,7 @@ func TestNonFiniteLossStopsAndKeepsCheckpoint(t *testing.T) {
 	splits := syntheticSplits(32, 8, 16, 2)
 	cfg := tinyConfig(t, "lsgd")
 	cfg.Iterations = 40
-	cfg.CheckpointEvery = 1
+	cfg.CheckpointEvery = Period(time.Nanosecond) // after every iteration
 	cfg.LR = 1e30 // diverges within a few steps
 	_, err := Train(context.Background(), cfg, tinyHooks(splits))
 	if err == nil || !errors.Is(err, ErrNonFinite) && !strings.Contains(err.Error(), "not finite") {
@@ -285,6 +285,9 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 		{"bad device", func(c *Config) { c.Device = "tpu" }, "--device"},
 		{"no out", func(c *Config) { c.Out = "" }, "--out"},
 		{"negative knn-k", func(c *Config) { c.KNNK = -5 }, "--knn-k -5"},
+		{"unknown halves", func(c *Config) { c.Halves = "both" }, "--halves"},
+		{"negative val-split", func(c *Config) { c.ValSplit = -1 }, "--val-split -1"},
+		{"val-split of every image", func(c *Config) { c.ValSplit = 16 }, "--val-split"},
 		{"bad norm", func(c *Config) { c.Norm = "layer" }, "--norm \"layer\""},
 		{"bad augment", func(c *Config) { c.Augment = "byol" }, "--augment"},
 	} {

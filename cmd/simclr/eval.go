@@ -27,6 +27,7 @@ type evalTarget struct {
 	run, checkpoint      string
 	dataset, dataDir     string
 	trainSubset, testSub int
+	valSplit             int
 	width                float64
 	seed                 uint64
 	device, precision    string
@@ -42,6 +43,7 @@ func (e *evalTarget) define(cmd *cobra.Command) {
 	f.StringVar(&e.dataDir, "data-dir", "", "folder holding the data sets (default: the run's)")
 	f.IntVar(&e.trainSubset, "train-subset", -1, "use only N training images, class-balanced (0: all; -1: the run's setting, else all)")
 	f.IntVar(&e.testSub, "test-subset", -1, "use only N test images, class-balanced (0: all; -1: the run's setting, else all)")
+	f.IntVar(&e.valSplit, "val-split", -1, "score N class-balanced training images held out of training instead of the test set (0: the test set; -1: the run's setting, else 0)")
 	f.Float64Var(&e.width, "width", 0, "network width multiplier (0: the run's or the checkpoint's metadata, else 1)")
 	f.Uint64Var(&e.seed, "seed", 0, "initialisation seed for --random-init and the probe's held-out split (default: the run's, else 1)")
 	f.StringVar(&e.device, "device", "auto", "compute device: auto, cpu or cuda")
@@ -58,6 +60,7 @@ type runSettings struct {
 	DataDir     string  `json:"data_dir"`
 	TrainSubset int     `json:"train_subset"`
 	TestSubset  int     `json:"test_subset"`
+	ValSplit    int     `json:"val_split"`
 	Width       float64 `json:"width"`
 	ProjDim     int     `json:"proj_dim"`
 	Seed        uint64  `json:"seed"`
@@ -128,6 +131,9 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	if e.testSub >= 0 {
 		cfg.TestSubset = e.testSub
 	}
+	if e.valSplit >= 0 {
+		cfg.ValSplit = e.valSplit
+	}
 	if e.width < 0 {
 		return fail(fmt.Errorf("--width %g must be positive (0: the run's or the checkpoint's)", e.width))
 	}
@@ -154,6 +160,13 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 		return fail(err)
 	}
 	splits := all.Subset(cfg.TrainSubset, cfg.TestSubset)
+	if cfg.ValSplit > 0 {
+		// The run tuned on held-out training images: score those, from
+		// the training images it was not trained on.
+		if splits, err = all.Validation(cfg.ValSplit, cfg.TrainSubset); err != nil {
+			return fail(fmt.Errorf("--val-split: %w", err))
+		}
+	}
 	netCfg := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: cfg.Norm}
 	if err := netCfg.Validate(); err != nil {
 		return fail(fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",

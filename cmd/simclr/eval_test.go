@@ -13,7 +13,7 @@ import (
 func TestRunSettingsReadTrainConfig(t *testing.T) {
 	cfg := train.Defaults()
 	cfg.Dataset, cfg.DataDir = "svhn", "/data/x"
-	cfg.TrainSubset, cfg.TestSubset = 123, 45
+	cfg.TrainSubset, cfg.TestSubset, cfg.ValSplit = 123, 45, 500
 	cfg.Width, cfg.ProjDim, cfg.Seed, cfg.Norm = 0.25, 64, 77, "group"
 	raw, err := json.Marshal(cfg)
 	if err != nil {
@@ -23,7 +23,7 @@ func TestRunSettingsReadTrainConfig(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := runSettings{Dataset: "svhn", DataDir: "/data/x", TrainSubset: 123, TestSubset: 45, Width: 0.25, ProjDim: 64, Seed: 77, Norm: "group"}
+	want := runSettings{Dataset: "svhn", DataDir: "/data/x", TrainSubset: 123, TestSubset: 45, ValSplit: 500, Width: 0.25, ProjDim: 64, Seed: 77, Norm: "group"}
 	if got != want {
 		t.Errorf("config.json read as %+v, want %+v", got, want)
 	}

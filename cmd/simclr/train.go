@@ -38,6 +38,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.IntVar(&c.D1, "d1", c.D1, "VR: estimates averaged at a fresh iteration (t mod qe = 0)")
 	fs.IntVar(&c.D2, "d2", c.D2, "VR: draws averaged in a correction iteration")
 	fs.IntVar(&c.QE, "qe", c.QE, "VR: a fresh estimate every qe iterations, corrections in between")
+	fs.StringVar(&c.Halves, "halves", c.Halves, "H^l's half-batch losses: shared (one pass; with batch norm the halves see the whole batch's statistics, not exact) or separate (three passes, each half with its own statistics; exact, about twice the cost)")
 	fs.IntVar(&c.MaxServable, "max-servable-level", c.MaxServable, "largest level a query may use; RU-MLMC and RR-MLMC redraw levels above it (0: min(log2 of the training images, max-level + 3))")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training length in epochs of ceil(n/2^L) iterations (give one of --epochs, --iterations, --max-samples)")
 	fs.IntVar(&c.Iterations, "iterations", c.Iterations, "training length in iterations")
@@ -61,6 +62,8 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.IntVar(&c.KNNK, "knn-k", c.KNNK, "neighbours of the kNN evaluation")
 	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "write a metrics.jsonl line every this many iterations")
 	fs.DurationVar((*time.Duration)(&c.CheckpointEvery), "checkpoint-every", time.Duration(c.CheckpointEvery), "checkpoint every this much wall time, e.g. 10m or 1h (0: only at the end, on interruption and on a device failure)")
+	fs.BoolVar(&c.PreciseBN, "precise-bn", c.PreciseBN, "re-estimate the batch-norm running statistics (equal-weight average over >= 2,048 augmented training views in batches of 2^L images) before every evaluation and the final checkpoint")
+	fs.IntVar(&c.ValSplit, "val-split", c.ValSplit, "hold out N class-balanced training images, never trained on, and score them instead of the test set in the kNN monitor and the probe (for tuning; 0: score the test set)")
 	fs.BoolVar(&c.Probe, "probe", c.Probe, "run the linear probe after training (writes linear_probe.json)")
 	fs.BoolVar(&c.ProbeBaseline, "probe-baseline", c.ProbeBaseline, "also probe the same network at initialisation and print both accuracies")
 }

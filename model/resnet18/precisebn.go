@@ -1,0 +1,74 @@
+package resnet18
+
+import (
+	"fmt"
+
+	"github.com/simclr-go/simclr/nn"
+)
+
+// BatchNorms lists every batch-norm layer of the network in forward order
+// (none with group norm, which keeps no running statistics).
+func (m *Model) BatchNorms() []*nn.BatchNorm {
+	norms := []nn.Norm{m.bn1}
+	for _, bl := range m.blocks {
+		norms = append(norms, bl.bn1, bl.bn2)
+		if bl.downBN != nil {
+			norms = append(norms, bl.downBN)
+		}
+	}
+	norms = append(norms, m.headBN)
+	var bns []*nn.BatchNorm
+	for _, n := range norms {
+		if bn, ok := n.(*nn.BatchNorm); ok {
+			bns = append(bns, bn)
+		}
+	}
+	return bns
+}
+
+// RecalibrateBN re-estimates the running statistics of every batch-norm
+// layer (precise BN, SPEC section 2; with group norm there is nothing to
+// do): it runs batches training-mode forward passes without gradients over
+// views views each, which next writes into its argument ((views, 3, InputSize, InputSize) floats), and sets each
+// layer's running mean and variance to the equal-weight average of the
+// batches' means and unbiased variances. Momentum 1/k on the k-th batch
+// makes the running update exactly that average: after batch k the running
+// value is (1 - 1/k) avg_(k-1) + (1/k) s_k = avg_k, whatever it held before.
+// The layers' momentum is restored afterwards; num_batches_tracked counts
+// the batches, as PyTorch's would. The training-mode activations are
+// overwritten, so call it between iterations, never between a Forward and
+// its Backward.
+func (m *Model) RecalibrateBN(views, batches int, next func(x []float32)) error {
+	if views < 2 || batches < 1 {
+		return fmt.Errorf("precise BN: %d batches of %d views: need at least one batch of at least 2 views", batches, views)
+	}
+	b := m.backend
+	bns := m.BatchNorms()
+	if len(bns) == 0 {
+		return nil // group norm: no running statistics to estimate
+	}
+	saved := make([]float32, len(bns))
+	for i, bn := range bns {
+		saved[i] = bn.Momentum
+	}
+	defer func() {
+		for i, bn := range bns {
+			bn.Momentum = saved[i]
+		}
+	}()
+	host := make([]float32, views*m.InputLen())
+	x := b.Alloc(len(host))
+	defer b.Free(x)
+	for k := 1; k <= batches; k++ {
+		for _, bn := range bns {
+			bn.Momentum = 1 / float32(k)
+		}
+		next(host)
+		b.Upload(x, host)
+		m.Forward(x, views, true, true)
+	}
+	if err := b.Sync(); err != nil {
+		return fmt.Errorf("precise BN: %w", err)
+	}
+	return nil
+}

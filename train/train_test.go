@@ -246,8 +246,10 @@ func TestNonFiniteLossStopsAndKeepsCheckpoint(t *testing.T) {
 	splits := syntheticSplits(32, 8, 16, 2)
 	cfg := tinyConfig(t, "lsgd")
 	cfg.Iterations = 40
-	cfg.CheckpointEvery = Period(time.Nanosecond) // after every iteration
-	cfg.LR = 1e30 // diverges within a few steps
+	// A checkpoint after every iteration; the learning rate diverges
+	// within a few steps.
+	cfg.CheckpointEvery = Period(time.Nanosecond)
+	cfg.LR = 1e30
 	_, err := Train(context.Background(), cfg, tinyHooks(splits))
 	if err == nil || !errors.Is(err, ErrNonFinite) && !strings.Contains(err.Error(), "not finite") {
 		t.Fatalf("error %v, want a non-finite loss", err)

@@ -20,7 +20,7 @@ func (t *trainer) evalKNN() error {
 		return err
 	}
 	rec := runfolder.Eval{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.cfg.ItersPerEpoch),
-		SamplesDrawn: t.est.Totals().Samples, WallSeconds: t.wall(), KNNTop1: res.Top1, KNNTop5: res.Top5, K: res.K,
+		SamplesDrawn: t.totals.Samples, WallSeconds: t.wall(), KNNTop1: res.Top1, KNNTop5: res.Top5, K: res.K,
 		TrainImages: t.splits.Train.Len(), TestImages: t.splits.Test.Len()}
 	app, err := runfolder.OpenAppender(filepath.Join(t.cfg.Out, runfolder.EvalFile))
 	if err != nil {

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/simclr-go/simclr/backend"
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/loader"
@@ -82,7 +82,7 @@ func (t *trainer) setup(s session) error {
 		t.b = t.hooks.Backend
 		cfg.DeviceLog = "device given by caller: " + t.b.Describe()
 	} else {
-		b, line, err := backend.Open(cfg.Device, cfg.Precision)
+		b, line, err := backend.OpenGPU(cfg.Device, cfg.Precision, localGPU(*cfg))
 		if err != nil {
 			return err
 		}
@@ -90,6 +90,19 @@ func (t *trainer) setup(s session) error {
 		cfg.DeviceLog = line
 	}
 	t.logf("%s", cfg.DeviceLog)
+	if err := t.openComm(); err != nil {
+		return err
+	}
+	rank, ranks := t.comm.Rank(), t.comm.Size()
+	if ranks > 1 && !s.resume {
+		// The default --out names the start time, which the ranks read
+		// separately: rank 0's name is the run's.
+		out, err := collective.BroadcastBytes(t.comm, []byte(cfg.Out), 0)
+		if err != nil {
+			return fmt.Errorf("agree on the run folder: %w", err)
+		}
+		cfg.Out = string(out)
+	}
 
 	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
 	params := t.model.Params()
@@ -108,7 +121,7 @@ func (t *trainer) setup(s session) error {
 	if err != nil {
 		return err
 	}
-	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, cfg.Seed, cfg.Workers)
+	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, rankSeed(cfg.Seed, rank), cfg.Workers)
 	if err != nil {
 		return err
 	}
@@ -121,8 +134,13 @@ func (t *trainer) setup(s session) error {
 	if err := t.oracle.SetHalves(cfg.Halves); err != nil {
 		return err
 	}
+	if splitsBatch(cfg.Estimator, ranks) {
+		t.oracle.shard = t.comm
+	}
 	ops := bufferOps{b: t.b, n: params.Len()}
-	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, cfg.mlmcConfig(), ops, t.oracle)
+	mc := cfg.mlmcConfig()
+	mc.Seed = rankSeed(mc.Seed, rank)
+	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, ops, t.oracle)
 	if err != nil {
 		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
 	}
@@ -134,14 +152,28 @@ func (t *trainer) setup(s session) error {
 	if err := t.planLength(n, maxServable); err != nil {
 		return err
 	}
+	// The cost model's figures, so that a reader sees what an iteration
+	// costs before it runs (VR estimators: averaged over a Q_E cycle).
+	images, evals, err := expectedCost(cfg, maxServable)
+	if err != nil {
+		return err
+	}
+	evalNote := ""
+	if t.oracle.separate {
+		evalNote = fmt.Sprintf(" (network passes: each correction above level %d is 3)", cfg.MinLevel)
+	}
 	scored := "test"
 	if cfg.ValSplit > 0 {
 		scored = "validation (held out of training; the test set is not scored)"
 	}
-	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
+	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), "+
+		"expected per iteration %.4g images and %.4g oracle evaluations%s, lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
 		splits.Train.Name, n, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.halvesName(), cfg.PreciseBN)
+		images, evals, evalNote, cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.halvesName(), cfg.PreciseBN)
 
+	if ranks > 1 {
+		t.logf("dist: %d ranks; %s", ranks, parallelNote(cfg.Estimator, cfg.MaxLevel, ranks, netCfg.Norm))
+	}
 	if s.resume {
 		if err := t.restore(); err != nil {
 			return err
@@ -152,31 +184,29 @@ func (t *trainer) setup(s session) error {
 			// learning rate jumps up where the run continues.
 			t.logf("extended from %d to %d iterations: the learning-rate schedule now spans %d iterations (%.4g at iteration %d)",
 				s.extendedFrom, cfg.TotalIters, cfg.TotalIters, t.sched.LR(t.iter), t.iter)
-			return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
+			if rank == 0 {
+				return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
+			}
 		}
 		if t.iter >= cfg.TotalIters {
 			t.logf("%s had finished training; running the linear probe it lacks", cfg.Out)
 		}
 		return nil
 	}
-	return createRunFolder(cfg)
-}
-
-// createRunFolder makes the run folder and writes config.json. It runs
-// last in setup, once everything the run needs has opened, so that a start
-// that fails leaves no folder behind.
-func createRunFolder(cfg *Config) error {
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return fmt.Errorf("create run folder: %w", err)
+	// The ranks built the same network from the same seed; rank 0's copy
+	// is made everyone's so that they cannot start apart.
+	if err := t.comm.Broadcast(params.Flat(), 0); err != nil {
+		return fmt.Errorf("broadcast the initial parameters: %w", err)
 	}
-	// A run that died before its first checkpoint cannot be resumed; its
-	// logs would otherwise be mixed into this run's.
-	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile, runfolder.ProbeFile} {
-		if err := os.Remove(filepath.Join(cfg.Out, name)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("run folder %s: %w", cfg.Out, err)
+	if rank == 0 {
+		// Last, once everything the run needs has opened: a start that
+		// fails leaves no folder behind.
+		if err := prepareFolder(cfg.Out); err != nil {
+			return err
 		}
+		return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
 	}
-	return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
+	return nil
 }
 
 // maxServableLevel is the largest level the oracle serves for cfg on train:
@@ -202,6 +232,22 @@ func maxServableLevel(cfg Config, train *data.Set) (int, error) {
 	return maxServable, nil
 }
 
+// expectedCost is mlmc.ExpectedCost for the whole job, the one cost model
+// of the start-up line and of --max-samples: with several ranks the MLMC
+// estimators draw on every rank independently while L-SGD splits its batch
+// over them, and every rank's network passes count as evaluations.
+func expectedCost(cfg *Config, maxServable int) (images, evals float64, err error) {
+	images, evals, err = mlmc.ExpectedCost(cfg.Estimator, cfg.mlmcConfig(), maxServable)
+	if err != nil {
+		return 0, 0, fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+	}
+	ranks := float64(max(cfg.Ranks, 1))
+	if !splitsBatch(cfg.Estimator, cfg.Ranks) {
+		images *= ranks
+	}
+	return images, evals * ranks, nil
+}
+
 // planLength resolves the run's length, warm-up and learning rate into
 // t.cfg and builds the schedule (SPEC section 2: an epoch is ceil(n/2^L)
 // iterations, n the training images).
@@ -216,9 +262,9 @@ func (t *trainer) planLength(n, maxServable int) error {
 		cfg.TotalIters = cfg.Iterations
 	default:
 		// A sample budget: as many iterations as the expected cost allows.
-		perIter, _, err := mlmc.ExpectedCost(cfg.Estimator, cfg.mlmcConfig(), maxServable)
+		perIter, _, err := expectedCost(cfg, maxServable)
 		if err != nil {
-			return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+			return err
 		}
 		cfg.TotalIters = int(math.Ceil(float64(cfg.MaxSamples) / perIter))
 	}
@@ -256,4 +302,20 @@ func (t *trainer) close() {
 		t.model.FreePlans()
 		t.model.Params().Free()
 	}
+	if t.ownComm && t.comm != nil {
+		t.comm.Close()
+	}
+}
+
+// parallelNote says what the ranks do in parallel, for the log.
+func parallelNote(estimator string, maxLevel, ranks int, norm string) string {
+	if splitsBatch(estimator, ranks) {
+		how := "batch norm over each rank's share"
+		if norm == resnet18.NormGroup {
+			how = "group norm, so the split draw is the single-process one"
+		}
+		return fmt.Sprintf("%s: the %d images of each draw are split over the ranks, %d each, with %s, and the loss over all %d (projections gathered)",
+			estimator, 1<<maxLevel, (1<<maxLevel)/ranks, how, 1<<maxLevel)
+	}
+	return fmt.Sprintf("%s: each rank draws its own levels and images (streams seeded by rank), and the estimate is the mean of the %d ranks' estimates", estimator, ranks)
 }

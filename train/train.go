@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
@@ -44,6 +45,13 @@ type Hooks struct {
 	// ErrInterrupted), once this many iterations have completed in this
 	// session; 0 never does.
 	StopAfter int
+	// Comm replaces opening the communicator of Config.Dist (the caller
+	// keeps it and closes it).
+	Comm collective.Comm
+	// OnStep, when set, is called after every optimizer step with the
+	// number of completed iterations and the parameters (tests compare
+	// ranks with it); an error it returns stops the run.
+	OnStep func(iteration int, params tensor.Buffer) error
 }
 
 // ErrInterrupted is returned (wrapped) when a run stops early on a signal
@@ -62,6 +70,8 @@ type Summary struct {
 	LossExcess  float64
 	WallSeconds float64
 	Probe       *runfolder.Probe
+	// Rank is this process's rank: rank 0 reports for the run.
+	Rank int
 }
 
 // Train runs cfg from scratch into the folder cfg.Out, which must not hold
@@ -191,6 +201,23 @@ func LoadConfig(dir string) (Config, error) {
 	return cfg, nil
 }
 
+// prepareFolder makes the run folder of a new run (rank 0 only: it alone
+// writes the folder). setup calls it last, once everything the run needs
+// has opened.
+func prepareFolder(out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("create run folder: %w", err)
+	}
+	// A run that died before its first checkpoint cannot be resumed; its
+	// logs would otherwise be mixed into this run's.
+	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile, runfolder.ProbeFile} {
+		if err := os.Remove(filepath.Join(out, name)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("run folder %s: %w", out, err)
+		}
+	}
+	return nil
+}
+
 // trainer holds one session of a run.
 type trainer struct {
 	cfg    Config
@@ -206,6 +233,12 @@ type trainer struct {
 	grad   tensor.Buffer // the estimate v_t
 	prev   tensor.Buffer // x_{t-1} for VR, else nil
 	sched  optim.Schedule
+
+	comm    collective.Comm // world of the run (collective.Single for one process)
+	ownComm bool            // comm was opened here, so close it
+	totals  mlmc.Totals     // costs summed over the ranks
+
+	lastCheckpoint int // iteration of the last checkpoint written this session or resumed from, -1 before
 
 	iter        int     // completed iterations
 	wallOffset  float64 // wall seconds of earlier sessions
@@ -223,14 +256,43 @@ func (t *trainer) logf(format string, args ...any) {
 func (t *trainer) wall() float64 { return t.wallOffset + time.Since(t.start).Seconds() }
 
 func run(ctx context.Context, cfg Config, s session, hooks Hooks) (sum *Summary, err error) {
-	t := &trainer{cfg: cfg, hooks: hooks, log: hooks.Log, start: time.Now()}
+	t := &trainer{cfg: cfg, hooks: hooks, log: hooks.Log, start: time.Now(), comm: collective.Single{}}
 	if t.log == nil {
 		t.log = os.Stderr
 	}
-	if err := t.setup(s); err != nil {
-		t.close()
-		return nil, err
+	rank := launchRank(cfg, hooks)
+	if rank != 0 {
+		// Rank 0 speaks for the run; the others report only their errors.
+		t.log = io.Discard
 	}
+	// (A new run's folder is made at the end of setup, by rank 0, so that
+	// a start that fails leaves nothing behind.)
 	defer t.close()
-	return t.loop(ctx)
+	if err := t.setup(s); err != nil {
+		return nil, t.rankError(err)
+	}
+	if g, ok := t.comm.(*guardedComm); ok {
+		g.done, g.onStall = ctx.Done(), t.stalled
+	}
+	sum, err = t.loop(ctx)
+	return sum, t.rankError(err)
+}
+
+// rankError names the rank in err when there are several, and stops the
+// other ranks when this one fails alone: they would otherwise wait for it
+// in their next collective call forever.
+func (t *trainer) rankError(err error) error {
+	if err == nil || t.comm.Size() == 1 {
+		return err
+	}
+	err = fmt.Errorf("rank %d of %d: %w", t.comm.Rank(), t.comm.Size(), err)
+	// Interruptions and non-finite estimates are seen by every rank at the
+	// same iteration (they are agreed on or all-reduced); a lost rank has
+	// stopped already.
+	if errors.Is(err, ErrInterrupted) || errors.Is(err, ErrNonFinite) || errors.Is(err, errRankLost) || errors.Is(err, ErrRanksDiffer) {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%v\nstopping every rank\n", err)
+	t.comm.Abort(1)
+	return err
 }

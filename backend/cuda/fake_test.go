@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 // realDriverOpens reports whether a real libcuda.so.1 can be loaded: from
@@ -48,7 +49,7 @@ func buildFakeDriver(t *testing.T) string {
 	}
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		t.Skip("no C compiler to build the fake driver")
+		testenv.Missing(t, "no C compiler (cc) to build the fake driver: %v", err)
 	}
 	dir := t.TempDir()
 	out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", filepath.Join(dir, "libcuda.so.1"), "testdata/fakecuda.c").CombinedOutput()

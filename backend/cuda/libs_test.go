@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 // fakeTree creates empty files (fake libraries) under root and returns root.
@@ -209,7 +211,7 @@ func TestValidPrecision(t *testing.T) {
 func TestBindFallsBackToSubLibraries(t *testing.T) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		t.Skip("no C compiler to build the fake libraries")
+		testenv.Missing(t, "no C compiler (cc) to build the fake libraries: %v", err)
 	}
 	dir := t.TempDir()
 	for name, src := range map[string]string{

@@ -39,6 +39,8 @@ type benchResult struct {
 	Backend           string   `json:"backend"`
 	BLAS              string   `json:"blas"`
 	Threads           int      `json:"threads"`
+	CPUModel          string   `json:"cpu_model"` // /proc/cpuinfo's model name: these figures depend on the machine
+	CPUCores          int      `json:"cpu_cores"` // logical CPUs the process may use
 	BatchImages       int      `json:"batch_images"`
 	Views             int      `json:"views"`
 	Width             float64  `json:"width"`
@@ -118,6 +120,7 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	fmt.Fprintln(stderr, logLine) // stderr, so --json output stays one object
 	res := benchResult{
 		Device: b.Name(), Backend: b.Describe(), BLAS: b.Describe(), Threads: runtime.GOMAXPROCS(0),
+		CPUModel: cpuModel("/proc/cpuinfo"), CPUCores: runtime.NumCPU(),
 		BatchImages: o.images, Views: 2 * o.images, Width: o.width, InputSize: o.inputSize,
 		Multilevel: o.multilevel, Steps: o.steps,
 	}
@@ -245,4 +248,20 @@ func peakRSSMB() *float64 {
 		return &mb
 	}
 	return nil
+}
+
+// cpuModel returns the first "model name" of a /proc/cpuinfo file, or
+// "unknown GOARCH CPU" where there is none (another OS, or an ARM kernel
+// that names no model).
+func cpuModel(cpuinfo string) string {
+	raw, err := os.ReadFile(cpuinfo)
+	if err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			key, val, ok := strings.Cut(line, ":")
+			if ok && strings.TrimSpace(key) == "model name" && strings.TrimSpace(val) != "" {
+				return strings.TrimSpace(val)
+			}
+		}
+	}
+	return "unknown " + runtime.GOARCH + " CPU"
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -19,7 +22,7 @@ func TestBenchJSONReportsPositiveFigures(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
 	}
-	if res.Device != "cpu" || res.BLAS == "" || res.BatchImages != 2 || res.Views != 4 {
+	if res.Device != "cpu" || res.BLAS == "" || res.BatchImages != 2 || res.Views != 4 || res.CPUModel == "" || res.CPUCores < 1 {
 		t.Errorf("identification wrong: %+v", res)
 	}
 	for name, v := range map[string]float64{"step_seconds": res.StepSeconds, "views_per_sec": res.ViewsPerSec,
@@ -59,5 +62,25 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 				t.Fatalf("error %v, want one naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestCPUModelReadsCpuinfo(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, content, want string }{
+		{"x86", "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B14\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 9B14\n", "AMD EPYC 9B14"},
+		{"no model name", "processor\t: 0\nBogoMIPS\t: 50.00\n", "unknown " + runtime.GOARCH + " CPU"},
+		{"empty model name", "model name\t:\n", "unknown " + runtime.GOARCH + " CPU"},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_"))
+		if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := cpuModel(p); got != tc.want {
+			t.Errorf("%s: cpuModel = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := cpuModel(filepath.Join(dir, "absent")); got != "unknown "+runtime.GOARCH+" CPU" {
+		t.Errorf("absent file: %q", got)
 	}
 }

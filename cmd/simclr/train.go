@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -57,6 +58,10 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.StringVar(&c.Device, "device", c.Device, "compute device: auto (CUDA when found, else CPU), cpu or cuda")
 	fs.StringVar(&c.Precision, "precision", c.Precision, "CUDA matrix precision: tf32 or fp32 (ignored on the CPU)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "augmentation goroutines (0: one per core)")
+	fs.StringVar(&c.Dist, "dist", c.Dist, "data-parallel communication: auto (mpi under mpirun, nccl there on a GPU, else none), none, mpi (Open MPI) or nccl; start P ranks with mpirun -np P simclr train ...")
+	fs.StringVar(&c.DistAddr, "dist-addr", c.DistAddr, "--dist nccl without mpirun: host:port where rank 0 hands out NCCL's id (with --rank and --world-size)")
+	fs.IntVar(&c.Rank, "rank", c.Rank, "--dist nccl without mpirun: this process's rank, 0 to --world-size - 1")
+	fs.IntVar(&c.WorldSize, "world-size", c.WorldSize, "--dist nccl without mpirun: the number of ranks")
 	fs.StringVar(&c.Out, "out", c.Out, "run folder for config.json, metrics.jsonl, checkpoints and evaluations (default runs/ESTIMATOR-DATE)")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "kNN evaluation every this many epochs, appended to eval.jsonl (0: never)")
 	fs.IntVar(&c.KNNK, "knn-k", c.KNNK, "neighbours of the kNN evaluation")
@@ -73,6 +78,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 var sessionFlags = map[string]bool{
 	"device": true, "precision": true, "workers": true, "log-every": true, "checkpoint-every": true,
 	"eval-every": true, "knn-k": true, "probe": true, "probe-baseline": true,
+	"dist": true, "dist-addr": true, "rank": true, "world-size": true,
 }
 
 func newTrainCmd() *cobra.Command {
@@ -237,7 +243,7 @@ func applyFlags(flags *pflag.FlagSet, c *train.Config, keep func(name string) bo
 
 func sessionFlagList() string {
 	var names []string
-	for _, n := range []string{"device", "precision", "workers", "log-every", "checkpoint-every", "eval-every", "knn-k", "probe", "probe-baseline"} {
+	for _, n := range []string{"device", "precision", "workers", "log-every", "checkpoint-every", "eval-every", "knn-k", "probe", "probe-baseline", "dist", "dist-addr", "rank", "world-size"} {
 		names = append(names, "--"+n)
 	}
 	return strings.Join(names, ", ")
@@ -276,6 +282,9 @@ func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset str
 // reportTrain prints the outcome of a run on stdout.
 func reportTrain(cmd *cobra.Command, sum *train.Summary, err error) error {
 	out := cmd.OutOrStdout()
+	if sum.Rank != 0 {
+		out = io.Discard // rank 0 reports for a run of several ranks
+	}
 	fmt.Fprintf(out, "run %s: %d iterations, %d images drawn, %d oracle evaluations, loss L_B %.4f (L_B - log(2N-1) %.4f), %.1f s\n",
 		sum.Out, sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.LossExcess, sum.WallSeconds)
 	if p := sum.Probe; p != nil {

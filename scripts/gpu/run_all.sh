@@ -36,7 +36,7 @@
 # Files under $OUT (the tool returns at most 8): run_all.log (everything),
 # cuda_test.log, bench_simclr.jsonl, bench_torch.jsonl, train.log,
 # train_run.tar.gz (config.json, metrics.jsonl, eval.jsonl, linear_probe.json),
-# memcheck.log, summary.txt. See docs/gpu.md.
+# memcheck.log, summary.txt. See scripts/gpu/SESSION.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 repo=$(pwd)

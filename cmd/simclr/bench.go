@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ type benchOptions struct {
 	multilevel        bool
 	seed              uint64
 	json              bool
+	cpuProfile        string
 }
 
 // benchResult is what `simclr bench --json` prints.
@@ -53,6 +55,11 @@ type benchResult struct {
 	GFLOPSPerSec      float64  `json:"gflops_per_sec"`
 	SgemmGFLOPSPerSec float64  `json:"sgemm_gflops_per_sec"`
 	PeakRSSMB         *float64 `json:"peak_rss_mb"`
+	// CPUSecondsPerStep is the process's CPU time (all threads) per timed
+	// step: on a machine shared with other work it shows the step's own
+	// cost, which the wall-clock step_seconds mixes with the share of the
+	// cores the process got.
+	CPUSecondsPerStep *float64 `json:"cpu_seconds_per_step"`
 	Loss              float64  `json:"loss"`
 }
 
@@ -92,6 +99,7 @@ gradients, weight gradients), divided by the step time.`,
 	f.BoolVar(&o.multilevel, "multilevel", false, "time the multilevel loss L_B - (L_B1 + L_B2)/2 instead of L_B (needs an even --images)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the initial weights and the random inputs")
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the timed steps to this file (go tool pprof)")
 	return cmd
 }
 
@@ -154,6 +162,18 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	if _, err := step(); err != nil { // warm-up: plans the activations
 		return fmt.Errorf("bench: warm-up step on %s: %w", b.Name(), err)
 	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: --cpuprofile %s: %w", o.cpuProfile, err)
+		}
+		defer pprof.StopCPUProfile() // a failed step returns early; a second Stop is a no-op
+	}
+	cpu0, cpuOK := processCPUTime()
 	start := time.Now()
 	for i := 0; i < o.steps; i++ {
 		if res.Loss, err = step(); err != nil {
@@ -161,6 +181,13 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 		}
 	}
 	res.StepSeconds = time.Since(start).Seconds() / float64(o.steps)
+	if cpu1, ok := processCPUTime(); ok && cpuOK {
+		perStep := (cpu1 - cpu0).Seconds() / float64(o.steps)
+		res.CPUSecondsPerStep = &perStep
+	}
+	if o.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	res.ViewsPerSec = float64(views) / res.StepSeconds
 	res.ModelGFLOPPerStep = 3 * m.FLOPs(views) / 1e9
 	res.GFLOPSPerSec = res.ModelGFLOPPerStep / res.StepSeconds

@@ -14,9 +14,13 @@ import (
 func TestBenchJSONReportsPositiveFigures(t *testing.T) {
 	var out bytes.Buffer
 	o := benchOptions{device: "cpu", precision: "tf32", images: 2, steps: 1, width: 1.0 / 16,
-		inputSize: 16, tau: 0.5, multilevel: true, seed: 1, json: true}
+		inputSize: 16, tau: 0.5, multilevel: true, seed: 1, json: true,
+		cpuProfile: filepath.Join(t.TempDir(), "bench.prof")}
 	if err := runBench(&out, io.Discard, o); err != nil {
 		t.Fatal(err)
+	}
+	if fi, err := os.Stat(o.cpuProfile); err != nil || fi.Size() == 0 {
+		t.Errorf("--cpuprofile %s: not written (%v)", o.cpuProfile, err)
 	}
 	var res benchResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
@@ -30,6 +34,9 @@ func TestBenchJSONReportsPositiveFigures(t *testing.T) {
 		if !(v > 0) {
 			t.Errorf("%s = %g, want > 0", name, v)
 		}
+	}
+	if runtime.GOOS == "linux" && (res.CPUSecondsPerStep == nil || !(*res.CPUSecondsPerStep > 0)) {
+		t.Errorf("cpu_seconds_per_step = %v, want > 0 on Linux", res.CPUSecondsPerStep)
 	}
 	if res.PeakRSSMB != nil && *res.PeakRSSMB <= 0 {
 		t.Errorf("peak_rss_mb = %g", *res.PeakRSSMB)
@@ -52,6 +59,9 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		{"odd multilevel", func(o *benchOptions) { o.images, o.multilevel = 3, true }, "--multilevel"},
 		{"bad width", func(o *benchOptions) { o.width = -1 }, "width"},
 		{"bad device", func(o *benchOptions) { o.device = "tpu" }, "tpu"},
+		{"unwritable profile", func(o *benchOptions) {
+			o.width, o.inputSize, o.cpuProfile = 1.0/16, 8, filepath.Join(os.DevNull, "bench.prof")
+		}, "--cpuprofile"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

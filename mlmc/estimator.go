@@ -281,7 +281,10 @@ func (e *Estimator[V]) Estimate(t int, out V) (Step, error) {
 		}
 	}
 	if err != nil {
-		e.haveState = false
+		// The VR state is written only on success, so it still holds the
+		// m of the last iteration that completed: the same t may be
+		// estimated again (a trainer checkpoints after a device failure
+		// and resumes at t).
 		return step, fmt.Errorf("estimator %s, iteration %d: %w", e.name, t, err)
 	}
 	if e.vr {

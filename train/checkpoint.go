@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 
@@ -78,6 +79,8 @@ func (t *trainer) checkpoint() error {
 		"loader":        string(pos),
 		"wall_seconds":  strconv.FormatFloat(t.wall(), 'g', -1, 64),
 		"last_loss":     strconv.FormatFloat(t.lastLoss, 'g', -1, 64),
+		"last_excess":   strconv.FormatFloat(t.lastExcess, 'g', -1, 64),
+		"finished":      strconv.FormatBool(t.finished),
 		"passes":        strconv.FormatInt(t.oracle.Passes(), 10),
 		"params_len":    strconv.Itoa(params.Len()),
 		"state_len":     strconv.Itoa(params.StateLen()),
@@ -202,6 +205,10 @@ func (t *trainer) restore() error {
 	}
 	t.wallOffset, _ = strconv.ParseFloat(f.Metadata["wall_seconds"], 64)
 	t.lastLoss, _ = strconv.ParseFloat(f.Metadata["last_loss"], 64)
+	t.lastExcess = math.NaN() // checkpoints older than the field
+	if v, err := strconv.ParseFloat(f.Metadata["last_excess"], 64); err == nil {
+		t.lastExcess = v
+	}
 	// Checkpoints from before --halves counted one pass per evaluation.
 	passes, err := strconv.ParseInt(f.Metadata["passes"], 10, 64)
 	if err != nil {

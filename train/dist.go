@@ -207,17 +207,17 @@ func (t *trainer) reduceEstimate() error {
 // so that the metrics count what all ranks drew. A draw split over the
 // ranks (L-SGD) is one oracle evaluation however many ranks share it: each
 // rank passes only its share of the images through the network.
-func (t *trainer) reduceStep(step mlmc.Step, loss float64) (mlmc.Step, float64, error) {
+func (t *trainer) reduceStep(step mlmc.Step, loss, excess float64) (mlmc.Step, float64, float64, error) {
 	if t.comm.Size() == 1 {
-		return step, loss, nil
+		return step, loss, excess, nil
 	}
-	x := []float64{float64(step.Samples), float64(step.Evals), float64(step.Redraws), loss}
+	x := []float64{float64(step.Samples), float64(step.Evals), float64(step.Redraws), loss, excess}
 	if err := t.comm.AllReduceFloat64(x); err != nil {
-		return step, loss, fmt.Errorf("sum the costs over the ranks: %w", err)
+		return step, loss, excess, fmt.Errorf("sum the costs over the ranks: %w", err)
 	}
 	step.Samples, step.Evals, step.Redraws = int64(x[0]), int64(x[1]), int(x[2])
 	if t.oracle.shard != nil {
 		step.Evals /= int64(t.comm.Size())
 	}
-	return step, x[3] / float64(t.comm.Size()), nil
+	return step, x[3] / float64(t.comm.Size()), x[4] / float64(t.comm.Size()), nil
 }

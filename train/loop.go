@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,6 +49,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	// Wall time counts training (and its evaluations), not loading the data.
 	t.start = time.Now()
 	t.lastLogTime = t.start
+	lastCheckpointTime := t.start
 	for t.iter < cfg.TotalIters {
 		if cfg.MaxSamples > 0 && t.totals.Samples >= cfg.MaxSamples {
 			break
@@ -78,6 +80,10 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			if errors.Is(err, errRankLost) {
 				return nil, t.lostRank(fmt.Errorf("iteration %d: %w", t.iter+1, err))
 			}
+			if t.comm.Size() == 1 {
+				// One process: save what the failed query left intact.
+				return nil, fmt.Errorf("iteration %d: %w; %s", t.iter+1, err, t.checkpointAfterFailure())
+			}
 			return nil, fmt.Errorf("iteration %d: %w", t.iter+1, err)
 		}
 		t.iter++
@@ -92,20 +98,23 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			m := runfolder.Metrics{Iteration: t.iter, Epoch: float64(t.iter) / float64(cfg.ItersPerEpoch),
 				DataEpoch: float64(totals.Samples) / float64(n), Levels: step.Levels, SamplesDrawn: totals.Samples,
 				Evaluations: totals.Evals, Redraws: totals.Redraws, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
+			if excess := t.lastExcess; !math.IsNaN(excess) {
+				m.LossMinusLog2NMinus1 = &excess
+			}
 			if err := metrics.Append(m); err != nil {
 				return nil, err
 			}
 		}
 		if bar != nil {
 			rate := float64(totals.Samples-imagesAtStart) / time.Since(t.start).Seconds()
-			bar.Describe(fmt.Sprintf("epoch %.2f loss %.4f %.0f images/s", float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, rate))
+			bar.Describe(fmt.Sprintf("epoch %.2f loss-log(2N-1) %.4f %.0f images/s", float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastExcess, rate))
 			bar.Set(t.iter)
 		} else if time.Since(t.lastLogTime) > 10*time.Second || last || t.iter == sessionStart+1 {
 			elapsed := time.Since(t.start).Seconds()
 			rate := float64(totals.Samples-imagesAtStart) / elapsed
 			eta := time.Duration(float64(cfg.TotalIters-t.iter)*elapsed/float64(t.iter-sessionStart)) * time.Second
-			t.logf("iter %d/%d epoch %.2f loss %.4f lr %.4g images/s %.1f eta %s",
-				t.iter, cfg.TotalIters, float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, lr, rate, eta.Round(time.Second))
+			t.logf("iter %d/%d epoch %.2f loss %.4f (L_B-log(2N-1) %.4f) lr %.4g images/s %.1f eta %s",
+				t.iter, cfg.TotalIters, float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, t.lastExcess, lr, rate, eta.Round(time.Second))
 			t.lastLogTime = time.Now()
 		}
 		if lead && cfg.EvalEvery > 0 && t.iter%(cfg.EvalEvery*cfg.ItersPerEpoch) == 0 {
@@ -113,11 +122,24 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 				return nil, err
 			}
 		}
-		if cfg.CheckpointEvery > 0 && t.iter%cfg.CheckpointEvery == 0 && !last {
+		// Periodic checkpoints by wall time, so that a crash loses at most
+		// that much work whatever an iteration costs; the ranks agree on
+		// when (their clocks differ).
+		due := false
+		if every := time.Duration(cfg.CheckpointEvery); every > 0 && !last {
+			if due, err = collective.Agree(t.comm, time.Since(lastCheckpointTime) >= every); err != nil {
+				return nil, t.lostRank(err)
+			}
+		}
+		if due {
+			every := time.Duration(cfg.CheckpointEvery)
 			if err := t.checkpoint(); err != nil {
 				return nil, t.lostRank(err)
 			}
-			t.lastCheckpoint = t.iter
+			t.lastCheckpoint, lastCheckpointTime = t.iter, time.Now()
+			if bar == nil {
+				t.logf("checkpoint at iteration %d (every %s of wall time)", t.iter, every)
+			}
 		}
 	}
 	if bar != nil {
@@ -129,6 +151,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	if err := t.preciseBN(); err != nil {
 		return nil, err
 	}
+	t.finished = true
 	if err := t.checkpoint(); err != nil {
 		return nil, err
 	}
@@ -164,7 +187,8 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 	if err != nil {
 		return step, err
 	}
-	step, t.lastLoss, err = t.reduceStep(step, t.oracle.Losses())
+	loss, excess := t.oracle.Losses()
+	step, t.lastLoss, t.lastExcess, err = t.reduceStep(step, loss, excess)
 	if err != nil {
 		return step, err
 	}
@@ -186,7 +210,32 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 func (t *trainer) summary() *Summary {
 	tot := t.totals
 	return &Summary{Out: t.cfg.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: tot.Evals,
-		Loss: t.lastLoss, WallSeconds: t.wall(), Rank: t.comm.Rank()}
+		Loss: t.lastLoss, LossExcess: t.lastExcess, WallSeconds: t.wall(), Rank: t.comm.Rank()}
+}
+
+// recoverer is a backend that can clear a recorded failure that left the
+// device usable (an allocation it refused), so that the parameters can
+// still be read back; it returns the failure when the device state is lost.
+type recoverer interface{ Recover() error }
+
+// checkpointAfterFailure saves a checkpoint after a query failed on the
+// device (out of memory at a high RU/RR level, say), so that the run loses
+// nothing: the failed iteration never reached the optimizer step, and the
+// estimator keeps its VR state unless an iteration completes. It returns
+// what happened, for the error message.
+func (t *trainer) checkpointAfterFailure() string {
+	if r, ok := t.b.(recoverer); ok {
+		if err := r.Recover(); err != nil {
+			return "no checkpoint could be saved (the device state is lost); the last one stands"
+		}
+	} else if err := t.b.Sync(); err != nil {
+		return "no checkpoint could be saved (the device state is lost); the last one stands"
+	}
+	if err := t.checkpoint(); err != nil {
+		return fmt.Sprintf("saving a checkpoint failed too (%v); the last one stands", err)
+	}
+	return fmt.Sprintf("checkpoint of iteration %d saved: continue with simclr train --resume %s (the failing level comes again only if drawn again), or start anew with a lower --max-servable-level",
+		t.iter, t.cfg.Out)
 }
 
 // lostRank explains an error of a run whose other ranks stopped answering

@@ -89,9 +89,10 @@ type Oracle struct {
 	passes int64
 
 	// Loss bookkeeping for the metrics: the full-batch losses L_B of the
-	// evaluations at the current parameters since the last Losses call.
-	lossSum float64
-	lossN   int
+	// evaluations at the current parameters since the last Losses call,
+	// raw and less log(2N - 1) (see Losses).
+	lossSum, excessSum float64
+	lossN              int
 }
 
 // Halves names how H^l treats its two half-batch losses (--halves).
@@ -262,6 +263,7 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	}
 	if at == mlmc.Current {
 		o.lossSum += res.Full
+		o.excessSum += res.Full - LossScale(n)
 		o.lossN++
 	}
 	if !added {
@@ -276,15 +278,24 @@ func (o *Oracle) Release(s mlmc.Sample) {
 	o.pool[d.level] = append(o.pool[d.level], d)
 }
 
-// Losses returns the mean full-batch loss of the evaluations at x_t since
-// the last call, and resets it.
-func (o *Oracle) Losses() float64 {
+// LossScale is log(2N - 1), the SimCLR loss L_B of a batch of N images
+// whose 2N embeddings are all alike (each view's positive is one of its
+// 2N - 1 candidates): the loss of a network that has learnt nothing. L_B
+// grows with it, so losses of batches of different sizes (MLMC levels, or
+// runs with different L) compare only after subtracting it.
+func LossScale(n int) float64 { return math.Log(float64(2*n - 1)) }
+
+// Losses returns, over the evaluations at x_t since the last call, the
+// mean full-batch loss L_B and the mean of L_B - log(2N - 1) (LossScale of
+// each batch's N), and resets both. The first mixes scales when the levels
+// differ; the second compares across levels and runs.
+func (o *Oracle) Losses() (raw, excess float64) {
 	if o.lossN == 0 {
-		return math.NaN()
+		return math.NaN(), math.NaN()
 	}
-	m := o.lossSum / float64(o.lossN)
-	o.lossSum, o.lossN = 0, 0
-	return m
+	raw, excess = o.lossSum/float64(o.lossN), o.excessSum/float64(o.lossN)
+	o.lossSum, o.excessSum, o.lossN = 0, 0, 0
+	return raw, excess
 }
 
 func (o *Oracle) buffer(cache map[int]tensor.Buffer, n int) tensor.Buffer {

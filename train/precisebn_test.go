@@ -116,7 +116,7 @@ func TestValSplitIsNeverTrainedOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := &trainer{cfg: cfg, hooks: tinyHooks(splits), log: ioDiscard{}}
-	if err := tr.setup(false); err != nil {
+	if err := tr.setup(session{}); err != nil {
 		t.Fatal(err)
 	}
 	defer tr.close()

@@ -18,16 +18,16 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// LoadSplits opens the configured data set (or uses given) and keeps the
-// configured subsets. With a validation split (--val-split N) the N held-out
-// training images replace the test set, which is then not touched: the kNN
-// monitor and the probe score them, and the training subset is taken from
-// the remaining images.
+// LoadSplits opens the configured data set (or uses given) at ImageSize and
+// keeps the configured subsets. With a validation split (--val-split N) the
+// N held-out training images replace the test set, which is then not
+// touched: the kNN monitor and the probe score them, and the training
+// subset is taken from the remaining images.
 func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 	splits := given
 	if splits == nil {
 		var err error
-		splits, err = datasets.Open(cfg.Dataset, cfg.DataDir, 0)
+		splits, err = datasets.Open(cfg.Dataset, cfg.DataDir, ImageSize)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +58,7 @@ func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
 // optimizer, loader stream, oracle, estimator), resolves the run's length
 // and schedule into t.cfg, and either restores the checkpoint (resume) or
 // writes config.json.
-func (t *trainer) setup(resume bool) error {
+func (t *trainer) setup(s session) error {
 	cfg := &t.cfg
 	splits, err := LoadSplits(*cfg, t.hooks.Splits)
 	if err != nil {
@@ -94,7 +94,7 @@ func (t *trainer) setup(resume bool) error {
 		return err
 	}
 	rank, ranks := t.comm.Rank(), t.comm.Size()
-	if ranks > 1 && !resume {
+	if ranks > 1 && !s.resume {
 		// The default --out names the start time, which the ranks read
 		// separately: rank 0's name is the run's.
 		out, err := collective.BroadcastBytes(t.comm, []byte(cfg.Out), 0)
@@ -108,6 +108,13 @@ func (t *trainer) setup(resume bool) error {
 	params := t.model.Params()
 	t.opt, err = optim.New(t.b, params, optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
 	if err != nil {
+		return err
+	}
+	meminfo := t.hooks.Meminfo
+	if meminfo == "" {
+		meminfo = "/proc/meminfo"
+	}
+	if maxServable, err = t.capByMemory(maxServable, meminfo); err != nil {
 		return err
 	}
 	augCfg, err := viewTransform(cfg, splits.Train)
@@ -167,11 +174,23 @@ func (t *trainer) setup(resume bool) error {
 	if ranks > 1 {
 		t.logf("dist: %d ranks; %s", ranks, parallelNote(cfg.Estimator, cfg.MaxLevel, ranks, netCfg.Norm))
 	}
-	if resume {
+	if s.resume {
 		if err := t.restore(); err != nil {
 			return err
 		}
 		t.logf("resumed %s at iteration %d of %d", cfg.Out, t.iter, cfg.TotalIters)
+		if s.extendedFrom > 0 {
+			// The cosine schedule now spans the new length, so the
+			// learning rate jumps up where the run continues.
+			t.logf("extended from %d to %d iterations: the learning-rate schedule now spans %d iterations (%.4g at iteration %d)",
+				s.extendedFrom, cfg.TotalIters, cfg.TotalIters, t.sched.LR(t.iter), t.iter)
+			if rank == 0 {
+				return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
+			}
+		}
+		if t.iter >= cfg.TotalIters {
+			t.logf("%s had finished training; running the linear probe it lacks", cfg.Out)
+		}
 		return nil
 	}
 	// The ranks built the same network from the same seed; rank 0's copy
@@ -180,6 +199,11 @@ func (t *trainer) setup(resume bool) error {
 		return fmt.Errorf("broadcast the initial parameters: %w", err)
 	}
 	if rank == 0 {
+		// Last, once everything the run needs has opened: a start that
+		// fails leaves no folder behind.
+		if err := prepareFolder(cfg.Out); err != nil {
+			return err
+		}
 		return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
 	}
 	return nil

@@ -272,8 +272,10 @@ func TestNonFiniteLossStopsAndKeepsCheckpoint(t *testing.T) {
 	splits := syntheticSplits(32, 8, 16, 2)
 	cfg := tinyConfig(t, "lsgd")
 	cfg.Iterations = 40
-	cfg.CheckpointEvery = 1
-	cfg.LR = 1e30 // diverges within a few steps
+	// A checkpoint after every iteration; the learning rate diverges
+	// within a few steps.
+	cfg.CheckpointEvery = Period(time.Nanosecond)
+	cfg.LR = 1e30
 	_, err := Train(context.Background(), cfg, tinyHooks(splits))
 	if err == nil || !errors.Is(err, ErrNonFinite) && !strings.Contains(err.Error(), "not finite") {
 		t.Fatalf("error %v, want a non-finite loss", err)
@@ -361,7 +363,9 @@ func TestResumeRejectsDamagedCheckpoint(t *testing.T) {
 	state := filepath.Join(cfg.Out, runfolder.StateFile)
 	data, _ := os.ReadFile(state)
 	os.WriteFile(state, data[:len(data)/2], 0o644)
-	_, err := Resume(context.Background(), cfg.Out, nil, tinyHooks(splits))
+	// The run has finished: extend it, so that the session reads the state.
+	longer := func(c *Config) error { c.Iterations = 4; return nil }
+	_, err := Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
 	if err == nil || !strings.Contains(err.Error(), state) {
 		t.Fatalf("error %v, want one naming %s", err, state)
 	}

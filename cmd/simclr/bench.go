@@ -18,6 +18,7 @@ import (
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
 	"github.com/simclr-go/simclr/tensor"
+	"github.com/simclr-go/simclr/train"
 )
 
 // benchOptions are the flags of `simclr bench`.
@@ -84,13 +85,16 @@ gradients, weight gradients), divided by the step time.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.device, "device", "cpu", "compute device: cpu, cuda, or auto (cuda when a GPU and its libraries are found, else cpu)")
+	f.StringVar(&o.device, "device", train.Defaults().Device, "compute device: auto (cuda when a GPU and its libraries are found, else cpu, as train), cpu or cuda")
 	f.StringVar(&o.precision, "precision", "tf32", "CUDA matrix precision: tf32 (tensor cores) or fp32; ignored on cpu")
 	f.IntVar(&o.images, "images", 64, "images per step (each gives 2 views, so the network sees 2 x images inputs); at least 1")
 	f.IntVar(&o.steps, "steps", 5, "timed training steps, after one untimed warm-up step; at least 1")
 	f.Float64Var(&o.width, "width", 1, "ResNet-18 width multiplier of the stage widths 64,128,256,512 (1 = standard; 0.25 = a quarter)")
 	f.IntVar(&o.inputSize, "input-size", 32, "input height and width in pixels")
+	f.Float64Var(&o.tau, "temperature", 0.5, "NT-Xent temperature tau (as train --temperature)")
+	// --tau was this command's first spelling: kept, hidden.
 	f.Float64Var(&o.tau, "tau", 0.5, "NT-Xent temperature")
+	_ = f.MarkHidden("tau") // fails only for an undefined flag
 	f.BoolVar(&o.multilevel, "multilevel", false, "time the multilevel loss L_B - (L_B1 + L_B2)/2 instead of L_B (needs an even --images)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the initial weights and the random inputs")
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
@@ -107,7 +111,7 @@ func (o benchOptions) validate() error {
 	case o.multilevel && o.images%2 != 0:
 		return fmt.Errorf("--multilevel needs an even --images, got %d", o.images)
 	case !(o.tau > 0):
-		return fmt.Errorf("--tau %g: must be positive", o.tau)
+		return fmt.Errorf("--temperature %g: must be positive", o.tau)
 	}
 	return resnet18.Config{Width: o.width, InputSize: o.inputSize}.Validate()
 }

@@ -69,7 +69,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "kNN evaluation every this many epochs, appended to eval.jsonl (0: never)")
 	fs.IntVar(&c.KNNK, "knn-k", c.KNNK, "neighbours of the kNN evaluation")
 	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "write a metrics.jsonl line every this many iterations")
-	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint every this many iterations (0: only at the end and on interruption)")
+	fs.DurationVar((*time.Duration)(&c.CheckpointEvery), "checkpoint-every", time.Duration(c.CheckpointEvery), "checkpoint every this much wall time, e.g. 10m or 1h (0: only at the end, on interruption and on a device failure)")
 	fs.BoolVar(&c.PreciseBN, "precise-bn", c.PreciseBN, "re-estimate the batch-norm running statistics (equal-weight average over >= 2,048 augmented training views in batches of 2^L images) before every evaluation and the final checkpoint")
 	fs.IntVar(&c.ValSplit, "val-split", c.ValSplit, "hold out N class-balanced training images, never trained on, and score them instead of the test set in the kNN monitor and the probe (for tuning; 0: score the test set)")
 	fs.BoolVar(&c.Probe, "probe", c.Probe, "run the linear probe after training (writes linear_probe.json)")
@@ -102,15 +102,21 @@ model.safetensors (torchvision names), state.safetensors (for --resume) and
 linear_probe.json.
 
 SIGINT or SIGTERM saves a checkpoint and stops; --resume continues exactly
-where it stopped. A NaN or infinite loss stops training and keeps the last good
-checkpoint.
+where it stopped, and with a larger --epochs, --iterations or --max-samples it
+extends a run (also a finished one). A checkpoint is also written every
+--checkpoint-every of wall time (10m by default) and when a query fails on the
+device. A NaN or infinite loss stops training and keeps the last good
+checkpoint. Every flag is checked before any data is loaded, and the run folder
+is created only once the run can start.
 
 --preset quick: a ResNet-18 of width 1/8 on 5,000 CIFAR-10 images (class-balanced) for
 200 iterations of 128 images on the CPU, then the linear probe of the trained
 and of the untrained network; flags given with it override the preset.`,
-		Example: `  simclr train --preset quick --data-dir data
-  simclr train --dataset cifar10 --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
-  simclr train --resume runs/vr-rt`,
+		Example: `  simclr train --preset quick --data-dir data-cache --out runs/quick
+  simclr train --data-dir data-cache --estimator lsgd --max-level 9 --epochs 100 --out runs/lsgd
+  simclr train --data-dir data-cache --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
+  simclr train --resume runs/vr-rt
+  simclr train --resume runs/vr-rt --epochs 200`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The first SIGINT or SIGTERM cancels ctx: the run checkpoints
@@ -132,7 +138,11 @@ and of the untrained network; flags given with it override the preset.`,
 				}
 				sum, err = train.Resume(ctx, resume, func(c *train.Config) error {
 					c.Version = versionString()
-					return applyFlags(cmd.Flags(), c, func(name string) bool { return sessionFlags[name] })
+					if lengthGiven(cmd.Flags()) {
+						// The new length replaces the old, whatever its unit.
+						c.Epochs, c.Iterations, c.MaxSamples = 0, 0, 0
+					}
+					return applyFlags(cmd.Flags(), c, func(name string) bool { return sessionFlags[name] || lengthFlags[name] })
 				}, hooks)
 			} else {
 				var run train.Config
@@ -190,6 +200,14 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}), nil
 }
 
+// lengthFlags may accompany --resume to extend the run (train.Resume
+// refuses a length that is not longer).
+var lengthFlags = map[string]bool{"epochs": true, "iterations": true, "max-samples": true}
+
+func lengthGiven(flags *pflag.FlagSet) bool {
+	return flags.Changed("epochs") || flags.Changed("iterations") || flags.Changed("max-samples")
+}
+
 // resumeOnlyFlags are the flags of this session alone, never saved in
 // config.json, so they may accompany --resume.
 var resumeOnlyFlags = map[string]bool{"resume": true, "iterations-limit": true, "no-progress": true, "cpuprofile": true}
@@ -199,12 +217,12 @@ var resumeOnlyFlags = map[string]bool{"resume": true, "iterations-limit": true, 
 func checkResumeFlags(flags *pflag.FlagSet, dir string) error {
 	var fixed []string
 	flags.Visit(func(f *pflag.Flag) {
-		if !sessionFlags[f.Name] && !resumeOnlyFlags[f.Name] {
+		if !sessionFlags[f.Name] && !resumeOnlyFlags[f.Name] && !lengthFlags[f.Name] {
 			fixed = append(fixed, "--"+f.Name)
 		}
 	})
 	if len(fixed) > 0 {
-		return fmt.Errorf("%s cannot change when resuming: %s continues with the settings in its config.json (only %s may change)",
+		return fmt.Errorf("%s cannot change when resuming: %s continues with the settings in its config.json (only %s may change, and --epochs, --iterations or --max-samples may extend it)",
 			strings.Join(fixed, ", "), dir, sessionFlagList())
 	}
 	return nil
@@ -245,8 +263,7 @@ func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset str
 	case "":
 	case "quick":
 		cfg = train.Quick()
-		lengthSet := flags.Changed("epochs") || flags.Changed("iterations") || flags.Changed("max-samples")
-		if lengthSet {
+		if lengthGiven(flags) {
 			cfg.Epochs, cfg.Iterations, cfg.MaxSamples = 0, 0, 0
 		}
 		if err := applyFlags(flags, &cfg, func(string) bool { return true }); err != nil {
@@ -275,8 +292,8 @@ func reportTrain(cmd *cobra.Command, sum *train.Summary, err error) error {
 	if sum.Rank != 0 {
 		out = io.Discard // rank 0 reports for a run of several ranks
 	}
-	fmt.Fprintf(out, "run %s: %d iterations, %d images drawn, %d oracle evaluations, loss %.4f, %.1f s\n",
-		sum.Out, sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds)
+	fmt.Fprintf(out, "run %s: %d iterations, %d images drawn, %d oracle evaluations, loss L_B %.4f (L_B - log(2N-1) %.4f), %.1f s\n",
+		sum.Out, sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.LossExcess, sum.WallSeconds)
 	if p := sum.Probe; p != nil {
 		fmt.Fprintf(out, "linear probe: top-1 %.2f%%, top-5 %.2f%%", p.Top1, p.Top5)
 		if p.BaselineTop1 != nil {

@@ -91,7 +91,7 @@ func TestTrainEvalReportEndToEnd(t *testing.T) {
 		t.Errorf("config.json: %v %+v", err, cfg)
 	}
 
-	stdout, stderr, err = execute("eval", "knn", "--run", run, "--device", "cpu", "--k", "5", "--json")
+	stdout, stderr, err = execute("eval", "knn", "--run", run, "--device", "cpu", "--knn-k", "5", "--json")
 	if err != nil || !strings.Contains(stdout, `"top1"`) {
 		t.Fatalf("eval knn: %v\n%s\n%s", err, stdout, stderr)
 	}
@@ -109,12 +109,16 @@ func TestTrainEvalReportEndToEnd(t *testing.T) {
 		t.Error(err)
 	}
 
-	// Resuming a finished run changes nothing; changing a setting on resume is refused.
+	// Changing a setting on resume is refused; resuming a finished run
+	// says so; a longer length extends it.
 	if _, _, err := execute("train", "--resume", run, "--lr", "0.3"); err == nil || !strings.Contains(err.Error(), "--lr cannot change") {
 		t.Errorf("resume with --lr: %v", err)
 	}
-	if _, stderr, err := execute("train", "--resume", run, "--workers", "1", "--probe=false"); err != nil {
-		t.Errorf("resume of a finished run: %v\n%s", err, stderr)
+	if _, _, err := execute("train", "--resume", run, "--workers", "1", "--probe=false"); err == nil || !strings.Contains(err.Error(), "has finished") {
+		t.Errorf("resume of a finished run: %v, want it to say the run has finished", err)
+	}
+	if stdout, stderr, err := execute("train", "--resume", run, "--epochs", "1", "--probe=false"); err != nil || !strings.Contains(stdout, "run "+run+": 4 iterations") {
+		t.Errorf("resume with --epochs 1 (4 iterations of 8 images): %v\n%s\n%s", err, stdout, stderr)
 	}
 }
 

@@ -117,6 +117,17 @@ func (t *trainer) setup(s session) error {
 	if maxServable, err = t.capByMemory(maxServable, meminfo); err != nil {
 		return err
 	}
+	if maxServable, err = t.agreeMaxServable(maxServable); err != nil {
+		return err
+	}
+	if s.resume && maxServable < cfg.MaxServable {
+		t.logf("note: this session serves levels up to %d, the run's earlier sessions up to %d: RU-MLMC and RR-MLMC redraw differently from here, so the run no longer continues exactly as one session would",
+			maxServable, cfg.MaxServable)
+	}
+	// config.json records the cap in force, so that a session resumed
+	// where more memory is free serves the same levels: RU-MLMC's and
+	// RR-MLMC's level law, and a --max-samples length, depend on it.
+	cfg.MaxServable = maxServable
 	augCfg, err := viewTransform(cfg, splits.Train)
 	if err != nil {
 		return err
@@ -230,6 +241,28 @@ func maxServableLevel(cfg Config, train *data.Set) (int, error) {
 		maxServable = cfg.MaxServable
 	}
 	return maxServable, nil
+}
+
+// agreeMaxServable is the smallest of the ranks' largest servable levels
+// (each capped by its own memory): the ranks must serve the same levels,
+// or a --max-samples length would end them at different iterations.
+func (t *trainer) agreeMaxServable(mine int) (int, error) {
+	if t.comm.Size() == 1 {
+		return mine, nil
+	}
+	all := make([]float64, t.comm.Size())
+	all[t.comm.Rank()] = float64(mine)
+	if err := t.comm.AllReduceFloat64(all); err != nil {
+		return 0, fmt.Errorf("agree on the largest servable level: %w", err)
+	}
+	least := mine
+	for _, l := range all {
+		least = min(least, int(l))
+	}
+	if least < mine {
+		t.logf("memory: largest servable level %d, another rank's", least)
+	}
+	return least, nil
 }
 
 // expectedCost is mlmc.ExpectedCost for the whole job, the one cost model

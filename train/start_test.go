@@ -393,3 +393,50 @@ func TestMemoryCapsServableLevels(t *testing.T) {
 		t.Error("a missing meminfo file gave no error")
 	}
 }
+
+// A run whose levels were capped by memory keeps that cap when resumed
+// where more memory is free: config.json records it, so RU-MLMC's level
+// law, and with it every draw, continue as in one session (here checked
+// bit for bit against an uninterrupted run under the cap).
+func TestResumeKeepsTheMemoryCap(t *testing.T) {
+	splits := syntheticSplits(64, 8, 16, 2)
+	cfg := tinyConfig(t, "rumlmc") // serves up to min(log2 64, 2 + 3) = 5 uncapped
+	cfg.MaxLevel, cfg.Iterations, cfg.CheckpointEvery = 2, 12, 0
+	net, err := ModelConfig(cfg, splits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped := uint64(float64(queryBytes(resnet18.New(cpu.New(), net, 1), cpu.New(), 3))/memoryHeadroom) + 1
+	hooks := func(free uint64, stop int, log *logBuffer) Hooks {
+		h := tinyHooks(splits)
+		h.Backend, h.StopAfter, h.Log = memBackend{Backend: cpu.New(), free: free}, stop, log
+		return h
+	}
+	var wholeLog, firstLog, resumedLog logBuffer
+	whole := cfg
+	if _, err := Train(context.Background(), whole, hooks(capped, 0, &wholeLog)); err != nil {
+		t.Fatal(err)
+	}
+	parts := cfg
+	parts.Out = filepath.Join(t.TempDir(), "interrupted")
+	if _, err := Train(context.Background(), parts, hooks(capped, 4, &firstLog)); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("first session: %v, want ErrInterrupted", err)
+	}
+	if saved, err := LoadConfig(parts.Out); err != nil || saved.MaxServable != 3 {
+		t.Fatalf("config.json: max_servable_level %d (%v), want the cap 3", saved.MaxServable, err)
+	}
+	if _, err := Resume(context.Background(), parts.Out, nil, hooks(1<<40, 0, &resumedLog)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "largest servable level 3"; !strings.Contains(resumedLog.String(), want) {
+		t.Errorf("resumed with plenty of memory, the log lacks %q:\n%s", want, resumedLog.String())
+	}
+	want, got := paramsOf(t, whole.Out), paramsOf(t, parts.Out)
+	for name, w := range want {
+		for i := range w {
+			if math.Float32bits(got[name][i]) != math.Float32bits(w[i]) {
+				t.Fatalf("%s[%d] = %v after resume, %v uninterrupted", name, i, got[name][i], w[i])
+			}
+		}
+	}
+}

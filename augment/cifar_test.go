@@ -2,25 +2,21 @@ package augment
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
-// cifarPrefix is the first 1,017 records of the official CIFAR-10
-// test_batch.bin (1 label byte + 3,072 pixel bytes each), kept beside the
-// checkout (see ../shared/data/README.md).
-var cifarPrefix = filepath.Join("..", "..", "shared", "data", "cifar10", "test_batch.prefix1017.bin")
-
-// cifarImages reads the first n real CIFAR-10 images. The shared data is
-// required (CI has it), so its absence fails the test instead of quietly
-// testing something else.
+// cifarImages reads the first n real CIFAR-10 images from the test data's
+// cifar10/test_batch.prefix1017.bin (the first 1,017 records of the
+// official test_batch.bin, 1 label byte + 3,072 pixel bytes each). Its
+// absence skips the test, or fails it under CI=true.
 func cifarImages(tb testing.TB, n int) *data.Set {
 	tb.Helper()
-	raw, err := os.ReadFile(cifarPrefix)
+	raw, err := os.ReadFile(testenv.DataFile(tb, "cifar10/test_batch.prefix1017.bin"))
 	if err != nil {
-		tb.Fatalf("shared test data missing: %v (tests read ../shared/data beside the repository checkout; see DEVELOPERS.md)", err)
+		tb.Fatal(err)
 	}
 	const record = 1 + 3*32*32
 	n = min(n, len(raw)/record)

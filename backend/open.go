@@ -21,6 +21,12 @@ var Devices = []string{"auto", "cpu", "cuda"}
 // libraries and a device are found and falls back to the CPU otherwise; an
 // explicit "cuda" that cannot be opened is an error.
 func Open(device, precision string) (tensor.Backend, string, error) {
+	return OpenGPU(device, precision, 0)
+}
+
+// OpenGPU is Open on the GPU of the given index when the device is CUDA
+// (ranks of a data-parallel run on one node each take their own).
+func OpenGPU(device, precision string, gpu int) (tensor.Backend, string, error) {
 	if err := cuda.ValidPrecision(precision); err != nil {
 		return nil, "", err
 	}
@@ -29,13 +35,13 @@ func Open(device, precision string) (tensor.Backend, string, error) {
 		b := cpu.New()
 		return b, "device cpu (requested): " + b.Describe(), nil
 	case "cuda", "gpu":
-		b, err := cuda.Open(cuda.Options{Precision: precision})
+		b, err := cuda.Open(cuda.Options{Precision: precision, Device: gpu})
 		if err != nil {
 			return nil, "", fmt.Errorf("device cuda: %w (run `simclr devices` to see what was found, or use --device cpu)", err)
 		}
 		return b, "device cuda (requested): " + b.Describe(), nil
 	case "", "auto":
-		b, err := cuda.Open(cuda.Options{Precision: precision})
+		b, err := cuda.Open(cuda.Options{Precision: precision, Device: gpu})
 		if err == nil {
 			return b, "device auto -> cuda: " + b.Describe(), nil
 		}

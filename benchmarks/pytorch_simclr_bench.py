@@ -32,7 +32,17 @@ Run with the PyTorch of the GPU machine:
     ... --amp bf16 --channels-last      # PyTorch's fast path
     ... --compile                        # torch.compile (slow first steps)
 
---device cpu runs the same code on the CPU (a smoke test without a GPU).
+CPU mode (issue 14): --device cpu times the same step on the host with
+--threads intra-op threads (default 2, the development machine's cores),
+the way `simclr bench --device cpu` runs; peak_rss_mb is then the process's
+peak resident memory (VmHWM), as simclr reports it. Debian's PyTorch
+installs with `apt-get install python3-torch python3-torchvision`:
+
+    /usr/bin/python3 benchmarks/pytorch_simclr_bench.py --device cpu \
+        --threads 2 --images 2,8 --steps 5 --warmup 2
+
+benchmarks/cpu_compare.py alternates this with `simclr bench` and tabulates
+the ratio.
 """
 
 import argparse
@@ -72,7 +82,9 @@ def parse_args(argv=None):
     p.add_argument("--input-size", type=int, default=32, help="input height and width (default %(default)s)")
     p.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default %(default)s)")
     p.add_argument("--seed", type=int, default=1, help="seed of weights and inputs (default %(default)s)")
-    p.add_argument("--device", default="cuda", help="torch device (default %(default)s; cpu for a smoke test)")
+    p.add_argument("--device", default="cuda", help="torch device: cuda, or cpu for the CPU mode (default %(default)s)")
+    p.add_argument("--threads", type=int, default=2,
+                   help="intra-op threads with --device cpu (torch.set_num_threads); default %(default)s")
     a = p.parse_args(argv)
     try:
         a.image_list = [int(s) for s in a.images.split(",") if s.strip()]
@@ -84,6 +96,8 @@ def parse_args(argv=None):
         p.error("--multilevel needs even --images, got %s" % a.images)
     if a.steps < 1:
         p.error("--steps %d: must be at least 1" % a.steps)
+    if a.threads < 1:
+        p.error("--threads %d: must be at least 1" % a.threads)
     if a.warmup < 1:
         p.error("--warmup %d: must be at least 1 (the first step plans and autotunes)" % a.warmup)
     if not a.tau > 0:
@@ -97,7 +111,8 @@ def import_torch():
         import torch  # noqa: F401
         import torchvision  # noqa: F401
     except ImportError as e:
-        sys.exit("pytorch_simclr_bench.py: %s; run it with /opt/torch/.venv/bin/python on the GPU machine" % e)
+        sys.exit("pytorch_simclr_bench.py: %s; run it with /opt/torch/.venv/bin/python on the GPU machine, "
+                 "or on a CPU with Debian's /usr/bin/python3 after `apt-get install python3-torch python3-torchvision`" % e)
     import torch
     import torchvision
     return torch, torchvision
@@ -253,6 +268,17 @@ def peak_rss_mb():
     return None
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def bench_one(torch, torchvision, args, device, images, simclr_loss, describe, sgemm):
     torch.manual_seed(args.seed)
     views = 2 * images
@@ -300,6 +326,7 @@ def bench_one(torch, torchvision, args, device, images, simclr_loss, describe, s
     warmup_seconds = time.perf_counter() - compile_start
 
     timer = Timer(torch, device)
+    cpu_start = time.process_time()
     wall_start = time.perf_counter()
     timer.mark()
     for _ in range(args.steps):
@@ -310,6 +337,7 @@ def bench_one(torch, torchvision, args, device, images, simclr_loss, describe, s
     per_step = timer.step_seconds()
     last = float(loss.item())
     wall = time.perf_counter() - wall_start
+    cpu_per_step = (time.process_time() - cpu_start) / args.steps
 
     step_seconds = sum(per_step) / len(per_step)
     gflop = 3.0 * flops_per_view * views / 1e9
@@ -333,6 +361,7 @@ def bench_one(torch, torchvision, args, device, images, simclr_loss, describe, s
         "gflops_per_sec": gflop / step_seconds,
         "sgemm_gflops_per_sec": sgemm,
         "peak_rss_mb": peak_rss_mb(),
+        "cpu_seconds_per_step": cpu_per_step,
         "loss": last,
         # PyTorch-only fields.
         "peak_gpu_mb": peak_gpu,
@@ -359,6 +388,8 @@ def main(argv=None):
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit("pytorch_simclr_bench.py: torch.cuda.is_available() is False (torch %s, built for CUDA %s); "
                  "use --device cpu for a smoke test" % (torch.__version__, torch.version.cuda))
+    if device.type == "cpu":
+        torch.set_num_threads(args.threads)
     set_float32_precision(torch, args.precision)
     torch.backends.cudnn.benchmark = True
 
@@ -369,6 +400,9 @@ def main(argv=None):
         describe += ", %s (sm_%d%d, %d SMs, %.0f GiB), CUDA %s, cuDNN %s, %s" % (
             prop.name, prop.major, prop.minor, prop.multi_processor_count, prop.total_memory / 2 ** 30,
             torch.version.cuda, torch.backends.cudnn.version(), args.precision)
+    if device.type == "cpu":
+        describe += ", CPU %s, %d threads, oneDNN %s" % (
+            cpu_model(), torch.get_num_threads(), "on" if torch.backends.mkldnn.is_available() else "off")
     describe += ", amp %s%s%s" % (args.amp, ", channels_last" if args.channels_last else "",
                                   ", compile " + args.compile_mode if args.compile else "")
     simclr_loss = make_losses(torch)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 // gemmCase is one Sgemm call to check against Naive.
@@ -190,7 +192,7 @@ func openBLASForTest(t *testing.T) Gemm {
 	t.Helper()
 	g, err := OpenBLAS()
 	if err != nil {
-		t.Skipf("no CBLAS library here: %v", err)
+		testenv.Missing(t, "no CBLAS library here (apt-get install libopenblas0): %v", err)
 	}
 	return g
 }
@@ -227,7 +229,7 @@ func TestOpenBLASAllocatesAtMostOne(t *testing.T) {
 func TestOpenPicksOpenBLAS(t *testing.T) {
 	const lib = "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"
 	if _, err := os.Stat(lib); err != nil {
-		t.Skipf("%s is absent: %v", lib, err)
+		testenv.Missing(t, "%s is absent (apt-get install libopenblas0): %v", lib, err)
 	}
 	name := Open().Name()
 	if !strings.Contains(name, "OpenBLAS") || !strings.Contains(name, "libopenblas") {
@@ -377,7 +379,7 @@ func TestPureGoConcurrentCalls(t *testing.T) {
 func TestOpenBLASHandlesKeepTheirThreadCount(t *testing.T) {
 	one, err := OpenBLASThreads(1)
 	if err != nil {
-		t.Skipf("no OpenBLAS here: %v", err)
+		testenv.Missing(t, "no OpenBLAS here (apt-get install libopenblas0): %v", err)
 	}
 	two, err := OpenBLASThreads(2)
 	if err != nil {
@@ -385,7 +387,7 @@ func TestOpenBLASHandlesKeepTheirThreadCount(t *testing.T) {
 	}
 	h1, h2 := one.(*openBLAS), two.(*openBLAS)
 	if h1.getThreads == nil {
-		t.Skip("this CBLAS has no openblas_get_num_threads")
+		testenv.Missing(t, "this CBLAS has no openblas_get_num_threads (it is not OpenBLAS)")
 	}
 	a := []float32{1, 2, 3, 4}
 	c := make([]float32, 4)

@@ -16,6 +16,11 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
+// ImageSize is the side of the images the network is trained and evaluated
+// on: folder data sets are scaled and centre-cropped to it (CIFAR and SVHN
+// have it), so a folder of large or mixed sizes costs what CIFAR does.
+const ImageSize = 32
+
 // featureBatch is the number of images per evaluation-mode forward pass.
 const featureBatch = 256
 

@@ -28,11 +28,18 @@ func ExpectedCost(name string, cfg Config, oracleMax int) (samples, evaluations 
 		return 0, 0, fmt.Errorf("estimator %s: %w", name, err)
 	}
 	levelCost := func(l int) float64 { return math.Exp2(float64(l)) }
+	// passes is the oracle evaluations of one query at level l.
+	passes := func(l int) float64 {
+		if l == cfg.MinLevel {
+			return 1
+		}
+		return float64(cfg.CorrectionPasses)
+	}
 	top := levelCap // the largest level RU-MLMC and RR-MLMC serve
 	if oracleMax != Unbounded && oracleMax < levelCap {
 		top = oracleMax
 	}
-	// queries and samples of one base estimate v(x).
+	// evaluations (passes) and samples of one base estimate v(x).
 	var queries float64
 	switch m {
 	case LSGD:
@@ -41,7 +48,7 @@ func ExpectedCost(name string, cfg Config, oracleMax int) (samples, evaluations 
 	case VMLMC:
 		for l := cfg.MinLevel; l <= cfg.MaxLevel; l++ {
 			n := float64(VMLMCDraws(l, cfg.B, cfg.C, cfg.N))
-			queries += n
+			queries += n * passes(l)
 			samples += n * levelCost(l)
 		}
 	case RTMLMC, RUMLMC:
@@ -50,8 +57,8 @@ func ExpectedCost(name string, cfg Config, oracleMax int) (samples, evaluations 
 		}
 		// One query at a level drawn from the (conditioned) law.
 		law := Truncated(cfg.MinLevel, top, cfg.B, cfg.C)
-		queries = 1
 		for l := cfg.MinLevel; l <= top; l++ {
+			queries += law.Prob(l) * passes(l)
 			samples += law.Prob(l) * levelCost(l)
 		}
 	case RRMLMC:
@@ -59,7 +66,7 @@ func ExpectedCost(name string, cfg Config, oracleMax int) (samples, evaluations 
 		// queried with probability P(T >= l).
 		law := Truncated(cfg.MinLevel, top, cfg.B, cfg.C)
 		for l := cfg.MinLevel; l <= top; l++ {
-			queries += law.Tail(l)
+			queries += law.Tail(l) * passes(l)
 			samples += law.Tail(l) * levelCost(l)
 		}
 	}

@@ -78,6 +78,12 @@ func TestExpectedCostValues(t *testing.T) {
 		{"rtmlmc", Config{MinLevel: 1, MaxLevel: 3}, Unbounded, 3 * 8.0 / 7, 1},
 		// VR L-SGD, QE = 2, D1 = 1, D2 = 1: (512 + 512)/2 samples, (1 + 2)/2 evaluations.
 		{"vr-lsgd", Config{MinLevel: 1, MaxLevel: 9, QE: 2}, Unbounded, 512, 1.5},
+		// Three passes per correction above l_min (SimCLR's separate halves):
+		// q = (4, 2, 1)/7, so 4/7 + 3 (2 + 1)/7 = 13/7 evaluations.
+		{"rtmlmc", Config{MinLevel: 1, MaxLevel: 3, CorrectionPasses: 3}, Unbounded, 3 * 8.0 / 7, 13.0 / 7},
+		// V-MLMC, N = 2^3: n_l = 4, 2, 1 draws of 2, 4, 8 images; 4 + 3 (2 + 1) passes.
+		{"vmlmc", Config{MinLevel: 1, MaxLevel: 3, CorrectionPasses: 3}, Unbounded, 24, 13},
+		{"vmlmc", Config{MinLevel: 1, MaxLevel: 3}, Unbounded, 24, 7},
 	}
 	for _, tc := range cases {
 		s, e, err := ExpectedCost(tc.name, tc.cfg, tc.oracleMax)

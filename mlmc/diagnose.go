@@ -53,6 +53,13 @@ type LevelsConfig struct {
 	// B and C are the rates the estimators are configured with (default 1
 	// each): vmlmc's n_l and rtmlmc's q_l in the predictions use them.
 	B, C float64
+	// Previous also evaluates every draw at the previous parameters x_(t-1)
+	// and measures the VR correction Y(x_t; s) - Y(x_(t-1); s) of each
+	// level, from which the vr- estimators are predicted.
+	Previous bool
+	// D1, D2 and QE are the VR settings the vr- predictions use (defaults
+	// 1, 1, 10, as Config's).
+	D1, D2, QE int
 	// Seed seeds the random directions.
 	Seed uint64
 	// Progress, when set, is called after every query.
@@ -75,6 +82,15 @@ func (c LevelsConfig) withDefaults() LevelsConfig {
 	if c.C == 0 {
 		c.C = 1
 	}
+	if c.D1 == 0 {
+		c.D1 = 1
+	}
+	if c.D2 == 0 {
+		c.D2 = 1
+	}
+	if c.QE == 0 {
+		c.QE = 10
+	}
 	return c
 }
 
@@ -94,6 +110,8 @@ func (c LevelsConfig) check(oracleMax int) error {
 		return fmt.Errorf("confidence %g is not in (0, 1)", c.Confidence)
 	case c.B <= 0 || c.C <= 0:
 		return fmt.Errorf("rates b = %g, c = %g must be positive", c.B, c.C)
+	case c.D1 < 1 || c.D2 < 1 || c.QE < 1:
+		return fmt.Errorf("D1 = %d, D2 = %d, QE = %d must all be at least 1", c.D1, c.D2, c.QE)
 	}
 	return nil
 }
@@ -120,6 +138,11 @@ type LevelStat struct {
 	Images    float64 `json:"images"`
 	Seconds   float64 `json:"seconds"`
 	SecondsSE float64 `json:"seconds_se"`
+	// With LevelsConfig.Previous: CorrMoment2 is the mean of
+	// |Y(x_t; s) - Y(x_(t-1); s)|^2 over the draws, and CorrSeconds the mean
+	// time of the evaluation at x_(t-1).
+	CorrMoment2 float64 `json:"corr_moment2,omitempty"`
+	CorrSeconds float64 `json:"corr_seconds,omitempty"`
 }
 
 // RateFit is a rate fitted by least squares on log2: log2 y_l = k + s l,
@@ -174,11 +197,16 @@ type Prediction struct {
 
 // LevelsReport is MeasureLevels' result.
 type LevelsReport struct {
-	MinLevel   int          `json:"min_level"`
-	MaxLevel   int          `json:"max_level"`
-	Draws      int          `json:"draws"`
-	B          float64      `json:"assumed_b"`
-	C          float64      `json:"assumed_c"`
+	MinLevel int     `json:"min_level"`
+	MaxLevel int     `json:"max_level"`
+	Draws    int     `json:"draws"`
+	B        float64 `json:"assumed_b"`
+	C        float64 `json:"assumed_c"`
+	// D1, D2 and QE are the VR settings of the vr- predictions (zero when
+	// the corrections were not measured).
+	D1         int          `json:"d1,omitempty"`
+	D2         int          `json:"d2,omitempty"`
+	QE         int          `json:"qe,omitempty"`
 	Levels     []LevelStat  `json:"levels"`
 	Top        LevelStat    `json:"top"` // h^L, for the telescoping check and L-SGD
 	FitB       RateFit      `json:"fit_b"`
@@ -206,6 +234,9 @@ func MeasureLevels[V any](o Oracle[V], ops DiagOps[V], cfg LevelsConfig) (*Level
 	}
 	m := &levelMeter[V]{o: o, ops: ops, cfg: cfg,
 		y: ops.New(), mean: ops.New(), sum: ops.New()}
+	if cfg.Previous {
+		m.prev = ops.New()
+	}
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x7e1e5c0de))
 	for range cfg.Projections {
 		u := ops.New()
@@ -257,8 +288,16 @@ func MeasureLevels[V any](o Oracle[V], ops DiagOps[V], cfg LevelsConfig) (*Level
 	rep.Telescope = tel
 	rep.FitB, rep.FitCImages, rep.FitCTime = fitRates(rep.Levels)
 	rep.Estimators = PredictEstimators(rep.Levels, rep.Top, sumNorm, cfg.B, cfg.C)
+	if cfg.Previous {
+		rep.Estimators = append(rep.Estimators, PredictVR(rep.Estimators, rep.Levels, rep.Top, cfg)...)
+		rep.D1, rep.D2, rep.QE = cfg.D1, cfg.D2, cfg.QE
+	}
 	rep.Verdict = verdict(rep)
-	for _, v := range append([]V{m.y, m.mean, m.sum}, m.dirs...) {
+	vecs := append([]V{m.y, m.mean, m.sum}, m.dirs...)
+	if cfg.Previous {
+		vecs = append(vecs, m.prev)
+	}
+	for _, v := range vecs {
 		if f, ok := ops.(interface{ Free(V) }); ok {
 			f.Free(v)
 		}
@@ -268,15 +307,15 @@ func MeasureLevels[V any](o Oracle[V], ops DiagOps[V], cfg LevelsConfig) (*Level
 
 // levelMeter holds MeasureLevels' vectors: y the current query's gradient,
 // mean the running mean of the level, sum the telescoping sum, dirs the
-// random directions.
+// random directions, prev the query's gradient at x_(t-1).
 type levelMeter[V any] struct {
-	o              Oracle[V]
-	ops            DiagOps[V]
-	cfg            LevelsConfig
-	y, mean, sum   V
-	dirs           []V
-	incr, projBuf  []float64
-	seconds, costs []float64
+	o                  Oracle[V]
+	ops                DiagOps[V]
+	cfg                LevelsConfig
+	y, mean, sum, prev V
+	dirs               []V
+	incr               []float64
+	seconds, costs     []float64
 }
 
 // level makes K queries at level l and returns their statistics, with the
@@ -291,7 +330,7 @@ func (m *levelMeter[V]) level(l int, diff bool) (LevelStat, []float64, []float64
 	m.incr, m.seconds, m.costs = m.incr[:0], m.seconds[:0], m.costs[:0]
 	p := len(m.dirs)
 	pSum, pSum2 := make([]float64, p), make([]float64, p)
-	moment2 := 0.0
+	moment2, corr2, corrSec := 0.0, 0.0, 0.0
 	for i := 1; i <= k; i++ {
 		start := time.Now()
 		s, cost, err := m.o.Draw(l)
@@ -300,13 +339,26 @@ func (m *levelMeter[V]) level(l int, diff bool) (LevelStat, []float64, []float64
 		}
 		ops.Zero(m.y)
 		err = m.o.Eval(s, Current, diff, 1, m.y)
-		m.o.Release(s)
 		if err != nil {
+			m.o.Release(s)
 			return LevelStat{}, nil, nil, fmt.Errorf("per-level diagnostics: evaluate at level %d: %w", l, err)
 		}
 		// Dot synchronises a device backend, so the time is the query's.
 		y2 := ops.Dot(m.y, m.y)
 		m.seconds = append(m.seconds, time.Since(start).Seconds())
+		if m.cfg.Previous {
+			// prev <- Y(x_(t-1); s) - Y(x_t; s), the same draw.
+			start := time.Now()
+			ops.Zero(m.prev)
+			if err := m.o.Eval(s, Previous, diff, 1, m.prev); err != nil {
+				m.o.Release(s)
+				return LevelStat{}, nil, nil, fmt.Errorf("per-level diagnostics: evaluate at level %d at x_{t-1}: %w", l, err)
+			}
+			ops.Axpy(-1, m.y, m.prev)
+			corr2 += ops.Dot(m.prev, m.prev)
+			corrSec += time.Since(start).Seconds()
+		}
+		m.o.Release(s)
 		m.costs = append(m.costs, float64(cost))
 		moment2 += y2
 		for j, u := range m.dirs {
@@ -326,8 +378,9 @@ func (m *levelMeter[V]) level(l int, diff bool) (LevelStat, []float64, []float64
 		}
 	}
 	st := LevelStat{Level: l, Diff: diff, Draws: k,
-		MeanNorm: math.Sqrt(math.Max(ops.Dot(m.mean, m.mean), 0)),
-		Moment2:  moment2 / float64(k)}
+		MeanNorm:    math.Sqrt(math.Max(ops.Dot(m.mean, m.mean), 0)),
+		Moment2:     moment2 / float64(k),
+		CorrMoment2: corr2 / float64(k), CorrSeconds: corrSec / float64(k)}
 	// The increments sum to (K-1) s^2 and each has mean Var Y; their spread
 	// estimates the standard error of s^2 (exactly so for large K, where
 	// M_(k-1) is close to E Y).
@@ -484,10 +537,8 @@ func fitLog2(x, y, ySE []float64) RateFit {
 //
 // The optimal allocations are n_l proportional to sqrt(Var_l / C_l) and q_l
 // proportional to sqrt(E|Y_l|^2 / C_l) (Lagrange; the latter ignores the
-// |E v|^2 term). The VR versions are not predicted: a fresh step is the base
-// estimator's mean of D1 draws (the same variance x cost), and a correction
-// step's variance depends on the step |x_t - x_(t-1)|, which a measurement at
-// fixed parameters does not see.
+// |E v|^2 term). The VR versions need the corrections measured at x_(t-1)
+// as well: PredictVR.
 func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64) []Prediction {
 	if len(levels) == 0 {
 		return nil
@@ -565,6 +616,71 @@ func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64)
 	return preds
 }
 
+// PredictVR predicts the vr- versions of lsgd, vmlmc and rtmlmc from the
+// base predictions and the measured corrections (levels measured with
+// LevelsConfig.Previous). Over a period of QE iterations, a fresh step's
+// mean of D1 estimates has variance Var/D1, and each correction step adds
+// the variance of a mean of D2 corrections v(x_t; s) - v(x_(t-1); s), at
+// most their second moment E|corr|^2/D2:
+//
+//	lsgd:   E|corr|^2 = E|Δh^L|^2
+//	vmlmc:  sum_l E|ΔY_l|^2 / n_l
+//	rtmlmc: sum_l E|ΔY_l|^2 / q_l
+//
+// so the variance averaged over the period is Var/D1 + (QE-1)/2 E|corr|^2/D2
+// (an upper bound, E|corr|^2 >= Var corr), and the cost per iteration is
+// (D1 C + (QE-1) D2 C)/QE images, (D1 T + (QE-1) D2 (T + T_prev))/QE
+// seconds: a correction evaluates each draw twice. The corrections scale
+// with the step |x_t - x_(t-1)| the measurement was made at: the prediction
+// holds for training at that learning rate.
+func PredictVR(base []Prediction, levels []LevelStat, top LevelStat, cfg LevelsConfig) []Prediction {
+	cfg = cfg.withDefaults()
+	if len(levels) == 0 {
+		return nil
+	}
+	minL, maxL := levels[0].Level, levels[len(levels)-1].Level
+	law := Truncated(minL, maxL, cfg.B, cfg.C)
+	nTop := math.Ceil(math.Exp2((cfg.B + cfg.C) * float64(maxL) / 2))
+	var lsgd Prediction
+	for _, p := range base {
+		if p.Name == "lsgd" {
+			lsgd = p
+		}
+	}
+	d1, d2, qe := float64(cfg.D1), float64(cfg.D2), float64(cfg.QE)
+	var out []Prediction
+	for _, p := range base {
+		var corr, prevSec float64 // E|corr|^2, and the expected time of the evaluations at x_(t-1)
+		switch p.Name {
+		case "lsgd":
+			corr, prevSec = top.CorrMoment2, top.CorrSeconds
+		case "vmlmc":
+			for _, st := range levels {
+				n := float64(VMLMCDraws(st.Level, cfg.B, cfg.C, nTop))
+				corr += st.CorrMoment2 / n
+				prevSec += n * st.CorrSeconds
+			}
+		case "rtmlmc":
+			for _, st := range levels {
+				q := law.Prob(st.Level)
+				corr += st.CorrMoment2 / q
+				prevSec += q * st.CorrSeconds
+			}
+		default:
+			continue
+		}
+		vr := Prediction{Name: "vr-" + p.Name,
+			Var:     p.Var/d1 + (qe-1)/2*corr/d2,
+			Images:  (d1*p.Images + (qe-1)*d2*p.Images) / qe,
+			Seconds: (d1*p.Seconds + (qe-1)*d2*(p.Seconds+prevSec)) / qe,
+			Note:    fmt.Sprintf("D1 = %d, D2 = %d, QE = %d, at the measured step x_t - x_(t-1)", cfg.D1, cfg.D2, cfg.QE)}
+		vr.RelImages = vr.Var * vr.Images / (lsgd.Var * lsgd.Images)
+		vr.RelSeconds = vr.Var * vr.Seconds / (lsgd.Var * lsgd.Seconds)
+		out = append(out, vr)
+	}
+	return out
+}
+
 // verdict is one line: can MLMC pay off here, judged on wall time (images
 // when no time was measured), and does the telescoping sum hold.
 func verdict(rep *LevelsReport) string {
@@ -577,7 +693,8 @@ func verdict(rep *LevelsReport) string {
 		return p.RelImages
 	}
 	for _, p := range rep.Estimators {
-		if p.Name == "lsgd" || math.IsNaN(relOf(p)) {
+		// vr-lsgd is L-SGD with variance reduction, not MLMC.
+		if p.Name == "lsgd" || p.Name == "vr-lsgd" || math.IsNaN(relOf(p)) {
 			continue
 		}
 		if relOf(p) < relOf(best) {

@@ -75,6 +75,11 @@ type Config struct {
 	D1, D2, QE int
 	// Seed seeds the estimator's level draws.
 	Seed uint64
+	// CorrectionPasses is what ExpectedCost counts as oracle evaluations
+	// for one correction query H^l above MinLevel: 1 when the oracle builds
+	// H^l from one network pass (the default), 3 for SimCLR's separate
+	// halves (B, B1 and B2 each its own pass). The estimators ignore it.
+	CorrectionPasses int
 }
 
 func (c Config) withDefaults() Config {
@@ -95,6 +100,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QE == 0 {
 		c.QE = 10
+	}
+	if c.CorrectionPasses == 0 {
+		c.CorrectionPasses = 1
 	}
 	if c.N == 0 {
 		c.N = math.Ceil(math.Exp2((c.B + c.C) * float64(c.MaxLevel) / 2))
@@ -273,7 +281,10 @@ func (e *Estimator[V]) Estimate(t int, out V) (Step, error) {
 		}
 	}
 	if err != nil {
-		e.haveState = false
+		// The VR state is written only on success, so it still holds the
+		// m of the last iteration that completed: the same t may be
+		// estimated again (a trainer checkpoints after a device failure
+		// and resumes at t).
 		return step, fmt.Errorf("estimator %s, iteration %d: %w", e.name, t, err)
 	}
 	if e.vr {

@@ -151,16 +151,36 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
+// ComparableLoss is m's L_B - log(2N - 1) (0 for a network that has learnt
+// nothing, whatever the batch size N), so runs and MLMC levels of
+// different batch sizes compare; ok is false when it cannot be known (a
+// run written before the field, whose iteration mixed levels).
+func ComparableLoss(m runfolder.Metrics) (v float64, ok bool) {
+	if m.LossMinusLog2NMinus1 != nil {
+		return *m.LossMinusLog2NMinus1, true
+	}
+	if len(m.Levels) == 0 {
+		return 0, false
+	}
+	for _, l := range m.Levels {
+		if l != m.Levels[0] {
+			return 0, false
+		}
+	}
+	return m.Loss - math.Log(float64(int(2)<<m.Levels[0]-1)), true
+}
+
 func lossPlot(runs []*Run, ax axis, path string) error {
-	p := newPlot("SimCLR loss (moving average)", ax.label, "loss L_B")
+	p := newPlot("SimCLR loss less its chance level (moving average)", ax.label, "L_B - log(2N-1)  (N images per batch)")
 	for i, r := range runs {
 		var xs, ys []float64
 		for _, m := range r.Metrics {
-			if math.IsNaN(m.Loss) || math.IsInf(m.Loss, 0) {
+			v, ok := ComparableLoss(m)
+			if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
 				continue
 			}
 			xs = append(xs, ax.metric(m))
-			ys = append(ys, m.Loss)
+			ys = append(ys, v)
 		}
 		if len(xs) == 0 {
 			continue
@@ -233,7 +253,7 @@ func accuracyPlot(runs []*Run, ax axis, path string) (bool, error) {
 // Table is the Markdown comparison of the runs.
 func Table(runs []*Run) string {
 	var sb strings.Builder
-	sb.WriteString("| run | dataset | estimator | levels | epochs | data epochs | images drawn | evaluations | wall time | final loss | kNN top-1 | linear top-1 | linear top-5 |\n")
+	sb.WriteString("| run | dataset | estimator | levels | epochs | data epochs | images drawn | evaluations | wall time | final L_B - log(2N-1) | kNN top-1 | linear top-1 | linear top-5 |\n")
 	sb.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range runs {
 		last := r.Last()
@@ -245,9 +265,13 @@ func Table(runs []*Run) string {
 			lin = fmt.Sprintf("%.2f%%", r.Probe.Top1)
 			lin5 = fmt.Sprintf("%.2f%%", r.Probe.Top5)
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %d..%d | %.2f | %.2f | %d | %d | %s | %.4f | %s | %s | %s |\n",
+		loss := "-"
+		if v, ok := ComparableLoss(last); ok {
+			loss = fmt.Sprintf("%.4f", v)
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %d..%d | %.2f | %.2f | %d | %d | %s | %s | %s | %s | %s |\n",
 			r.Name, r.Config.Dataset, r.Config.Estimator, r.Config.MinLevel, r.Config.MaxLevel, last.Epoch, last.DataEpoch,
-			last.SamplesDrawn, last.Evaluations, duration(last.WallSeconds), last.Loss, knn, lin, lin5)
+			last.SamplesDrawn, last.Evaluations, duration(last.WallSeconds), loss, knn, lin, lin5)
 	}
 	return sb.String()
 }

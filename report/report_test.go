@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,8 +85,9 @@ func TestWriteReport(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("table has %d lines, want header, rule and 2 runs:\n%s", len(lines), table)
 	}
-	for _, want := range []string{"| lsgd-run | cifar10 | lsgd | 1..5 | 4.00 | 4.00 | 1280 | 40 | 20.0 s | 4.0000 | 40.00% | 41.25% | 88.50% |",
-		"| vr-rt-run | cifar10 | vr-rtmlmc | 1..5 | 3.00 | 3.00 | 960 | 30 | 15.0 s | 4.0000 | - | - | - |"} {
+	// The final loss 4 at level 5 (N = 32) is shown as 4 - log 63 = -0.1431.
+	for _, want := range []string{"| lsgd-run | cifar10 | lsgd | 1..5 | 4.00 | 4.00 | 1280 | 40 | 20.0 s | -0.1431 | 40.00% | 41.25% | 88.50% |",
+		"| vr-rt-run | cifar10 | vr-rtmlmc | 1..5 | 3.00 | 3.00 | 960 | 30 | 15.0 s | -0.1431 | - | - | - |"} {
 		if !strings.Contains(string(table), want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
@@ -128,5 +130,29 @@ func TestLoadErrors(t *testing.T) {
 	r, err := Load(dir)
 	if err != nil || len(r.Metrics) != 1 {
 		t.Errorf("torn last line: %v, %d lines", err, len(r.Metrics))
+	}
+}
+
+// The plotted loss is L_B - log(2N - 1): as logged, or for an older run
+// whose iteration used one level, computed from it; unknown for an old
+// line that mixed levels.
+func TestComparableLoss(t *testing.T) {
+	logged := -0.25
+	tests := []struct {
+		name string
+		m    runfolder.Metrics
+		want float64
+		ok   bool
+	}{
+		{"logged", runfolder.Metrics{Loss: 9, Levels: []int{3, 5}, LossMinusLog2NMinus1: &logged}, -0.25, true},
+		{"one level (N = 8)", runfolder.Metrics{Loss: 2, Levels: []int{3, 3}}, 2 - math.Log(15), true},
+		{"mixed levels", runfolder.Metrics{Loss: 2, Levels: []int{1, 4}}, 0, false},
+		{"no levels", runfolder.Metrics{Loss: 2}, 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := ComparableLoss(tc.m)
+		if ok != tc.ok || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: %g, %v; want %g, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -52,10 +52,15 @@ type Metrics struct {
 	Redraws int64 `json:"redraws,omitempty"`
 	// Loss is the mean SimCLR loss L_B of the batches drawn this iteration,
 	// evaluated at the current parameters (batches of different levels
-	// have different loss scales; L-SGD's is comparable across runs).
-	Loss        float64 `json:"loss"`
-	LR          float64 `json:"lr"`
-	WallSeconds float64 `json:"wall_seconds"`
+	// have different loss scales: log(2N - 1) at chance for N images).
+	Loss float64 `json:"loss"`
+	// LossMinusLog2NMinus1 is the mean of L_B - log(2N - 1) over the same
+	// batches: 0 for a network that has learnt nothing whatever the batch
+	// size, so it compares across levels, estimators and runs. Absent
+	// (nil) in runs written before it existed.
+	LossMinusLog2NMinus1 *float64 `json:"loss_minus_log_2n_minus_1,omitempty"`
+	LR                   float64  `json:"lr"`
+	WallSeconds          float64  `json:"wall_seconds"`
 }
 
 // Eval is one line of eval.jsonl: a kNN evaluation during training.

@@ -17,6 +17,10 @@ if [ "${1:-}" = "--data-dir" ]; then data_dir=$2; shift 2; fi
 if ! ldconfig -p 2>/dev/null | grep -q libopenblas.so.0 && command -v apt-get >/dev/null 2>&1; then
   sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
   echo "quickstart: installing libopenblas0 (optional; continuing without it on failure)"
+  # A fresh container has empty package lists: install would find nothing.
+  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e '^lock$' -e '^partial$')" ]; then
+    $sudo_cmd apt-get update -qq >/dev/null 2>&1 || echo "quickstart: apt-get update failed"
+  fi
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq libopenblas0 >/dev/null 2>&1 ||
     echo "quickstart: could not install libopenblas0; using the pure-Go SGEMM"
 fi

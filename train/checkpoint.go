@@ -3,11 +3,14 @@ package train
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 
 	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
@@ -16,10 +19,23 @@ import (
 // stateFormat versions state.safetensors.
 const stateFormat = "simclr-train-state-1"
 
+// ErrRanksDiffer is returned (wrapped) when a run is resumed on another
+// number of ranks than it trained on.
+var ErrRanksDiffer = errors.New("the number of ranks differs from the checkpoint's")
+
+// rankState is what differs between ranks: the position of each rank's
+// level draws and loader stream.
+type rankState struct {
+	EstimatorRNG string `json:"estimator_rng"` // base64 of the estimator's MarshalBinary
+	Loader       string `json:"loader"`        // JSON of the stream position
+}
+
 // checkpoint writes state.safetensors (everything a resumed run needs,
 // including the parameters) and then model.safetensors (the network under
 // torchvision names, for users), each atomically. Resuming reads only the
 // state file, so a kill between the two writes leaves a consistent run.
+// Every rank calls it: the ranks' generator states and stream positions
+// are gathered to rank 0, which alone writes.
 func (t *trainer) checkpoint() error {
 	params := t.model.Params()
 	download := func(buf tensor.Buffer) []float32 {
@@ -32,7 +48,30 @@ func (t *trainer) checkpoint() error {
 		return err
 	}
 	pos, _ := json.Marshal(t.stream.Position())
+	mine, _ := json.Marshal(rankState{EstimatorRNG: base64.StdEncoding.EncodeToString(estState), Loader: string(pos)})
+	states, err := collective.AllGatherBytes(t.comm, mine)
+	if err != nil {
+		return fmt.Errorf("checkpoint: gather the ranks' states: %w", err)
+	}
+	// Each rank's batch-norm running statistics saw only its own batches;
+	// the checkpoint (and every rank) keeps their mean. They serve
+	// evaluation only: training normalises with batch statistics.
+	if err := collective.AllReduceMean(t.comm, t.b, params.State()); err != nil {
+		return fmt.Errorf("checkpoint: average the running statistics: %w", err)
+	}
+	if t.comm.Rank() != 0 {
+		return nil
+	}
+	all := make([]json.RawMessage, len(states))
+	for i, s := range states {
+		all[i] = s
+	}
+	rankStates, _ := json.Marshal(all)
+	totals, _ := json.Marshal(t.totals)
 	meta := map[string]string{
+		"ranks":         strconv.Itoa(t.comm.Size()),
+		"rank_states":   string(rankStates),
+		"totals":        string(totals),
 		"format":        stateFormat,
 		"iteration":     strconv.Itoa(t.iter),
 		"estimator":     t.est.Name(),
@@ -40,6 +79,8 @@ func (t *trainer) checkpoint() error {
 		"loader":        string(pos),
 		"wall_seconds":  strconv.FormatFloat(t.wall(), 'g', -1, 64),
 		"last_loss":     strconv.FormatFloat(t.lastLoss, 'g', -1, 64),
+		"last_excess":   strconv.FormatFloat(t.lastExcess, 'g', -1, 64),
+		"finished":      strconv.FormatBool(t.finished),
 		"passes":        strconv.FormatInt(t.oracle.Passes(), 10),
 		"params_len":    strconv.Itoa(params.Len()),
 		"state_len":     strconv.Itoa(params.StateLen()),
@@ -68,14 +109,16 @@ func (t *trainer) checkpoint() error {
 // restore loads state.safetensors into the session.
 func (t *trainer) restore() error {
 	path := filepath.Join(t.cfg.Out, runfolder.StateFile)
-	checkpoint.RemoveStale(path)
-	checkpoint.RemoveStale(filepath.Join(t.cfg.Out, runfolder.ModelFile))
+	if t.comm.Rank() == 0 {
+		checkpoint.RemoveStale(path)
+		checkpoint.RemoveStale(filepath.Join(t.cfg.Out, runfolder.ModelFile))
+	}
 	f, err := checkpoint.Read(path)
 	if err != nil {
 		return err
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("resume from %s: %s", path, fmt.Sprintf(format, args...))
+		return fmt.Errorf("resume from %s: %w", path, fmt.Errorf(format, args...))
 	}
 	if f.Metadata["format"] != stateFormat {
 		return bad("format %q, want %q (written by another program version?)", f.Metadata["format"], stateFormat)
@@ -116,15 +159,42 @@ func (t *trainer) restore() error {
 			return err
 		}
 	}
-	estState, err := base64.StdEncoding.DecodeString(f.Metadata["estimator_rng"])
+	// Each rank continues its own draws: the checkpoint holds every rank's
+	// generator state and stream position, so it needs the same number of
+	// ranks (a checkpoint of one process has no rank_states).
+	ranks := 1
+	if s := f.Metadata["ranks"]; s != "" {
+		if ranks, err = strconv.Atoi(s); err != nil {
+			return bad("ranks: %v", err)
+		}
+	}
+	if ranks != t.comm.Size() {
+		return bad("%w: the run trained on %d rank(s) and this session has %d; resume it with the same number (mpirun -np %d simclr train --resume %s, or without mpirun for 1), since each rank continues its own draws",
+			ErrRanksDiffer, ranks, t.comm.Size(), ranks, t.cfg.Out)
+	}
+	mine := rankState{EstimatorRNG: f.Metadata["estimator_rng"], Loader: f.Metadata["loader"]}
+	if s := f.Metadata["rank_states"]; s != "" {
+		var all []rankState
+		if err := json.Unmarshal([]byte(s), &all); err != nil || len(all) != ranks {
+			return bad("rank_states: %d entries for %d ranks (%v)", len(all), ranks, err)
+		}
+		mine = all[t.comm.Rank()]
+	}
+	estState, err := base64.StdEncoding.DecodeString(mine.EstimatorRNG)
 	if err != nil {
 		return bad("estimator state: %v", err)
 	}
 	if err := t.est.UnmarshalBinary(estState); err != nil {
 		return bad("%v", err)
 	}
+	t.totals = t.est.Totals()
+	if s := f.Metadata["totals"]; s != "" {
+		if err := json.Unmarshal([]byte(s), &t.totals); err != nil {
+			return bad("totals: %v", err)
+		}
+	}
 	var pos loader.Position
-	if err := json.Unmarshal([]byte(f.Metadata["loader"]), &pos); err != nil {
+	if err := json.Unmarshal([]byte(mine.Loader), &pos); err != nil {
 		return bad("loader position: %v", err)
 	}
 	if err := t.stream.Seek(pos); err != nil {
@@ -135,12 +205,22 @@ func (t *trainer) restore() error {
 	}
 	t.wallOffset, _ = strconv.ParseFloat(f.Metadata["wall_seconds"], 64)
 	t.lastLoss, _ = strconv.ParseFloat(f.Metadata["last_loss"], 64)
+	t.lastExcess = math.NaN() // checkpoints older than the field
+	if v, err := strconv.ParseFloat(f.Metadata["last_excess"], 64); err == nil {
+		t.lastExcess = v
+	}
 	// Checkpoints from before --halves counted one pass per evaluation.
 	passes, err := strconv.ParseInt(f.Metadata["passes"], 10, 64)
 	if err != nil {
 		passes = t.est.Totals().Evals
 	}
 	t.oracle.SetPasses(passes)
+	if f.Metadata["totals"] == "" {
+		t.totals.Evals = passes // a checkpoint of one process from before issue 19
+	}
+	if t.comm.Rank() != 0 {
+		return nil
+	}
 	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile} {
 		if err := runfolder.TruncateAfter(filepath.Join(t.cfg.Out, name), t.iter); err != nil {
 			return err

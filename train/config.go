@@ -1,11 +1,16 @@
 package train
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/simclr-go/simclr/augment"
+	"github.com/simclr-go/simclr/collective"
+	"github.com/simclr-go/simclr/data/datasets"
+	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 )
@@ -64,11 +69,22 @@ type Config struct {
 	Precision string `json:"precision"`
 	Workers   int    `json:"workers"`
 
+	// Dist is the communication of data-parallel training: auto, none,
+	// mpi or nccl (package collective). DistAddr, Rank and WorldSize are
+	// NCCL's TCP rendezvous when no launcher started the ranks.
+	Dist      string `json:"dist"`
+	DistAddr  string `json:"dist_addr,omitempty"`
+	Rank      int    `json:"-"`
+	WorldSize int    `json:"-"`
+	// Ranks is the number of ranks the run trains on (resolved); a resumed
+	// run needs the same number.
+	Ranks int `json:"ranks,omitempty"`
+
 	Out             string `json:"out"`
 	EvalEvery       int    `json:"eval_every"` // epochs between kNN evaluations; 0: none
 	KNNK            int    `json:"knn_k"`
 	LogEvery        int    `json:"log_every"`        // iterations between metrics lines
-	CheckpointEvery int    `json:"checkpoint_every"` // iterations between checkpoints; 0: only at the end
+	CheckpointEvery Period `json:"checkpoint_every"` // wall time between checkpoints; 0: only at the end and on interruption
 	// PreciseBN re-estimates the batch-norm running statistics before every
 	// evaluation and the final checkpoint (SPEC section 2).
 	PreciseBN bool `json:"precise_bn"`
@@ -118,18 +134,56 @@ func Defaults() Config {
 		Augment:      "simclr",
 		Device:       "auto",
 		Precision:    "tf32",
+		Dist:         "auto",
 		KNNK:         200,
 		LogEvery:     1,
-		Probe:        true,
+		// A crash loses at most this much work.
+		CheckpointEvery: Period(10 * time.Minute),
+		Probe:           true,
 	}
+}
+
+// ImageSize is the side of the images the trainer feeds the network, the
+// evaluators' (eval.ImageSize).
+const ImageSize = eval.ImageSize
+
+// Period is a wall-clock interval, written in config.json as a Go duration
+// ("10m0s"). A number there is an iteration count from an older config
+// file; it is read as the default period (checkpointing is a session
+// setting and does not change what a run computes).
+type Period time.Duration
+
+func (p Period) String() string { return time.Duration(p).String() }
+
+func (p Period) MarshalJSON() ([]byte, error) { return json.Marshal(p.String()) }
+
+func (p *Period) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n float64
+		if json.Unmarshal(b, &n) != nil {
+			return fmt.Errorf("checkpoint_every: %s is neither a duration nor a number", b)
+		}
+		*p = Defaults().CheckpointEvery
+		if n == 0 {
+			*p = 0
+		}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("checkpoint_every: %w", err)
+	}
+	*p = Period(d)
+	return nil
 }
 
 // Quick is the quick preset: a narrow network (width 1/8, 64 features) on
 // 5,000 class-balanced CIFAR-10 images, 200 L-SGD iterations of 128 images (5
 // epochs), short enough that training plus both linear probes take a few
 // minutes on two CPU cores (about 250 CPU-seconds in all), long enough that
-// the probe clearly beats the same network at initialisation (measured:
-// 38.8% against 24.0% top-1 on 2,000 test images of the JPEG q75 rebuild).
+// the probe clearly beats the same network at initialisation (BENCHMARKS.md
+// has the measured accuracies, with the command and machine).
 // The learning rate is 0.5 rather than the recipe's 0.06 x 128/512: so
 // short a run needs a larger step.
 func Quick() Config {
@@ -144,11 +198,17 @@ func Quick() Config {
 	c.WarmupEpochs = 0.5 // 20 iterations
 	c.Device = "cpu"
 	c.ProbeBaseline = true
-	c.CheckpointEvery = 100
 	return c
 }
 
-// Validate reports the first setting that cannot work, naming the flag.
+// maxLevelLimit is the largest level any setting may name: 2^16 images
+// (131,072 views) per query is beyond any device's memory for ResNet-18.
+const maxLevelLimit = 16
+
+// Validate reports the first setting that cannot work, naming the flag. It
+// reads no file, so a command can run it before loading any data. The
+// data set's name is checked by Train and Resume (unless the caller gives
+// the data, Hooks.Splits), with checkDataset.
 func (c *Config) Validate() error {
 	if _, _, err := mlmc.ParseName(c.Estimator); err != nil {
 		return fmt.Errorf("--estimator: %w", err)
@@ -159,45 +219,74 @@ func (c *Config) Validate() error {
 			lengths++
 		}
 	}
+	positive := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
 	switch {
-	case c.Epochs < 0 || c.Iterations < 0 || c.MaxSamples < 0:
-		return fmt.Errorf("--epochs, --iterations and --max-samples must not be negative")
+	case c.Epochs < 0:
+		return fmt.Errorf("--epochs %d must not be negative", c.Epochs)
+	case c.Iterations < 0:
+		return fmt.Errorf("--iterations %d must not be negative", c.Iterations)
+	case c.MaxSamples < 0:
+		return fmt.Errorf("--max-samples %d must not be negative", c.MaxSamples)
 	case lengths != 1:
 		return fmt.Errorf("give exactly one of --epochs, --iterations and --max-samples (got %d)", lengths)
 	case c.MinLevel < 1:
 		return fmt.Errorf("--min-level %d: levels start at 1 (a single image has SimCLR loss 0)", c.MinLevel)
 	case c.MaxLevel < c.MinLevel:
 		return fmt.Errorf("--max-level %d is below --min-level %d", c.MaxLevel, c.MinLevel)
-	case c.MaxLevel > 16:
-		return fmt.Errorf("--max-level %d: 2^%d images per query do not fit in memory; use at most 16", c.MaxLevel, c.MaxLevel)
+	case c.MaxLevel > maxLevelLimit:
+		return fmt.Errorf("--max-level %d: 2^%d images per query do not fit in memory; use at most %d", c.MaxLevel, c.MaxLevel, maxLevelLimit)
+	case c.MaxServable < 0:
+		return fmt.Errorf("--max-servable-level %d must not be negative (0 picks it)", c.MaxServable)
+	case c.MaxServable != 0 && c.MaxServable < c.MaxLevel:
+		return fmt.Errorf("--max-servable-level %d is below --max-level %d", c.MaxServable, c.MaxLevel)
+	case c.MaxServable > maxLevelLimit+3:
+		return fmt.Errorf("--max-servable-level %d: use at most %d", c.MaxServable, maxLevelLimit+3)
+	case !positive(c.B):
+		return fmt.Errorf("--b %g: the variance rate must be a positive number", c.B)
+	case !positive(c.C):
+		return fmt.Errorf("--c %g: the cost rate must be a positive number", c.C)
+	case c.VMLMCN < 0 || math.IsNaN(c.VMLMCN) || math.IsInf(c.VMLMCN, 0):
+		return fmt.Errorf("--vmlmc-n %g must be a non-negative number (0 picks it)", c.VMLMCN)
+	case c.NL < 0:
+		return fmt.Errorf("--lsgd-draws %d must not be negative (0 means 1)", c.NL)
+	case c.D1 < 1:
+		return fmt.Errorf("--d1 %d must be at least 1", c.D1)
+	case c.D2 < 1:
+		return fmt.Errorf("--d2 %d must be at least 1", c.D2)
+	case c.QE < 1:
+		return fmt.Errorf("--qe %d must be at least 1", c.QE)
 	case c.Optimizer != "sgd" && c.Optimizer != "lars":
 		return fmt.Errorf("--optimizer %q: use sgd or lars", c.Optimizer)
 	case c.LR < 0 || math.IsNaN(c.LR) || math.IsInf(c.LR, 0):
 		return fmt.Errorf("--lr %g must be a non-negative number", c.LR)
-	case c.Momentum < 0 || c.Momentum >= 1:
+	case !(c.Momentum >= 0 && c.Momentum < 1):
 		return fmt.Errorf("--momentum %g must be in [0, 1)", c.Momentum)
-	case c.WeightDecay < 0:
-		return fmt.Errorf("--weight-decay %g must not be negative", c.WeightDecay)
-	case c.WarmupEpochs < 0:
-		return fmt.Errorf("--warmup-epochs %g must not be negative", c.WarmupEpochs)
-	case !(c.Temperature > 0):
-		return fmt.Errorf("--temperature %g must be positive", c.Temperature)
-	case c.D1 < 1 || c.D2 < 1 || c.QE < 1:
-		return fmt.Errorf("--d1 %d, --d2 %d and --qe %d must be at least 1", c.D1, c.D2, c.QE)
-	case c.VMLMCN < 0:
-		return fmt.Errorf("--vmlmc-n %g must not be negative", c.VMLMCN)
-	case c.EvalEvery < 0 || c.LogEvery < 0 || c.CheckpointEvery < 0:
-		return fmt.Errorf("--eval-every, --log-every and --checkpoint-every must not be negative")
-	case c.MaxServable != 0 && c.MaxServable < c.MaxLevel:
-		return fmt.Errorf("--max-servable-level %d is below --max-level %d", c.MaxServable, c.MaxLevel)
+	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
+		return fmt.Errorf("--weight-decay %g must be a non-negative number", c.WeightDecay)
+	case !(c.WarmupEpochs >= 0) || math.IsInf(c.WarmupEpochs, 0):
+		return fmt.Errorf("--warmup-epochs %g must be a non-negative number", c.WarmupEpochs)
+	case !positive(c.Temperature):
+		return fmt.Errorf("--temperature %g must be a positive number", c.Temperature)
+	case c.ProjDim < 0:
+		return fmt.Errorf("--proj-dim %d must not be negative (0 means 128)", c.ProjDim)
+	case c.Workers < 0:
+		return fmt.Errorf("--workers %d must not be negative (0: one per core)", c.Workers)
+	case c.EvalEvery < 0:
+		return fmt.Errorf("--eval-every %d must not be negative", c.EvalEvery)
+	case c.LogEvery < 0:
+		return fmt.Errorf("--log-every %d must not be negative", c.LogEvery)
+	case c.CheckpointEvery < 0:
+		return fmt.Errorf("--checkpoint-every %s must not be negative (0: only at the end and on interruption)", c.CheckpointEvery)
 	case c.Halves != "" && c.Halves != HalvesShared && c.Halves != HalvesSeparate:
 		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, HalvesShared, HalvesSeparate)
 	case c.ValSplit < 0:
 		return fmt.Errorf("--val-split %d must not be negative (0: score the test set)", c.ValSplit)
 	case c.KNNK < 0:
 		return fmt.Errorf("--knn-k %d must not be negative (0 picks 200)", c.KNNK)
-	case c.TrainSubset < 0 || c.TestSubset < 0:
-		return fmt.Errorf("subset sizes must not be negative")
+	case c.TrainSubset < 0:
+		return fmt.Errorf("--train-subset %d must not be negative", c.TrainSubset)
+	case c.TestSubset < 0:
+		return fmt.Errorf("--test-subset %d must not be negative", c.TestSubset)
 	case c.Out == "":
 		return fmt.Errorf("--out: give the run folder, e.g. --out runs/NAME")
 	}
@@ -222,6 +311,24 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("--precision %q: use tf32 or fp32", c.Precision)
 	}
+	if _, err := collective.ParseKind(c.Dist); err != nil {
+		return err
+	}
+	if c.WorldSize < 0 || c.Rank < 0 || (c.WorldSize > 0 && c.Rank >= c.WorldSize) {
+		return fmt.Errorf("--rank %d of --world-size %d: give a rank from 0 to world size - 1", c.Rank, c.WorldSize)
+	}
+	return nil
+}
+
+// checkDataset checks the --dataset name (not the files) when the trainer
+// is to load it.
+func checkDataset(c *Config, hooks Hooks) error {
+	if hooks.Splits != nil {
+		return nil
+	}
+	if err := datasets.CheckName(c.Dataset); err != nil {
+		return fmt.Errorf("--dataset: %w", err)
+	}
 	return nil
 }
 
@@ -236,8 +343,17 @@ func (c *Config) augmentConfig() (augment.Config, error) {
 // defaultLR is SPEC section 3's 0.06 x batch/512 with batch 2^L images.
 func defaultLR(maxLevel int) float64 { return 0.06 * math.Exp2(float64(maxLevel)) / 512 }
 
+// correctionPasses is the network passes of one H^l above l_min: three
+// with separate halves, else one.
+func (c *Config) correctionPasses() int {
+	if c.Halves == HalvesSeparate {
+		return 3
+	}
+	return 1
+}
+
 // mlmcConfig is the estimator configuration of c.
 func (c *Config) mlmcConfig() mlmc.Config {
 	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
-		NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63}
+		NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
 }

@@ -20,7 +20,7 @@ func (t *trainer) evalKNN() error {
 		return err
 	}
 	rec := runfolder.Eval{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.cfg.ItersPerEpoch),
-		SamplesDrawn: t.est.Totals().Samples, WallSeconds: t.wall(), KNNTop1: res.Top1, KNNTop5: res.Top5, K: res.K,
+		SamplesDrawn: t.totals.Samples, WallSeconds: t.wall(), KNNTop1: res.Top1, KNNTop5: res.Top5, K: res.K,
 		TrainImages: t.splits.Train.Len(), TestImages: t.splits.Test.Len()}
 	app, err := runfolder.OpenAppender(filepath.Join(t.cfg.Out, runfolder.EvalFile))
 	if err != nil {
@@ -40,7 +40,13 @@ func (t *trainer) preciseBN() error {
 	if !t.cfg.PreciseBN {
 		return nil
 	}
-	return recalibrateBN(t.model, t.splits, &t.cfg, t.iter)
+	start := time.Now()
+	if err := recalibrateBN(t.model, t.splits, &t.cfg, t.iter); err != nil {
+		return err
+	}
+	t.logf("precise BN at iteration %d: running statistics re-estimated over %d views (%.1f s)",
+		t.iter, preciseBNBatches(t.cfg.MaxLevel)*(2<<t.cfg.MaxLevel), time.Since(start).Seconds())
+	return nil
 }
 
 // linearProbe runs the probe on the trained network (and, when asked, on

@@ -1,9 +1,11 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -236,5 +239,42 @@ func TestRTMLMCIsUnbiasedWithSeparateHalves(t *testing.T) {
 	}
 	if maxAbs(zWrong) < crit {
 		t.Errorf("unweighted RT-MLMC passes (z = %.2f, critical %.2f): the test cannot tell a biased construction", zWrong, crit)
+	}
+}
+
+// A run with --halves separate counts every forward/backward pass as an
+// evaluation: three for a query of H^l (l > l_min), one for h^(l_min).
+func TestSeparateHalvesRunCountsPasses(t *testing.T) {
+	cfg := tinyConfig(t, "rtmlmc")
+	cfg.Iterations = 8
+	cfg.Halves = HalvesSeparate
+	if _, err := Train(context.Background(), cfg, tinyHooks(syntheticSplits(64, 16, 16, 4))); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := runfolder.ReadLines[runfolder.Metrics](filepath.Join(cfg.Out, runfolder.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	sawH := false
+	for _, m := range lines {
+		for _, l := range m.Levels {
+			if l > cfg.MinLevel {
+				want += 3
+				sawH = true
+			} else {
+				want++
+			}
+		}
+		if m.Evaluations != want {
+			t.Fatalf("iteration %d (levels %v): %d evaluations, want %d", m.Iteration, m.Levels, m.Evaluations, want)
+		}
+	}
+	if !sawH {
+		t.Error("no query above the minimum level in 8 iterations: nothing tested")
+	}
+	var saved Config
+	if err := runfolder.ReadJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), &saved); err != nil || saved.Halves != HalvesSeparate {
+		t.Errorf("config.json: halves %q (%v), want %s", saved.Halves, err, HalvesSeparate)
 	}
 }

@@ -3,11 +3,15 @@ package train
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 
+	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -17,6 +21,10 @@ type LevelsOptions struct {
 	Draws int
 	// Progress, when set, is called after every query.
 	Progress func(level int, diff bool, draw int)
+	// RunDir, when set, is the run folder the network comes from: if its
+	// state file holds x_(t-1) (a VR run), every draw is also evaluated
+	// there, and the vr- estimators are predicted at that step.
+	RunDir string
 }
 
 // MeasureLevels runs SPEC section 2's per-level diagnostics on network m at
@@ -34,12 +42,23 @@ func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg
 	if cfg.MinLevel < 1 || cfg.MinLevel > cfg.MaxLevel {
 		return nil, fmt.Errorf("--min-level %d: levels start at 1 and must not exceed --max-level %d", cfg.MinLevel, cfg.MaxLevel)
 	}
-	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, viewTransform(splits.Train), cfg.Seed^levelsStreamSeed, cfg.Workers)
+	aug, err := viewTransform(&cfg, splits.Train)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, aug, cfg.Seed^levelsStreamSeed, cfg.Workers)
 	if err != nil {
 		return nil, err
 	}
 	defer stream.Close()
-	o := NewOracle(b, m, stream, cfg.Temperature, cfg.MaxLevel, nil)
+	prev, err := loadPrevParams(b, opts.RunDir, m.Params().Len())
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		defer b.Free(prev)
+	}
+	o := NewOracle(b, m, stream, cfg.Temperature, cfg.MaxLevel, prev)
 	defer o.Free()
 	if err := o.SetHalves(cfg.Halves); err != nil {
 		return nil, err
@@ -48,6 +67,7 @@ func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg
 	rep, err := mlmc.MeasureLevels[tensor.Buffer](o, ops, mlmc.LevelsConfig{
 		MinLevel: cfg.MinLevel, MaxLevel: cfg.MaxLevel, Draws: opts.Draws, B: cfg.B, C: cfg.C,
 		Seed: cfg.Seed, Progress: opts.Progress,
+		Previous: prev != nil, D1: cfg.D1, D2: cfg.D2, QE: cfg.QE,
 	})
 	if err != nil {
 		return nil, err
@@ -58,3 +78,30 @@ func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg
 // levelsStreamSeed sets the diagnostics' data stream apart from the
 // training stream of the same seed.
 const levelsStreamSeed = 0x6c6576656c73
+
+// loadPrevParams reads x_(t-1) from the state file of the run in dir onto
+// the backend, or returns nil when there is none (no run folder, or not a
+// VR run).
+func loadPrevParams(b tensor.Backend, dir string, n int) (tensor.Buffer, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	path := filepath.Join(dir, runfolder.StateFile)
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil
+	}
+	f, err := checkpoint.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	x, ok := f.Get("prev_params")
+	if !ok {
+		return nil, nil
+	}
+	if len(x.Data) != n {
+		return nil, fmt.Errorf("%s: prev_params has %d values, the network %d: the state file is not of this run's network", path, len(x.Data), n)
+	}
+	buf := b.Alloc(n)
+	b.Upload(buf, x.Data)
+	return buf, nil
+}

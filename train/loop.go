@@ -4,22 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/runfolder"
 )
 
 func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	cfg := &t.cfg
-	metrics, err := runfolder.OpenAppender(filepath.Join(cfg.Out, runfolder.MetricsFile))
-	if err != nil {
-		return nil, err
+	lead := t.comm.Rank() == 0 // writes the run folder and evaluates
+	var metrics *runfolder.Appender
+	if lead {
+		var err error
+		metrics, err = runfolder.OpenAppender(filepath.Join(cfg.Out, runfolder.MetricsFile))
+		if err != nil {
+			return nil, err
+		}
+		defer metrics.Close()
 	}
-	defer metrics.Close()
 	var bar *progressbar.ProgressBar
 	if t.hooks.Progress {
 		bar = progressbar.NewOptions(cfg.TotalIters,
@@ -33,19 +41,25 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	}
 	n := cfg.TrainImages
 	sessionStart := t.iter
-	imagesAtStart := t.est.Totals().Samples
-	lastCheckpoint := -1 // iteration of the last checkpoint written, -1 before the first
+	imagesAtStart := t.totals.Samples
+	t.lastCheckpoint = -1 // before the first
 	if t.iter > 0 {
-		lastCheckpoint = t.iter // a resumed session starts from one
+		t.lastCheckpoint = t.iter // a resumed session starts from one
 	}
 	// Wall time counts training (and its evaluations), not loading the data.
 	t.start = time.Now()
 	t.lastLogTime = t.start
+	lastCheckpointTime := t.start
 	for t.iter < cfg.TotalIters {
-		if cfg.MaxSamples > 0 && t.est.Totals().Samples >= cfg.MaxSamples {
+		if cfg.MaxSamples > 0 && t.totals.Samples >= cfg.MaxSamples {
 			break
 		}
-		if ctx.Err() != nil || (t.hooks.StopAfter > 0 && t.iter-sessionStart >= t.hooks.StopAfter) {
+		// Every rank stops at the same iteration, when any rank is told to.
+		stop, err := collective.Agree(t.comm, ctx.Err() != nil || (t.hooks.StopAfter > 0 && t.iter-sessionStart >= t.hooks.StopAfter))
+		if err != nil {
+			return nil, t.lostRank(err)
+		}
+		if stop {
 			if err := t.checkpoint(); err != nil {
 				return nil, err
 			}
@@ -56,48 +70,76 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		step, err := t.iterate(lr)
 		if err != nil {
 			if errors.Is(err, ErrNonFinite) {
-				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", lastCheckpoint, cfg.Out)
-				if lastCheckpoint < 0 {
+				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", t.lastCheckpoint, cfg.Out)
+				if t.lastCheckpoint < 0 {
 					kept = "no checkpoint had been written yet"
 				}
 				return nil, fmt.Errorf("iteration %d: %w; training stopped and %s: lower --lr (now %g) or raise --temperature and train again",
 					t.iter+1, err, kept, cfg.ResolvedLR)
 			}
+			if errors.Is(err, errRankLost) {
+				return nil, t.lostRank(fmt.Errorf("iteration %d: %w", t.iter+1, err))
+			}
+			if t.comm.Size() == 1 {
+				// One process: save what the failed query left intact.
+				return nil, fmt.Errorf("iteration %d: %w; %s", t.iter+1, err, t.checkpointAfterFailure())
+			}
 			return nil, fmt.Errorf("iteration %d: %w", t.iter+1, err)
 		}
 		t.iter++
-		totals := t.est.Totals()
+		if t.hooks.OnStep != nil {
+			if err := t.hooks.OnStep(t.iter, t.model.Params().Flat()); err != nil {
+				return nil, fmt.Errorf("iteration %d: %w", t.iter, err)
+			}
+		}
+		totals := t.totals
 		last := t.iter == cfg.TotalIters || (cfg.MaxSamples > 0 && totals.Samples >= cfg.MaxSamples)
-		if cfg.LogEvery > 0 && (t.iter%cfg.LogEvery == 0 || last) {
+		if lead && cfg.LogEvery > 0 && (t.iter%cfg.LogEvery == 0 || last) {
 			m := runfolder.Metrics{Iteration: t.iter, Epoch: float64(t.iter) / float64(cfg.ItersPerEpoch),
 				DataEpoch: float64(totals.Samples) / float64(n), Levels: step.Levels, SamplesDrawn: totals.Samples,
-				Evaluations: t.oracle.Passes(), Redraws: totals.Redraws, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
+				Evaluations: totals.Evals, Redraws: totals.Redraws, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
+			if excess := t.lastExcess; !math.IsNaN(excess) {
+				m.LossMinusLog2NMinus1 = &excess
+			}
 			if err := metrics.Append(m); err != nil {
 				return nil, err
 			}
 		}
 		if bar != nil {
 			rate := float64(totals.Samples-imagesAtStart) / time.Since(t.start).Seconds()
-			bar.Describe(fmt.Sprintf("epoch %.2f loss %.4f %.0f images/s", float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, rate))
+			bar.Describe(fmt.Sprintf("epoch %.2f loss-log(2N-1) %.4f %.0f images/s", float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastExcess, rate))
 			bar.Set(t.iter)
 		} else if time.Since(t.lastLogTime) > 10*time.Second || last || t.iter == sessionStart+1 {
 			elapsed := time.Since(t.start).Seconds()
 			rate := float64(totals.Samples-imagesAtStart) / elapsed
 			eta := time.Duration(float64(cfg.TotalIters-t.iter)*elapsed/float64(t.iter-sessionStart)) * time.Second
-			t.logf("iter %d/%d epoch %.2f loss %.4f lr %.4g images/s %.1f eta %s",
-				t.iter, cfg.TotalIters, float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, lr, rate, eta.Round(time.Second))
+			t.logf("iter %d/%d epoch %.2f loss %.4f (L_B-log(2N-1) %.4f) lr %.4g images/s %.1f eta %s",
+				t.iter, cfg.TotalIters, float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, t.lastExcess, lr, rate, eta.Round(time.Second))
 			t.lastLogTime = time.Now()
 		}
-		if cfg.EvalEvery > 0 && t.iter%(cfg.EvalEvery*cfg.ItersPerEpoch) == 0 {
+		if lead && cfg.EvalEvery > 0 && t.iter%(cfg.EvalEvery*cfg.ItersPerEpoch) == 0 {
 			if err := t.evalKNN(); err != nil {
 				return nil, err
 			}
 		}
-		if cfg.CheckpointEvery > 0 && t.iter%cfg.CheckpointEvery == 0 && !last {
-			if err := t.checkpoint(); err != nil {
-				return nil, err
+		// Periodic checkpoints by wall time, so that a crash loses at most
+		// that much work whatever an iteration costs; the ranks agree on
+		// when (their clocks differ).
+		due := false
+		if every := time.Duration(cfg.CheckpointEvery); every > 0 && !last {
+			if due, err = collective.Agree(t.comm, time.Since(lastCheckpointTime) >= every); err != nil {
+				return nil, t.lostRank(err)
 			}
-			lastCheckpoint = t.iter
+		}
+		if due {
+			every := time.Duration(cfg.CheckpointEvery)
+			if err := t.checkpoint(); err != nil {
+				return nil, t.lostRank(err)
+			}
+			t.lastCheckpoint, lastCheckpointTime = t.iter, time.Now()
+			if bar == nil {
+				t.logf("checkpoint at iteration %d (every %s of wall time)", t.iter, every)
+			}
 		}
 	}
 	if bar != nil {
@@ -109,13 +151,14 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	if err := t.preciseBN(); err != nil {
 		return nil, err
 	}
+	t.finished = true
 	if err := t.checkpoint(); err != nil {
 		return nil, err
 	}
 	sum := t.summary()
 	t.logf("done: %d iterations, %d images drawn, %d evaluations, loss %.4f, %.1f s; checkpoint %s",
 		sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds, filepath.Join(cfg.Out, runfolder.ModelFile))
-	if cfg.Probe {
+	if cfg.Probe && lead {
 		probe, err := t.linearProbe()
 		if err != nil {
 			return sum, err
@@ -130,14 +173,29 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 // leaves t.iter alone.
 func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 	params := t.model.Params()
+	passes := t.oracle.Passes()
 	step, err := t.est.Estimate(t.iter, t.grad)
+	// Oracle evaluations are network passes (SPEC section 2): three per H^l
+	// with separate halves.
+	step.Evals = t.oracle.Passes() - passes
+	if err == nil {
+		err = t.reduceEstimate()
+	}
 	if err == nil && !t.b.AllFinite(t.grad) {
 		err = fmt.Errorf("gradient estimate: %w", ErrNonFinite)
 	}
 	if err != nil {
 		return step, err
 	}
-	t.lastLoss = t.oracle.Losses()
+	loss, excess := t.oracle.Losses()
+	step, t.lastLoss, t.lastExcess, err = t.reduceStep(step, loss, excess)
+	if err != nil {
+		return step, err
+	}
+	t.totals.Iterations++
+	t.totals.Samples += step.Samples
+	t.totals.Evals += step.Evals
+	t.totals.Redraws += int64(step.Redraws)
 	if t.prev != nil {
 		t.b.Copy(t.prev, params.Flat())
 	}
@@ -150,7 +208,61 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 }
 
 func (t *trainer) summary() *Summary {
-	tot := t.est.Totals()
-	return &Summary{Out: t.cfg.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: t.oracle.Passes(),
-		Loss: t.lastLoss, WallSeconds: t.wall()}
+	tot := t.totals
+	return &Summary{Out: t.cfg.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: tot.Evals,
+		Loss: t.lastLoss, LossExcess: t.lastExcess, WallSeconds: t.wall(), Rank: t.comm.Rank()}
+}
+
+// recoverer is a backend that can clear a recorded failure that left the
+// device usable (an allocation it refused), so that the parameters can
+// still be read back; it returns the failure when the device state is lost.
+type recoverer interface{ Recover() error }
+
+// checkpointAfterFailure saves a checkpoint after a query failed on the
+// device (out of memory at a high RU/RR level, say), so that the run loses
+// nothing: the failed iteration never reached the optimizer step, and the
+// estimator keeps its VR state unless an iteration completes. It returns
+// what happened, for the error message.
+func (t *trainer) checkpointAfterFailure() string {
+	if r, ok := t.b.(recoverer); ok {
+		if err := r.Recover(); err != nil {
+			return "no checkpoint could be saved (the device state is lost); the last one stands"
+		}
+	} else if err := t.b.Sync(); err != nil {
+		return "no checkpoint could be saved (the device state is lost); the last one stands"
+	}
+	if err := t.checkpoint(); err != nil {
+		return fmt.Sprintf("saving a checkpoint failed too (%v); the last one stands", err)
+	}
+	return fmt.Sprintf("checkpoint of iteration %d saved: continue with simclr train --resume %s (the failing level comes again only if drawn again), or start anew with a lower --max-servable-level",
+		t.iter, t.cfg.Out)
+}
+
+// lostRank explains an error of a run whose other ranks stopped answering
+// (one was killed or failed; mpirun's own message says which): the run
+// stops where it is, and the last checkpoint is intact.
+func (t *trainer) lostRank(err error) error {
+	if !errors.Is(err, errRankLost) {
+		return err
+	}
+	return fmt.Errorf("%w; training stopped at iteration %d and %s", err, t.iter, t.keptCheckpoint())
+}
+
+// keptCheckpoint says which checkpoint a run of several ranks that stops
+// now can resume from, and how.
+func (t *trainer) keptCheckpoint() string {
+	if t.lastCheckpoint < 0 {
+		return "no checkpoint had been written yet: start the run again"
+	}
+	return fmt.Sprintf("the last checkpoint (iteration %d) in %s is intact: resume it with mpirun -np %d simclr train --resume %s",
+		t.lastCheckpoint, t.cfg.Out, t.comm.Size(), t.cfg.Out)
+}
+
+// stalled is told when a stop (a signal) arrives while this rank waits for
+// the others in a collective call. Under mpirun that is how the death of
+// another rank shows (mpirun sends SIGTERM, then SIGKILL a second later),
+// so the rank says at once what is intact.
+func (t *trainer) stalled(what string) {
+	fmt.Fprintf(os.Stderr, "rank %d of %d: told to stop while waiting for the other ranks (%s, iteration %d): if a rank died, the job ends here; %s\n",
+		t.comm.Rank(), t.comm.Size(), what, t.iter+1, t.keptCheckpoint())
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
@@ -67,9 +68,18 @@ type Oracle struct {
 	// scratch holding x_t while the network evaluates at x_{t-1}.
 	prev, cur tensor.Buffer
 
-	inputs map[int]tensor.Buffer // views -> device input buffer
-	dz     map[int]tensor.Buffer // views -> loss gradient buffer
-	pool   map[int][]*draw       // level -> released draws, for reuse
+	inputs   map[int]tensor.Buffer // views -> device input buffer
+	dz       map[int]tensor.Buffer // views -> loss gradient buffer
+	gathered map[int]tensor.Buffer // views -> projections of all ranks' shares
+
+	// shard, when set, splits every draw over its ranks (L-SGD on several
+	// ranks): this rank draws and evaluates 2^l/P of the 2^l images, the
+	// projections of all shares are gathered so that the loss is the one
+	// of all 2^l images, and the gradient of this rank's share is scaled
+	// by P, so that the ranks' mean (the trainer's all-reduce) is the
+	// gradient of the whole draw.
+	shard collective.Comm
+	pool  map[int][]*draw // level -> released draws, for reuse
 
 	// separate computes H^l from three passes (--halves separate).
 	separate bool
@@ -79,9 +89,10 @@ type Oracle struct {
 	passes int64
 
 	// Loss bookkeeping for the metrics: the full-batch losses L_B of the
-	// evaluations at the current parameters since the last Losses call.
-	lossSum float64
-	lossN   int
+	// evaluations at the current parameters since the last Losses call,
+	// raw and less log(2N - 1) (see Losses).
+	lossSum, excessSum float64
+	lossN              int
 }
 
 // Halves names how H^l treats its two half-batch losses (--halves).
@@ -129,7 +140,8 @@ func (o *Oracle) SetPasses(n int64) { o.passes = n }
 // Previous).
 func NewOracle(b tensor.Backend, m *resnet18.Model, stream *loader.Stream, tau float64, maxLevel int, prev tensor.Buffer) *Oracle {
 	o := &Oracle{b: b, model: m, stream: stream, tau: float32(tau), viewLen: stream.ViewLen(), maxLevel: maxLevel,
-		prev: prev, inputs: map[int]tensor.Buffer{}, dz: map[int]tensor.Buffer{}, pool: map[int][]*draw{}}
+		prev: prev, inputs: map[int]tensor.Buffer{}, dz: map[int]tensor.Buffer{}, gathered: map[int]tensor.Buffer{},
+		pool: map[int][]*draw{}}
 	if prev != nil {
 		o.cur = b.Alloc(m.Params().Len())
 	}
@@ -139,12 +151,25 @@ func NewOracle(b tensor.Backend, m *resnet18.Model, stream *loader.Stream, tau f
 // MaxLevel is the largest servable level.
 func (o *Oracle) MaxLevel() int { return o.maxLevel }
 
-// Draw takes the next 2^level images of the stream with their two views.
+// share is the number of a draw's images at level this rank takes: all
+// of them, or its 1/P part when draws are split over P ranks.
+func (o *Oracle) share(level int) int {
+	if o.shard != nil {
+		return (1 << level) / o.shard.Size()
+	}
+	return 1 << level
+}
+
+// Draw takes the next 2^level images of the stream with their two views
+// (this rank's share of them when draws are split).
 func (o *Oracle) Draw(level int) (mlmc.Sample, int64, error) {
 	if level < 1 || level > o.maxLevel {
 		return nil, 0, fmt.Errorf("level %d is outside the servable levels 1..%d", level, o.maxLevel)
 	}
-	n := 1 << level
+	n := o.share(level)
+	if n < 1 {
+		return nil, 0, fmt.Errorf("level %d has %d images, fewer than the %d ranks to split them over", level, 1<<level, o.shard.Size())
+	}
 	var d *draw
 	if free := o.pool[level]; len(free) > 0 {
 		d = free[len(free)-1]
@@ -162,9 +187,9 @@ func (o *Oracle) Draw(level int) (mlmc.Sample, int64, error) {
 func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, out tensor.Buffer) error {
 	d := s.(*draw)
 	n := 1 << d.level
-	views := 2 * n
+	views := 2 * o.share(d.level)
+	proj := o.model.Config().ProjDim
 	x := o.buffer(o.inputs, views*o.viewLen)
-	dz := o.buffer(o.dz, views*o.model.Config().ProjDim)
 	o.b.Upload(x, d.views)
 	params := o.model.Params()
 	if at == mlmc.Previous {
@@ -174,32 +199,55 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		o.b.Copy(o.cur, params.Flat())
 		o.b.Copy(params.Flat(), o.prev)
 	}
-	proj := o.model.Config().ProjDim
 	added := false // the gradient is already in out
 	z := o.model.Forward(x, views, true, at == mlmc.Current)
-	res := o.b.NTXent(n, proj, o.tau, diff && !o.separate, z, dz)
-	o.model.Backward(dz)
-	o.passes++
-	if diff && o.separate {
-		// grad L_B goes in now; each half then runs on its own views (the
-		// first n/2 images are the first n views) with its own batch
-		// statistics, without touching the running statistics: the query
-		// is one batch of 2^l images as far as they go.
-		o.b.Axpy(out, float32(alpha), params.Grad())
-		half := views / 2
-		dzHalf := o.buffer(o.dz, half*proj)
-		halfLoss := 0.0
-		for k := range 2 {
-			xh := o.b.Slice(x, k*half*o.viewLen, half*o.viewLen)
-			zh := o.model.Forward(xh, half, true, false)
-			r := o.b.NTXent(n/2, proj, o.tau, false, zh, dzHalf)
-			o.model.Backward(dzHalf)
-			o.passes++
-			halfLoss += r.Full / 2
-			o.b.Axpy(out, float32(-alpha/2), params.Grad())
+	var res tensor.LossResult
+	switch {
+	case o.shard != nil:
+		// Gather: each rank writes its share's rows (its images are
+		// images r*n/P.. of the draw) into zeros, and the sum over ranks
+		// is every row. Split draws are L-SGD's, which never asks for H^l.
+		all := o.buffer(o.gathered, 2*n*proj)
+		dzAll := o.buffer(o.dz, 2*n*proj)
+		mine := o.shard.Rank() * views * proj
+		o.b.Zero(all)
+		o.b.Copy(o.b.Slice(all, mine, views*proj), z)
+		if err := o.shard.AllReduceSum(all); err != nil {
+			if at == mlmc.Previous {
+				o.b.Copy(params.Flat(), o.cur)
+			}
+			return fmt.Errorf("gather the projections of level %d: %w", d.level, err)
 		}
-		res.Loss = res.Full - halfLoss
-		added = true
+		res = o.b.NTXent(n, proj, o.tau, diff, all, dzAll)
+		o.model.Backward(o.b.Slice(dzAll, mine, views*proj))
+		o.passes++
+		alpha *= float64(o.shard.Size())
+	default:
+		dz := o.buffer(o.dz, views*proj)
+		res = o.b.NTXent(n, proj, o.tau, diff && !o.separate, z, dz)
+		o.model.Backward(dz)
+		o.passes++
+		if diff && o.separate {
+			// grad L_B goes in now; each half then runs on its own views (the
+			// first n/2 images are the first n views) with its own batch
+			// statistics, without touching the running statistics: the query
+			// is one batch of 2^l images as far as they go.
+			o.b.Axpy(out, float32(alpha), params.Grad())
+			half := views / 2
+			dzHalf := o.buffer(o.dz, half*proj)
+			halfLoss := 0.0
+			for k := range 2 {
+				xh := o.b.Slice(x, k*half*o.viewLen, half*o.viewLen)
+				zh := o.model.Forward(xh, half, true, false)
+				r := o.b.NTXent(n/2, proj, o.tau, false, zh, dzHalf)
+				o.model.Backward(dzHalf)
+				o.passes++
+				halfLoss += r.Full / 2
+				o.b.Axpy(out, float32(-alpha/2), params.Grad())
+			}
+			res.Loss = res.Full - halfLoss
+			added = true
+		}
 	}
 	if at == mlmc.Previous {
 		o.b.Copy(params.Flat(), o.cur)
@@ -215,6 +263,7 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	}
 	if at == mlmc.Current {
 		o.lossSum += res.Full
+		o.excessSum += res.Full - LossScale(n)
 		o.lossN++
 	}
 	if !added {
@@ -229,15 +278,24 @@ func (o *Oracle) Release(s mlmc.Sample) {
 	o.pool[d.level] = append(o.pool[d.level], d)
 }
 
-// Losses returns the mean full-batch loss of the evaluations at x_t since
-// the last call, and resets it.
-func (o *Oracle) Losses() float64 {
+// LossScale is log(2N - 1), the SimCLR loss L_B of a batch of N images
+// whose 2N embeddings are all alike (each view's positive is one of its
+// 2N - 1 candidates): the loss of a network that has learnt nothing. L_B
+// grows with it, so losses of batches of different sizes (MLMC levels, or
+// runs with different L) compare only after subtracting it.
+func LossScale(n int) float64 { return math.Log(float64(2*n - 1)) }
+
+// Losses returns, over the evaluations at x_t since the last call, the
+// mean full-batch loss L_B and the mean of L_B - log(2N - 1) (LossScale of
+// each batch's N), and resets both. The first mixes scales when the levels
+// differ; the second compares across levels and runs.
+func (o *Oracle) Losses() (raw, excess float64) {
 	if o.lossN == 0 {
-		return math.NaN()
+		return math.NaN(), math.NaN()
 	}
-	m := o.lossSum / float64(o.lossN)
-	o.lossSum, o.lossN = 0, 0
-	return m
+	raw, excess = o.lossSum/float64(o.lossN), o.excessSum/float64(o.lossN)
+	o.lossSum, o.excessSum, o.lossN = 0, 0, 0
+	return raw, excess
 }
 
 func (o *Oracle) buffer(cache map[int]tensor.Buffer, n int) tensor.Buffer {
@@ -251,7 +309,7 @@ func (o *Oracle) buffer(cache map[int]tensor.Buffer, n int) tensor.Buffer {
 
 // Free releases the oracle's device buffers.
 func (o *Oracle) Free() {
-	for _, cache := range []map[int]tensor.Buffer{o.inputs, o.dz} {
+	for _, cache := range []map[int]tensor.Buffer{o.inputs, o.dz, o.gathered} {
 		for k, buf := range cache {
 			o.b.Free(buf)
 			delete(cache, k)

@@ -17,14 +17,17 @@ const preciseBNViews = 2048
 // stream of the same seed.
 const preciseBNSeed = 0x70726563697365
 
-// viewTransform is the augmentation of training views of set: the recipe of
-// SPEC section 3 at the images' own size.
-func viewTransform(set *data.Set) augment.Config {
-	c := augment.SimCLR()
+// viewTransform is the augmentation of the run's training views of set
+// (--augment) at the images' own size.
+func viewTransform(cfg *Config, set *data.Set) (augment.Config, error) {
+	c, err := cfg.augmentConfig()
+	if err != nil {
+		return c, fmt.Errorf("--augment: %w", err)
+	}
 	if set.H != set.W {
 		c.Size = set.H
 	}
-	return c
+	return c, nil
 }
 
 // recalibrateBN re-estimates m's batch-norm running statistics (precise BN,
@@ -35,13 +38,13 @@ func viewTransform(set *data.Set) augment.Config {
 // iteration: the training stream and its position are untouched, and a
 // resumed run recalibrates exactly as an uninterrupted one.
 func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Config, iter int) error {
-	if len(m.BatchNorms()) == 0 {
-		return nil // group norm keeps no running statistics
-	}
-	views := 2 << cfg.MaxLevel
-	batches := (preciseBNViews + views - 1) / views
+	views, batches := 2<<cfg.MaxLevel, preciseBNBatches(cfg.MaxLevel)
 	seed := cfg.Seed ^ preciseBNSeed ^ (uint64(iter) * 0x9e3779b97f4a7c15)
-	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, viewTransform(splits.Train), seed, cfg.Workers)
+	aug, err := viewTransform(cfg, splits.Train)
+	if err != nil {
+		return err
+	}
+	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, aug, seed, cfg.Workers)
 	if err != nil {
 		return fmt.Errorf("precise BN: %w", err)
 	}
@@ -50,4 +53,11 @@ func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Config, iter int
 		return fmt.Errorf("precise BN at iteration %d: %w", iter, err)
 	}
 	return nil
+}
+
+// preciseBNBatches is the number of batches of 2^(L+1) views that cover
+// preciseBNViews.
+func preciseBNBatches(maxLevel int) int {
+	views := 2 << maxLevel
+	return (preciseBNViews + views - 1) / views
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/simclr-go/simclr/backend"
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/loader"
@@ -17,16 +18,16 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// LoadSplits opens the configured data set (or uses given) and keeps the
-// configured subsets. With a validation split (--val-split N) the N held-out
-// training images replace the test set, which is then not touched: the kNN
-// monitor and the probe score them, and the training subset is taken from
-// the remaining images.
+// LoadSplits opens the configured data set (or uses given) at ImageSize and
+// keeps the configured subsets. With a validation split (--val-split N) the
+// N held-out training images replace the test set, which is then not
+// touched: the kNN monitor and the probe score them, and the training
+// subset is taken from the remaining images.
 func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 	splits := given
 	if splits == nil {
 		var err error
-		splits, err = datasets.Open(cfg.Dataset, cfg.DataDir, 0)
+		splits, err = datasets.Open(cfg.Dataset, cfg.DataDir, ImageSize)
 		if err != nil {
 			return nil, err
 		}
@@ -57,7 +58,7 @@ func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
 // optimizer, loader stream, oracle, estimator), resolves the run's length
 // and schedule into t.cfg, and either restores the checkpoint (resume) or
 // writes config.json.
-func (t *trainer) setup(resume bool) error {
+func (t *trainer) setup(s session) error {
 	cfg := &t.cfg
 	splits, err := LoadSplits(*cfg, t.hooks.Splits)
 	if err != nil {
@@ -81,7 +82,7 @@ func (t *trainer) setup(resume bool) error {
 		t.b = t.hooks.Backend
 		cfg.DeviceLog = "device given by caller: " + t.b.Describe()
 	} else {
-		b, line, err := backend.Open(cfg.Device, cfg.Precision)
+		b, line, err := backend.OpenGPU(cfg.Device, cfg.Precision, localGPU(*cfg))
 		if err != nil {
 			return err
 		}
@@ -89,6 +90,19 @@ func (t *trainer) setup(resume bool) error {
 		cfg.DeviceLog = line
 	}
 	t.logf("%s", cfg.DeviceLog)
+	if err := t.openComm(); err != nil {
+		return err
+	}
+	rank, ranks := t.comm.Rank(), t.comm.Size()
+	if ranks > 1 && !s.resume {
+		// The default --out names the start time, which the ranks read
+		// separately: rank 0's name is the run's.
+		out, err := collective.BroadcastBytes(t.comm, []byte(cfg.Out), 0)
+		if err != nil {
+			return fmt.Errorf("agree on the run folder: %w", err)
+		}
+		cfg.Out = string(out)
+	}
 
 	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
 	params := t.model.Params()
@@ -96,14 +110,29 @@ func (t *trainer) setup(resume bool) error {
 	if err != nil {
 		return err
 	}
-	augCfg, err := cfg.augmentConfig()
+	meminfo := t.hooks.Meminfo
+	if meminfo == "" {
+		meminfo = "/proc/meminfo"
+	}
+	if maxServable, err = t.capByMemory(maxServable, meminfo); err != nil {
+		return err
+	}
+	if maxServable, err = t.agreeMaxServable(maxServable); err != nil {
+		return err
+	}
+	if s.resume && maxServable < cfg.MaxServable {
+		t.logf("note: this session serves levels up to %d, the run's earlier sessions up to %d: RU-MLMC and RR-MLMC redraw differently from here, so the run no longer continues exactly as one session would",
+			maxServable, cfg.MaxServable)
+	}
+	// config.json records the cap in force, so that a session resumed
+	// where more memory is free serves the same levels: RU-MLMC's and
+	// RR-MLMC's level law, and a --max-samples length, depend on it.
+	cfg.MaxServable = maxServable
+	augCfg, err := viewTransform(cfg, splits.Train)
 	if err != nil {
-		return fmt.Errorf("--augment: %w", err)
+		return err
 	}
-	if splits.Train.H != splits.Train.W {
-		augCfg.Size = splits.Train.H
-	}
-	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, cfg.Seed, cfg.Workers)
+	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, rankSeed(cfg.Seed, rank), cfg.Workers)
 	if err != nil {
 		return err
 	}
@@ -116,8 +145,13 @@ func (t *trainer) setup(resume bool) error {
 	if err := t.oracle.SetHalves(cfg.Halves); err != nil {
 		return err
 	}
+	if splitsBatch(cfg.Estimator, ranks) {
+		t.oracle.shard = t.comm
+	}
 	ops := bufferOps{b: t.b, n: params.Len()}
-	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, cfg.mlmcConfig(), ops, t.oracle)
+	mc := cfg.mlmcConfig()
+	mc.Seed = rankSeed(mc.Seed, rank)
+	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, ops, t.oracle)
 	if err != nil {
 		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
 	}
@@ -129,21 +163,59 @@ func (t *trainer) setup(resume bool) error {
 	if err := t.planLength(n, maxServable); err != nil {
 		return err
 	}
+	// The cost model's figures, so that a reader sees what an iteration
+	// costs before it runs (VR estimators: averaged over a Q_E cycle).
+	images, evals, err := expectedCost(cfg, maxServable)
+	if err != nil {
+		return err
+	}
+	evalNote := ""
+	if t.oracle.separate {
+		evalNote = fmt.Sprintf(" (network passes: each correction above level %d is 3)", cfg.MinLevel)
+	}
 	scored := "test"
 	if cfg.ValSplit > 0 {
 		scored = "validation (held out of training; the test set is not scored)"
 	}
-	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
+	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), "+
+		"expected per iteration %.4g images and %.4g oracle evaluations%s, lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
 		splits.Train.Name, n, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.halvesName(), cfg.PreciseBN)
+		images, evals, evalNote, cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.halvesName(), cfg.PreciseBN)
 
-	if resume {
+	if ranks > 1 {
+		t.logf("dist: %d ranks; %s", ranks, parallelNote(cfg.Estimator, cfg.MaxLevel, ranks, netCfg.Norm))
+	}
+	if s.resume {
 		if err := t.restore(); err != nil {
 			return err
 		}
 		t.logf("resumed %s at iteration %d of %d", cfg.Out, t.iter, cfg.TotalIters)
-	} else if err := runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg); err != nil {
-		return err
+		if s.extendedFrom > 0 {
+			// The cosine schedule now spans the new length, so the
+			// learning rate jumps up where the run continues.
+			t.logf("extended from %d to %d iterations: the learning-rate schedule now spans %d iterations (%.4g at iteration %d)",
+				s.extendedFrom, cfg.TotalIters, cfg.TotalIters, t.sched.LR(t.iter), t.iter)
+			if rank == 0 {
+				return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
+			}
+		}
+		if t.iter >= cfg.TotalIters {
+			t.logf("%s had finished training; running the linear probe it lacks", cfg.Out)
+		}
+		return nil
+	}
+	// The ranks built the same network from the same seed; rank 0's copy
+	// is made everyone's so that they cannot start apart.
+	if err := t.comm.Broadcast(params.Flat(), 0); err != nil {
+		return fmt.Errorf("broadcast the initial parameters: %w", err)
+	}
+	if rank == 0 {
+		// Last, once everything the run needs has opened: a start that
+		// fails leaves no folder behind.
+		if err := prepareFolder(cfg.Out); err != nil {
+			return err
+		}
+		return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
 	}
 	return nil
 }
@@ -171,6 +243,45 @@ func maxServableLevel(cfg Config, train *data.Set) (int, error) {
 	return maxServable, nil
 }
 
+// agreeMaxServable is the smallest of the ranks' largest servable levels
+// (each capped by its own memory): the ranks must serve the same levels,
+// or a --max-samples length would end them at different iterations.
+func (t *trainer) agreeMaxServable(mine int) (int, error) {
+	if t.comm.Size() == 1 {
+		return mine, nil
+	}
+	all := make([]float64, t.comm.Size())
+	all[t.comm.Rank()] = float64(mine)
+	if err := t.comm.AllReduceFloat64(all); err != nil {
+		return 0, fmt.Errorf("agree on the largest servable level: %w", err)
+	}
+	least := mine
+	for _, l := range all {
+		least = min(least, int(l))
+	}
+	if least < mine {
+		t.logf("memory: largest servable level %d, another rank's", least)
+	}
+	return least, nil
+}
+
+// expectedCost is mlmc.ExpectedCost for the whole job, the one cost model
+// of the start-up line and of --max-samples: with several ranks the MLMC
+// estimators draw and evaluate on every rank independently, so images and
+// evaluations are P times one rank's, while L-SGD splits its batch over the
+// ranks and a split draw is one evaluation (as reduceStep counts it).
+func expectedCost(cfg *Config, maxServable int) (images, evals float64, err error) {
+	images, evals, err = mlmc.ExpectedCost(cfg.Estimator, cfg.mlmcConfig(), maxServable)
+	if err != nil {
+		return 0, 0, fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+	}
+	if splitsBatch(cfg.Estimator, cfg.Ranks) {
+		return images, evals, nil
+	}
+	ranks := float64(max(cfg.Ranks, 1))
+	return images * ranks, evals * ranks, nil
+}
+
 // planLength resolves the run's length, warm-up and learning rate into
 // t.cfg and builds the schedule (SPEC section 2: an epoch is ceil(n/2^L)
 // iterations, n the training images).
@@ -185,9 +296,9 @@ func (t *trainer) planLength(n, maxServable int) error {
 		cfg.TotalIters = cfg.Iterations
 	default:
 		// A sample budget: as many iterations as the expected cost allows.
-		perIter, _, err := mlmc.ExpectedCost(cfg.Estimator, cfg.mlmcConfig(), maxServable)
+		perIter, _, err := expectedCost(cfg, maxServable)
 		if err != nil {
-			return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+			return err
 		}
 		cfg.TotalIters = int(math.Ceil(float64(cfg.MaxSamples) / perIter))
 	}
@@ -225,4 +336,20 @@ func (t *trainer) close() {
 		t.model.FreePlans()
 		t.model.Params().Free()
 	}
+	if t.ownComm && t.comm != nil {
+		t.comm.Close()
+	}
+}
+
+// parallelNote says what the ranks do in parallel, for the log.
+func parallelNote(estimator string, maxLevel, ranks int, norm string) string {
+	if splitsBatch(estimator, ranks) {
+		how := "batch norm over each rank's share"
+		if norm == resnet18.NormGroup {
+			how = "group norm, so the split changes no embedding"
+		}
+		return fmt.Sprintf("%s: the %d images of each draw are split over the ranks, %d each from each rank's own stream, with %s, and the loss over all %d (projections gathered)",
+			estimator, 1<<maxLevel, (1<<maxLevel)/ranks, how, 1<<maxLevel)
+	}
+	return fmt.Sprintf("%s: each rank draws its own levels and images (streams seeded by rank), and the estimate is the mean of the %d ranks' estimates", estimator, ranks)
 }

@@ -12,8 +12,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
@@ -35,10 +38,20 @@ type Hooks struct {
 	Splits *data.Splits
 	// Backend replaces opening Config.Device.
 	Backend tensor.Backend
+	// Meminfo replaces /proc/meminfo, where a backend that does not report
+	// its free memory (the CPU) finds the available RAM.
+	Meminfo string
 	// StopAfter interrupts the run, as a signal would (checkpoint, then
 	// ErrInterrupted), once this many iterations have completed in this
 	// session; 0 never does.
 	StopAfter int
+	// Comm replaces opening the communicator of Config.Dist (the caller
+	// keeps it and closes it).
+	Comm collective.Comm
+	// OnStep, when set, is called after every optimizer step with the
+	// number of completed iterations and the parameters (tests compare
+	// ranks with it); an error it returns stops the run.
+	OnStep func(iteration int, params tensor.Buffer) error
 }
 
 // ErrInterrupted is returned (wrapped) when a run stops early on a signal
@@ -50,46 +63,62 @@ type Summary struct {
 	Out          string
 	Iterations   int
 	SamplesDrawn int64
-	Evaluations  int64
+	Evaluations  int64 // forward/backward passes (runfolder.Metrics.Evaluations)
 	Loss         float64
-	WallSeconds  float64
-	Probe        *runfolder.Probe
+	// LossExcess is Loss less log(2N - 1) (Oracle.Losses): comparable
+	// across batch sizes.
+	LossExcess  float64
+	WallSeconds float64
+	Probe       *runfolder.Probe
+	// Rank is this process's rank: rank 0 reports for the run.
+	Rank int
 }
 
 // Train runs cfg from scratch into the folder cfg.Out, which must not hold
-// a run already.
+// a run already. Every setting is checked before any data is read, and the
+// folder is created only once the run can start (setup), so a failed start
+// leaves nothing behind.
 func Train(ctx context.Context, cfg Config, hooks Hooks) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkDataset(&cfg, hooks); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Out, runfolder.StateFile)); err == nil {
 		return nil, fmt.Errorf("run folder %s already holds a run: continue it with --resume %s, or choose another --out", cfg.Out, cfg.Out)
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("create run folder: %w", err)
-	}
-	// A run that died before its first checkpoint cannot be resumed; its
-	// logs would otherwise be mixed into this run's.
-	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile, runfolder.ProbeFile} {
-		if err := os.Remove(filepath.Join(cfg.Out, name)); err != nil && !os.IsNotExist(err) {
-			return nil, fmt.Errorf("run folder %s: %w", cfg.Out, err)
-		}
-	}
-	return run(ctx, cfg, false, hooks)
+	return run(ctx, cfg, session{}, hooks)
+}
+
+// session says how a session of a run starts.
+type session struct {
+	resume bool
+	// extendedFrom is the run's length in iterations before a resume that
+	// made it longer (0: not extended).
+	extendedFrom int
 }
 
 // Resume continues the run in dir from its last checkpoint with the
 // configuration it was started with; override (nil for none) may change
 // session settings (device, workers, logging) before it starts, and its
-// error stops the resume.
+// error stops the resume. An override that changes the length (Epochs,
+// Iterations, MaxSamples; exactly one set) must make the run longer: that
+// extends it, a finished run too. Resuming a finished run without that is
+// an error, unless it still lacks its linear probe.
 func Resume(ctx context.Context, dir string, override func(*Config) error, hooks Hooks) (*Summary, error) {
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, runfolder.StateFile)); err != nil {
-		return nil, fmt.Errorf("resume %s: no checkpoint (%s) in the run folder: it stopped before its first checkpoint; start it again without --resume", dir, runfolder.StateFile)
+	meta, err := checkpoint.ReadMetadata(filepath.Join(dir, runfolder.StateFile))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("resume %s: no checkpoint (%s) in the run folder: it stopped before its first checkpoint; start it again without --resume", dir, runfolder.StateFile)
+		}
+		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
+	old := cfg
 	cfg.Out = dir
 	if override != nil {
 		if err := override(&cfg); err != nil {
@@ -99,7 +128,64 @@ func Resume(ctx context.Context, dir string, override func(*Config) error, hooks
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return run(ctx, cfg, true, hooks)
+	if err := checkDataset(&cfg, hooks); err != nil {
+		return nil, err
+	}
+	s, err := checkResumeLength(old, cfg, meta, dir)
+	if err != nil {
+		return nil, err
+	}
+	return run(ctx, cfg, s, hooks)
+}
+
+// checkResumeLength compares the length of a resumed run (cfg) with the one
+// it had (old) and its checkpoint's metadata: a new length must be longer,
+// and a finished run needs one (or a missing linear probe) to have anything
+// to do.
+func checkResumeLength(old, cfg Config, meta map[string]string, dir string) (session, error) {
+	s := session{resume: true}
+	done, _ := strconv.Atoi(meta["iteration"])
+	finished := meta["finished"] == "true" || (meta["finished"] == "" && old.TotalIters > 0 && done >= old.TotalIters)
+	if cfg.Epochs == old.Epochs && cfg.Iterations == old.Iterations && cfg.MaxSamples == old.MaxSamples {
+		if !finished {
+			return s, nil
+		}
+		if _, err := os.Stat(filepath.Join(dir, runfolder.ProbeFile)); cfg.Probe && os.IsNotExist(err) {
+			return s, nil // the session runs the probe it lacks
+		}
+		return s, fmt.Errorf("%s has finished (%d iterations): there is nothing to resume; to train it longer give a larger "+
+			"--epochs, --iterations or --max-samples with --resume (it ran %s), to evaluate it use simclr eval linear-probe --run %s",
+			dir, done, lengthString(old), dir)
+	}
+	var longer bool
+	switch {
+	case cfg.Iterations > 0:
+		longer = cfg.Iterations > old.TotalIters
+	case cfg.Epochs > 0:
+		longer = cfg.Epochs*old.ItersPerEpoch > old.TotalIters
+	default:
+		if old.MaxSamples == 0 {
+			return s, fmt.Errorf("--max-samples: %s was given its length as %s; extend it with --epochs or --iterations", dir, lengthString(old))
+		}
+		longer = cfg.MaxSamples > old.MaxSamples
+	}
+	if !longer {
+		return s, fmt.Errorf("%s does not extend %s: it is already %s (%d iterations, %d done); give a larger value",
+			lengthString(cfg), dir, lengthString(old), old.TotalIters, done)
+	}
+	s.extendedFrom = old.TotalIters
+	return s, nil
+}
+
+// lengthString is a run's length as its flag.
+func lengthString(c Config) string {
+	switch {
+	case c.Epochs > 0:
+		return fmt.Sprintf("--epochs %d", c.Epochs)
+	case c.Iterations > 0:
+		return fmt.Sprintf("--iterations %d", c.Iterations)
+	}
+	return fmt.Sprintf("--max-samples %d", c.MaxSamples)
 }
 
 // LoadConfig reads a run folder's config.json.
@@ -113,6 +199,23 @@ func LoadConfig(dir string) (Config, error) {
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// prepareFolder makes the run folder of a new run (rank 0 only: it alone
+// writes the folder). setup calls it last, once everything the run needs
+// has opened.
+func prepareFolder(out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("create run folder: %w", err)
+	}
+	// A run that died before its first checkpoint cannot be resumed; its
+	// logs would otherwise be mixed into this run's.
+	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile, runfolder.ProbeFile} {
+		if err := os.Remove(filepath.Join(out, name)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("run folder %s: %w", out, err)
+		}
+	}
+	return nil
 }
 
 // trainer holds one session of a run.
@@ -131,10 +234,18 @@ type trainer struct {
 	prev   tensor.Buffer // x_{t-1} for VR, else nil
 	sched  optim.Schedule
 
+	comm    collective.Comm // world of the run (collective.Single for one process)
+	ownComm bool            // comm was opened here, so close it
+	totals  mlmc.Totals     // costs summed over the ranks
+
+	lastCheckpoint int // iteration of the last checkpoint written this session or resumed from, -1 before
+
 	iter        int     // completed iterations
 	wallOffset  float64 // wall seconds of earlier sessions
 	start       time.Time
-	lastLoss    float64
+	lastLoss    float64 // mean L_B of the last iteration
+	lastExcess  float64 // its mean L_B - log(2N - 1)
+	finished    bool    // the loop has ended: the next checkpoint is the final one
 	lastLogTime time.Time
 }
 
@@ -144,15 +255,44 @@ func (t *trainer) logf(format string, args ...any) {
 
 func (t *trainer) wall() float64 { return t.wallOffset + time.Since(t.start).Seconds() }
 
-func run(ctx context.Context, cfg Config, resume bool, hooks Hooks) (sum *Summary, err error) {
-	t := &trainer{cfg: cfg, hooks: hooks, log: hooks.Log, start: time.Now()}
+func run(ctx context.Context, cfg Config, s session, hooks Hooks) (sum *Summary, err error) {
+	t := &trainer{cfg: cfg, hooks: hooks, log: hooks.Log, start: time.Now(), comm: collective.Single{}}
 	if t.log == nil {
 		t.log = os.Stderr
 	}
-	if err := t.setup(resume); err != nil {
-		t.close()
-		return nil, err
+	rank := launchRank(cfg, hooks)
+	if rank != 0 {
+		// Rank 0 speaks for the run; the others report only their errors.
+		t.log = io.Discard
 	}
+	// (A new run's folder is made at the end of setup, by rank 0, so that
+	// a start that fails leaves nothing behind.)
 	defer t.close()
-	return t.loop(ctx)
+	if err := t.setup(s); err != nil {
+		return nil, t.rankError(err)
+	}
+	if g, ok := t.comm.(*guardedComm); ok {
+		g.done, g.onStall = ctx.Done(), t.stalled
+	}
+	sum, err = t.loop(ctx)
+	return sum, t.rankError(err)
+}
+
+// rankError names the rank in err when there are several, and stops the
+// other ranks when this one fails alone: they would otherwise wait for it
+// in their next collective call forever.
+func (t *trainer) rankError(err error) error {
+	if err == nil || t.comm.Size() == 1 {
+		return err
+	}
+	err = fmt.Errorf("rank %d of %d: %w", t.comm.Rank(), t.comm.Size(), err)
+	// Interruptions and non-finite estimates are seen by every rank at the
+	// same iteration (they are agreed on or all-reduced); a lost rank has
+	// stopped already.
+	if errors.Is(err, ErrInterrupted) || errors.Is(err, ErrNonFinite) || errors.Is(err, errRankLost) || errors.Is(err, ErrRanksDiffer) {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%v\nstopping every rank\n", err)
+	t.comm.Abort(1)
+	return err
 }

@@ -168,19 +168,33 @@ func TestResumeIsBitForBit(t *testing.T) {
 		norm, augment string // "" keeps the defaults
 		total         int
 		stopAt        []int // sessions stop after these many iterations each
+		// extra state a resumed session must rebuild: separate halves
+		// (their pass count), a validation split, kNN evaluations with
+		// precise BN between iterations.
+		halves   string
+		valSplit int
+		evalKNN  bool
 	}{
-		{"lsgd", "", "", 6, []int{2}},
-		{"vr-rtmlmc", "", "", 7, []int{3, 1}}, // interrupted inside a VR period (QE = 2) and twice
-		{"rrmlmc", "", "", 5, []int{4}},
+		{"lsgd", "", "", 6, []int{2}, "", 0, false},
+		{"vr-rtmlmc", "", "", 7, []int{3, 1}, "", 0, false}, // interrupted inside a VR period (QE = 2) and twice
+		{"rrmlmc", "", "", 5, []int{4}, "", 0, false},
 		// Group norm keeps no running statistics (an empty bn_state); the
 		// resumed sessions read --norm and --augment back from config.json.
-		{"vr-rtmlmc", "group", "paper", 5, []int{3}},
+		{"vr-rtmlmc", "group", "paper", 5, []int{3}, "", 0, false},
+		{"vr-rtmlmc", "", "", 7, []int{2, 3}, HalvesSeparate, 8, true},
 	} {
-		t.Run(strings.Trim(tc.estimator+"/"+tc.norm+"/"+tc.augment, "/"), func(t *testing.T) {
+		t.Run(strings.Trim(tc.estimator+"/"+tc.norm+"/"+tc.augment+"/"+tc.halves, "/"), func(t *testing.T) {
 			whole := tinyConfig(t, tc.estimator)
 			whole.Iterations = tc.total
 			if tc.norm != "" {
 				whole.Norm, whole.Augment = tc.norm, tc.augment
+			}
+			if tc.halves != "" {
+				whole.Halves = tc.halves
+			}
+			whole.ValSplit = tc.valSplit
+			if tc.evalKNN {
+				whole.EvalEvery, whole.KNNK = 1, 3 // 40 training images: 5 iterations an epoch
 			}
 			whole.CheckpointEvery = 0
 			if _, err := Train(context.Background(), whole, tinyHooks(splits)); err != nil {
@@ -227,6 +241,18 @@ func TestResumeIsBitForBit(t *testing.T) {
 					}
 				}
 			}
+			if tc.evalKNN {
+				wantEvals, _ := runfolder.ReadLines[runfolder.Eval](filepath.Join(whole.Out, runfolder.EvalFile))
+				gotEvals, _ := runfolder.ReadLines[runfolder.Eval](filepath.Join(parts.Out, runfolder.EvalFile))
+				if len(wantEvals) == 0 || len(gotEvals) != len(wantEvals) {
+					t.Fatalf("resumed run logged %d kNN evaluations, uninterrupted %d (want at least one)", len(gotEvals), len(wantEvals))
+				}
+				for i, w := range wantEvals {
+					if g := gotEvals[i]; g.Iteration != w.Iteration || g.KNNTop1 != w.KNNTop1 || g.TestImages != w.TestImages {
+						t.Errorf("kNN evaluation %d: resumed %+v, uninterrupted %+v", i, g, w)
+					}
+				}
+			}
 			wantLines, _ := runfolder.ReadLines[runfolder.Metrics](filepath.Join(whole.Out, runfolder.MetricsFile))
 			gotLines, _ := runfolder.ReadLines[runfolder.Metrics](filepath.Join(parts.Out, runfolder.MetricsFile))
 			if len(gotLines) != len(wantLines) {
@@ -246,8 +272,10 @@ func TestNonFiniteLossStopsAndKeepsCheckpoint(t *testing.T) {
 	splits := syntheticSplits(32, 8, 16, 2)
 	cfg := tinyConfig(t, "lsgd")
 	cfg.Iterations = 40
-	cfg.CheckpointEvery = 1
-	cfg.LR = 1e30 // diverges within a few steps
+	// A checkpoint after every iteration; the learning rate diverges
+	// within a few steps.
+	cfg.CheckpointEvery = Period(time.Nanosecond)
+	cfg.LR = 1e30
 	_, err := Train(context.Background(), cfg, tinyHooks(splits))
 	if err == nil || !errors.Is(err, ErrNonFinite) && !strings.Contains(err.Error(), "not finite") {
 		t.Fatalf("error %v, want a non-finite loss", err)
@@ -285,6 +313,12 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 		{"bad device", func(c *Config) { c.Device = "tpu" }, "--device"},
 		{"no out", func(c *Config) { c.Out = "" }, "--out"},
 		{"negative knn-k", func(c *Config) { c.KNNK = -5 }, "--knn-k -5"},
+		{"unknown dist", func(c *Config) { c.Dist = "gloo" }, "--dist"},
+		{"rank beyond world", func(c *Config) { c.Rank, c.WorldSize = 2, 2 }, "--rank 2"},
+		{"nccl on the CPU", func(c *Config) { c.Dist, c.DistAddr, c.Rank, c.WorldSize = "nccl", "127.0.0.1:1", 1, 2 }, "needs the CUDA backend"},
+		{"unknown halves", func(c *Config) { c.Halves = "both" }, "--halves"},
+		{"negative val-split", func(c *Config) { c.ValSplit = -1 }, "--val-split -1"},
+		{"val-split of every image", func(c *Config) { c.ValSplit = 16 }, "--val-split"},
 		{"bad norm", func(c *Config) { c.Norm = "layer" }, "--norm \"layer\""},
 		{"bad augment", func(c *Config) { c.Augment = "byol" }, "--augment"},
 	} {
@@ -329,7 +363,9 @@ func TestResumeRejectsDamagedCheckpoint(t *testing.T) {
 	state := filepath.Join(cfg.Out, runfolder.StateFile)
 	data, _ := os.ReadFile(state)
 	os.WriteFile(state, data[:len(data)/2], 0o644)
-	_, err := Resume(context.Background(), cfg.Out, nil, tinyHooks(splits))
+	// The run has finished: extend it, so that the session reads the state.
+	longer := func(c *Config) error { c.Iterations = 4; return nil }
+	_, err := Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
 	if err == nil || !strings.Contains(err.Error(), state) {
 		t.Fatalf("error %v, want one naming %s", err, state)
 	}

@@ -1,11 +1,14 @@
 package cpu
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -142,4 +145,70 @@ func BenchmarkResNet18Convs(b *testing.B) {
 	}
 	reportRates(b, flops, processCPUTime()-cpu0)
 	b.ReportMetric(128*float64(b.N)/b.Elapsed().Seconds(), "views/s")
+}
+
+// BenchmarkSmallBatchConvs runs every convolution of one ResNet-18 training
+// step (forward, then backward) at MLMC's small batches, once with the work
+// split over images and once over channels, and reports the views per
+// second the convolutions alone allow; auto-purego is the automatic split on
+// the pure-Go SGEMM, which should stay within 2x of OpenBLAS.
+//
+//	go test ./backend/cpu -run '^$' -bench SmallBatchConvs -benchtime 10x
+func BenchmarkSmallBatchConvs(b *testing.B) {
+	for _, views := range []int{4, 8, 16, 32} {
+		for _, sp := range []struct {
+			name   string
+			split  convSplit
+			pureGo bool
+		}{{"images", splitImages, false}, {"channels", splitChannels, false}, {"auto", splitAuto, false}, {"auto-purego", splitAuto, true}} {
+			b.Run(fmt.Sprintf("views%d/%s", views, sp.name), func(b *testing.B) {
+				be := New()
+				if sp.pureGo {
+					be = NewWith(blas.PureGo(1), runtime.NumCPU())
+				}
+				be.convSplit = sp.split
+				type layer struct {
+					s               tensor.ConvShape
+					count           int
+					x, w, y, dx, dw tensor.Buffer
+				}
+				rng := rand.New(rand.NewPCG(1, 1))
+				var layers []layer
+				var flops float64
+				for _, c := range resnet18Convs {
+					s := c.shape
+					s.N = views
+					l := layer{s: s, count: c.count, x: upload(be, randSlice(rng, s.InLen())), w: upload(be, randSlice(rng, s.WeightLen())),
+						y: upload(be, randSlice(rng, s.OutLen())), dw: be.Alloc(s.WeightLen())}
+					flops += float64(c.count) * s.FLOPs() * 2
+					if s.C > 3 {
+						l.dx = be.Alloc(s.InLen())
+						flops += float64(c.count) * s.FLOPs()
+					}
+					layers = append(layers, l)
+				}
+				run := func() {
+					for _, l := range layers {
+						for range l.count {
+							be.Conv2dForward(l.s, l.x, l.w, l.y)
+						}
+					}
+					for i := len(layers) - 1; i >= 0; i-- {
+						l := layers[i]
+						for range l.count {
+							be.Conv2dBackward(l.s, l.x, l.w, l.y, l.dx, l.dw)
+						}
+					}
+				}
+				run()
+				b.ResetTimer()
+				cpu0 := processCPUTime()
+				for b.Loop() {
+					run()
+				}
+				reportRates(b, flops, processCPUTime()-cpu0)
+				b.ReportMetric(float64(views)*float64(b.N)/b.Elapsed().Seconds(), "views/s")
+			})
+		}
+	}
 }

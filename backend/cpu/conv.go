@@ -80,12 +80,59 @@ func (b *Backend) forImages(n int, fn func(p, lo, hi int)) int {
 	return parallel.For(n, b.threads, fn)
 }
 
+// convSplit says how a convolution's work is shared among the workers.
+type convSplit int
+
+const (
+	// splitAuto picks per layer with splitByChannels.
+	splitAuto convSplit = iota
+	// splitImages gives each worker its own images, lowered and multiplied
+	// in chunks of its own, and sums the workers' filter gradients.
+	splitImages
+	// splitChannels lowers all images into one shared im2col matrix and
+	// splits every GEMM over channels: output channels in the forward pass
+	// and the filter gradient, input channels in the data gradient.
+	splitChannels
+)
+
+// splitByChannels reports whether s runs split over channels. Splitting
+// over images makes every worker stream the whole weight matrix (and, in
+// the backward pass, write and then sum a whole filter gradient of its
+// own) for the few columns its images give; at MLMC's small batches the
+// deep layers' weights outweigh the images, so there each worker should
+// take a share of the weights instead. Where the weights have fewer rows
+// than a worker's images have output positions (K < cols/2, the first
+// stages at every batch size), halving the GEMM's rows costs more than
+// the weights save: measured per layer with BenchmarkSmallBatchConvs on
+// the 2-core development machine, channels won by 10-20% of CPU time in
+// the last two stages at 4-16 views and lost up to 40% in the first. The
+// shared im2col matrix and output must fit in the workspace budget.
+func (b *Backend) splitByChannels(s tensor.ConvShape) bool {
+	switch {
+	case b.convSplit == splitImages || b.threads == 1 || pointwise(s):
+		return false
+	case b.convSplit == splitChannels:
+		return true
+	}
+	P := s.OutH() * s.OutW()
+	perWorker := (s.N + b.threads - 1) / b.threads
+	if 2*s.K < perWorker*P {
+		return false
+	}
+	return (s.C*s.R*s.S+s.K)*s.N*P <= b.chunkBudget
+}
+
 // Conv2dForward: x is (N,C,H,W), w is (K,C,R,S), y is (N,K,OH,OW).
-// Each worker convolves its own images with its own GEMMs.
+// Each worker convolves its own images with its own GEMMs, or, at small
+// batches, a share of the output channels of all images.
 func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	xd, wd, yd := Data(x), Data(w), Data(y)
 	checkConv(s, xd, wd, yd, "output y")
 	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
+	if b.splitByChannels(s) {
+		b.convForwardChannels(s, xd, wd, yd)
+		return
+	}
 	if pointwise(s) {
 		b.forImages(s.N, func(_, lo, hi int) {
 			for n := lo; n < hi; n++ {
@@ -137,6 +184,10 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 		}
 	}
 	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
+	if b.splitByChannels(s) {
+		b.convBackwardChannels(s, xd, wd, dyd, dxd, dwd)
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	workers := min(b.threads, s.N)
@@ -197,24 +248,96 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	}
 }
 
-// chunkToImages scatters out (K, cnt*P) into y[n0:n0+cnt] of layout (N,K,P).
-func chunkToImages(K, P, n0, cnt int, out, y []float32) {
+// convForwardChannels is Conv2dForward split over output channels: the
+// workers lower all images into one im2col matrix col (CRS, N*P), rows
+// split among them, then each multiplies its share of the filters' rows
+// by all of col and scatters those channels into y.
+func (b *Backend) convForwardChannels(s tensor.ConvShape, xd, wd, yd []float32) {
+	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
+	M := s.N * P
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ws := b.grow(0, (CRS+K)*M)
+	col := ws[:CRS*M]
+	out := yd // one image: (K, P) is already y's layout
+	if s.N > 1 {
+		out = ws[CRS*M:]
+	}
+	parallel.For(CRS, b.threads, func(_, lo, hi int) { im2col(s, xd, 0, s.N, col, lo, hi) })
+	parallel.For(K, b.threads, func(_, lo, hi int) {
+		b.gemm.Sgemm(false, false, hi-lo, M, CRS, 1, wd[lo*CRS:], CRS, col, M, 0, out[lo*M:], M)
+		if s.N > 1 {
+			chunkToImagesRows(K, P, 0, s.N, lo, hi, out, yd)
+		}
+	})
+}
+
+// convBackwardChannels is Conv2dBackward split over channels. Phase one
+// lowers x into col (CRS, N*P) and gathers dy into dyc (K, N*P), rows of
+// both split among the workers; phase two gives each worker a share of
+// the filters, dw[k0:k1] = dyc[k0:k1] col^T, so no partial filter
+// gradients are summed; phase three, once col is free, gives each worker
+// a share of the input channels c0..c1, whose rows of dcol = w^T dyc it
+// computes into col and adds into dx with col2im.
+func (b *Backend) convBackwardChannels(s tensor.ConvShape, xd, wd, dyd, dxd, dwd []float32) {
+	P, CRS, K, RS := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K, s.R*s.S
+	M := s.N * P
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ws := b.grow(0, (CRS+K)*M)
+	col := ws[:CRS*M]
+	dyc := dyd // one image: dy (K, P) is already the chunk layout
+	if s.N > 1 {
+		dyc = ws[CRS*M:]
+	}
+	parallel.For(b.threads, b.threads, func(p, _, _ int) {
+		im2col(s, xd, 0, s.N, col, p*CRS/b.threads, (p+1)*CRS/b.threads)
+		if s.N > 1 {
+			imagesToChunkRows(K, P, 0, s.N, p*K/b.threads, (p+1)*K/b.threads, dyd, dyc)
+		}
+	})
+	parallel.For(K, b.threads, func(_, lo, hi int) {
+		b.gemm.Sgemm(false, true, hi-lo, CRS, M, 1, dyc[lo*M:], M, col, M, 0, dwd[lo*CRS:], CRS)
+	})
+	if dxd == nil {
+		return
+	}
+	parallel.For(s.C, b.threads, func(_, lo, hi int) {
+		b.gemm.Sgemm(true, false, (hi-lo)*RS, M, K, 1, wd[lo*RS:], CRS, dyc, M, 0, col[lo*RS*M:], M)
+		col2im(s, col, 0, s.N, dxd, lo, hi)
+	})
+}
+
+// chunkToImagesRows scatters rows [klo,khi) of out (K, cnt*P) into
+// y[n0:n0+cnt] of layout (N,K,P).
+func chunkToImagesRows(K, P, n0, cnt, klo, khi int, out, y []float32) {
 	M := cnt * P
-	for k := 0; k < K; k++ {
+	for k := klo; k < khi; k++ {
 		for i := 0; i < cnt; i++ {
 			copy(y[((n0+i)*K+k)*P:((n0+i)*K+k+1)*P], out[k*M+i*P:k*M+(i+1)*P])
 		}
 	}
 }
 
-// imagesToChunk gathers dy[n0:n0+cnt] of layout (N,K,P) into dyc (K, cnt*P).
-func imagesToChunk(K, P, n0, cnt int, dy, dyc []float32) {
+// imagesToChunkRows gathers channels [klo,khi) of dy[n0:n0+cnt] (N,K,P)
+// into rows [klo,khi) of dyc (K, cnt*P).
+func imagesToChunkRows(K, P, n0, cnt, klo, khi int, dy, dyc []float32) {
 	M := cnt * P
-	for k := 0; k < K; k++ {
+	for k := klo; k < khi; k++ {
 		for i := 0; i < cnt; i++ {
 			copy(dyc[k*M+i*P:k*M+(i+1)*P], dy[((n0+i)*K+k)*P:((n0+i)*K+k+1)*P])
 		}
 	}
+}
+
+// chunkToImages scatters out (K, cnt*P) into y[n0:n0+cnt] of layout (N,K,P).
+func chunkToImages(K, P, n0, cnt int, out, y []float32) {
+	chunkToImagesRows(K, P, n0, cnt, 0, K, out, y)
+}
+
+// imagesToChunk gathers dy[n0:n0+cnt] of layout (N,K,P) into dyc (K, cnt*P).
+func imagesToChunk(K, P, n0, cnt int, dy, dyc []float32) {
+	imagesToChunkRows(K, P, n0, cnt, 0, K, dy, dyc)
 }
 
 // validRange is the range [lo, hi) of output columns o (0 <= o < outLen)
@@ -266,8 +389,7 @@ func im2col(s tensor.ConvShape, x []float32, n0, cnt int, col []float32, qlo, qh
 				ih := oh*s.Stride - s.Pad + r
 				row := dst[oh*OW : (oh+1)*OW]
 				src := plane[ih*s.W : (ih+1)*s.W]
-				clear(row[:wlo])
-				clear(row[whi:])
+				clearEdges(row, wlo, whi)
 				if s.Stride == 1 {
 					copy(row[wlo:whi], src[wlo-s.Pad+sx:])
 					continue
@@ -303,8 +425,7 @@ func im2colShifted(dst, plane []float32, s tensor.ConvShape, OW, r, sx, hlo, hhi
 	}
 	for oh := hlo; oh < hhi; oh++ {
 		row := dst[oh*OW : (oh+1)*OW]
-		clear(row[:wlo])
-		clear(row[whi:])
+		clearEdges(row, wlo, whi)
 	}
 }
 
@@ -355,12 +476,23 @@ func col2im(s tensor.ConvShape, dcol []float32, n0, cnt int, dx []float32, clo, 
 func col2imShifted(plane, src []float32, s tensor.ConvShape, OW, r, sx, hlo, hhi, wlo, whi int) {
 	for oh := hlo; oh < hhi; oh++ {
 		row := src[oh*OW : (oh+1)*OW]
-		clear(row[:wlo])
-		clear(row[whi:])
+		clearEdges(row, wlo, whi)
 	}
 	off := (r-s.Pad)*s.W + sx - s.Pad
 	if j0, j1 := max(hlo*OW, -off), min(hhi*OW, len(plane)-off); j1 > j0 {
 		addTo(plane[j0+off:], src[j0:j1])
+	}
+}
+
+// clearEdges zeroes row[:lo] and row[hi:], the padding columns of one
+// output row: usually a single element each (pad 1), where an index loop
+// costs a fraction of two calls into memclr per row.
+func clearEdges(row []float32, lo, hi int) {
+	for j := 0; j < lo; j++ {
+		row[j] = 0
+	}
+	for j := hi; j < len(row); j++ {
+		row[j] = 0
 	}
 }
 

@@ -60,19 +60,28 @@ func chunkBudgets(s tensor.ConvShape) map[string]int {
 	return map[string]int{"all": defaultChunkBudget, "1image": perImage, "2images": 2 * perImage}
 }
 
+// convSplits are the ways of sharing a convolution among workers that
+// every test runs: the automatic choice and each forced one.
+var convSplits = []struct {
+	name  string
+	split convSplit
+}{{"auto", splitAuto}, {"images", splitImages}, {"channels", splitChannels}}
+
 func TestConv2dForwardMatchesDirectConvolution(t *testing.T) {
 	for _, tb := range testBackends() {
 		for si, s := range convShapes {
 			for cname, budget := range chunkBudgets(s) {
-				t.Run(fmt.Sprintf("%s/%d/%s", tb.name, si, cname), func(t *testing.T) {
-					rng := rand.New(rand.NewPCG(uint64(si), 1))
-					b := tb.b
-					b.chunkBudget = budget
-					x, w := randSlice(rng, s.InLen()), randSlice(rng, s.WeightLen())
-					y := filled(b, s.OutLen(), 7)
-					b.Conv2dForward(s, upload(b, x), upload(b, w), y)
-					assertClose(t, s.String()+" y", download(b, y), convRef(s, to64(x), to64(w)), 1e-5)
-				})
+				for _, sp := range convSplits {
+					t.Run(fmt.Sprintf("%s/%d/%s/%s", tb.name, si, cname, sp.name), func(t *testing.T) {
+						rng := rand.New(rand.NewPCG(uint64(si), 1))
+						b := tb.b
+						b.chunkBudget, b.convSplit = budget, sp.split
+						x, w := randSlice(rng, s.InLen()), randSlice(rng, s.WeightLen())
+						y := filled(b, s.OutLen(), 7)
+						b.Conv2dForward(s, upload(b, x), upload(b, w), y)
+						assertClose(t, s.String()+" y", download(b, y), convRef(s, to64(x), to64(w)), 1e-5)
+					})
+				}
 			}
 		}
 	}
@@ -93,19 +102,21 @@ func TestConv2dBackwardFiniteDifferences(t *testing.T) {
 		wantDw := centralDiff(w64, 1e-3, objective)
 		for _, tb := range testBackends() {
 			for cname, budget := range chunkBudgets(s) {
-				t.Run(fmt.Sprintf("%s/%d/%s", tb.name, si, cname), func(t *testing.T) {
-					b := tb.b
-					b.chunkBudget = budget
-					dx, dw := filled(b, s.InLen(), 7), filled(b, s.WeightLen(), 7)
-					b.Conv2dBackward(s, upload(b, x), upload(b, w), upload(b, r), dx, dw)
-					assertClose(t, s.String()+" dx", download(b, dx), wantDx, 1e-5)
-					assertClose(t, s.String()+" dw", download(b, dw), wantDw, 1e-5)
+				for _, sp := range convSplits {
+					t.Run(fmt.Sprintf("%s/%d/%s/%s", tb.name, si, cname, sp.name), func(t *testing.T) {
+						b := tb.b
+						b.chunkBudget, b.convSplit = budget, sp.split
+						dx, dw := filled(b, s.InLen(), 7), filled(b, s.WeightLen(), 7)
+						b.Conv2dBackward(s, upload(b, x), upload(b, w), upload(b, r), dx, dw)
+						assertClose(t, s.String()+" dx", download(b, dx), wantDx, 1e-5)
+						assertClose(t, s.String()+" dw", download(b, dw), wantDw, 1e-5)
 
-					// Without dx (the network input) dw is unchanged.
-					dw2 := filled(b, s.WeightLen(), 7)
-					b.Conv2dBackward(s, upload(b, x), upload(b, w), upload(b, r), nil, dw2)
-					assertClose(t, s.String()+" dw without dx", download(b, dw2), wantDw, 1e-5)
-				})
+						// Without dx (the network input) dw is unchanged.
+						dw2 := filled(b, s.WeightLen(), 7)
+						b.Conv2dBackward(s, upload(b, x), upload(b, w), upload(b, r), nil, dw2)
+						assertClose(t, s.String()+" dw without dx", download(b, dw2), wantDw, 1e-5)
+					})
+				}
 			}
 		}
 	}

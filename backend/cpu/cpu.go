@@ -44,6 +44,9 @@ type Backend struct {
 	// elements (at least one image is processed at a time). Tests lower it
 	// to exercise several chunks.
 	chunkBudget int
+	// convSplit chooses how convolutions share work among the workers;
+	// tests force each way, New leaves splitAuto.
+	convSplit convSplit
 	// normSums is GroupNormBackward's per-(image, channel) float64 sums,
 	// grown to the largest layer and reused (guarded by mu).
 	normSums []float64

@@ -185,19 +185,22 @@ func (c *cudnnAPI) check(what string, r uintptr) error {
 
 // cuDNN constants.
 const (
-	cudnnTensorNCHW        = 0
-	cudnnDataFloat         = 0
-	cudnnCrossCorrelation  = 1
-	cudnnDefaultMath       = 0
-	cudnnTensorOpMath      = 1
-	cudnnFMAMath           = 3
-	cudnnStatusSuccess     = 0
-	cudnnAlgoPerfSize      = 48 // sizeof(cudnnConvolution*AlgoPerf_t)
-	cudnnAlgoPerfMemoryOff = 16
-	cudnnAlgoPerfMathOff   = 28
-	cudnnAlgoPerfStatusOff = 4
-	cudnnAlgoPerfTimeOff   = 8
-	cudnnMaxAlgosRequested = 16
+	cudnnTensorNCHW       = 0
+	cudnnDataFloat        = 0
+	cudnnCrossCorrelation = 1
+	cudnnDefaultMath      = 0
+	cudnnTensorOpMath     = 1
+	// cudnnTensorOpMathAllowConversion lets cuDNN convert fp32 inputs to
+	// fp16/bf16 for tensor cores: never accepted.
+	cudnnTensorOpMathAllowConversion = 2
+	cudnnFMAMath                     = 3
+	cudnnStatusSuccess               = 0
+	cudnnAlgoPerfSize                = 48 // sizeof(cudnnConvolution*AlgoPerf_t)
+	cudnnAlgoPerfMemoryOff           = 16
+	cudnnAlgoPerfMathOff             = 28
+	cudnnAlgoPerfStatusOff           = 4
+	cudnnAlgoPerfTimeOff             = 8
+	cudnnMaxAlgosRequested           = 16
 )
 
 type nvrtcAPI struct {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -37,6 +38,11 @@ type liveSpan struct {
 	size uint64
 }
 
+// ErrOutOfMemory marks an allocation the device refused. It leaves the
+// device usable (nothing ran with the missing buffer: the backend skips
+// work after a failure), so Backend.Recover may clear it.
+var ErrOutOfMemory = errors.New("out of device memory")
+
 func newArena(align, chunkSize uint64, grow func(uint64) (uint64, error), memInfo func() (uint64, uint64)) *arena {
 	if align == 0 || align&(align-1) != 0 {
 		panic(fmt.Sprintf("cuda: arena alignment %d is not a power of two", align))
@@ -70,7 +76,7 @@ func (a *arena) alloc(bytes uint64, what string) (uint64, error) {
 			free, total := a.memInfo()
 			msg += fmt.Sprintf("; device free %s of %s", human(free), human(total))
 		}
-		return 0, fmt.Errorf("%s): %w; use a smaller batch (lower --level), a narrower model, or --device cpu", msg, err)
+		return 0, fmt.Errorf("%s): %w (%w); use a smaller batch (lower --level), a narrower model, or --device cpu", msg, ErrOutOfMemory, err)
 	}
 	if base%a.align != 0 {
 		panic(fmt.Sprintf("cuda: chunk base %#x not aligned to %d", base, a.align))

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -110,6 +111,31 @@ func TestArenaOutOfMemoryMessage(t *testing.T) {
 	for _, want := range []string{"out of GPU memory", "2.0 MiB", "the activations of 1024 views", "device free 1.0 MiB of 4.0 MiB", "CUDA_ERROR_OUT_OF_MEMORY", "smaller batch"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if !errors.Is(err, ErrOutOfMemory) {
+		t.Errorf("error %q does not wrap ErrOutOfMemory", err)
+	}
+}
+
+// Recover clears an out-of-memory failure (the device is still usable) and
+// only that: a kernel fault stays recorded and is returned.
+func TestRecoverClearsOnlyOutOfMemory(t *testing.T) {
+	oom := fmt.Errorf("cuda: out of GPU memory allocating 2 GiB: %w", ErrOutOfMemory)
+	fault := errors.New("cuda: cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS")
+	tests := []struct {
+		name    string
+		failure error
+		want    error // Recover's result and what stays recorded
+	}{
+		{"no failure", nil, nil},
+		{"out of memory", oom, nil},
+		{"kernel fault", fault, fault},
+	}
+	for _, tc := range tests {
+		b := &Backend{err: tc.failure}
+		if got := b.Recover(); got != tc.want || b.err != tc.want {
+			t.Errorf("%s: Recover() = %v, recorded %v; want %v", tc.name, got, b.err, tc.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -332,6 +333,38 @@ func (b *Backend) MemoryInUse() (inUse, peak, reserved uint64) {
 		return 0, 0, 0
 	}
 	return b.arena.inUse, b.arena.peak, b.arena.reserved()
+}
+
+// FreeMemory is the device memory new buffers can still get: the driver's
+// free memory plus what the arena holds unused. The trainer caps its
+// largest level with it.
+func (b *Backend) FreeMemory() (uint64, error) {
+	b.enter()
+	defer b.leave()
+	if b.err != nil {
+		return 0, b.err
+	}
+	free, _ := b.memInfo()
+	return free + b.arena.reserved() - b.arena.inUse, nil
+}
+
+// Recover clears a recorded out-of-memory failure (ErrOutOfMemory), after
+// which buffers allocated before it can be read again, so that a trainer
+// can still save a checkpoint. Buffers allocated while the failure stood
+// are not backed and must not be used. Any other failure (a kernel fault
+// may leave the context unusable) is returned and stays recorded.
+func (b *Backend) Recover() error {
+	b.enter()
+	defer b.leave()
+	if b.err == nil {
+		return nil
+	}
+	if !errors.Is(b.err, ErrOutOfMemory) {
+		return b.err
+	}
+	b.err = nil
+	// Work queued before the failure must have completed cleanly.
+	return b.syncLocked()
 }
 
 // ---- buffers ----

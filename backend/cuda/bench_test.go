@@ -13,6 +13,13 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
+// openBench opens one backend for a whole benchmark function and its
+// sub-benchmarks. It is called from the top-level function (run once, with
+// b.N = 1, when it has sub-benchmarks), never inside b.Run: the testing
+// package calls a sub-benchmark's function several times while it sizes
+// b.N, and an Open each time (context, NVRTC compile or cache load, cuDNN
+// handle) costs seconds and device memory that are no part of what is
+// measured.
 func openBench(b *testing.B, precision string) *cuda.Backend {
 	g, err := cuda.Open(cuda.Options{Precision: precision})
 	if err != nil {
@@ -31,11 +38,12 @@ func BenchmarkConv(b *testing.B) {
 		{N: 512, C: 512, H: 4, W: 4, K: 512, R: 3, S: 3, Stride: 1, Pad: 1},
 	}
 	for _, precision := range []string{"tf32", "fp32"} {
+		g := openBench(b, precision)
 		for _, s := range shapes {
 			b.Run(fmt.Sprintf("%s/C=%d/HW=%d", precision, s.C, s.H), func(b *testing.B) {
-				g := openBench(b, precision)
 				x, w, y := g.Alloc(s.InLen()), g.Alloc(s.WeightLen()), g.Alloc(s.OutLen())
 				dx, dw := g.Alloc(s.InLen()), g.Alloc(s.WeightLen())
+				defer freeAll(g, x, w, y, dx, dw)
 				g.Conv2dForward(s, x, w, y) // plan and find algorithms outside the timing
 				g.Conv2dBackward(s, x, w, y, dx, dw)
 				if err := g.Sync(); err != nil {
@@ -55,32 +63,49 @@ func BenchmarkConv(b *testing.B) {
 	}
 }
 
-// BenchmarkNTXent is the multilevel loss and its gradient at 512 images.
-func BenchmarkNTXent(b *testing.B) {
-	g := openBench(b, "tf32")
-	n, d := 512, 128
-	z, dz := g.Alloc(2*n*d), g.Alloc(2*n*d)
-	g.Upload(z, make([]float32, 2*n*d))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		g.NTXent(n, d, 0.5, true, z, dz)
+// freeAll returns benchmark buffers to the shared backend's arena.
+func freeAll(g *cuda.Backend, bufs ...tensor.Buffer) {
+	for _, x := range bufs {
+		g.Free(x)
 	}
 }
 
+// BenchmarkNTXent is the multilevel loss and its gradient at 512 images.
+func BenchmarkNTXent(b *testing.B) {
+	g := openBench(b, "tf32")
+	b.Run("images=512", func(b *testing.B) {
+		n, d := 512, 128
+		z, dz := g.Alloc(2*n*d), g.Alloc(2*n*d)
+		defer freeAll(g, z, dz)
+		g.Upload(z, make([]float32, 2*n*d))
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			g.NTXent(n, d, 0.5, true, z, dz)
+		}
+		if err := g.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // BenchmarkResNet18Step is one training step (forward, loss, backward,
-// SGD) of ResNet-18 at 2^L images; it reports views/s.
+// SGD) of ResNet-18 at 2^L images; it reports views/s and the arena's
+// peak. One backend serves each precision; every run frees what it
+// allocated and the sizes grow, so the peak read after a run is that run's.
 func BenchmarkResNet18Step(b *testing.B) {
-	for _, images := range []int{64, 256, 512} {
-		for _, precision := range []string{"tf32", "fp32"} {
+	for _, precision := range []string{"tf32", "fp32"} {
+		g := openBench(b, precision)
+		for _, images := range []int{64, 256, 512} {
 			b.Run(fmt.Sprintf("%s/images=%d", precision, images), func(b *testing.B) {
-				g := openBench(b, precision)
 				cfg := resnet18.Config{Width: 1, ProjDim: 128, InputSize: 32}
 				m := resnet18.New(g, cfg, 1)
+				defer m.Free()
 				views := 2 * images
 				x := g.Alloc(views * 3 * 32 * 32)
 				dz := g.Alloc(views * cfg.ProjDim)
 				p := m.Params()
 				mom := g.Alloc(p.Len())
+				defer freeAll(g, x, dz, mom)
 				step := func() {
 					z := m.Forward(x, views, true, true)
 					g.NTXent(images, cfg.ProjDim, 0.5, false, z, dz)

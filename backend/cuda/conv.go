@@ -65,18 +65,38 @@ func parsePerf(raw []byte, count int) []algoPerf {
 }
 
 // chooseAlgo takes the first (fastest: cuDNN sorts them) usable algorithm:
-// succeeded, fits the workspace, and for fp32 uses no tensor-core math.
+// succeeded, fits the workspace, and of a math type the precision allows:
+// fp32 only CUDNN_FMA_MATH (DEFAULT_MATH lets cuDNN pick tensor cores on
+// some algorithms, which is not fp32), tf32 anything but
+// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (which may compute in fp16/bf16).
 func chooseAlgo(perf []algoPerf, wsLimit uint64, fp32 bool) (algoPerf, bool) {
 	for _, p := range perf {
 		if p.status != cudnnStatusSuccess || p.memory > wsLimit {
 			continue
 		}
-		if fp32 && p.mathType != cudnnFMAMath && p.mathType != cudnnDefaultMath {
+		if fp32 && p.mathType != cudnnFMAMath {
+			continue
+		}
+		if !fp32 && p.mathType == cudnnTensorOpMathAllowConversion {
 			continue
 		}
 		return p, true
 	}
 	return algoPerf{}, false
+}
+
+// settleWorkspace returns the workspace the chosen algorithm runs with: the
+// larger of the perf record's and cuDNN's answer for the algorithm under
+// the math type now set on the descriptor (query). The record can be
+// smaller than what the final descriptor needs (the heuristic's records
+// carry estimates, and the math type may have changed since the
+// measurement), and running with too small a workspace fails or corrupts.
+func settleWorkspace(choice algoPerf, query func(algo int32) (uint64, error)) (uint64, error) {
+	size, err := query(choice.algo)
+	if err != nil {
+		return 0, err
+	}
+	return max(size, choice.memory), nil
 }
 
 func (b *Backend) mathType() int {
@@ -129,8 +149,9 @@ func (b *Backend) workspaceLocked(bytes uint64) uint64 {
 
 // pickAlgo runs cuDNN's benchmark (find, with our buffers and a workspace
 // of opts.WorkspaceBytes) and falls back to its heuristic (get_v7) when the
-// benchmark fails; it then sets the chosen math type on conv.
-func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, find func(ws uint64, raw []byte, count *int32) uintptr, get func(raw []byte, count *int32) uintptr) (int, uint64) {
+// benchmark fails; it then sets the chosen math type on conv and asks
+// cuDNN (wsSize) for the algorithm's workspace under it.
+func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, find func(ws uint64, raw []byte, count *int32) uintptr, get func(raw []byte, count *int32) uintptr, wsSize func(algo int32, size *uint64) uintptr) (int, uint64) {
 	c := &b.libs.cudnn
 	raw := make([]byte, cudnnMaxAlgosRequested*cudnnAlgoPerfSize)
 	var count int32
@@ -158,10 +179,22 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, find f
 	if b.tf32 {
 		// The algorithm may have been measured with another math type
 		// than requested; it must run with the one it was measured with.
-		// fp32 keeps CUDNN_FMA_MATH whatever the record says.
-		b.fail(c.check("cudnnSetConvolutionMathType", mustCall(c.setConvMath, conv, uintptr(choice.mathType))))
+		// fp32 keeps CUDNN_FMA_MATH (chooseAlgo took only such records).
+		if err := c.check("cudnnSetConvolutionMathType", mustCall(c.setConvMath, conv, uintptr(choice.mathType))); err != nil {
+			b.fail(err)
+			return 0, 0
+		}
 	}
-	return int(choice.algo), choice.memory
+	ws, err := settleWorkspace(choice, func(algo int32) (uint64, error) {
+		var size uint64
+		err := c.check(what+" workspace size for "+s.String(), wsSize(algo, &size))
+		return size, err
+	})
+	if err != nil {
+		b.fail(err)
+		return 0, 0
+	}
+	return int(choice.algo), ws
 }
 
 // Conv2dForward: x is (N,C,H,W), w is (K,C,R,S), y is (N,K,OH,OW).
@@ -188,6 +221,9 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 			func(raw []byte, count *int32) uintptr {
 				return mustCall(c.getFwdV7, h, p.x, p.w, p.convFwd, p.y, cudnnMaxAlgosRequested,
 					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+			},
+			func(algo int32, size *uint64) uintptr {
+				return mustCall(c.fwdWorkspaceSize, h, p.x, p.w, p.convFwd, p.y, uintptr(algo), uintptr(unsafe.Pointer(size)))
 			})
 		p.fwdFound = b.err == nil
 	}
@@ -234,6 +270,9 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 				func(raw []byte, count *int32) uintptr {
 					return mustCall(c.getBwdDataV7, h, p.w, p.y, p.convBwdD, p.x, cudnnMaxAlgosRequested,
 						uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+				},
+				func(algo int32, size *uint64) uintptr {
+					return mustCall(c.bwdDataWorkspaceSize, h, p.w, p.y, p.convBwdD, p.x, uintptr(algo), uintptr(unsafe.Pointer(size)))
 				})
 			p.bwdDFound = b.err == nil
 		}
@@ -253,6 +292,9 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 			func(raw []byte, count *int32) uintptr {
 				return mustCall(c.getBwdFilterV7, h, p.x, p.y, p.convBwdF, p.w, cudnnMaxAlgosRequested,
 					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+			},
+			func(algo int32, size *uint64) uintptr {
+				return mustCall(c.bwdFilterWorkspaceSz, h, p.x, p.y, p.convBwdF, p.w, uintptr(algo), uintptr(unsafe.Pointer(size)))
 			})
 		p.bwdFFound = b.err == nil
 	}

@@ -13,7 +13,8 @@
 // Backend is used by one goroutine at a time (a mutex guards it anyway).
 //
 // Libraries are searched in SIMCLR_CUDA_LIBS (a colon-separated list of
-// folders), LD_LIBRARY_PATH, /usr/local/cuda*, Python wheels
+// folders), LD_LIBRARY_PATH, /usr/local/nvidia/lib64 (the mounted driver),
+// /usr/local/cuda*, Python wheels
 // (site-packages/nvidia/*/lib, e.g. PyTorch's) and the system folders;
 // Probe reports what was found for `simclr devices`.
 //

@@ -51,7 +51,8 @@ func defaultSearchEnv() searchEnv {
 }
 
 // dirs is the ordered list of folders searched for the CUDA libraries:
-// SIMCLR_CUDA_LIBS, LD_LIBRARY_PATH, the CUDA toolkit (/usr/local/cuda, then
+// SIMCLR_CUDA_LIBS, LD_LIBRARY_PATH, the mounted driver
+// (/usr/local/nvidia/lib64, /usr/local/nvidia/lib), the CUDA toolkit (/usr/local/cuda, then
 // versioned installs, newest first), Python wheels (VIRTUAL_ENV, CONDA_PREFIX,
 // /opt/*/.venv, ~/.local, system site-packages: nvidia/*/lib) and finally the
 // system library folders. Folders that do not exist are left out; the result
@@ -89,6 +90,10 @@ func (e searchEnv) dirs() []string {
 
 	addList(e.getenv("SIMCLR_CUDA_LIBS"))
 	addList(e.getenv("LD_LIBRARY_PATH"))
+	// Where container runtimes mount the host's driver (the GPU machines
+	// have libcuda.so.1 only there, outside the loader's cache).
+	add(sys("/usr/local/nvidia/lib64"))
+	add(sys("/usr/local/nvidia/lib"))
 	for _, cudaRoot := range append([]string{sys("/usr/local/cuda")}, globNewest(sys("/usr/local/cuda-*"))...) {
 		add(filepath.Join(cudaRoot, "lib64"))
 		for _, t := range globNewest(filepath.Join(cudaRoot, "targets", "*", "lib")) {

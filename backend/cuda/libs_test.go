@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 // fakeTree creates empty files (fake libraries) under root and returns root.
@@ -33,6 +35,7 @@ func TestSearchOrder(t *testing.T) {
 		"custom/libcublas.so.12",
 		"ld/libcublas.so.12",
 		"usr/local/cuda/lib64/libcublas.so.12",
+		"usr/local/nvidia/lib64/libcuda.so.1",
 		"usr/local/cuda-12.4/targets/x86_64-linux/lib/libcublas.so.12",
 		"usr/local/cuda-12.10/targets/x86_64-linux/lib/libcublas.so.12",
 		"opt/torch/.venv/lib/python3.11/site-packages/nvidia/cublas/lib/libcublas.so.12",
@@ -49,6 +52,7 @@ func TestSearchOrder(t *testing.T) {
 	want := []string{
 		j("custom"),
 		j("ld"),
+		j("usr/local/nvidia/lib64"), // the mounted driver, before the toolkit
 		j("usr/local/cuda/lib64"),
 		j("usr/local/cuda-12.10/targets/x86_64-linux/lib"), // newest version first
 		j("usr/local/cuda-12.4/targets/x86_64-linux/lib"),
@@ -141,8 +145,8 @@ func TestOpenLibraryBadFile(t *testing.T) {
 // On this machine (no NVIDIA driver) Open must fail with an error that
 // says what is missing; on a GPU machine the test does not apply.
 func TestOpenFailsClearlyWithoutDriver(t *testing.T) {
-	if _, ok := locate(defaultSearchEnv().dirs(), specDriver, ""); ok {
-		t.Skip("libcuda.so.1 is present on this machine")
+	if p, ok := realDriverOpens(); ok {
+		t.Skipf("a real driver opens (%s)", p)
 	}
 	b, err := Open(Options{})
 	if err == nil {
@@ -207,7 +211,7 @@ func TestValidPrecision(t *testing.T) {
 func TestBindFallsBackToSubLibraries(t *testing.T) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		t.Skip("no C compiler to build the fake libraries")
+		testenv.Missing(t, "no C compiler (cc) to build the fake libraries: %v", err)
 	}
 	dir := t.TempDir()
 	for name, src := range map[string]string{

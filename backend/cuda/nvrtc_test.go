@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 // TestNVRTCCompilesKernels compiles kernelSource with the NVRTC found on
@@ -15,7 +17,7 @@ func TestNVRTCCompilesKernels(t *testing.T) {
 	dirs := defaultSearchEnv().dirs()
 	lib, err := openLibrary(dirs, specNvrtc, "")
 	if err != nil {
-		t.Skipf("no NVRTC here: %v", err)
+		testenv.Missing(t, "no NVRTC here (Debian: apt-get install libnvrtc11.2 from non-free): %v", err)
 	}
 	// As loadLibraries does: NVRTC opens its builtins by soname.
 	if err := preloadSiblings(filepath.Dir(lib.path), nvrtcBuiltins(lib.path)); err != nil {

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -72,30 +73,68 @@ func mathFloat32bits(f float32) uint32 { return math.Float32bits(f) }
 
 func TestChooseAlgo(t *testing.T) {
 	var raw []byte
-	raw = append(raw, perfRecord(6, 0, 0.1, 1<<30, cudnnTensorOpMath)...) // fastest, too much workspace
-	raw = append(raw, perfRecord(5, 9, 0.2, 0, cudnnTensorOpMath)...)     // failed status
-	raw = append(raw, perfRecord(1, 0, 0.3, 1<<20, cudnnTensorOpMath)...) // tf32 choice
-	raw = append(raw, perfRecord(0, 0, 0.5, 0, cudnnFMAMath)...)          // fp32 choice
-	perf := parsePerf(raw, 4)
-	if perf[2].algo != 1 || perf[2].memory != 1<<20 || perf[2].time != 0.3 || perf[2].mathType != cudnnTensorOpMath || perf[1].status != 9 {
+	raw = append(raw, perfRecord(6, 0, 0.1, 1<<30, cudnnTensorOpMath)...)             // fastest, too much workspace
+	raw = append(raw, perfRecord(5, 9, 0.2, 0, cudnnTensorOpMath)...)                 // failed status
+	raw = append(raw, perfRecord(7, 0, 0.25, 0, cudnnTensorOpMathAllowConversion)...) // fp16 conversion: never
+	raw = append(raw, perfRecord(1, 0, 0.3, 1<<20, cudnnTensorOpMath)...)             // tf32 choice
+	raw = append(raw, perfRecord(2, 0, 0.4, 0, cudnnDefaultMath)...)                  // may use tensor cores: not fp32
+	raw = append(raw, perfRecord(0, 0, 0.5, 0, cudnnFMAMath)...)                      // fp32 choice
+	perf := parsePerf(raw, 6)
+	if perf[3].algo != 1 || perf[3].memory != 1<<20 || perf[3].time != 0.3 || perf[3].mathType != cudnnTensorOpMath || perf[1].status != 9 {
 		t.Fatalf("parsePerf = %+v", perf)
 	}
 	tests := []struct {
 		name     string
+		perf     []algoPerf
 		fp32     bool
-		wantAlgo int32
+		wantAlgo int32 // -1: none acceptable
 	}{
-		{"tf32", false, 1},
-		{"fp32 refuses tensor-op math", true, 0},
+		{"tf32 skips ALLOW_CONVERSION", perf, false, 1},
+		{"fp32 takes only FMA math", perf, true, 0},
+		{"fp32 refuses DEFAULT math", perf[:5], true, -1},
+		{"tf32 refuses a conversion-only list", perf[2:3], false, -1},
+		{"tf32 may take DEFAULT math", perf[4:], false, 2},
 	}
 	for _, tc := range tests {
-		got, ok := chooseAlgo(perf, 256<<20, tc.fp32)
+		got, ok := chooseAlgo(tc.perf, 256<<20, tc.fp32)
+		if tc.wantAlgo < 0 {
+			if ok {
+				t.Errorf("%s: chose %+v, want none", tc.name, got)
+			}
+			continue
+		}
 		if !ok || got.algo != tc.wantAlgo {
 			t.Errorf("%s: chose %+v, %v; want algo %d", tc.name, got, ok, tc.wantAlgo)
 		}
 	}
-	if _, ok := chooseAlgo(perf[:3], 256<<20, true); ok {
-		t.Error("fp32 accepted a tensor-op-only list")
+}
+
+// The workspace is the larger of the record's and cuDNN's answer for the
+// chosen algorithm, and a failed query is an error, not a guess.
+func TestSettleWorkspace(t *testing.T) {
+	tests := []struct {
+		name          string
+		record, query uint64
+		want          uint64
+	}{
+		{"query larger (math type changed since the measurement)", 1 << 20, 3 << 20, 3 << 20},
+		{"record larger", 4 << 20, 1 << 20, 4 << 20},
+		{"heuristic record without size", 0, 5 << 10, 5 << 10},
+	}
+	for _, tc := range tests {
+		var asked int32 = -1
+		got, err := settleWorkspace(algoPerf{algo: 4, memory: tc.record}, func(algo int32) (uint64, error) {
+			asked = algo
+			return tc.query, nil
+		})
+		if err != nil || got != tc.want || asked != 4 {
+			t.Errorf("%s: %d, %v (asked for algo %d); want %d for algo 4", tc.name, got, err, asked, tc.want)
+		}
+	}
+	if _, err := settleWorkspace(algoPerf{algo: 1, memory: 8}, func(int32) (uint64, error) {
+		return 0, errors.New("CUDNN_STATUS_BAD_PARAM")
+	}); err == nil {
+		t.Error("a failed workspace query was not reported")
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
 	"github.com/simclr-go/simclr/tensor"
+	"github.com/simclr-go/simclr/train"
 )
 
 // benchOptions are the flags of `simclr bench`.
@@ -30,6 +31,7 @@ type benchOptions struct {
 	multilevel        bool
 	seed              uint64
 	json              bool
+	cpuProfile        string
 }
 
 // benchResult is what `simclr bench --json` prints.
@@ -38,6 +40,8 @@ type benchResult struct {
 	Backend           string   `json:"backend"`
 	BLAS              string   `json:"blas"`
 	Threads           int      `json:"threads"`
+	CPUModel          string   `json:"cpu_model"` // /proc/cpuinfo's model name: these figures depend on the machine
+	CPUCores          int      `json:"cpu_cores"` // logical CPUs the process may use
 	BatchImages       int      `json:"batch_images"`
 	Views             int      `json:"views"`
 	Width             float64  `json:"width"`
@@ -50,6 +54,11 @@ type benchResult struct {
 	GFLOPSPerSec      float64  `json:"gflops_per_sec"`
 	SgemmGFLOPSPerSec float64  `json:"sgemm_gflops_per_sec"`
 	PeakRSSMB         *float64 `json:"peak_rss_mb"`
+	// CPUSecondsPerStep is the process's CPU time (all threads) per timed
+	// step: on a machine shared with other work it shows the step's own
+	// cost, which the wall-clock step_seconds mixes with the share of the
+	// cores the process got.
+	CPUSecondsPerStep *float64 `json:"cpu_seconds_per_step"`
 	Loss              float64  `json:"loss"`
 }
 
@@ -76,16 +85,20 @@ gradients, weight gradients), divided by the step time.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.device, "device", "cpu", "compute device: cpu, cuda, or auto (cuda when a GPU and its libraries are found, else cpu)")
+	f.StringVar(&o.device, "device", train.Defaults().Device, "compute device: auto (cuda when a GPU and its libraries are found, else cpu, as train), cpu or cuda")
 	f.StringVar(&o.precision, "precision", "tf32", "CUDA matrix precision: tf32 (tensor cores) or fp32; ignored on cpu")
 	f.IntVar(&o.images, "images", 64, "images per step (each gives 2 views, so the network sees 2 x images inputs); at least 1")
 	f.IntVar(&o.steps, "steps", 5, "timed training steps, after one untimed warm-up step; at least 1")
 	f.Float64Var(&o.width, "width", 1, "ResNet-18 width multiplier of the stage widths 64,128,256,512 (1 = standard; 0.25 = a quarter)")
 	f.IntVar(&o.inputSize, "input-size", 32, "input height and width in pixels")
+	f.Float64Var(&o.tau, "temperature", 0.5, "NT-Xent temperature tau (as train --temperature)")
+	// --tau was this command's first spelling: kept, hidden.
 	f.Float64Var(&o.tau, "tau", 0.5, "NT-Xent temperature")
+	_ = f.MarkHidden("tau") // fails only for an undefined flag
 	f.BoolVar(&o.multilevel, "multilevel", false, "time the multilevel loss L_B - (L_B1 + L_B2)/2 instead of L_B (needs an even --images)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the initial weights and the random inputs")
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the timed steps to this file (go tool pprof)")
 	return cmd
 }
 
@@ -98,7 +111,7 @@ func (o benchOptions) validate() error {
 	case o.multilevel && o.images%2 != 0:
 		return fmt.Errorf("--multilevel needs an even --images, got %d", o.images)
 	case !(o.tau > 0):
-		return fmt.Errorf("--tau %g: must be positive", o.tau)
+		return fmt.Errorf("--temperature %g: must be positive", o.tau)
 	}
 	return resnet18.Config{Width: o.width, InputSize: o.inputSize}.Validate()
 }
@@ -114,6 +127,7 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	fmt.Fprintln(stderr, logLine) // stderr, so --json output stays one object
 	res := benchResult{
 		Device: b.Name(), Backend: b.Describe(), BLAS: b.Describe(), Threads: runtime.GOMAXPROCS(0),
+		CPUModel: cpuModel("/proc/cpuinfo"), CPUCores: runtime.NumCPU(),
 		BatchImages: o.images, Views: 2 * o.images, Width: o.width, InputSize: o.inputSize,
 		Multilevel: o.multilevel, Steps: o.steps,
 	}
@@ -147,6 +161,12 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	if _, err := step(); err != nil { // warm-up: plans the activations
 		return fmt.Errorf("bench: warm-up step on %s: %w", b.Name(), err)
 	}
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer stopProfile() // a failed step returns early; a second stop does nothing
+	cpu0, cpuOK := processCPUTime()
 	start := time.Now()
 	for i := 0; i < o.steps; i++ {
 		if res.Loss, err = step(); err != nil {
@@ -154,6 +174,11 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 		}
 	}
 	res.StepSeconds = time.Since(start).Seconds() / float64(o.steps)
+	if cpu1, ok := processCPUTime(); ok && cpuOK {
+		perStep := (cpu1 - cpu0).Seconds() / float64(o.steps)
+		res.CPUSecondsPerStep = &perStep
+	}
+	stopProfile()
 	res.ViewsPerSec = float64(views) / res.StepSeconds
 	res.ModelGFLOPPerStep = 3 * m.FLOPs(views) / 1e9
 	res.GFLOPSPerSec = res.ModelGFLOPPerStep / res.StepSeconds
@@ -241,4 +266,20 @@ func peakRSSMB() *float64 {
 		return &mb
 	}
 	return nil
+}
+
+// cpuModel returns the first "model name" of a /proc/cpuinfo file, or
+// "unknown GOARCH CPU" where there is none (another OS, or an ARM kernel
+// that names no model).
+func cpuModel(cpuinfo string) string {
+	raw, err := os.ReadFile(cpuinfo)
+	if err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			key, val, ok := strings.Cut(line, ":")
+			if ok && strings.TrimSpace(key) == "model name" && strings.TrimSpace(val) != "" {
+				return strings.TrimSpace(val)
+			}
+		}
+	}
+	return "unknown " + runtime.GOARCH + " CPU"
 }

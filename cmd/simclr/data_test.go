@@ -9,19 +9,14 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/data/datasets"
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
-// sharedSample returns ../shared/data/svhn/sample_32x32.mat beside the
-// repository root (two levels above this package).
+// sharedSample returns the test data's svhn/sample_32x32.mat (see
+// internal/testenv.DataDir).
 func sharedSample(t *testing.T) string {
-	p, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "data", "svhn", "sample_32x32.mat"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("shared test data missing: %v (tests read ../shared/data beside the checkout)", err)
-	}
-	return p
+	t.Helper()
+	return testenv.DataFile(t, "svhn/sample_32x32.mat")
 }
 
 func TestDataInspect(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -136,13 +137,25 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	if e.width < 0 {
 		return fail(fmt.Errorf("--width %g must be positive (0: the run's or the checkpoint's)", e.width))
 	}
+	// The remaining flags, before any data is read.
+	if err := datasets.CheckName(cfg.Dataset); err != nil {
+		return fail(fmt.Errorf("--dataset: %w", err))
+	}
+	switch strings.ToLower(e.device) {
+	case "auto", "cpu", "cuda":
+	default:
+		return fail(fmt.Errorf("--device %q: use auto, cpu or cuda", e.device))
+	}
+	if e.precision != "tf32" && e.precision != "fp32" {
+		return fail(fmt.Errorf("--precision %q: use tf32 or fp32", e.precision))
+	}
 	if e.width > 0 {
 		cfg.Width = e.width
 	}
 	if cmd.Flags().Changed("seed") {
 		cfg.Seed = e.seed
 	}
-	all, err := datasets.Open(cfg.Dataset, cfg.DataDir, 0)
+	all, err := datasets.Open(cfg.Dataset, cfg.DataDir, eval.ImageSize)
 	if err != nil {
 		return fail(err)
 	}
@@ -195,7 +208,7 @@ accuracy (SPEC section 3). With --run the result is written to
 RUN/linear_probe.json (RUN/linear_probe_random_init.json with --random-init).`,
 		Example: `  simclr eval linear-probe --run runs/quick
   simclr eval linear-probe --run runs/quick --random-init
-  simclr eval linear-probe --checkpoint model.safetensors --dataset cifar10 --data-dir data`,
+  simclr eval linear-probe --checkpoint runs/quick/model.safetensors --dataset cifar10 --data-dir data-cache`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, m, splits, cfg, err := e.open(cmd)
@@ -241,6 +254,12 @@ are most cosine-similar, each voting exp(s/0.1) for its class, as common SimCLR
 monitors do. With --run the result is written to RUN/knn.json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("k") {
+				fmt.Fprintln(cmd.ErrOrStderr(), "eval knn: --k is deprecated: use --knn-k (the same flag as train's)")
+			}
+			if k < 1 {
+				return fmt.Errorf("--knn-k %d: give at least 1 neighbour", k)
+			}
 			b, m, splits, _, err := e.open(cmd)
 			if err != nil {
 				return err
@@ -259,7 +278,12 @@ monitors do. With --run the result is written to RUN/knn.json.`,
 		},
 	}
 	e.define(cmd)
+	// --knn-k, as in train; --k was this command's first spelling.
+	cmd.Flags().IntVar(&k, "knn-k", 200, "neighbours (as train --knn-k)")
 	cmd.Flags().IntVar(&k, "k", 200, "neighbours")
+	// MarkHidden fails only for an undefined flag. (Not MarkDeprecated:
+	// its notice goes to os.Stderr, not the command's error writer.)
+	_ = cmd.Flags().MarkHidden("k")
 	return cmd
 }
 

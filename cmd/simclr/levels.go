@@ -77,7 +77,11 @@ Levels, temperature and halves default to the run's settings.`,
 			}
 			cfg.Workers = workers
 			errw := cmd.ErrOrStderr()
-			rep, err := train.MeasureLevels(b, m, splits, cfg, train.LevelsOptions{Draws: draws,
+			runDir := e.run
+			if e.randomInit {
+				runDir = "" // x_(t-1) of the run is not a step from the initial network
+			}
+			rep, err := train.MeasureLevels(b, m, splits, cfg, train.LevelsOptions{Draws: draws, RunDir: runDir,
 				Progress: func(level int, diff bool, k int) {
 					if k == draws {
 						name := "h"
@@ -173,8 +177,22 @@ func writeLevelsTable(w io.Writer, r levelsResult) error {
 	}
 	tw.Flush()
 	sb.WriteString("  -opt: the allocation (n_l or q_l) that minimises variance x cost for these levels\n")
-	sb.WriteString("  vr-*: a fresh step is the base estimator's; corrections depend on the step size, not predicted here\n")
+	if !hasVR(r.Estimators) {
+		sb.WriteString("  vr-*: not predicted: the corrections need x_(t-1), which only a VR run's state file holds (--run)\n")
+	} else {
+		fmt.Fprintf(&sb, "  vr-*: D1 = %d, D2 = %d, QE = %d; corrections measured at the run's last step x_t - x_(t-1) (an upper bound)\n",
+			r.D1, r.D2, r.QE)
+	}
 	fmt.Fprintf(&sb, "\nverdict: %s\n", r.Verdict)
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+func hasVR(preds []mlmc.Prediction) bool {
+	for _, p := range preds {
+		if strings.HasPrefix(p.Name, "vr-") {
+			return true
+		}
+	}
+	return false
 }

@@ -13,15 +13,16 @@ func TestLevelsEndToEnd(t *testing.T) {
 	data := imageFolder(t, 32, 8)
 	run := filepath.Join(t.TempDir(), "run")
 	if _, stderr, err := execute("train", "--dataset", "folder:"+data, "--iterations", "2", "--max-level", "3",
-		"--width", "0.0625", "--proj-dim", "16", "--device", "cpu", "--out", run, "--probe=false", "--estimator", "rtmlmc"); err != nil {
+		"--width", "0.0625", "--proj-dim", "16", "--device", "cpu", "--out", run, "--probe=false", "--estimator", "vr-rtmlmc", "--qe", "2", "--halves", "separate", "--val-split", "4"); err != nil {
 		t.Fatalf("train: %v\n%s", err, stderr)
 	}
-	stdout, stderr, err := execute("levels", "--run", run, "--draws", "5", "--device", "cpu", "--halves", "separate")
+	// The run's halves (separate) unless --halves says otherwise.
+	stdout, stderr, err := execute("levels", "--run", run, "--draws", "5", "--device", "cpu")
 	if err != nil {
 		t.Fatalf("levels: %v\n%s", err, stderr)
 	}
 	for _, want := range []string{"h^1", "H^2", "H^3", "h^3 (top)", "b, Var H^l ~ 2^-bl:", "telescoping:", "rtmlmc", "vmlmc-opt",
-		"verdict: MLMC", "halves separate", "5 draws per level"} {
+		"verdict: MLMC", "halves separate", "5 draws per level", "(28 images)", "vr-rtmlmc", "vr-lsgd", "QE = 2"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("levels table lacks %q:\n%s", want, stdout)
 		}

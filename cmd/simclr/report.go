@@ -18,7 +18,7 @@ accuracy_vs_{samples,iterations,wall}.png (kNN accuracy during training as lines
 the linear probe as a marker; only when a run has evaluations), one line per run,
 and report.md, a table of estimator, epochs, images drawn, oracle evaluations,
 wall time, kNN and linear-probe accuracy.`,
-		Example: `  simclr report runs/lsgd runs/vr-rtmlmc --out reports/cmp`,
+		Example: `  simclr report runs/lsgd runs/vr-rt --out reports/cmp`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var runs []*report.Run

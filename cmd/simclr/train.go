@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -57,11 +61,15 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.StringVar(&c.Device, "device", c.Device, "compute device: auto (CUDA when found, else CPU), cpu or cuda")
 	fs.StringVar(&c.Precision, "precision", c.Precision, "CUDA matrix precision: tf32 or fp32 (ignored on the CPU)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "augmentation goroutines (0: one per core)")
+	fs.StringVar(&c.Dist, "dist", c.Dist, "data-parallel communication: auto (mpi under mpirun, nccl there on a GPU, else none), none, mpi (Open MPI) or nccl; start P ranks with mpirun -np P simclr train ...")
+	fs.StringVar(&c.DistAddr, "dist-addr", c.DistAddr, "--dist nccl without mpirun: host:port where rank 0 hands out NCCL's id (with --rank and --world-size)")
+	fs.IntVar(&c.Rank, "rank", c.Rank, "--dist nccl without mpirun: this process's rank, 0 to --world-size - 1")
+	fs.IntVar(&c.WorldSize, "world-size", c.WorldSize, "--dist nccl without mpirun: the number of ranks")
 	fs.StringVar(&c.Out, "out", c.Out, "run folder for config.json, metrics.jsonl, checkpoints and evaluations (default runs/ESTIMATOR-DATE)")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "kNN evaluation every this many epochs, appended to eval.jsonl (0: never)")
 	fs.IntVar(&c.KNNK, "knn-k", c.KNNK, "neighbours of the kNN evaluation")
 	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "write a metrics.jsonl line every this many iterations")
-	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint every this many iterations (0: only at the end and on interruption)")
+	fs.DurationVar((*time.Duration)(&c.CheckpointEvery), "checkpoint-every", time.Duration(c.CheckpointEvery), "checkpoint every this much wall time, e.g. 10m or 1h (0: only at the end, on interruption and on a device failure)")
 	fs.BoolVar(&c.PreciseBN, "precise-bn", c.PreciseBN, "re-estimate the batch-norm running statistics (equal-weight average over >= 2,048 augmented training views in batches of 2^L images) before every evaluation and the final checkpoint")
 	fs.IntVar(&c.ValSplit, "val-split", c.ValSplit, "hold out N class-balanced training images, never trained on, and score them instead of the test set in the kNN monitor and the probe (for tuning; 0: score the test set)")
 	fs.BoolVar(&c.Probe, "probe", c.Probe, "run the linear probe after training (writes linear_probe.json)")
@@ -73,6 +81,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 var sessionFlags = map[string]bool{
 	"device": true, "precision": true, "workers": true, "log-every": true, "checkpoint-every": true,
 	"eval-every": true, "knn-k": true, "probe": true, "probe-baseline": true,
+	"dist": true, "dist-addr": true, "rank": true, "world-size": true,
 }
 
 func newTrainCmd() *cobra.Command {
@@ -93,15 +102,21 @@ model.safetensors (torchvision names), state.safetensors (for --resume) and
 linear_probe.json.
 
 SIGINT or SIGTERM saves a checkpoint and stops; --resume continues exactly
-where it stopped. A NaN or infinite loss stops training and keeps the last good
-checkpoint.
+where it stopped, and with a larger --epochs, --iterations or --max-samples it
+extends a run (also a finished one). A checkpoint is also written every
+--checkpoint-every of wall time (10m by default) and when a query fails on the
+device. A NaN or infinite loss stops training and keeps the last good
+checkpoint. Every flag is checked before any data is loaded, and the run folder
+is created only once the run can start.
 
 --preset quick: a ResNet-18 of width 1/8 on 5,000 CIFAR-10 images (class-balanced) for
 200 iterations of 128 images on the CPU, then the linear probe of the trained
 and of the untrained network; flags given with it override the preset.`,
-		Example: `  simclr train --preset quick --data-dir data
-  simclr train --dataset cifar10 --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
-  simclr train --resume runs/vr-rt`,
+		Example: `  simclr train --preset quick --data-dir data-cache --out runs/quick
+  simclr train --data-dir data-cache --estimator lsgd --max-level 9 --epochs 100 --out runs/lsgd
+  simclr train --data-dir data-cache --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
+  simclr train --resume runs/vr-rt
+  simclr train --resume runs/vr-rt --epochs 200`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The first SIGINT or SIGTERM cancels ctx: the run checkpoints
@@ -123,7 +138,11 @@ and of the untrained network; flags given with it override the preset.`,
 				}
 				sum, err = train.Resume(ctx, resume, func(c *train.Config) error {
 					c.Version = versionString()
-					return applyFlags(cmd.Flags(), c, func(name string) bool { return sessionFlags[name] })
+					if lengthGiven(cmd.Flags()) {
+						// The new length replaces the old, whatever its unit.
+						c.Epochs, c.Iterations, c.MaxSamples = 0, 0, 0
+					}
+					return applyFlags(cmd.Flags(), c, func(name string) bool { return sessionFlags[name] || lengthFlags[name] })
 				}, hooks)
 			} else {
 				var run train.Config
@@ -160,7 +179,8 @@ func cancelOnSignal(parent context.Context) (context.Context, context.CancelFunc
 }
 
 // startCPUProfile starts a Go CPU profile into path (none when path is
-// empty) and returns the function that stops it and closes the file.
+// empty) and returns the function that stops it and closes the file; calls
+// after the first do nothing. A profile that cannot start leaves no file.
 func startCPUProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
@@ -171,12 +191,21 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		os.Remove(path)
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
 	}
-	return func() {
+	return sync.OnceFunc(func() {
 		pprof.StopCPUProfile()
 		f.Close()
-	}, nil
+	}), nil
+}
+
+// lengthFlags may accompany --resume to extend the run (train.Resume
+// refuses a length that is not longer).
+var lengthFlags = map[string]bool{"epochs": true, "iterations": true, "max-samples": true}
+
+func lengthGiven(flags *pflag.FlagSet) bool {
+	return flags.Changed("epochs") || flags.Changed("iterations") || flags.Changed("max-samples")
 }
 
 // resumeOnlyFlags are the flags of this session alone, never saved in
@@ -188,12 +217,12 @@ var resumeOnlyFlags = map[string]bool{"resume": true, "iterations-limit": true, 
 func checkResumeFlags(flags *pflag.FlagSet, dir string) error {
 	var fixed []string
 	flags.Visit(func(f *pflag.Flag) {
-		if !sessionFlags[f.Name] && !resumeOnlyFlags[f.Name] {
+		if !sessionFlags[f.Name] && !resumeOnlyFlags[f.Name] && !lengthFlags[f.Name] {
 			fixed = append(fixed, "--"+f.Name)
 		}
 	})
 	if len(fixed) > 0 {
-		return fmt.Errorf("%s cannot change when resuming: %s continues with the settings in its config.json (only %s may change)",
+		return fmt.Errorf("%s cannot change when resuming: %s continues with the settings in its config.json (only %s may change, and --epochs, --iterations or --max-samples may extend it)",
 			strings.Join(fixed, ", "), dir, sessionFlagList())
 	}
 	return nil
@@ -217,9 +246,11 @@ func applyFlags(flags *pflag.FlagSet, c *train.Config, keep func(name string) bo
 	return err
 }
 
+// sessionFlagList names sessionFlags for an error message, from the map
+// itself so that the two cannot disagree.
 func sessionFlagList() string {
 	var names []string
-	for _, n := range []string{"device", "precision", "workers", "log-every", "checkpoint-every", "eval-every", "knn-k", "probe", "probe-baseline"} {
+	for _, n := range slices.Sorted(maps.Keys(sessionFlags)) {
 		names = append(names, "--"+n)
 	}
 	return strings.Join(names, ", ")
@@ -232,8 +263,7 @@ func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset str
 	case "":
 	case "quick":
 		cfg = train.Quick()
-		lengthSet := flags.Changed("epochs") || flags.Changed("iterations") || flags.Changed("max-samples")
-		if lengthSet {
+		if lengthGiven(flags) {
 			cfg.Epochs, cfg.Iterations, cfg.MaxSamples = 0, 0, 0
 		}
 		if err := applyFlags(flags, &cfg, func(string) bool { return true }); err != nil {
@@ -259,8 +289,11 @@ func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset str
 // reportTrain prints the outcome of a run on stdout.
 func reportTrain(cmd *cobra.Command, sum *train.Summary, err error) error {
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "run %s: %d iterations, %d images drawn, %d oracle evaluations, loss %.4f, %.1f s\n",
-		sum.Out, sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds)
+	if sum.Rank != 0 {
+		out = io.Discard // rank 0 reports for a run of several ranks
+	}
+	fmt.Fprintf(out, "run %s: %d iterations, %d images drawn, %d oracle evaluations, loss L_B %.4f (L_B - log(2N-1) %.4f), %.1f s\n",
+		sum.Out, sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.LossExcess, sum.WallSeconds)
 	if p := sum.Probe; p != nil {
 		fmt.Fprintf(out, "linear probe: top-1 %.2f%%, top-5 %.2f%%", p.Top1, p.Top5)
 		if p.BaselineTop1 != nil {

@@ -91,7 +91,7 @@ func TestTrainEvalReportEndToEnd(t *testing.T) {
 		t.Errorf("config.json: %v %+v", err, cfg)
 	}
 
-	stdout, stderr, err = execute("eval", "knn", "--run", run, "--device", "cpu", "--k", "5", "--json")
+	stdout, stderr, err = execute("eval", "knn", "--run", run, "--device", "cpu", "--knn-k", "5", "--json")
 	if err != nil || !strings.Contains(stdout, `"top1"`) {
 		t.Fatalf("eval knn: %v\n%s\n%s", err, stdout, stderr)
 	}
@@ -109,12 +109,16 @@ func TestTrainEvalReportEndToEnd(t *testing.T) {
 		t.Error(err)
 	}
 
-	// Resuming a finished run changes nothing; changing a setting on resume is refused.
+	// Changing a setting on resume is refused; resuming a finished run
+	// says so; a longer length extends it.
 	if _, _, err := execute("train", "--resume", run, "--lr", "0.3"); err == nil || !strings.Contains(err.Error(), "--lr cannot change") {
 		t.Errorf("resume with --lr: %v", err)
 	}
-	if _, stderr, err := execute("train", "--resume", run, "--workers", "1", "--probe=false"); err != nil {
-		t.Errorf("resume of a finished run: %v\n%s", err, stderr)
+	if _, _, err := execute("train", "--resume", run, "--workers", "1", "--probe=false"); err == nil || !strings.Contains(err.Error(), "has finished") {
+		t.Errorf("resume of a finished run: %v, want it to say the run has finished", err)
+	}
+	if stdout, stderr, err := execute("train", "--resume", run, "--epochs", "1", "--probe=false"); err != nil || !strings.Contains(stdout, "run "+run+": 4 iterations") {
+		t.Errorf("resume with --epochs 1 (4 iterations of 8 images): %v\n%s\n%s", err, stdout, stderr)
 	}
 }
 
@@ -258,7 +262,46 @@ func TestResumeAppliesOnlySessionFlags(t *testing.T) {
 	if err := fs.Parse([]string{"--lr", "0.3"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkResumeFlags(fs, "runs/x"); err == nil || !strings.Contains(err.Error(), "--lr cannot change") {
-		t.Errorf("--lr on resume: error %v, want one naming --lr", err)
+	err := checkResumeFlags(fs, "runs/x")
+	if err == nil || !strings.Contains(err.Error(), "--lr cannot change") {
+		t.Fatalf("--lr on resume: error %v, want one naming --lr", err)
+	}
+	// The message lists exactly the flags that may change.
+	_, allowed, _ := strings.Cut(err.Error(), "(only ")
+	allowed, _, _ = strings.Cut(allowed, " may change")
+	offered := map[string]bool{}
+	for _, name := range strings.Split(allowed, ", ") {
+		offered[strings.TrimPrefix(name, "--")] = true
+		if !sessionFlags[strings.TrimPrefix(name, "--")] {
+			t.Errorf("the message offers %s, which is not a session flag", name)
+		}
+	}
+	for name := range sessionFlags {
+		if !offered[name] {
+			t.Errorf("the message does not offer --%s, a session flag: %q", name, allowed)
+		}
+	}
+}
+
+// A --cpuprofile that cannot start (here: a profile already runs) returns
+// an error naming the flag and leaves no file behind; its stop function
+// may be called twice (bench stops early and again on return).
+func TestCPUProfileThatCannotStartLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	stop, err := startCPUProfile(filepath.Join(dir, "first.prof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := filepath.Join(dir, "second.prof")
+	if _, err := startCPUProfile(second); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Errorf("second profile: error %v, want one naming --cpuprofile", err)
+	}
+	if _, err := os.Stat(second); !os.IsNotExist(err) {
+		t.Errorf("the profile that could not start left %s behind (%v)", second, err)
+	}
+	stop()
+	stop()
+	if fi, err := os.Stat(filepath.Join(dir, "first.prof")); err != nil || fi.Size() == 0 {
+		t.Errorf("first profile not written: %v", err)
 	}
 }

@@ -27,6 +27,26 @@ const Names = "cifar10, cifar100, cifar100:coarse, svhn, svhn:extra, folder:PATH
 // ErrNotFound is wrapped by Open's error when the data is not on disk.
 var ErrNotFound = errors.New("data set not found")
 
+// CheckName reports whether name is one Open accepts, without touching the
+// disk, so that a command can refuse a bad --dataset before loading
+// anything.
+func CheckName(name string) error {
+	base, option, _ := strings.Cut(name, ":")
+	switch {
+	case base == "cifar10" && option != "":
+		return fmt.Errorf("dataset %q: cifar10 takes no option; use one of %s", name, Names)
+	case base == "cifar100" && option != "" && option != "coarse":
+		return fmt.Errorf("dataset %q: the only cifar100 option is :coarse (20 superclasses)", name)
+	case base == "svhn" && option != "" && option != "extra":
+		return fmt.Errorf("dataset %q: the only svhn option is :extra (adds extra_32x32.mat to training)", name)
+	case base == "folder" && option == "":
+		return fmt.Errorf("dataset %q: say which folder, e.g. folder:/path/to/images (holding train/CLASS/*.jpg and test/CLASS/*.jpg)", name)
+	case base == "cifar10", base == "cifar100", base == "svhn", base == "folder":
+		return nil
+	}
+	return fmt.Errorf("unknown dataset %q: use one of %s", name, Names)
+}
+
 // Open loads data set name from dataDir ("" means DefaultDir). size is the
 // image side the caller wants: 0 accepts the data set's own size; the CIFAR
 // and SVHN sets are 32x32 and only folder data sets are resized.
@@ -44,29 +64,23 @@ func Open(name, dataDir string, size int) (*data.Splits, error) {
 	if dataDir == "" {
 		dataDir = DefaultDir
 	}
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
 	base, option, _ := strings.Cut(name, ":")
 	switch base {
 	case "cifar10":
-		if option != "" {
-			return nil, fmt.Errorf("dataset %q: cifar10 takes no option; use one of %s", name, Names)
-		}
 		return openCIFAR10(dataDir, size)
 	case "cifar100":
-		if option != "" && option != "coarse" {
-			return nil, fmt.Errorf("dataset %q: the only cifar100 option is :coarse (20 superclasses)", name)
-		}
 		if err := need32("cifar100", size); err != nil {
 			return nil, err
 		}
 		tried := []string{filepath.Join(dataDir, "cifar-100-binary", "train.bin"), filepath.Join(dataDir, "train.bin")}
 		if !anyFile(tried) {
-			return nil, missing("cifar100", dataDir, tried)
+			return nil, missing("cifar100", dataDir)
 		}
 		return cifar.Load100(dataDir, option == "coarse")
 	case "svhn":
-		if option != "" && option != "extra" {
-			return nil, fmt.Errorf("dataset %q: the only svhn option is :extra (adds extra_32x32.mat to training)", name)
-		}
 		if err := need32("svhn", size); err != nil {
 			return nil, err
 		}
@@ -79,12 +93,8 @@ func Open(name, dataDir string, size int) (*data.Splits, error) {
 				return svhn.Load(dir, option == "extra")
 			}
 		}
-		return nil, missing(fetch, dataDir, []string{
-			filepath.Join(dataDir, "svhn", "train_32x32.mat"), filepath.Join(dataDir, "train_32x32.mat")})
+		return nil, missing(fetch, dataDir)
 	case "folder":
-		if option == "" {
-			return nil, fmt.Errorf("dataset %q: say which folder, e.g. folder:/path/to/images (holding train/CLASS/*.jpg and test/CLASS/*.jpg)", name)
-		}
 		root := option
 		if !filepath.IsAbs(root) && !fsutil.IsDir(root) && fsutil.IsDir(filepath.Join(dataDir, root)) {
 			root = filepath.Join(dataDir, root)
@@ -104,24 +114,19 @@ func openCIFAR10(dataDir string, size int) (*data.Splits, error) {
 	if err := need32("cifar10", size); err != nil {
 		return nil, err
 	}
-	var tried []string
 	for _, dir := range []string{dataDir, filepath.Join(dataDir, "cifar10")} {
 		for _, bin := range []string{filepath.Join(dir, "cifar-10-batches-bin"), dir} {
-			p := filepath.Join(bin, "data_batch_1.bin")
-			tried = append(tried, p)
-			if fsutil.IsFile(p) {
+			if fsutil.IsFile(filepath.Join(bin, "data_batch_1.bin")) {
 				return cifar.Load10(bin)
 			}
 		}
 	}
 	for _, root := range []string{filepath.Join(dataDir, "cifar10-jpeg"), dataDir, filepath.Join(dataDir, "cifar10")} {
-		p := filepath.Join(root, "train", "airplane")
-		tried = append(tried, p)
-		if fsutil.IsDir(p) {
+		if fsutil.IsDir(filepath.Join(root, "train", "airplane")) {
 			return loadCIFAR10Folder(root)
 		}
 	}
-	return nil, missing("cifar10", dataDir, tried)
+	return nil, missing("cifar10", dataDir)
 }
 
 // loadCIFAR10Folder reads the image-folder form of CIFAR-10 (the shared
@@ -149,15 +154,21 @@ func need32(name string, size int) error {
 	return nil
 }
 
-// missing is the error for data not on disk: the paths looked at and the
-// command that fetches the data into dataDir.
-func missing(fetch, dataDir string, tried []string) error {
-	hint := ""
-	if fetch == "cifar10" {
-		hint = fmt.Sprintf(" (or, from a folder holding cifar10-jpeg.tar.gz: scripts/fetch_data.sh cifar10 --dir %s --from ../shared/data/cifar10)", dataDir)
+// LocalMirror is where the project's shared machines keep a copy of
+// CIFAR-10 (the JPEG q75 rebuild) for scripts/fetch_data.sh --from, relative
+// to the working directory (a checkout next to the shared folder).
+const LocalMirror = "../shared/data/cifar10"
+
+// missing is the error for data not on disk: one short line with the
+// command that fetches the data into dataDir, from the local mirror when
+// there is one (the paths looked at would only lengthen it: the command
+// puts the data where Open looks first).
+func missing(fetch, dataDir string) error {
+	command := fmt.Sprintf("scripts/fetch_data.sh %s --dir %s", fetch, dataDir)
+	if fetch == "cifar10" && fsutil.IsFile(filepath.Join(LocalMirror, "cifar10-jpeg.tar.gz")) {
+		command += " --from " + LocalMirror
 	}
-	return fmt.Errorf("%s: %w in %s (looked for %s); fetch it with: scripts/fetch_data.sh %s --dir %s%s",
-		strings.Fields(fetch)[0], ErrNotFound, dataDir, strings.Join(tried, ", "), fetch, dataDir, hint)
+	return fmt.Errorf("%s: %w in %s; fetch it with: %s", strings.Fields(fetch)[0], ErrNotFound, dataDir, command)
 }
 
 func anyFile(paths []string) bool {

@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,30 +92,53 @@ func TestCIFAR10BothForms(t *testing.T) {
 	}
 }
 
+// A missing data set is one short line naming the fetch command; the
+// --from hint for the local CIFAR-10 mirror appears only where the mirror
+// exists (LocalMirror, relative to the working directory).
 func TestMissingData(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		name string
-		want []string
+	tests := []struct {
+		name   string
+		mirror bool // create LocalMirror before opening
+		want   string
 	}{
-		{"cifar10", []string{"scripts/fetch_data.sh cifar10 --dir " + dir, filepath.Join(dir, "cifar-10-batches-bin", "data_batch_1.bin"), filepath.Join(dir, "train", "airplane")}},
-		{"cifar100", []string{"scripts/fetch_data.sh cifar100 --dir " + dir, filepath.Join(dir, "cifar-100-binary", "train.bin")}},
-		{"cifar100:coarse", []string{"scripts/fetch_data.sh cifar100 --dir " + dir}},
-		{"svhn", []string{"scripts/fetch_data.sh svhn --dir " + dir, filepath.Join(dir, "svhn", "train_32x32.mat")}},
-		{"svhn:extra", []string{"scripts/fetch_data.sh svhn svhn-extra --dir " + dir}},
-		{"folder:nope", []string{"nope", filepath.Join(dir, "nope")}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+		{"cifar10", false, "cifar10: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar10 --dir " + dir},
+		{"cifar10", true, "cifar10: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar10 --dir " + dir + " --from " + LocalMirror},
+		{"cifar100", true, "cifar100: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar100 --dir " + dir},
+		{"cifar100:coarse", false, "cifar100: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar100 --dir " + dir},
+		{"svhn", false, "svhn: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh svhn --dir " + dir},
+		{"svhn:extra", false, "svhn: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh svhn svhn-extra --dir " + dir},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s/mirror=%v", tc.name, tc.mirror), func(t *testing.T) {
+			// A working directory whose ../shared/data/cifar10 holds the
+			// mirror's archive, or nothing.
+			wd := filepath.Join(t.TempDir(), "checkout")
+			if err := os.MkdirAll(wd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.mirror {
+				m := filepath.Join(wd, LocalMirror)
+				if err := os.MkdirAll(m, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(m, "cifar10-jpeg.tar.gz"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Chdir(wd)
 			_, err := Open(tc.name, dir, 0)
 			if !errors.Is(err, ErrNotFound) {
 				t.Fatalf("error %v does not wrap ErrNotFound", err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
+			if err.Error() != tc.want {
+				t.Errorf("error\n%q\nwant\n%q", err, tc.want)
 			}
 		})
+	}
+	_, err := Open("folder:nope", dir, 0)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), filepath.Join(dir, "nope")) {
+		t.Errorf("folder:nope: error %v, want ErrNotFound naming %s", err, filepath.Join(dir, "nope"))
 	}
 }
 

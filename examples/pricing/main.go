@@ -5,7 +5,7 @@
 // Erlang, exponential and hyperexponential service laws, against the
 // optimum of the closed-form M/G/1 objective.
 //
-//	go run ./examples/pricing [--construction spec|coupled] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune]
+//	go run ./examples/pricing [--construction paper|coupled|tail] [--window M] [--full] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune]
 //
 // It prints decisions against simulated queue steps next to the optimum,
 // writes a PNG of the median relative error |x - x*|/|x*| against simulated
@@ -15,19 +15,24 @@
 // gridHit: the smallest budget 2^k from which the run's decision is within
 // 1% at every larger budget 2^k up to the method's largest.
 //
-// The default construction is the end-coupled one (oracle.go, endCoupled):
-// SPEC section 5 read literally (H^l as the difference of tail averages at
-// 2^l and 2^(l-1) of one trajectory) gives H^l no variance reduction, so
-// MLMC loses to L-SGD there by the variance-cost ratio that
-// TestRTMLMCVarianceCostAgainstLSGD measures, contrary to the paper's ~10x
-// gain; the coupled construction, the standard MLMC for steady-state means,
-// reproduces it. --construction spec keeps the literal reading. The default
-// run (3 laws, 10 seeds, L-SGD budget 2^34 simulated steps) takes about half
-// an hour of CPU.
+// The constructions of h^l and H^l (oracle.go): paper (the paper's m-step
+// windows at 2^l and 2^(l-1) of one trajectory, m = --window), coupled (the
+// default: terminal values of two queues on the same random numbers,
+// coalescing) and tail (tail averages, SPEC's earlier wording). With paper
+// and tail H^l cancels nothing, so MLMC loses to L-SGD by the variance-cost
+// ratio that TestRTMLMCVarianceCostAgainstLSGD measures, contrary to the
+// paper's ~10x gain; coupled, the standard MLMC coupling for steady-state
+// means, reproduces it.
+//
+// The default run is the exponential law with seeds 1 and 2 (about a
+// minute of both cores); --full runs the experiment behind BENCHMARKS.md,
+// all three laws with 10 seeds (about half an hour of CPU per
+// construction). --law and --seeds override either.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +40,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/simclr-go/simclr/mlmc"
@@ -47,7 +53,7 @@ const maxLevel = 18
 // step sizes chosen as follows (all with the preconditioner of
 // precondition).
 //
-// spec (SPEC section 5's tail averages):
+// tail (SPEC section 5's earlier wording, tail averages):
 //
 //   - L-SGD: h^18 is nearly exact (its variance is about 1e-4), so the step
 //     is the largest the curvature allows, 0.5, constant: 30-40 iterations.
@@ -75,11 +81,15 @@ const maxLevel = 18
 // steps, 65536 draws of h^18) because it needs it; the RT methods' is 2^28.
 // The budget grids 2^k of gridHit start at k = 22 for L-SGD, 20 for the RT
 // methods.
+//
+// paper: the coupled settings. With m = 1, h^L has the law of the coupled
+// construction's h^L, so L-SGD is the same method; the RT methods get the
+// same steps so that only the construction differs.
 func methods(c Construction) []method {
 	base := mlmc.Config{MinLevel: 0, MaxLevel: maxLevel}
 	vr := base
 	vr.D1, vr.D2, vr.QE = 256, 8, 20
-	if c == EndCoupled {
+	if c == EndCoupled || c == Paper {
 		lsgd := base
 		lsgd.NL = coupledLSGDDraws
 		return []method{
@@ -148,63 +158,169 @@ func tuningGrid(c Construction) [][]method {
 }
 
 func main() {
-	seeds := flag.Int("seeds", 10, "number of seeds per law and method")
-	firstSeed := flag.Int("first-seed", 1, "the seeds are first-seed, first-seed+1, ...")
-	constr := flag.String("construction", "coupled", "oracle construction: coupled (end-coupled terminal values, the default: with it MLMC reproduces the paper's gains) or spec (SPEC section 5 read literally: tail averages of one trajectory, on which MLMC cannot beat L-SGD)")
-	tune := flag.Bool("tune", false, "run the tuning grid on seeds 1001-1002 (not the reported ones) and print median steps to 1% per setting")
-	workers := flag.Int("workers", runtime.GOMAXPROCS(0), "runs simulated in parallel")
-	asJSON := flag.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
-	lawName := flag.String("law", "", "run only this service law (erlang, exponential, hyperexponential); empty: all")
-	png := flag.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
-	flag.Parse()
-	if *seeds < 1 || *firstSeed < 1 {
-		fmt.Fprintln(os.Stderr, "pricing: --seeds and --first-seed must be at least 1")
-		os.Exit(2)
+	if err := runMain(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "pricing:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a bad command line (exit status 2).
+type usageError struct{ error }
+
+// options are the command line, checked.
+type options struct {
+	kind      oracleKind
+	laws      []Law
+	seeds     []uint64
+	workers   int
+	tune      bool
+	asJSON    bool
+	png       string
+	full      bool
+	lawFilter string
+}
+
+// parseOptions reads the command line. The quick default is one law (the
+// exponential) and two seeds; --full is every law and 10 seeds; --law and
+// --seeds override either.
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("pricing", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seeds := fs.Int("seeds", 0, "number of seeds per law and method (default 2, or 10 with --full)")
+	firstSeed := fs.Int("first-seed", 1, "the seeds are first-seed, first-seed+1, ...")
+	constr := fs.String("construction", "coupled", "oracle construction: paper (the paper's m-step windows ending at 2^l and 2^(l-1) of one trajectory), coupled (two queues on the same random numbers, the default: with it MLMC reproduces the paper's gains) or tail (tail averages, SPEC's earlier wording)")
+	window := fs.Int("window", 1, "m, the steps averaged per value by --construction paper")
+	full := fs.Bool("full", false, "the full experiment: all three laws, 10 seeds (about half an hour of CPU)")
+	tune := fs.Bool("tune", false, "run the tuning grid on seeds 1001-1002 (not the reported ones) and print median steps to 1% per setting")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs simulated in parallel")
+	asJSON := fs.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
+	lawName := fs.String("law", "", "run only this service law (erlang, exponential, hyperexponential); default exponential, or all with --full")
+	png := fs.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return options{}, usageError{fmt.Errorf("unexpected argument %q: every setting is a flag (see --help)", fs.Arg(0))}
 	}
 	c, err := ParseConstruction(*constr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "pricing:", err)
-		os.Exit(2)
+		return options{}, usageError{err}
 	}
-	if *workers < 1 {
-		fmt.Fprintln(os.Stderr, "pricing: --workers must be at least 1")
-		os.Exit(2)
+	switch {
+	case *seeds < 0:
+		return options{}, usageError{fmt.Errorf("--seeds %d: must be at least 1", *seeds)}
+	case *firstSeed < 1:
+		return options{}, usageError{fmt.Errorf("--first-seed %d: must be at least 1", *firstSeed)}
+	case *workers < 1:
+		return options{}, usageError{fmt.Errorf("--workers %d: must be at least 1", *workers)}
+	case *window < 1 || *window > 1<<maxLevel:
+		return options{}, usageError{fmt.Errorf("--window %d: must be in 1..%d (2^L steps)", *window, 1<<maxLevel)}
+	case *window != 1 && c != Paper:
+		return options{}, usageError{fmt.Errorf("--window %d: only --construction paper has a window", *window)}
 	}
-	if *tune {
-		if err := tuneMethods(c, *workers, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "pricing:", err)
-			os.Exit(1)
+	o := options{kind: oracleKind{Construction: c, Window: *window}, workers: *workers, tune: *tune,
+		asJSON: *asJSON, png: *png, full: *full, lawFilter: *lawName}
+	n := *seeds
+	if n == 0 {
+		n = 2
+		if *full {
+			n = 10
 		}
-		return
 	}
-	laws := Laws()
-	if *lawName != "" {
-		law, err := LawByName(*lawName)
+	o.seeds = seedRange(*firstSeed, n)
+	name := *lawName
+	if name == "" && !*full {
+		name = "exponential"
+	}
+	o.laws = Laws()
+	if name != "" {
+		law, err := LawByName(name)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "pricing:", err)
-			os.Exit(2)
+			return options{}, usageError{fmt.Errorf("--law: %w", err)}
 		}
-		laws = []Law{law}
+		o.laws = []Law{law}
 	}
-	res, err := experiment(laws, c, methods(c), seedRange(*firstSeed, *seeds), *workers, os.Stderr)
+	return o, nil
+}
+
+func runMain(args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "pricing:", err)
-		os.Exit(1)
+		return err
 	}
-	if *png != "" {
-		if err := plotErrors(res, *png); err != nil {
-			fmt.Fprintln(os.Stderr, "pricing:", err)
-			os.Exit(1)
+	if o.tune {
+		return tuneMethods(o.kind, o.workers, stdout)
+	}
+	res, err := experiment(o.laws, o.kind, methods(o.kind.Construction), o.seeds, o.workers, stderr)
+	if err != nil {
+		return err
+	}
+	// The table goes where people read; with --json stdout is one JSON
+	// document, so the table goes to stderr.
+	table := stdout
+	if o.asJSON {
+		table = stderr
+	}
+	printTable(table, o.kind, res)
+	if o.png != "" {
+		if err := plotErrors(res, o.png); err != nil {
+			return err
 		}
-		fmt.Fprintln(os.Stderr, "wrote", *png)
+		fmt.Fprintln(stderr, "wrote", o.png)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
+	if o.asJSON {
+		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(summaries(res)); err != nil {
-			fmt.Fprintln(os.Stderr, "pricing:", err)
-			os.Exit(1)
+			return fmt.Errorf("writing JSON: %w", err)
 		}
+	}
+	return nil
+}
+
+// printTable prints, per law, the budget-free median steps to 1% of each
+// method and L-SGD's over each MLMC method's: the comparison the command
+// exists for.
+func printTable(w io.Writer, k oracleKind, res []result) {
+	fmt.Fprintf(w, "construction %s: median simulated steps to 1%% (budget-free, seeds reached)\n", k)
+	fmt.Fprintf(w, "%-17s", "law")
+	var labels []string
+	for _, r := range res {
+		if slices.Contains(labels, r.Method.Label) {
+			break
+		}
+		labels = append(labels, r.Method.Label)
+		fmt.Fprintf(w, " %-20s", r.Method.Label)
+	}
+	fmt.Fprintln(w, " L-SGD / method")
+	law := ""
+	var ratios []string
+	for _, s := range summaries(res) {
+		if s.Law != law {
+			if law != "" {
+				fmt.Fprintln(w, " "+strings.Join(ratios, ", "))
+			}
+			law, ratios = s.Law, nil
+			fmt.Fprintf(w, "%-17s", s.Law)
+		}
+		cell := fmt.Sprintf("> %.3g", float64(s.Budget))
+		if s.GridMedian != nil {
+			cell = fmt.Sprintf("%.3g", *s.GridMedian)
+		}
+		fmt.Fprintf(w, " %-20s", fmt.Sprintf("%s (%d/%d)", cell, s.GridReached, s.Seeds))
+		switch {
+		case s.GridRatioToLSGD != nil:
+			ratios = append(ratios, fmt.Sprintf("%s %.3g", s.Method, *s.GridRatioToLSGD))
+		case s.Method != "L-SGD":
+			ratios = append(ratios, s.Method+" -")
+		}
+	}
+	if law != "" {
+		fmt.Fprintln(w, " "+strings.Join(ratios, ", "))
 	}
 }
 
@@ -227,8 +343,8 @@ func seedRange(first, n int) []uint64 {
 
 // experiment runs every law, method and seed (workers runs at a time),
 // printing progress to log.
-func experiment(laws []Law, c Construction, ms []method, seeds []uint64, workers int, log io.Writer) ([]result, error) {
-	fmt.Fprintf(log, "construction %s, seeds %v\n", c, seeds)
+func experiment(laws []Law, k oracleKind, ms []method, seeds []uint64, workers int, log io.Writer) ([]result, error) {
+	fmt.Fprintf(log, "construction %s, seeds %v\n", k, seeds)
 	var out []result
 	for _, law := range laws {
 		mu, p := Optimum(law)
@@ -245,7 +361,7 @@ func experiment(laws []Law, c Construction, ms []method, seeds []uint64, workers
 				slots <- struct{}{}
 				go func() {
 					defer func() { <-slots; wg.Done() }()
-					r.Traces[i], errs[i] = run(law, c, m, r.XStar, maxLevel, s, r.Grid)
+					r.Traces[i], errs[i] = run(law, k, m, r.XStar, maxLevel, s, r.Grid)
 				}()
 			}
 			wg.Wait()
@@ -265,11 +381,11 @@ func experiment(laws []Law, c Construction, ms []method, seeds []uint64, workers
 // prints, per setting, the median steps to 1% per law and the geometric
 // mean over laws (a seed that does not reach 1% counts as twice the
 // budget), marking the best setting of each method.
-func tuneMethods(c Construction, workers int, w io.Writer) error {
-	for _, g := range tuningGrid(c) {
+func tuneMethods(k oracleKind, workers int, w io.Writer) error {
+	for _, g := range tuningGrid(k.Construction) {
 		best, bestScore := "", math.Inf(1)
 		for _, m := range g {
-			res, err := experiment(Laws(), c, []method{m}, seedRange(1001, 2), workers, io.Discard)
+			res, err := experiment(Laws(), k, []method{m}, seedRange(1001, 2), workers, io.Discard)
 			if err != nil {
 				return err
 			}

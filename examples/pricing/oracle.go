@@ -7,28 +7,46 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 )
 
-// Construction names how the queue oracle builds h^l and H^l.
+// Construction names how the queue oracle builds h^l and H^l (SPEC
+// section 5).
 type Construction string
 
 const (
-	// SpecTailAverages is SPEC section 5 as written: tail averages of one
-	// trajectory at 2^l and 2^(l-1) (see tailAverages).
-	SpecTailAverages Construction = "spec"
+	// Paper is the paper's construction: m-step means of W + X ending at
+	// steps 2^l and 2^(l-1) of one trajectory (see paperWindows).
+	Paper Construction = "paper"
 	// EndCoupled is the standard MLMC construction for steady-state
-	// expectations (see endCoupled): terminal values at the same final
-	// step of two queues started empty 2^l and 2^(l-1) steps before it.
-	// It is NOT SPEC's, and whether the paper builds it this way could
-	// not be checked (/work/notes/mlmc_bench.md).
+	// expectations (see endCoupled), the project's default: terminal values
+	// at the same final step of two queues started empty 2^l and 2^(l-1)
+	// steps before it. With m = 1 it has the same E[h^l] and E[H^l] as
+	// Paper (TestConstructionsAgreeInExpectation) but a decaying Var H^l.
 	EndCoupled Construction = "coupled"
+	// TailAverages is SPEC section 5's earlier wording, kept for
+	// comparison: tail averages of one trajectory over 2^(l-1)+1..2^l and
+	// 2^(l-2)+1..2^(l-1) (see tailAverages).
+	TailAverages Construction = "tail"
 )
 
 // ParseConstruction checks a --construction value.
 func ParseConstruction(s string) (Construction, error) {
 	switch c := Construction(s); c {
-	case SpecTailAverages, EndCoupled:
+	case Paper, EndCoupled, TailAverages:
 		return c, nil
 	}
-	return "", fmt.Errorf("unknown construction %q: use spec or coupled", s)
+	return "", fmt.Errorf("unknown --construction %q: use paper, coupled or tail", s)
+}
+
+// oracleKind is a construction with its window m (used by Paper only).
+type oracleKind struct {
+	Construction Construction
+	Window       int
+}
+
+func (k oracleKind) String() string {
+	if k.Construction == Paper {
+		return fmt.Sprintf("%s (m = %d)", k.Construction, k.Window)
+	}
+	return string(k.Construction)
 }
 
 // queueOracle is the GI/GI/1 biased oracle of SPEC section 5 over
@@ -44,31 +62,39 @@ func ParseConstruction(s string) (Construction, error) {
 // and H^l = beta (Y^l - Y'^(l-1)) (GradAffine gives alpha and beta), with
 // Y and Y' from the same random numbers:
 //
-//   - spec: Y^l is the tail average
-//     A(T) = (1/(T - T/2)) sum_{n = T/2+1..T} (W_n + X_n) at T = 2^l (integer
-//     T/2; the first half is warm-up from the empty start) and Y'^(l-1) the
-//     tail average at 2^(l-1) of the same trajectory.
+//   - paper: Y^l is the mean of W + X over the last m steps ending at step
+//     2^l, and Y'^(l-1) the m-step mean ending at step 2^(l-1) of the same
+//     trajectory (windows clipped to the steps that exist).
 //   - coupled: Y^l is W + X at the end of the 2^l steps, and Y'^(l-1) the
 //     W + X at that same final step of a second queue started empty
 //     2^(l-1) steps before the end, on the same random numbers.
+//   - tail: Y^l is the tail average
+//     A(T) = (1/(T - T/2)) sum_{n = T/2+1..T} (W_n + X_n) at T = 2^l (integer
+//     T/2; the first half is warm-up from the empty start) and Y'^(l-1) the
+//     tail average at 2^(l-1) of the same trajectory.
 //
 // Costs. A draw at level l consumes the random numbers of 2^l steps: that is
 // Draw's cost ("samples drawn"). The oracle also counts the queue steps it
 // simulates (Simulated): 2^l per evaluation of h^l, and for H^l 2^l with
-// spec (both averages come from one run) but 2^l + 2^(l-1) with coupled
-// (two queues). A VR correction evaluates each draw twice, so it simulates
-// twice. (For coupled, the simulator runs only the last 2^simWindowLevel
-// steps; it still counts the steps of the full runs, see endCoupled.)
+// paper and tail (both values come from one run) but 2^l + 2^(l-1) with
+// coupled (two queues). A VR correction evaluates each draw twice, so it
+// simulates twice. (For paper and coupled, the simulator runs only the last
+// 2^simWindowLevel steps before each value it needs; it still counts the
+// steps of the full runs, see endCoupled.)
 //
-// With spec the two tail averages cover disjoint windows, so Var H^l and
-// Var h^l both fall like 2^-l (b = c = 1, every RT level contributes alike)
-// and RT-MLMC's variance per simulated step is about 600 times L-SGD's
-// (TestRTMLMCVarianceCostAgainstLSGD). With coupled the two queues coalesce
-// once the longer one empties, so H^l vanishes at high levels while
-// Var h^L does not shrink with L, and the same ratio is about 5e-4.
+// With paper and tail the two values of H^l come from stretches of the
+// trajectory that are far apart, so they cancel nothing: Var H^l does not
+// decay (paper, m = 1: it tends to 2 Var(W + X)) or falls only like Var h^l
+// (tail, 2^-l), and RT-MLMC's variance per simulated step is hundreds of
+// times L-SGD's (TestRTMLMCVarianceCostAgainstLSGD). With coupled the two
+// queues coalesce once the longer one empties, so H^l vanishes at high
+// levels while Var h^L does not shrink with L, and the same ratio is about
+// 5e-4.
 type queueOracle struct {
 	law          Law
 	construction Construction
+	// window is the paper construction's m (steps averaged per value).
+	window int
 	// x and xPrev are the current and previous decisions (mu, p), set by
 	// the optimisation loop.
 	x, xPrev [2]float64
@@ -79,8 +105,11 @@ type queueOracle struct {
 	simulated int64
 }
 
-func newQueueOracle(law Law, c Construction, maxLevel int, seed uint64) *queueOracle {
-	return &queueOracle{law: law, construction: c, maxLevel: maxLevel, seeds: rand.New(rand.NewPCG(seed, 0x51ed))}
+// newQueueOracle returns the oracle of construction k (a window below 1
+// counts as 1).
+func newQueueOracle(law Law, k oracleKind, maxLevel int, seed uint64) *queueOracle {
+	return &queueOracle{law: law, construction: k.Construction, window: max(k.Window, 1), maxLevel: maxLevel,
+		seeds: rand.New(rand.NewPCG(seed, 0x51ed))}
 }
 
 // Simulated is the number of queue steps simulated so far (see queueOracle).
@@ -120,6 +149,8 @@ func (o *queueOracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float6
 		if diff {
 			n += n / 2
 		}
+	case Paper:
+		long, short = paperWindows(o.law, x[0], x[1], d.seed, d.level, o.window, simWindowLevel, false)
 	default:
 		long, short = tailAverages(o.law, x[0], x[1], d.seed, d.level)
 	}
@@ -222,4 +253,54 @@ func endCoupled(law Law, mu, p float64, seed uint64, level, window int, exact bo
 		step(r, g)
 	}
 	return w + x, ws + xs
+}
+
+// paperWindows returns the two values of the paper construction on one
+// trajectory of n = 2^level steps from an empty queue: long, the mean of
+// W + X over steps n-m'+1..n with m' = min(m, n), and short, the mean over
+// the min(m, n/2) steps ending at n/2 (0 at level 0).
+//
+// Random numbers: step g draws from the stream PCG(seed, 2 + (g-1)/B),
+// B = 2^window, so that a stretch of the trajectory starting at a block
+// boundary can be simulated without the steps before it. With exact false
+// and m <= B/2, only the block ending at each of the two end steps is
+// simulated (both are powers of two, so a block ends there), from an empty
+// queue: the shortcut of endCoupled, exact whenever the queue empties in
+// that block before the window starts (TestPaperWindowIsExact).
+func paperWindows(law Law, mu, p float64, seed uint64, level, m, window int, exact bool) (long, short float64) {
+	n := 1 << level
+	block := 1 << window
+	shortcut := !exact && 2*m <= block
+	// meanEnding simulates up to step end and returns the mean of W + X
+	// over the last min(m, end) steps.
+	meanEnding := func(end int) float64 {
+		first := 1
+		if shortcut && end > block {
+			first = end - block + 1
+		}
+		span := min(m, end)
+		invMu, invLam := 1/mu, 1/lambda(p)
+		var w, x, sum float64
+		var r *rand.Rand
+		for g := first; g <= end; g++ {
+			if (g-1)%block == 0 || r == nil {
+				r = rand.New(rand.NewPCG(seed, 2+uint64((g-1)/block)))
+			}
+			u := r.ExpFloat64() * invLam
+			if w += law.Sample(r)*invMu - u; w > 0 {
+				x += u
+			} else {
+				w, x = 0, 0
+			}
+			if g > end-span {
+				sum += w + x
+			}
+		}
+		return sum / float64(span)
+	}
+	long = meanEnding(n)
+	if level > 0 {
+		short = meanEnding(n / 2)
+	}
+	return long, short
 }

@@ -106,8 +106,8 @@ type trace struct {
 
 // run optimises F for one law with one method and seed until it has used
 // its budget of simulated steps.
-func run(law Law, c Construction, m method, xStar [2]float64, maxLevel int, seed uint64, sampleGrid []int64) (trace, error) {
-	o := newQueueOracle(law, c, maxLevel, seed)
+func run(law Law, kind oracleKind, m method, xStar [2]float64, maxLevel int, seed uint64, sampleGrid []int64) (trace, error) {
+	o := newQueueOracle(law, kind, maxLevel, seed)
 	cfg := m.Config
 	cfg.Seed = seed
 	e, err := mlmc.New(m.Estimator, cfg, mlmc.Float64Ops{Dim: 2}, o)

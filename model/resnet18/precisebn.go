@@ -6,32 +6,30 @@ import (
 	"github.com/simclr-go/simclr/nn"
 )
 
-// BatchNorms lists every batch-norm layer of the network in forward order;
-// a group-norm network has none (its normalisation keeps no running
-// statistics, so precise BN has nothing to re-estimate).
+// BatchNorms lists every batch-norm layer of the network in forward order
+// (none with group norm, which keeps no running statistics).
 func (m *Model) BatchNorms() []*nn.BatchNorm {
+	norms := []nn.Norm{m.bn1}
+	for _, bl := range m.blocks {
+		norms = append(norms, bl.bn1, bl.bn2)
+		if bl.downBN != nil {
+			norms = append(norms, bl.downBN)
+		}
+	}
+	norms = append(norms, m.headBN)
 	var bns []*nn.BatchNorm
-	add := func(n nn.Norm) {
+	for _, n := range norms {
 		if bn, ok := n.(*nn.BatchNorm); ok {
 			bns = append(bns, bn)
 		}
 	}
-	add(m.bn1)
-	for _, bl := range m.blocks {
-		add(bl.bn1)
-		add(bl.bn2)
-		if bl.downBN != nil {
-			add(bl.downBN)
-		}
-	}
-	add(m.headBN)
 	return bns
 }
 
 // RecalibrateBN re-estimates the running statistics of every batch-norm
-// layer (precise BN, SPEC section 2): it runs batches training-mode forward
-// passes without gradients over views views each, which next writes into
-// its argument ((views, 3, InputSize, InputSize) floats), and sets each
+// layer (precise BN, SPEC section 2; with group norm there is nothing to
+// do): it runs batches training-mode forward passes without gradients over
+// views views each, which next writes into its argument ((views, 3, InputSize, InputSize) floats), and sets each
 // layer's running mean and variance to the equal-weight average of the
 // batches' means and unbiased variances. Momentum 1/k on the k-th batch
 // makes the running update exactly that average: after batch k the running
@@ -46,6 +44,9 @@ func (m *Model) RecalibrateBN(views, batches int, next func(x []float32)) error 
 	}
 	b := m.backend
 	bns := m.BatchNorms()
+	if len(bns) == 0 {
+		return nil // group norm: no running statistics to estimate
+	}
 	saved := make([]float32, len(bns))
 	for i, bn := range bns {
 		saved[i] = bn.Momentum

@@ -438,6 +438,16 @@ func (m *Model) planFor(views int, train bool) *plan {
 	return pl
 }
 
+// PlanFloats is the size, in floats, of the activation plan of views views
+// in training mode (every activation the backward pass reads and the
+// gradient buffers) or evaluation mode, measured without allocating: what a
+// forward and backward pass of that many views needs beyond the parameters.
+func (m *Model) PlanFloats(views int, train bool) int {
+	measure := carver{b: m.backend}
+	m.newPlan(views, train, &measure)
+	return measure.used
+}
+
 // FreePlans releases the activation memory (it is allocated again on
 // demand), for example after a one-off large batch.
 func (m *Model) FreePlans() {

@@ -2,8 +2,12 @@
 # the GPU machine: finds the CUDA libraries simclr loads at run time and sets
 #
 #   SIMCLR_CUDA_LIBS  (exported) the folders holding libcuda, cuBLAS(Lt), NVRTC
-#                     and cuDNN 9: the driver's, the CUDA toolkit's, then the
-#                     NVIDIA wheels of /opt/torch/.venv (nvidia/cu13/lib, nvidia/cudnn/lib)
+#                     and cuDNN 9, in this order: the driver's
+#                     (/usr/local/nvidia/lib64, the system folder), the CUDA
+#                     toolkit's (/usr/local/cuda, then /usr/local/cuda-*
+#                     newest first), then the NVIDIA wheels of
+#                     /opt/torch/.venv (nvidia/cu13/lib, nvidia/cudnn/lib);
+#                     symlinked folders are followed
 #   gpu_lib_dirs      the same folders as an array
 #   go_env            (env LD_LIBRARY_PATH=...) to put before the Go programs
 #                     only: cuDNN's runtime-compiled engines dlopen NVRTC and
@@ -20,17 +24,38 @@ gpu_work=${GPU_WORK:-/tmp/simclr-gpu}
 mkdir -p "$gpu_work"
 
 gpu_lib_dirs=()
+gpu_lib_real=()
+# gpu_add_lib_dir appends a folder unless it is one already listed under
+# another name (/usr/local/cuda/lib64 and /usr/local/cuda-13.0/lib64 are
+# often the same folder).
 gpu_add_lib_dir() {
-	local d
-	for d in "${gpu_lib_dirs[@]}"; do [[ $d == "$1" ]] && return; done
+	local d real
+	real=$(realpath -e "$1" 2>/dev/null || echo "$1")
+	for d in "${gpu_lib_real[@]}"; do [[ $d == "$real" ]] && return; done
 	gpu_lib_dirs+=("$1")
+	gpu_lib_real+=("$real")
 }
-gpu_torch_site=$(find /opt/torch/.venv/lib -maxdepth 2 -type d -name site-packages 2>/dev/null | head -n 1)
-for gpu_pattern in 'libcuda.so.1' 'libcublasLt.so.1[23]*' 'libcublas.so.1[23]*' 'libnvrtc.so.1[23]*' 'libcudnn.so.9*'; do
+# GPU_SYS_ROOT prefixes every system folder below (for trying the search on
+# a fake tree; empty on the machines).
+gpu_sys=${GPU_SYS_ROOT:-}
+gpu_torch_site=$(find -L "$gpu_sys/opt/torch/.venv/lib" -maxdepth 2 -type d -name site-packages 2>/dev/null | head -n 1)
+# Folders in the documented order (the driver's, the toolkit's, the wheels'),
+# each searched with find -L: /usr/local/cuda and its lib64 are often
+# symlinks (to /usr/local/cuda-13.0/...), which plain find does not enter.
+# Within a folder the matches are sorted, so the order does not depend on
+# the file system's.
+gpu_roots=("$gpu_sys/usr/local/nvidia/lib64" "$gpu_sys/usr/local/nvidia/lib" "$gpu_sys/usr/lib/x86_64-linux-gnu"
+	"$gpu_sys/usr/local/cuda/lib64" "$gpu_sys/usr/local/cuda/targets/x86_64-linux/lib")
+while IFS= read -r gpu_f; do
+	gpu_roots+=("$gpu_f")
+done < <(find -L "$gpu_sys/usr/local" -maxdepth 2 -path "$gpu_sys/usr/local/cuda-*/lib64" 2>/dev/null | sort -rV)
+[[ -n $gpu_torch_site ]] && gpu_roots+=("$gpu_torch_site/nvidia")
+for gpu_root in "${gpu_roots[@]}"; do
+	[[ -d $gpu_root ]] || continue
 	while IFS= read -r gpu_f; do
 		[[ -n $gpu_f ]] && gpu_add_lib_dir "$(dirname "$gpu_f")"
-	done < <(find /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-		/usr/local/cuda-*/lib64 ${gpu_torch_site:+"$gpu_torch_site/nvidia"} -maxdepth 3 -name "$gpu_pattern" 2>/dev/null | sort)
+	done < <(find -L "$gpu_root" -maxdepth 3 \( -name 'libcuda.so.1' -o -name 'libcublasLt.so.1[23]*' -o -name 'libcublas.so.1[23]*' \
+		-o -name 'libnvrtc.so.1[23]*' -o -name 'libcudnn.so.9*' \) 2>/dev/null | sort)
 done
 SIMCLR_CUDA_LIBS=$(
 	IFS=:

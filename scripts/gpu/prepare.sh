@@ -10,7 +10,7 @@
 #   .gpu/BUILD.txt            commit, dirty files and Go version of this build
 #
 # .gpu/ is ignored by git (.gitignore and .git/info/exclude), so it travels
-# only when named in the device tool's carry: carry [".gpu"]. See docs/gpu.md.
+# only when named in the device tool's carry: carry [".gpu"]. See scripts/gpu/SESSION.md.
 #
 # Usage: scripts/gpu/prepare.sh [--no-data]
 set -euo pipefail

@@ -1,5 +1,5 @@
-// Package shared finds the project's shared test data (../shared/data beside
-// the repository checkout, see its README) and prepares the derived forms
+// Package shared finds the project's test data (../shared/data beside the
+// repository checkout, or $SIMCLR_TEST_DATA; see internal/testenv) and prepares the derived forms
 // tests need (the rebuilt CIFAR-10 binary batches, the unpacked JPEG tree)
 // once, in a cache folder reused across test runs.
 package shared
@@ -15,40 +15,25 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
-// Dir returns the absolute path of ../shared/data relative to the repository
-// root (the folder holding go.mod above the test's working directory). It
-// fails the test when the folder is missing: CI requires it.
+// Dir returns the absolute path of the test-data folder: $SIMCLR_TEST_DATA
+// when set (scripts/test.sh points it at a cache it fills in a clone
+// without ../shared), else ../shared/data beside the repository checkout.
+// A missing folder skips the test, or fails it under CI=true, which
+// requires the data.
 func Dir(t testing.TB) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			d := filepath.Join(filepath.Dir(dir), "shared", "data")
-			if _, err := os.Stat(filepath.Join(d, "README.md")); err != nil {
-				t.Fatalf("shared test data missing: %s not found (tests read ../shared/data beside the repository checkout; see DEVELOPERS.md)", d)
-			}
-			return d
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatalf("no go.mod above %s: cannot locate the repository root and ../shared/data", wd)
-		}
-	}
+	return testenv.DataDir(t)
 }
 
-// File returns the path of a file under the shared data folder, failing the
-// test if it is absent.
+// File returns the path of a file under the test-data folder, skipping the
+// test (failing it under CI=true) if it is absent.
 func File(t testing.TB, rel string) string {
 	t.Helper()
-	p := filepath.Join(Dir(t), rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("shared test data file missing: %v", err)
-	}
-	return p
+	return testenv.DataFile(t, rel)
 }
 
 // cacheDir is where derived data is kept between test runs.

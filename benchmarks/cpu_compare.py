@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""simclr against PyTorch on the same CPU cores, alternating runs (issue 14).
+
+For each round, each batch size and each loss (plain NT-Xent, multilevel
+correction) it runs `simclr bench --device cpu --json` and then
+pytorch_simclr_bench.py --device cpu (the order flips every round), each in
+its own process so that peak resident memory is that configuration's own.
+Alternating matters on a shared machine: other load slows both programs of a
+pair alike, so the ratio of a pair is steadier than either time.
+
+It prints every run as a JSON line on stderr and then a Markdown table:
+median and range over the rounds of each program's step time, the median
+and range of the per-round speed ratio (PyTorch step / simclr step, above 1
+when simclr is faster), the same for the process CPU time per step (all
+threads: the step's own cost, whatever share of the cores it got) and each
+program's peak resident memory (largest over the rounds). `uptime` is
+recorded before and after. PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless
+--omp-wait-policy says otherwise: GNU OpenMP's default spin-waiting makes
+its steps up to ten times slower on cores other processes also use.
+
+    go build -o simclr ./cmd/simclr
+    /usr/bin/python3 benchmarks/cpu_compare.py --simclr ./simclr \\
+        --images 2,4,8,16,64 --rounds 3
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description="alternating CPU step timings of simclr and PyTorch")
+    p.add_argument("--simclr", default="./simclr", help="simclr binary (default %(default)s)")
+    p.add_argument("--python", default="/usr/bin/python3",
+                   help="Python with torch and torchvision (default %(default)s, Debian's python3-torch)")
+    p.add_argument("--images", default="2,4,8,16,64", help="comma-separated images per step (default %(default)s)")
+    p.add_argument("--modes", default="plain,multilevel", help="plain, multilevel or both (default %(default)s)")
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds (default %(default)s)")
+    p.add_argument("--threads", type=int, default=2, help="PyTorch intra-op threads (default %(default)s)")
+    p.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE", "default"],
+                   help="OMP_WAIT_POLICY of the PyTorch runs (default %(default)s: on cores shared with other "
+                        "processes GNU OpenMP's spinning threads make PyTorch's steps ten times slower; "
+                        "'default' leaves the environment alone)")
+    p.add_argument("--step-budget", type=float, default=1.5,
+                   help="approximate seconds of timed steps per run at the issue's step times; "
+                        "steps = clamp(budget / (0.08 s x images), 2, 10) (default %(default)s)")
+    a = p.parse_args()
+    a.image_list = [int(v) for v in a.images.split(",") if v.strip()]
+    a.mode_list = [m.strip() for m in a.modes.split(",") if m.strip()]
+    for m in a.mode_list:
+        if m not in ("plain", "multilevel"):
+            p.error("--modes: %r is neither plain nor multilevel" % m)
+    if a.rounds < 1:
+        p.error("--rounds %d: must be at least 1" % a.rounds)
+    if not os.path.exists(a.simclr):
+        p.error("--simclr %s: no such file; build it with `go build -o simclr ./cmd/simclr`" % a.simclr)
+    return a
+
+
+def steps_for(images, budget):
+    return max(2, min(10, int(round(budget / (0.08 * images)))))
+
+
+def run_json(cmd, env=None):
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError("%s failed (exit %d): %s" % (" ".join(cmd), out.returncode, out.stderr.strip()[-500:]))
+    return json.loads(lines[-1])
+
+
+def uptime():
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def fmt_range(vals, scale=1.0, digits=0):
+    f = "%%.%df" % digits
+    return (f + " (" + f + "-" + f + ")") % (statistics.median(vals) * scale, min(vals) * scale, max(vals) * scale)
+
+
+def main():
+    a = parse_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+    torch_script = os.path.join(here, "pytorch_simclr_bench.py")
+    torch_env = dict(os.environ)
+    if a.omp_wait_policy != "default":
+        torch_env["OMP_WAIT_POLICY"] = a.omp_wait_policy
+    print("before: " + uptime(), file=sys.stderr, flush=True)
+    results = {}  # (images, mode) -> {"simclr": [...], "pytorch": [...]}
+    for rnd in range(a.rounds):
+        for images in a.image_list:
+            for mode in a.mode_list:
+                steps = steps_for(images, a.step_budget)
+                ml = ["--multilevel"] if mode == "multilevel" else []
+                ours = [a.simclr, "bench", "--device", "cpu", "--images", str(images), "--steps", str(steps),
+                        "--json"] + ml
+                theirs = [a.python, torch_script, "--device", "cpu", "--threads", str(a.threads), "--images",
+                          str(images), "--steps", str(steps), "--warmup", "1"] + ml
+                order = [("simclr", ours, None), ("pytorch", theirs, torch_env)]
+                if rnd % 2 == 1:
+                    order.reverse()
+                slot = results.setdefault((images, mode), {"simclr": [], "pytorch": []})
+                for name, cmd, env in order:
+                    res = run_json(cmd, env)
+                    res["round"] = rnd
+                    print(json.dumps(res), file=sys.stderr, flush=True)
+                    slot[name].append(res)
+    print("after: " + uptime(), file=sys.stderr, flush=True)
+
+    first = results[(a.image_list[0], a.mode_list[0])]
+    print("simclr:  " + first["simclr"][0].get("backend", "?"))
+    print("PyTorch: " + first["pytorch"][0].get("backend", "?") + ", OMP_WAIT_POLICY " + a.omp_wait_policy)
+    print()
+    print("| images (views) | loss | simclr step, ms | PyTorch step, ms | speed ratio | "
+          "simclr CPU ms/step | PyTorch CPU ms/step | CPU-time ratio | simclr peak RSS, MB | PyTorch peak RSS, MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for images in a.image_list:
+        for mode in a.mode_list:
+            slot = results[(images, mode)]
+            ours = [r["step_seconds"] for r in slot["simclr"]]
+            theirs = [r["step_seconds"] for r in slot["pytorch"]]
+            ratios = [t / o for o, t in zip(ours, theirs)]
+            ocpu = [r["cpu_seconds_per_step"] for r in slot["simclr"]]
+            tcpu = [r["cpu_seconds_per_step"] for r in slot["pytorch"]]
+            cratios = [t / o for o, t in zip(ocpu, tcpu)]
+            print("| %d (%d) | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |" % (
+                images, 2 * images, mode, fmt_range(ours, 1e3), fmt_range(theirs, 1e3), fmt_range(ratios, 1, 2),
+                fmt_range(ocpu, 1e3), fmt_range(tcpu, 1e3), fmt_range(cratios, 1, 2),
+                max(r["peak_rss_mb"] for r in slot["simclr"]), max(r["peak_rss_mb"] for r in slot["pytorch"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

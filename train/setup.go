@@ -105,6 +105,11 @@ func (t *trainer) setup(s session) error {
 	}
 
 	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
+	if !s.resume {
+		if err := initHead(t.b, t.model, splits); err != nil {
+			return err
+		}
+	}
 	params := t.model.Params()
 	t.opt, err = optim.New(t.b, params, optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
 	if err != nil {
@@ -352,4 +357,29 @@ func parallelNote(estimator string, maxLevel, ranks int, norm string) string {
 			estimator, 1<<maxLevel, (1<<maxLevel)/ranks, how, 1<<maxLevel)
 	}
 	return fmt.Sprintf("%s: each rank draws its own levels and images (streams seeded by rank), and the estimate is the mean of the %d ranks' estimates", estimator, ranks)
+}
+
+// initHead runs the group-norm network's data-dependent head
+// initialisation (resnet18.Model.InitHeadFromData) on the first 256
+// training images, un-augmented: the same images on every rank, so the
+// ranks start from the same network. With batch norm it does nothing.
+func initHead(b tensor.Backend, m *resnet18.Model, splits *data.Splits) error {
+	if m.Config().Norm != resnet18.NormGroup {
+		return nil
+	}
+	n := min(256, splits.Train.Len())
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	host := make([]float32, n*m.InputLen())
+	loader.EvalBatch(splits.Train, idx, splits.Mean, splits.Std, host)
+	x := b.Alloc(len(host))
+	defer b.Free(x)
+	b.Upload(x, host)
+	defer m.FreeEvalPlans()
+	if err := m.InitHeadFromData(x, n); err != nil {
+		return fmt.Errorf("initialise the projection head: %w", err)
+	}
+	return nil
 }

@@ -63,7 +63,8 @@ const gradTau = 0.5
 
 // refNet is the network of resnet18.go written again in float64 on the
 // host, from docs/definitions.md section 6 (batch norm, or group norm with
-// nn.Groups and HeadGroups groups), reading the weights by tensor name.
+// nn.Groups groups and no norm in the head), reading the weights by tensor
+// name.
 type refNet struct {
 	p      *nn.Params
 	w      []float64 // all trainable weights, laid out as Params().Flat()
@@ -208,8 +209,6 @@ func (r *refNet) loss(multilevel bool) float64 {
 		switch {
 		case r.norm != resnet18.NormGroup:
 			batchNorm(x, n, c, hw, gamma, beta)
-		case name == "head.1":
-			groupNorm(x, n, c, hw, resnet18.HeadGroups(c), gamma, beta)
 		default:
 			groupNorm(x, n, c, hw, nn.Groups(c), gamma, beta)
 		}
@@ -250,7 +249,9 @@ func (r *refNet) loss(multilevel bool) float64 {
 		}
 	}
 	z := linear(feat, n, in, r.param("head.0.weight"), r.param("head.0.bias"), in)
-	cbn(z, in, 1, "head.1")
+	if r.norm != resnet18.NormGroup {
+		cbn(z, in, 1, "head.1")
+	}
 	relu(z)
 	proj := len(r.param("head.3.bias"))
 	z = linear(z, n, in, r.param("head.3.weight"), r.param("head.3.bias"), proj)

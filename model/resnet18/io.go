@@ -2,21 +2,25 @@ package resnet18
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/simclr-go/simclr/checkpoint"
 )
+
+// groupHead is the "head" metadata of a group-norm checkpoint: head.0
+// Linear, ReLU, head.3 Linear (PyTorch: Sequential(Linear, Identity, ReLU,
+// Linear)).
+const groupHead = "linear-relu-linear"
 
 // Save writes every tensor of m under its torchvision name
 // (num_batches_tracked as a float) and meta to path, atomically. The
 // metadata also records the normalisation ("norm": batch or group), which
 // the tensor names alone do not tell apart from a batch-norm model that lost
-// its running statistics, and with group norm the head's group count
-// ("head_groups", HeadGroups), which a PyTorch user needs to rebuild head.1.
+// its running statistics, and with group norm the head ("head":
+// linear-relu-linear, no head.1), which a PyTorch user needs to rebuild it.
 func (m *Model) Save(path string, meta map[string]string) error {
 	withNorm := map[string]string{"norm": m.cfg.Norm}
 	if m.cfg.Norm == NormGroup {
-		withNorm["head_groups"] = strconv.Itoa(HeadGroups(m.featDim))
+		withNorm["head"] = groupHead
 	}
 	for k, v := range meta {
 		withNorm[k] = v
@@ -44,6 +48,12 @@ func (m *Model) Load(path string) (*checkpoint.File, error) {
 			norm = NormBatch
 		}
 		return nil, fmt.Errorf("checkpoint %s holds a network with %s norm, this one has %s norm: pass --norm %s", path, norm, m.cfg.Norm, norm)
+	}
+	// Group-norm checkpoints of earlier versions had a GroupNorm head.1
+	// (recorded as "head_groups"); this head has none, so their head would
+	// load wrongly.
+	if m.cfg.Norm == NormGroup && f.Metadata["head"] != groupHead {
+		return nil, fmt.Errorf("checkpoint %s holds a group-norm network with a GroupNorm in its projection head (head_groups %q), written by an earlier simclr whose group-norm network did not learn; this version's group-norm head is Linear-ReLU-Linear: train the network again", path, f.Metadata["head_groups"])
 	}
 	if missing := f.Missing(m.params.Names()); missing != "" {
 		return nil, fmt.Errorf("checkpoint %s lacks %s: it was not written by simclr for a ResNet-18 of this width", path, missing)

@@ -6,9 +6,10 @@
 // Tensor names are torchvision's resnet18 names (conv1.weight,
 // layer2.0.downsample.1.running_mean, ...) plus head.0, head.1 and head.3
 // for the head, so checkpoints load into PyTorch. With Config.Norm "group"
-// every batch norm, the head's included, is a GroupNorm under the same name
-// (as torchvision's resnet18(norm_layer=...) names it), with weight and
-// bias and no running statistics. Activations are planned
+// every batch norm of the backbone is a GroupNorm under the same name (as
+// torchvision's resnet18(norm_layer=...) names it), with weight and bias and
+// no running statistics, and the head is Linear -> ReLU -> Linear (head.0,
+// head.3; no head.1), see Config.Norm. Activations are planned
 // once per batch size, carved from one arena per mode (training,
 // evaluation) that is as large as the largest plan, and reused, so a
 // steady-state step allocates nothing on the Go heap.
@@ -35,25 +36,23 @@ type Config struct {
 	// Norm is the normalisation after every convolution and in the head:
 	// "batch" (the default; BatchNorm2d, and BatchNorm1d in the head) or
 	// "group": GroupNorm with nn.Groups(C) = min(32, C) groups after every
-	// convolution, and in the head (its (N,C) features as C channels of one
-	// position) HeadGroups(C) groups. With group norm each view's output is
-	// independent of its batch, which makes the one-forward multilevel
-	// correction exact (SPEC section 2).
+	// convolution, and no normalisation in the head (Linear -> ReLU ->
+	// Linear, whose first layer InitHeadFromData standardises). With group
+	// norm each view's output is independent of its batch, which makes the
+	// one-forward multilevel correction exact (SPEC section 2).
+	//
+	// Why the group-norm head has no norm: the pooled backbone features of
+	// all images share a large common component (they are averages of ReLU
+	// outputs; mean pairwise cosine 0.98 at initialisation, width 1/8, real
+	// CIFAR images). Batch norm in the head subtracts the batch mean and so
+	// removes it (projection cosine 0.35); a GroupNorm normalises each
+	// image's features on their own and cannot (projection cosine 0.98), so
+	// every L2-normalised projection was nearly the same vector, the loss
+	// sat at ln(2N-1) and the network did not learn. A fixed affine map
+	// can remove it without batch statistics: InitHeadFromData sets head.0
+	// to what batch norm computes at initialisation, on one batch of data.
 	Norm string
 }
-
-// HeadGroups is the number of groups of the head's GroupNorm over c
-// features: min(32, c/16), at least 1 and dividing c, so that every group
-// holds at least 16 values, as min(32, c) gives at full width (512
-// features). In the head each feature has one position, so min(32, c)
-// groups would hold c/32 values: 1 at width 1/16, where the normalised
-// output is the bias alone and no gradient reaches the backbone, and 2 at
-// width 1/8, where (x - mean)/std of two values is +-1 unless they nearly
-// tie (measured at initialisation: 99% of the head's values within 0.1 of
-// +-1), a sign pattern whose gradient comes only from the near-ties. After a
-// convolution a group holds (c/G) x HW >= 16 values, so the backbone keeps
-// min(32, c).
-func HeadGroups(c int) int { return nn.GroupsAtMost(c, max(1, c/16)) }
 
 // Normalisations Config.Norm accepts.
 const (
@@ -113,7 +112,7 @@ type Model struct {
 	bn1    nn.Norm
 	blocks []*block
 	fc1    *nn.Linear
-	headBN nn.Norm
+	headBN nn.Norm // nil with group norm: the head has no normalisation
 	fc2    *nn.Linear
 
 	stem     int // stem channels
@@ -141,12 +140,6 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 	newNorm := func(name string, c int) nn.Norm {
 		if cfg.Norm == NormGroup {
 			return nn.NewGroupNorm(p, name, c, nn.Groups(c))
-		}
-		return nn.NewBatchNorm(p, name, c)
-	}
-	newHeadNorm := func(name string, c int) nn.Norm {
-		if cfg.Norm == NormGroup {
-			return nn.NewGroupNorm(p, name, c, HeadGroups(c))
 		}
 		return nn.NewBatchNorm(p, name, c)
 	}
@@ -179,7 +172,9 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 	}
 	m.featDim, m.lastHW = in, h
 	m.fc1 = nn.NewLinear(p, "head.0", m.featDim, m.featDim)
-	m.headBN = newHeadNorm("head.1", m.featDim)
+	if cfg.Norm == NormBatch {
+		m.headBN = nn.NewBatchNorm(p, "head.1", m.featDim)
+	}
 	m.fc2 = nn.NewLinear(p, "head.3", m.featDim, cfg.ProjDim)
 	p.Allocate(b)
 	p.Initialize(seed)
@@ -398,9 +393,13 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	pl.h1 = c.take(views * f)
 	pl.r = c.take(views * f)
 	pl.z = c.take(views * pd)
-	pl.headBNS = m.headBN.Shape(views, 1)
+	if m.headBN != nil {
+		pl.headBNS = m.headBN.Shape(views, 1)
+		if train {
+			pl.headSaved = c.saved(m.headBN, views)
+		}
+	}
 	if train {
-		pl.headSaved = c.saved(m.headBN, views)
 		pl.dr = c.take(views * f)
 		pl.dh1 = c.take(views * f)
 		pl.df = c.take(views * f)
@@ -543,11 +542,16 @@ func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) t
 	pl := m.planFor(views, train)
 	m.backbone(pl, x, train, updateRunning)
 	m.fc1.Forward(b, views, pl.feat, pl.h1)
-	if train {
+	switch {
+	case m.headBN == nil:
+		b.Copy(pl.r, pl.h1)
+	case train:
 		m.headBN.ForwardTrain(b, pl.headBNS, pl.h1, pl.r, pl.headSaved, updateRunning)
-		m.last = pl
-	} else {
+	default:
 		m.headBN.ForwardEval(b, pl.headBNS, pl.h1, pl.r)
+	}
+	if train {
+		m.last = pl
 	}
 	b.ReLUForward(pl.r, pl.r)
 	m.fc2.Forward(b, views, pl.r, pl.z)
@@ -581,8 +585,12 @@ func (m *Model) Backward(dz tensor.Buffer) {
 	b, n := m.backend, pl.views
 	// Head, last layer first.
 	m.fc2.Backward(b, n, pl.r, dz, pl.dr)
-	b.ReLUBackward(pl.r, pl.dr, pl.dr)
-	m.headBN.Backward(b, pl.headBNS, pl.h1, pl.dr, pl.dh1, pl.headSaved)
+	if m.headBN == nil {
+		b.ReLUBackward(pl.r, pl.dr, pl.dh1)
+	} else {
+		b.ReLUBackward(pl.r, pl.dr, pl.dr)
+		m.headBN.Backward(b, pl.headBNS, pl.h1, pl.dr, pl.dh1, pl.headSaved)
+	}
 	m.fc1.Backward(b, n, pl.feat, pl.dh1, pl.df)
 	lastBlock := &pl.blocks[len(pl.blocks)-1]
 	b.GlobalAvgPoolBackward(n, m.featDim, m.lastHW*m.lastHW, pl.df, lastBlock.g.dOut)
@@ -621,4 +629,53 @@ func (m *Model) Backward(dz tensor.Buffer) {
 	b.ReLUBackward(pl.out0, pl.dStem, pl.dStem)
 	m.bn1.Backward(b, pl.stemBN, pl.c0, pl.dStem, pl.dStemC, pl.stemSaved)
 	m.conv1.Backward(b, pl.stemS, pl.x, pl.dStemC, nil)
+}
+
+// InitHeadFromData is the data-dependent initialisation of the group-norm
+// network's head (see Config.Norm): it runs x, views normalised images, to
+// the head's first linear layer and rescales that layer so that each of its
+// outputs has mean 0 and variance 1 over x, which is what the batch-norm
+// head's BatchNorm1d computes at initialisation. Afterwards the head is an
+// ordinary affine map, the same for every batch, so each view's embedding
+// stays independent of its batch. With batch norm it does nothing (the
+// head's batch norm standardises every batch). views must be at least 2.
+func (m *Model) InitHeadFromData(x tensor.Buffer, views int) error {
+	if m.headBN != nil {
+		return nil
+	}
+	m.checkInput(x, views)
+	if views < 2 {
+		return fmt.Errorf("resnet18: the head's data-dependent initialisation needs at least 2 images, got %d", views)
+	}
+	b, f := m.backend, m.featDim
+	pl := m.planFor(views, false)
+	m.backbone(pl, x, false, false)
+	m.fc1.Forward(b, views, pl.feat, pl.h1)
+	h := make([]float32, views*f)
+	b.Download(h, pl.h1)
+	w := make([]float32, f*f)
+	bias := make([]float32, f)
+	b.Download(w, m.fc1.Weight.Value)
+	b.Download(bias, m.fc1.Bias.Value)
+	for j := 0; j < f; j++ {
+		var mean, sq float64
+		for i := 0; i < views; i++ {
+			mean += float64(h[i*f+j])
+		}
+		mean /= float64(views)
+		for i := 0; i < views; i++ {
+			d := float64(h[i*f+j]) - mean
+			sq += d * d
+		}
+		// Batch norm's biased variance and eps, so that the head starts
+		// as the batch-norm head would on this batch.
+		inv := 1 / math.Sqrt(sq/float64(views)+1e-5)
+		for k := 0; k < f; k++ {
+			w[j*f+k] = float32(float64(w[j*f+k]) * inv)
+		}
+		bias[j] = float32((float64(bias[j]) - mean) * inv)
+	}
+	b.Upload(m.fc1.Weight.Value, w)
+	b.Upload(m.fc1.Bias.Value, bias)
+	return nil
 }

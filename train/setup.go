@@ -360,17 +360,20 @@ func parallelNote(estimator string, maxLevel, ranks int, norm string) string {
 }
 
 // initHead runs the group-norm network's data-dependent head
-// initialisation (resnet18.Model.InitHeadFromData) on the first 256
-// training images, un-augmented: the same images on every rank, so the
-// ranks start from the same network. With batch norm it does nothing.
+// initialisation (resnet18.Model.InitHeadFromData) on 256 training images
+// spread evenly over the set, un-augmented: the same images on every rank,
+// so the ranks start from the same network. Evenly spread rather than the
+// first 256, because an image folder lists its images class by class. With
+// batch norm it does nothing.
 func initHead(b tensor.Backend, m *resnet18.Model, splits *data.Splits) error {
 	if m.Config().Norm != resnet18.NormGroup {
 		return nil
 	}
-	n := min(256, splits.Train.Len())
+	total := splits.Train.Len()
+	n := min(256, total)
 	idx := make([]int, n)
 	for i := range idx {
-		idx[i] = i
+		idx[i] = i * total / n
 	}
 	host := make([]float32, n*m.InputLen())
 	loader.EvalBatch(splits.Train, idx, splits.Mean, splits.Std, host)

@@ -20,16 +20,9 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-)
 
-// levels is the part of `simclr levels --json` the plot reads.
-type levels struct {
-	Levels []struct {
-		Level   int     `json:"level"`
-		Var     float64 `json:"var"`
-		Seconds float64 `json:"seconds"`
-	} `json:"levels"`
-}
+	"github.com/simclr-go/simclr/mlmc"
+)
 
 func main() {
 	out := flag.String("out", "docs/img", "folder for levels_variance.png and levels_seconds.png")
@@ -60,7 +53,8 @@ func run(out string, args []string) error {
 		if err != nil {
 			return err
 		}
-		var l levels
+		// `simclr levels --json` embeds mlmc.LevelsReport at its top level.
+		var l mlmc.LevelsReport
 		if err := json.Unmarshal(raw, &l); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}

@@ -212,3 +212,50 @@ func BenchmarkSmallBatchConvs(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkConvAlgorithms times each 3x3 stride-1 ResNet-18 convolution
+// (and the stem) forward and backward at 4, 16 and 128 views with each
+// algorithm forced, reporting model GFLOP (three times the forward FLOPs)
+// per CPU-second: the per-layer evidence behind convAlgorithm.
+//
+//	go test ./backend/cpu -run '^$' -bench ConvAlgorithms -benchtime 5x
+func BenchmarkConvAlgorithms(b *testing.B) {
+	for _, views := range []int{4, 16, 128} {
+		for _, c := range resnet18Convs {
+			if !winogradEligible(c.shape) {
+				continue
+			}
+			for _, algo := range []struct {
+				name string
+				algo convAlgo
+			}{{"im2col", algoIm2col}, {"winograd", algoWinograd}} {
+				b.Run(fmt.Sprintf("views%d/%s/%s", views, c.name, algo.name), func(b *testing.B) {
+					be := New()
+					be.convAlgo = algo.algo
+					s := c.shape
+					s.N = views
+					rng := rand.New(rand.NewPCG(1, 1))
+					x, w := upload(be, randSlice(rng, s.InLen())), upload(be, randSlice(rng, s.WeightLen()))
+					y, dy, dw := be.Alloc(s.OutLen()), upload(be, randSlice(rng, s.OutLen())), be.Alloc(s.WeightLen())
+					var dx tensor.Buffer
+					flops := 2 * s.FLOPs()
+					if s.C > 3 {
+						dx = be.Alloc(s.InLen())
+						flops += s.FLOPs()
+					}
+					run := func() {
+						be.Conv2dForward(s, x, w, y)
+						be.Conv2dBackward(s, x, w, dy, dx, dw)
+					}
+					run()
+					b.ResetTimer()
+					cpu0 := processCPUTime()
+					for b.Loop() {
+						run()
+					}
+					reportRates(b, flops, processCPUTime()-cpu0)
+				})
+			}
+		}
+	}
+}

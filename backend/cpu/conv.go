@@ -44,6 +44,44 @@ func checkConv(s tensor.ConvShape, x, w, y []float32, yName string) {
 	}
 }
 
+// convAlgo is how a convolution is computed.
+type convAlgo int
+
+const (
+	// algoAuto lets convAlgorithm choose per shape.
+	algoAuto convAlgo = iota
+	// algoIm2col lowers the input to an im2col matrix and multiplies.
+	algoIm2col
+	// algoWinograd uses Winograd F(2x2,3x3) (winograd.go).
+	algoWinograd
+)
+
+// convAlgorithm is the one place that chooses the algorithm of a
+// convolution. Winograd F(2x2,3x3) needs 16 multiplications per 2x2
+// output tile and input channel where im2col's GEMM needs 36, and its
+// transformed tiles (16 values per 4 outputs) are smaller than an im2col
+// matrix (9 per output), so it wins on every 3x3 stride-1 pad-1 layer
+// with enough input channels to amortise its tile transforms over a
+// GEMM of useful depth. The stem (3 input channels) would write 16 x K
+// transformed outputs per tile through the memory to save a 27-deep GEMM
+// almost nothing: it stays on im2col, as do stride-2 and 1x1 layers,
+// which Winograd F(2,3) does not compute. Tests and benchmarks may force
+// either algorithm (b.convAlgo); forcing Winograd on a shape it cannot
+// compute falls back to im2col.
+func (b *Backend) convAlgorithm(s tensor.ConvShape) convAlgo {
+	if !winogradEligible(s) || b.convAlgo == algoIm2col {
+		return algoIm2col
+	}
+	if b.convAlgo == algoWinograd || s.C >= minWinogradChannels {
+		return algoWinograd
+	}
+	return algoIm2col
+}
+
+// minWinogradChannels is the smallest input channel count convAlgorithm
+// sends to Winograd.
+const minWinogradChannels = 8
+
 // pointwise reports whether col for one image is x itself (1x1 kernel,
 // stride 1, no padding) and planes are large enough that a GEMM per image
 // is efficient.
@@ -128,6 +166,10 @@ func (b *Backend) splitByChannels(s tensor.ConvShape) bool {
 func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	xd, wd, yd := Data(x), Data(w), Data(y)
 	checkConv(s, xd, wd, yd, "output y")
+	if b.convAlgorithm(s) == algoWinograd {
+		b.winogradForward(s, xd, wd, yd)
+		return
+	}
 	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
 	if b.splitByChannels(s) {
 		b.convForwardChannels(s, xd, wd, yd)
@@ -182,6 +224,10 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 		if len(dxd) != s.InLen() { // format the message only on failure: this runs every layer call
 			checkLen(fmt.Sprintf("conv input gradient dx for %v", s), dxd, s.InLen())
 		}
+	}
+	if b.convAlgorithm(s) == algoWinograd {
+		b.winogradBackward(s, xd, wd, dyd, dxd, dwd)
+		return
 	}
 	P, CRS, K := s.OutH()*s.OutW(), s.C*s.R*s.S, s.K
 	if b.splitByChannels(s) {

@@ -47,6 +47,11 @@ type Backend struct {
 	// convSplit chooses how convolutions share work among the workers;
 	// tests force each way, New leaves splitAuto.
 	convSplit convSplit
+	// convAlgo forces one convolution algorithm (tests, benchmarks); New
+	// leaves algoAuto.
+	convAlgo convAlgo
+	// wino is the Winograd convolutions' scratch (guarded by mu).
+	wino winoScratch
 	// normSums is GroupNormBackward's per-(image, channel) float64 sums,
 	// grown to the largest layer and reused (guarded by mu).
 	normSums []float64

@@ -1,0 +1,492 @@
+package cpu
+
+import (
+	"sync"
+
+	"github.com/simclr-go/simclr/internal/parallel"
+	"github.com/simclr-go/simclr/tensor"
+)
+
+// Winograd F(2x2,3x3) convolutions for 3x3, stride-1, pad-1 layers (all but
+// four of ResNet-18's convolutions, and almost all of its FLOPs).
+//
+// One-dimensional F(2,3), interpolation points 0, 1, -1 and infinity: two
+// outputs y_i = sum_j g_j d_(i+j) of a 3-tap filter g over 4 inputs d are
+//
+//	y = A^T [(G g) .* (B^T d)]
+//
+//	B^T = | 1  0 -1  0 |   G = | 1    0    0   |   A^T = | 1  1  1  0 |
+//	      | 0  1  1  0 |       | 1/2  1/2  1/2 |         | 0  1 -1 -1 |
+//	      | 0 -1  1  0 |       | 1/2 -1/2  1/2 |
+//	      | 0  1  0 -1 |       | 0    0    1   |
+//
+// 4 multiplications instead of 6; nested in two dimensions, a 2x2 output
+// tile Y of a 4x4 input tile D is Y = A^T [(G g G^T) .* (B^T D B)] A, 16
+// instead of 36. The products for one output tile sum over input channels,
+// so each of the 16 positions e of the transformed tile is a GEMM:
+//
+//	forward        M[e] (K,T) = U[e] (K,C) V[e] (C,T)
+//
+// with U[e] the transformed filters, V[e] the transformed input tiles (T =
+// images x tiles; tiles overlap by 2, i.e. stride 2) and Y = A^T M A per
+// tile. Sizes not divisible by 2 get tiles padded with zeros past the
+// edge, whose extra outputs are dropped.
+//
+// Backward data is the same convolution of dy with the filters rotated by
+// 180 degrees and with C and K exchanged: w'[c,k,r,s] = w[k,c,2-r,2-s].
+//
+// Backward filter swaps the roles of filter and output: dw[r,s] = sum over
+// outputs of dy[i,j] x[i+r,j+s] is F(3,2), 3 outputs of a 2-tap "filter"
+// dy. Writing F(2,3) as the trilinear form a^T y = sum_e (A a)_e (G g)_e
+// (B^T d)_e and differentiating in g gives dw = G^T [(A dy) .* (B^T d)];
+// in two dimensions, per 2x2 tile of dy and its 4x4 input tile,
+//
+//	dW[e] (K,C) += Dy[e] (K,T) V[e]^T (T,C),  Dy = A dy A^T per tile,
+//
+// summed over all tiles, then dw = G^T dW G (3x3) per filter. The matrices
+// are checked against direct sums in winograd_test.go.
+
+// winogradEligible reports whether s is a convolution Winograd F(2x2,3x3)
+// computes: a 3x3 kernel, stride 1, one pixel of zero padding.
+func winogradEligible(s tensor.ConvShape) bool {
+	return s.R == 3 && s.S == 3 && s.Stride == 1 && s.Pad == 1
+}
+
+// winoTile is the number of positions of a transformed 4x4 tile.
+const winoTile = 16
+
+// winoScratch holds the Winograd buffers, grown to the largest layer and
+// reused (guarded by Backend.mu): u the transformed filters (16,K,C) or
+// their backward-data twin (16,C,K), dw the transformed filter gradient
+// (16,K,C), bufA and bufB the transformed tiles of one chunk, and pads one
+// zero-bordered input plane per worker.
+type winoScratch struct {
+	u, dw, bufA, bufB []float32
+	pads              [][]float32
+	bar               barrier
+}
+
+// growTo returns buf with at least n elements, reallocating once.
+func growTo(buf *[]float32, n int) []float32 {
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	return (*buf)[:n]
+}
+
+// winoGeometry is the tiling of one (H,W) plane.
+type winoGeometry struct {
+	H, W   int // plane size
+	th, tw int // tile rows and columns: ceil(H/2), ceil(W/2)
+	hp, wp int // padded plane: 2 th + 2 by 2 tw + 2
+}
+
+func newWinoGeometry(H, W int) winoGeometry {
+	th, tw := (H+1)/2, (W+1)/2
+	return winoGeometry{H: H, W: W, th: th, tw: tw, hp: 2*th + 2, wp: 2*tw + 2}
+}
+
+// tiles is the number of tiles per plane.
+func (g winoGeometry) tiles() int { return g.th * g.tw }
+
+// winoChunkImages is the number of images whose transformed tiles fit in
+// the workspace budget: bufA and bufB each hold 16 x max(C,K) x tiles per
+// image. Large chunks make long GEMMs and fewer barriers; the budget bounds
+// the memory at large batches. At least one image.
+func (b *Backend) winoChunkImages(s tensor.ConvShape, g winoGeometry) int {
+	perImage := 2 * winoTile * max(s.C, s.K) * g.tiles()
+	return max(1, min(s.N, b.chunkBudget/perImage))
+}
+
+// prepare sizes the scratch for s under b.mu and returns the geometry and
+// the images per chunk.
+func (b *Backend) winoPrepare(s tensor.ConvShape, workers int) (winoGeometry, int) {
+	g := newWinoGeometry(s.H, s.W)
+	nb := b.winoChunkImages(s, g)
+	ws := &b.wino
+	chunk := winoTile * max(s.C, s.K) * nb * g.tiles()
+	growTo(&ws.bufA, chunk)
+	growTo(&ws.bufB, chunk)
+	growTo(&ws.u, winoTile*s.K*s.C)
+	for len(ws.pads) < workers {
+		ws.pads = append(ws.pads, nil)
+	}
+	for p := 0; p < workers; p++ {
+		// A zero border: the interior is overwritten plane by plane, the
+		// border is cleared here once per call (its size depends on s).
+		pad := growTo(&ws.pads[p], g.hp*g.wp+4*g.wp)
+		clear(pad)
+	}
+	ws.bar.reset(workers)
+	return g, nb
+}
+
+// span is worker p's share [lo, hi) of n items among workers.
+func span(n, p, workers int) (int, int) {
+	return p * n / workers, (p + 1) * n / workers
+}
+
+// winogradForward: x is (N,C,H,W), w is (K,C,3,3), y is (N,K,H,W).
+// All workers share each chunk: they transform a share of its input
+// channels, run a share of the 16 GEMMs and transform a share of its
+// output channels, with a barrier between the phases. Splitting the GEMMs
+// by e keeps both cores busy at any batch size, and each worker streams
+// only its share of the transformed filters.
+func (b *Backend) winogradForward(s tensor.ConvShape, xd, wd, yd []float32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	workers := b.threads
+	g, nb := b.winoPrepare(s, workers)
+	ws := &b.wino
+	u, v, m := ws.u[:winoTile*s.K*s.C], ws.bufA, ws.bufB
+	TI := g.tiles()
+	parallel.For(workers, workers, func(p, _, _ int) {
+		lo, hi := span(s.K, p, workers)
+		winoFilters(wd, s.K, s.C, lo, hi, false, u)
+		pad := ws.pads[p]
+		for n0 := 0; n0 < s.N; n0 += nb {
+			cnt := min(nb, s.N-n0)
+			T := cnt * TI
+			lo, hi = span(s.C, p, workers)
+			winoInput(xd, g, s.C, n0, cnt, lo, hi, v, T, pad)
+			ws.bar.wait() // V (and, the first time, U) complete
+			b.winoGemms(p, workers, false, s.K, T, s.C, u, v, m, 0)
+			ws.bar.wait() // M complete
+			lo, hi = span(s.K, p, workers)
+			winoOutput(m, g, s.K, n0, cnt, lo, hi, yd, T)
+			// No barrier: the next chunk's first phase writes V, which
+			// nobody reads any more, and its GEMMs wait for every worker
+			// to have finished this output transform.
+		}
+	})
+}
+
+// winogradBackward: given dy (N,K,H,W), writes dw (K,C,3,3) and, unless
+// dxd is nil, dx (N,C,H,W). Per chunk: V = B^T x B and Dy = A dy A^T
+// tiles, then dW[e] += Dy[e] V[e]^T; for dx, the forward machinery on dy
+// with the rotated, transposed filters.
+func (b *Backend) winogradBackward(s tensor.ConvShape, xd, wd, dyd, dxd, dwd []float32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	workers := b.threads
+	g, nb := b.winoPrepare(s, workers)
+	ws := &b.wino
+	u, bufA, bufB := ws.u[:winoTile*s.K*s.C], ws.bufA, ws.bufB
+	dW := growTo(&ws.dw, winoTile*s.K*s.C)
+	TI := g.tiles()
+	parallel.For(workers, workers, func(p, _, _ int) {
+		pad := ws.pads[p]
+		if dxd != nil {
+			lo, hi := span(s.C, p, workers)
+			winoFilters(wd, s.K, s.C, lo, hi, true, u)
+		}
+		for n0 := 0; n0 < s.N; n0 += nb {
+			cnt := min(nb, s.N-n0)
+			T := cnt * TI
+			lo, hi := span(s.C, p, workers)
+			winoInput(xd, g, s.C, n0, cnt, lo, hi, bufA, T, pad)
+			lo, hi = span(s.K, p, workers)
+			winoOutputGrad(dyd, g, s.K, n0, cnt, lo, hi, bufB, T)
+			ws.bar.wait()
+			beta := float32(1)
+			if n0 == 0 {
+				beta = 0
+			}
+			b.winoGemms(p, workers, true, s.K, s.C, T, bufB, bufA, dW, beta)
+			ws.bar.wait() // bufA and bufB free again
+			if dxd == nil {
+				continue
+			}
+			winoInput(dyd, g, s.K, n0, cnt, lo, hi, bufA, T, pad)
+			ws.bar.wait()
+			b.winoGemms(p, workers, false, s.C, T, s.K, u, bufA, bufB, 0)
+			ws.bar.wait()
+			lo, hi = span(s.C, p, workers)
+			winoOutput(bufB, g, s.C, n0, cnt, lo, hi, dxd, T)
+			ws.bar.wait() // the next chunk writes bufB
+		}
+		// The last barrier above follows the last filter-gradient GEMMs.
+		lo, hi := span(s.K, p, workers)
+		winoFilterGrad(dW, s.K, s.C, lo, hi, dwd)
+	})
+}
+
+// winoGemms runs worker p's share of the 16 products of one phase. With
+// transB false: out[e] (m,n) = a[e] (m,k) bm[e] (k,n), the forward and
+// data-gradient products. With transB true: out[e] (m,k... ) is the filter
+// gradient, out[e] (m,n) = beta out[e] + a[e] (m,k) bm[e]^T with bm[e]
+// (n,k). Up to 16 workers each take whole products; more split each
+// product's rows as well.
+func (b *Backend) winoGemms(p, workers int, transB bool, m, n, k int, a, bm, out []float32, beta float32) {
+	rowParts := (workers + winoTile - 1) / winoTile
+	units := winoTile * rowParts
+	ulo, uhi := span(units, p, workers)
+	for unit := ulo; unit < uhi; unit++ {
+		e, part := unit/rowParts, unit%rowParts
+		rlo, rhi := span(m, part, rowParts)
+		if rhi == rlo {
+			continue
+		}
+		ae, oe := a[e*m*k+rlo*k:], out[e*m*n+rlo*n:]
+		if transB {
+			b.gemm.Sgemm(false, true, rhi-rlo, n, k, 1, ae, k, bm[e*n*k:], k, beta, oe, n)
+			continue
+		}
+		b.gemm.Sgemm(false, false, rhi-rlo, n, k, 1, ae, k, bm[e*k*n:], n, beta, oe, n)
+	}
+}
+
+// winoFilters writes the transformed filters of output channels [lo,hi)
+// (or, with backData, input channels [lo,hi)) into u: u[e,k,c] = (G
+// w[k,c] G^T)[e], or for the data gradient u[e,c,k] = (G w' G^T)[e] with
+// w'[c,k,r,s] = w[k,c,2-r,2-s].
+func winoFilters(w []float32, K, C, lo, hi int, backData bool, u []float32) {
+	stride := K * C
+	var f [9]float32
+	for q := lo; q < hi; q++ {
+		inner := C // forward: rows q are output channels k, o runs over c
+		if backData {
+			inner = K // data gradient: rows q are input channels c, o runs over k
+		}
+		for o := 0; o < inner; o++ {
+			k, c, row := q, o, q*C+o
+			if backData {
+				k, c, row = o, q, q*K+o
+			}
+			src := w[(k*C+c)*9 : (k*C+c)*9+9]
+			if backData {
+				for i := range 9 {
+					f[i] = src[8-i]
+				}
+			} else {
+				copy(f[:], src)
+			}
+			// t = G f (4x3), then t G^T (4x4).
+			var t [12]float32
+			for j := 0; j < 3; j++ {
+				g0, g1, g2 := f[j], f[3+j], f[6+j]
+				t[j] = g0
+				t[3+j] = 0.5 * (g0 + g1 + g2)
+				t[6+j] = 0.5 * (g0 - g1 + g2)
+				t[9+j] = g2
+			}
+			for i := 0; i < 4; i++ {
+				g0, g1, g2 := t[3*i], t[3*i+1], t[3*i+2]
+				base := 4 * i * stride
+				u[base+row] = g0
+				u[base+stride+row] = 0.5 * (g0 + g1 + g2)
+				u[base+2*stride+row] = 0.5 * (g0 - g1 + g2)
+				u[base+3*stride+row] = g2
+			}
+		}
+	}
+}
+
+// winoFilterGrad writes dw[k,c] = G^T dW[.,k,c] G (3x3) for output
+// channels [lo,hi).
+func winoFilterGrad(dW []float32, K, C, lo, hi int, dw []float32) {
+	stride := K * C
+	for k := lo; k < hi; k++ {
+		for c := 0; c < C; c++ {
+			row := k*C + c
+			// z = G^T m (3x4): rows of m are m[4i..4i+3].
+			var z [12]float32
+			for j := 0; j < 4; j++ {
+				m0, m1, m2, m3 := dW[j*stride+row], dW[(4+j)*stride+row], dW[(8+j)*stride+row], dW[(12+j)*stride+row]
+				z[j] = m0 + 0.5*(m1+m2)
+				z[4+j] = 0.5 * (m1 - m2)
+				z[8+j] = 0.5*(m1+m2) + m3
+			}
+			out := dw[row*9 : row*9+9]
+			for i := 0; i < 3; i++ {
+				m0, m1, m2, m3 := z[4*i], z[4*i+1], z[4*i+2], z[4*i+3]
+				out[3*i] = m0 + 0.5*(m1+m2)
+				out[3*i+1] = 0.5 * (m1 - m2)
+				out[3*i+2] = 0.5*(m1+m2) + m3
+			}
+		}
+	}
+}
+
+// winoInput writes the transformed 4x4 input tiles B^T d B of channels
+// [clo,chi) of images n0..n0+cnt-1 of x (N,C,H,W) into v (16,C,T): entry
+// v[e, c, i*tiles + ty*tw + tx] for tile (ty,tx) of image n0+i, whose rows
+// are 2ty-1..2ty+2 and columns 2tx-1..2tx+2 (zero outside the plane). pad
+// is the worker's zero-bordered plane.
+func winoInput(x []float32, g winoGeometry, C, n0, cnt, clo, chi int, v []float32, T int, pad []float32) {
+	HW, TI, wp := g.H*g.W, g.tiles(), g.wp
+	plane := pad[:g.hp*wp]
+	// Four rows of B^T applied down the columns, shared by the two tiles
+	// each column belongs to.
+	rows := pad[g.hp*wp : g.hp*wp+4*wp]
+	t0, t1, t2, t3 := rows[:wp], rows[wp:2*wp], rows[2*wp:3*wp], rows[3*wp:4*wp]
+	stride := C * T
+	for c := clo; c < chi; c++ {
+		for i := 0; i < cnt; i++ {
+			src := x[((n0+i)*C+c)*HW : ((n0+i)*C+c+1)*HW]
+			for h := 0; h < g.H; h++ {
+				copy(plane[(h+1)*wp+1:(h+1)*wp+1+g.W], src[h*g.W:(h+1)*g.W])
+			}
+			base := c*T + i*TI
+			for ty := 0; ty < g.th; ty++ {
+				r0 := plane[2*ty*wp : 2*ty*wp+wp]
+				r1 := plane[(2*ty+1)*wp : (2*ty+1)*wp+wp]
+				r2 := plane[(2*ty+2)*wp : (2*ty+2)*wp+wp]
+				r3 := plane[(2*ty+3)*wp : (2*ty+3)*wp+wp]
+				for j := 0; j < wp; j++ {
+					t0[j] = r0[j] - r2[j]
+					t1[j] = r1[j] + r2[j]
+					t2[j] = r2[j] - r1[j]
+					t3[j] = r1[j] - r3[j]
+				}
+				off := base + ty*g.tw
+				for tx := 0; tx < g.tw; tx++ {
+					j := 2 * tx
+					o := off + tx
+					a, b, c2, d := t0[j], t0[j+1], t0[j+2], t0[j+3]
+					v[o] = a - c2
+					v[stride+o] = b + c2
+					v[2*stride+o] = c2 - b
+					v[3*stride+o] = b - d
+					a, b, c2, d = t1[j], t1[j+1], t1[j+2], t1[j+3]
+					v[4*stride+o] = a - c2
+					v[5*stride+o] = b + c2
+					v[6*stride+o] = c2 - b
+					v[7*stride+o] = b - d
+					a, b, c2, d = t2[j], t2[j+1], t2[j+2], t2[j+3]
+					v[8*stride+o] = a - c2
+					v[9*stride+o] = b + c2
+					v[10*stride+o] = c2 - b
+					v[11*stride+o] = b - d
+					a, b, c2, d = t3[j], t3[j+1], t3[j+2], t3[j+3]
+					v[12*stride+o] = a - c2
+					v[13*stride+o] = b + c2
+					v[14*stride+o] = c2 - b
+					v[15*stride+o] = b - d
+				}
+			}
+		}
+	}
+}
+
+// winoOutput writes y[n0+i, k] = A^T m A per tile for channels [klo,khi)
+// from m (16,K,T), dropping the outputs of padded tiles past the edge.
+func winoOutput(m []float32, g winoGeometry, K, n0, cnt, klo, khi int, y []float32, T int) {
+	HW, TI := g.H*g.W, g.tiles()
+	stride := K * T
+	for k := klo; k < khi; k++ {
+		for i := 0; i < cnt; i++ {
+			dst := y[((n0+i)*K+k)*HW : ((n0+i)*K+k+1)*HW]
+			base := k*T + i*TI
+			for ty := 0; ty < g.th; ty++ {
+				off := base + ty*g.tw
+				h := 2 * ty
+				for tx := 0; tx < g.tw; tx++ {
+					o := off + tx
+					// s = A^T m: two rows of four.
+					m0, m1, m2, m3 := m[o], m[stride+o], m[2*stride+o], m[3*stride+o]
+					m4, m5, m6, m7 := m[4*stride+o], m[5*stride+o], m[6*stride+o], m[7*stride+o]
+					m8, m9, m10, m11 := m[8*stride+o], m[9*stride+o], m[10*stride+o], m[11*stride+o]
+					m12, m13, m14, m15 := m[12*stride+o], m[13*stride+o], m[14*stride+o], m[15*stride+o]
+					s0, s1, s2, s3 := m0+m4+m8, m1+m5+m9, m2+m6+m10, m3+m7+m11
+					q0, q1, q2, q3 := m4-m8-m12, m5-m9-m13, m6-m10-m14, m7-m11-m15
+					y00, y01 := s0+s1+s2, s1-s2-s3
+					y10, y11 := q0+q1+q2, q1-q2-q3
+					w := 2 * tx
+					if h+1 < g.H && w+1 < g.W {
+						dst[h*g.W+w] = y00
+						dst[h*g.W+w+1] = y01
+						dst[(h+1)*g.W+w] = y10
+						dst[(h+1)*g.W+w+1] = y11
+						continue
+					}
+					dst[h*g.W+w] = y00
+					if w+1 < g.W {
+						dst[h*g.W+w+1] = y01
+					}
+					if h+1 < g.H {
+						dst[(h+1)*g.W+w] = y10
+					}
+				}
+			}
+		}
+	}
+}
+
+// winoOutputGrad writes the transformed 2x2 output-gradient tiles A dy
+// A^T of channels [klo,khi) into d (16,K,T), tile (ty,tx) covering rows
+// 2ty..2ty+1 and columns 2tx..2tx+1 of dy (zero past the edge).
+func winoOutputGrad(dy []float32, g winoGeometry, K, n0, cnt, klo, khi int, d []float32, T int) {
+	HW, TI := g.H*g.W, g.tiles()
+	stride := K * T
+	for k := klo; k < khi; k++ {
+		for i := 0; i < cnt; i++ {
+			src := dy[((n0+i)*K+k)*HW : ((n0+i)*K+k+1)*HW]
+			base := k*T + i*TI
+			for ty := 0; ty < g.th; ty++ {
+				off := base + ty*g.tw
+				h := 2 * ty
+				for tx := 0; tx < g.tw; tx++ {
+					w := 2 * tx
+					var a, b, c, e float32 // dy[h,w], dy[h,w+1], dy[h+1,w], dy[h+1,w+1]
+					if h+1 < g.H && w+1 < g.W {
+						a, b, c, e = src[h*g.W+w], src[h*g.W+w+1], src[(h+1)*g.W+w], src[(h+1)*g.W+w+1]
+					} else {
+						a = src[h*g.W+w]
+						if w+1 < g.W {
+							b = src[h*g.W+w+1]
+						}
+						if h+1 < g.H {
+							c = src[(h+1)*g.W+w]
+						}
+					}
+					// Rows of A dy: (a,b), (a+c, b+e), (a-c, b-e), (-c,-e);
+					// then each row (p,q) becomes (p, p+q, p-q, -q).
+					o := off + tx
+					p0, q0 := a, b
+					p1, q1 := a+c, b+e
+					p2, q2 := a-c, b-e
+					p3, q3 := -c, -e
+					d[o], d[stride+o], d[2*stride+o], d[3*stride+o] = p0, p0+q0, p0-q0, -q0
+					d[4*stride+o], d[5*stride+o], d[6*stride+o], d[7*stride+o] = p1, p1+q1, p1-q1, -q1
+					d[8*stride+o], d[9*stride+o], d[10*stride+o], d[11*stride+o] = p2, p2+q2, p2-q2, -q2
+					d[12*stride+o], d[13*stride+o], d[14*stride+o], d[15*stride+o] = p3, p3+q3, p3-q3, -q3
+				}
+			}
+		}
+	}
+}
+
+// barrier makes n goroutines wait for one another, phase after phase.
+type barrier struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	n, seen int
+	phase   uint64
+}
+
+// reset prepares the barrier for n goroutines; nobody may be waiting.
+func (br *barrier) reset(n int) {
+	br.cond.L = &br.mu
+	br.n, br.seen = n, 0
+}
+
+// wait returns once all n goroutines have called it for this phase.
+func (br *barrier) wait() {
+	if br.n <= 1 {
+		return
+	}
+	br.mu.Lock()
+	phase := br.phase
+	br.seen++
+	if br.seen == br.n {
+		br.seen = 0
+		br.phase++
+		br.cond.Broadcast()
+	} else {
+		for phase == br.phase {
+			br.cond.Wait()
+		}
+	}
+	br.mu.Unlock()
+}

@@ -311,60 +311,66 @@ func winoFilterGrad(dW []float32, K, C, lo, hi int, dw []float32) {
 // winoInput writes the transformed 4x4 input tiles B^T d B of channels
 // [clo,chi) of images n0..n0+cnt-1 of x (N,C,H,W) into v (16,C,T): entry
 // v[e, c, i*tiles + ty*tw + tx] for tile (ty,tx) of image n0+i, whose rows
-// are 2ty-1..2ty+2 and columns 2tx-1..2tx+2 (zero outside the plane). pad
-// is the worker's zero-bordered plane.
+// are 2ty-1..2ty+2 and columns 2tx-1..2tx+2 (zero outside the plane).
+//
+// Each plane is first copied into pad, the worker's zero-bordered plane,
+// with every padded row split into its even columns E and odd columns O
+// (half = tw+1 values each): tile tx then reads E[tx], O[tx], E[tx+1],
+// O[tx+1], so neighbouring tiles read neighbouring values and a tile row
+// transforms as a few vector operations (winoInputRowSIMD).
 func winoInput(x []float32, g winoGeometry, C, n0, cnt, clo, chi int, v []float32, T int, pad []float32) {
-	HW, TI, wp := g.H*g.W, g.tiles(), g.wp
+	HW, TI, wp, half := g.H*g.W, g.tiles(), g.wp, g.tw+1
 	plane := pad[:g.hp*wp]
-	// Four rows of B^T applied down the columns, shared by the two tiles
-	// each column belongs to.
-	rows := pad[g.hp*wp : g.hp*wp+4*wp]
-	t0, t1, t2, t3 := rows[:wp], rows[wp:2*wp], rows[2*wp:3*wp], rows[3*wp:4*wp]
 	stride := C * T
 	for c := clo; c < chi; c++ {
 		for i := 0; i < cnt; i++ {
 			src := x[((n0+i)*C+c)*HW : ((n0+i)*C+c+1)*HW]
 			for h := 0; h < g.H; h++ {
-				copy(plane[(h+1)*wp+1:(h+1)*wp+1+g.W], src[h*g.W:(h+1)*g.W])
+				row := plane[(h+1)*wp : (h+2)*wp]
+				e, o := row[:half], row[half:]
+				xs := src[h*g.W : (h+1)*g.W]
+				// Padded column w+1 holds column w: even w goes to O[w/2],
+				// odd w to E[(w+1)/2].
+				w := 0
+				for ; w+1 < len(xs); w += 2 {
+					o[w/2] = xs[w]
+					e[w/2+1] = xs[w+1]
+				}
+				if w < len(xs) {
+					o[w/2] = xs[w]
+				}
 			}
 			base := c*T + i*TI
 			for ty := 0; ty < g.th; ty++ {
-				r0 := plane[2*ty*wp : 2*ty*wp+wp]
-				r1 := plane[(2*ty+1)*wp : (2*ty+1)*wp+wp]
-				r2 := plane[(2*ty+2)*wp : (2*ty+2)*wp+wp]
-				r3 := plane[(2*ty+3)*wp : (2*ty+3)*wp+wp]
-				for j := 0; j < wp; j++ {
-					t0[j] = r0[j] - r2[j]
-					t1[j] = r1[j] + r2[j]
-					t2[j] = r2[j] - r1[j]
-					t3[j] = r1[j] - r3[j]
-				}
-				off := base + ty*g.tw
-				for tx := 0; tx < g.tw; tx++ {
-					j := 2 * tx
-					o := off + tx
-					a, b, c2, d := t0[j], t0[j+1], t0[j+2], t0[j+3]
-					v[o] = a - c2
-					v[stride+o] = b + c2
-					v[2*stride+o] = c2 - b
-					v[3*stride+o] = b - d
-					a, b, c2, d = t1[j], t1[j+1], t1[j+2], t1[j+3]
-					v[4*stride+o] = a - c2
-					v[5*stride+o] = b + c2
-					v[6*stride+o] = c2 - b
-					v[7*stride+o] = b - d
-					a, b, c2, d = t2[j], t2[j+1], t2[j+2], t2[j+3]
-					v[8*stride+o] = a - c2
-					v[9*stride+o] = b + c2
-					v[10*stride+o] = c2 - b
-					v[11*stride+o] = b - d
-					a, b, c2, d = t3[j], t3[j+1], t3[j+2], t3[j+3]
-					v[12*stride+o] = a - c2
-					v[13*stride+o] = b + c2
-					v[14*stride+o] = c2 - b
-					v[15*stride+o] = b - d
-				}
+				rows := plane[2*ty*wp : (2*ty+4)*wp]
+				dst := v[base+ty*g.tw:]
+				done := winoInputRowSIMD(rows, wp, half, dst, stride, g.tw)
+				winoInputRowGo(rows, wp, half, dst, stride, done, g.tw)
 			}
+		}
+	}
+}
+
+// winoInputRowGo transforms tiles [from,n) of one tile row: rows holds the
+// four split padded rows wp apart, and entry e of tile tx goes to
+// dst[e*stride+tx]. Down the columns, B^T combines rows (r0-r2, r1+r2,
+// r2-r1, r1-r3); along each combined row (a, b, c, d) = (E[tx], O[tx],
+// E[tx+1], O[tx+1]) it gives (a-c, b+c, c-b, b-d).
+func winoInputRowGo(rows []float32, wp, half int, dst []float32, stride, from, n int) {
+	for tx := from; tx < n; tx++ {
+		var a, b, c, d [4]float32
+		for r := 0; r < 4; r++ {
+			a[r], b[r] = rows[r*wp+tx], rows[r*wp+half+tx]
+			c[r], d[r] = rows[r*wp+tx+1], rows[r*wp+half+tx+1]
+		}
+		comb := func(v [4]float32) [4]float32 { return [4]float32{v[0] - v[2], v[1] + v[2], v[2] - v[1], v[1] - v[3]} }
+		ta, tb, tc, td := comb(a), comb(b), comb(c), comb(d)
+		for i := 0; i < 4; i++ {
+			o := 4 * i * stride
+			dst[o+tx] = ta[i] - tc[i]
+			dst[o+stride+tx] = tb[i] + tc[i]
+			dst[o+2*stride+tx] = tc[i] - tb[i]
+			dst[o+3*stride+tx] = tb[i] - td[i]
 		}
 	}
 }
@@ -374,41 +380,46 @@ func winoInput(x []float32, g winoGeometry, C, n0, cnt, clo, chi int, v []float3
 func winoOutput(m []float32, g winoGeometry, K, n0, cnt, klo, khi int, y []float32, T int) {
 	HW, TI := g.H*g.W, g.tiles()
 	stride := K * T
+	full := g.W / 2 // tiles whose two columns lie inside the plane
 	for k := klo; k < khi; k++ {
 		for i := 0; i < cnt; i++ {
 			dst := y[((n0+i)*K+k)*HW : ((n0+i)*K+k+1)*HW]
 			base := k*T + i*TI
 			for ty := 0; ty < g.th; ty++ {
-				off := base + ty*g.tw
+				mrow := m[base+ty*g.tw:]
 				h := 2 * ty
-				for tx := 0; tx < g.tw; tx++ {
-					o := off + tx
-					// s = A^T m: two rows of four.
-					m0, m1, m2, m3 := m[o], m[stride+o], m[2*stride+o], m[3*stride+o]
-					m4, m5, m6, m7 := m[4*stride+o], m[5*stride+o], m[6*stride+o], m[7*stride+o]
-					m8, m9, m10, m11 := m[8*stride+o], m[9*stride+o], m[10*stride+o], m[11*stride+o]
-					m12, m13, m14, m15 := m[12*stride+o], m[13*stride+o], m[14*stride+o], m[15*stride+o]
-					s0, s1, s2, s3 := m0+m4+m8, m1+m5+m9, m2+m6+m10, m3+m7+m11
-					q0, q1, q2, q3 := m4-m8-m12, m5-m9-m13, m6-m10-m14, m7-m11-m15
-					y00, y01 := s0+s1+s2, s1-s2-s3
-					y10, y11 := q0+q1+q2, q1-q2-q3
-					w := 2 * tx
-					if h+1 < g.H && w+1 < g.W {
-						dst[h*g.W+w] = y00
-						dst[h*g.W+w+1] = y01
-						dst[(h+1)*g.W+w] = y10
-						dst[(h+1)*g.W+w+1] = y11
-						continue
-					}
-					dst[h*g.W+w] = y00
-					if w+1 < g.W {
-						dst[h*g.W+w+1] = y01
-					}
-					if h+1 < g.H {
-						dst[(h+1)*g.W+w] = y10
-					}
+				done := 0
+				if h+1 < g.H {
+					done = winoOutputRowSIMD(mrow, stride, dst[h*g.W:], dst[(h+1)*g.W:], full)
+				}
+				for tx := done; tx < g.tw; tx++ {
+					winoOutputTile(mrow, stride, tx, dst, g, h, 2*tx)
 				}
 			}
+		}
+	}
+}
+
+// winoOutputTile writes the 2x2 outputs A^T m A of tile tx (entry e at
+// m[e*stride+tx]) to rows h, h+1 and columns w, w+1 of the plane dst,
+// those inside it.
+func winoOutputTile(m []float32, stride, tx int, dst []float32, g winoGeometry, h, w int) {
+	o := tx
+	m0, m1, m2, m3 := m[o], m[stride+o], m[2*stride+o], m[3*stride+o]
+	m4, m5, m6, m7 := m[4*stride+o], m[5*stride+o], m[6*stride+o], m[7*stride+o]
+	m8, m9, m10, m11 := m[8*stride+o], m[9*stride+o], m[10*stride+o], m[11*stride+o]
+	m12, m13, m14, m15 := m[12*stride+o], m[13*stride+o], m[14*stride+o], m[15*stride+o]
+	// s = A^T m: two rows of four; then the same along the rows.
+	s0, s1, s2, s3 := m0+m4+m8, m1+m5+m9, m2+m6+m10, m3+m7+m11
+	q0, q1, q2, q3 := m4-m8-m12, m5-m9-m13, m6-m10-m14, m7-m11-m15
+	dst[h*g.W+w] = s0 + s1 + s2
+	if w+1 < g.W {
+		dst[h*g.W+w+1] = s1 - s2 - s3
+	}
+	if h+1 < g.H {
+		dst[(h+1)*g.W+w] = q0 + q1 + q2
+		if w+1 < g.W {
+			dst[(h+1)*g.W+w+1] = q1 - q2 - q3
 		}
 	}
 }
@@ -419,42 +430,51 @@ func winoOutput(m []float32, g winoGeometry, K, n0, cnt, klo, khi int, y []float
 func winoOutputGrad(dy []float32, g winoGeometry, K, n0, cnt, klo, khi int, d []float32, T int) {
 	HW, TI := g.H*g.W, g.tiles()
 	stride := K * T
+	full := g.W / 2
 	for k := klo; k < khi; k++ {
 		for i := 0; i < cnt; i++ {
 			src := dy[((n0+i)*K+k)*HW : ((n0+i)*K+k+1)*HW]
 			base := k*T + i*TI
 			for ty := 0; ty < g.th; ty++ {
-				off := base + ty*g.tw
+				drow := d[base+ty*g.tw:]
 				h := 2 * ty
-				for tx := 0; tx < g.tw; tx++ {
-					w := 2 * tx
-					var a, b, c, e float32 // dy[h,w], dy[h,w+1], dy[h+1,w], dy[h+1,w+1]
-					if h+1 < g.H && w+1 < g.W {
-						a, b, c, e = src[h*g.W+w], src[h*g.W+w+1], src[(h+1)*g.W+w], src[(h+1)*g.W+w+1]
-					} else {
-						a = src[h*g.W+w]
-						if w+1 < g.W {
-							b = src[h*g.W+w+1]
-						}
-						if h+1 < g.H {
-							c = src[(h+1)*g.W+w]
-						}
-					}
-					// Rows of A dy: (a,b), (a+c, b+e), (a-c, b-e), (-c,-e);
-					// then each row (p,q) becomes (p, p+q, p-q, -q).
-					o := off + tx
-					p0, q0 := a, b
-					p1, q1 := a+c, b+e
-					p2, q2 := a-c, b-e
-					p3, q3 := -c, -e
-					d[o], d[stride+o], d[2*stride+o], d[3*stride+o] = p0, p0+q0, p0-q0, -q0
-					d[4*stride+o], d[5*stride+o], d[6*stride+o], d[7*stride+o] = p1, p1+q1, p1-q1, -q1
-					d[8*stride+o], d[9*stride+o], d[10*stride+o], d[11*stride+o] = p2, p2+q2, p2-q2, -q2
-					d[12*stride+o], d[13*stride+o], d[14*stride+o], d[15*stride+o] = p3, p3+q3, p3-q3, -q3
+				done := 0
+				if h+1 < g.H {
+					done = winoGradRowSIMD(src[h*g.W:], src[(h+1)*g.W:], drow, stride, full)
+				}
+				for tx := done; tx < g.tw; tx++ {
+					winoGradTile(src, g, h, 2*tx, drow, stride, tx)
 				}
 			}
 		}
 	}
+}
+
+// winoGradTile writes A g A^T for the 2x2 tile of plane src at rows h,
+// h+1 and columns w, w+1 (zero past the edge) to d[e*stride+tx]. Rows of A
+// g are (a,b), (a+c, b+e), (a-c, b-e), (-c,-e); each row (p,q) then
+// becomes (p, p+q, p-q, -q).
+func winoGradTile(src []float32, g winoGeometry, h, w int, d []float32, stride, tx int) {
+	var a, b, c, e float32 // g[h,w], g[h,w+1], g[h+1,w], g[h+1,w+1]
+	a = src[h*g.W+w]
+	if w+1 < g.W {
+		b = src[h*g.W+w+1]
+	}
+	if h+1 < g.H {
+		c = src[(h+1)*g.W+w]
+		if w+1 < g.W {
+			e = src[(h+1)*g.W+w+1]
+		}
+	}
+	o := tx
+	p0, q0 := a, b
+	p1, q1 := a+c, b+e
+	p2, q2 := a-c, b-e
+	p3, q3 := -c, -e
+	d[o], d[stride+o], d[2*stride+o], d[3*stride+o] = p0, p0+q0, p0-q0, -q0
+	d[4*stride+o], d[5*stride+o], d[6*stride+o], d[7*stride+o] = p1, p1+q1, p1-q1, -q1
+	d[8*stride+o], d[9*stride+o], d[10*stride+o], d[11*stride+o] = p2, p2+q2, p2-q2, -q2
+	d[12*stride+o], d[13*stride+o], d[14*stride+o], d[15*stride+o] = p3, p3+q3, p3-q3, -q3
 }
 
 // barrier makes n goroutines wait for one another, phase after phase.

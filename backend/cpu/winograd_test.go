@@ -109,7 +109,8 @@ func convBackwardRef(s tensor.ConvShape, x, w, dy []float64) (dx, dw []float64) 
 
 // winogradShapes are 3x3 stride-1 pad-1 convolutions: one image, odd
 // channel counts, 4x4 and 32x32 planes, odd and non-square sizes (padded
-// tiles), planes smaller than a tile.
+// tiles), planes smaller than a tile, tile rows of every length the
+// assembly splits differently.
 var winogradShapes = []tensor.ConvShape{
 	{N: 1, C: 3, H: 4, W: 4, K: 5, R: 3, S: 3, Stride: 1, Pad: 1},
 	{N: 2, C: 7, H: 4, W: 4, K: 9, R: 3, S: 3, Stride: 1, Pad: 1},
@@ -118,6 +119,10 @@ var winogradShapes = []tensor.ConvShape{
 	{N: 2, C: 2, H: 1, W: 1, K: 3, R: 3, S: 3, Stride: 1, Pad: 1},
 	{N: 2, C: 3, H: 3, W: 2, K: 2, R: 3, S: 3, Stride: 1, Pad: 1},
 	{N: 4, C: 33, H: 8, W: 8, K: 17, R: 3, S: 3, Stride: 1, Pad: 1},
+	// Tile rows of 13 and 12 tiles: the assembly's 8- and 4-tile steps and
+	// a Go tail, with an odd plane height.
+	{N: 1, C: 4, H: 6, W: 26, K: 5, R: 3, S: 3, Stride: 1, Pad: 1},
+	{N: 2, C: 3, H: 3, W: 24, K: 4, R: 3, S: 3, Stride: 1, Pad: 1},
 }
 
 // winogradTol bounds |got - want| / max(1, max |want|) for Winograd

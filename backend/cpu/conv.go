@@ -60,27 +60,42 @@ const (
 // convolution. Winograd F(2x2,3x3) needs 16 multiplications per 2x2
 // output tile and input channel where im2col's GEMM needs 36, and its
 // transformed tiles (16 values per 4 outputs) are smaller than an im2col
-// matrix (9 per output), so it wins on every 3x3 stride-1 pad-1 layer
-// with enough input channels to amortise its tile transforms over a
-// GEMM of useful depth. The stem (3 input channels) would write 16 x K
-// transformed outputs per tile through the memory to save a 27-deep GEMM
-// almost nothing: it stays on im2col, as do stride-2 and 1x1 layers,
-// which Winograd F(2,3) does not compute. Tests and benchmarks may force
-// either algorithm (b.convAlgo); forcing Winograd on a shape it cannot
-// compute falls back to im2col.
+// matrix (9 per output), so it wins on the 3x3 stride-1 pad-1 layers
+// when its 16 GEMMs are long and deep enough:
+//   - at least minWinogradChannels input channels: the stem (3 channels)
+//     would write 16 x K transformed outputs per tile through memory to
+//     save a 27-deep GEMM almost nothing (measured 15-29 against 38-51
+//     model GFLOP per CPU-second for im2col);
+//   - at least minWinogradTiles tiles in the batch (N x tiles per image):
+//     each of the 16 GEMMs streams its whole (K,C) share of the
+//     transformed filters, 16/9 the size of the weights, for T columns, so
+//     a few tiles make them memory-bound (the 4x4 and 8x8 layers at 4
+//     views, T = 16 and 64, ran at 15-47 against 55-67 for im2col; at 16
+//     views, T = 256 on 8x8 planes, Winograd won 91 to 63).
+//
+// Stride-2 and 1x1 layers stay on im2col, which Winograd F(2,3) does not
+// compute. Tests and benchmarks may force either algorithm (b.convAlgo);
+// forcing Winograd on a shape it cannot compute falls back to im2col.
 func (b *Backend) convAlgorithm(s tensor.ConvShape) convAlgo {
 	if !winogradEligible(s) || b.convAlgo == algoIm2col {
 		return algoIm2col
 	}
-	if b.convAlgo == algoWinograd || s.C >= minWinogradChannels {
+	if b.convAlgo == algoWinograd {
+		return algoWinograd
+	}
+	tiles := s.N * newWinoGeometry(s.H, s.W).tiles()
+	if s.C >= minWinogradChannels && tiles >= minWinogradTiles {
 		return algoWinograd
 	}
 	return algoIm2col
 }
 
-// minWinogradChannels is the smallest input channel count convAlgorithm
-// sends to Winograd.
-const minWinogradChannels = 8
+// minWinogradChannels and minWinogradTiles bound the shapes convAlgorithm
+// sends to Winograd (see there).
+const (
+	minWinogradChannels = 8
+	minWinogradTiles    = 256
+)
 
 // pointwise reports whether col for one image is x itself (1x1 kernel,
 // stride 1, no padding) and planes are large enough that a GEMM per image

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/simclr-go/simclr/tensor"
@@ -205,18 +206,28 @@ func TestWinogradAgreesWithIm2col(t *testing.T) {
 }
 
 // TestConvAlgorithmChoice pins which ResNet-18 convolutions run as
-// Winograd: the 3x3 stride-1 layers with enough channels, not the stem,
-// the stride-2 convolutions or the 1x1 shortcuts.
+// Winograd: the 3x3 stride-1 layers with enough channels and tiles, not
+// the stem, the stride-2 convolutions or the 1x1 shortcuts.
 func TestConvAlgorithmChoice(t *testing.T) {
 	b := New()
-	want := map[string]convAlgo{
-		"Stem3x3_3to64_32": algoIm2col, "L1_3x3_64_32": algoWinograd, "L2Down3x3_64to128_s2": algoIm2col,
-		"L2Short1x1_64to128_s2": algoIm2col, "L2_3x3_128_16": algoWinograd, "L3Down3x3_128to256_s2": algoIm2col,
-		"L3_3x3_256_8": algoWinograd, "L4Down3x3_256to512_s2": algoIm2col, "L4_3x3_512_4": algoWinograd,
-	}
-	for _, c := range resnet18Convs {
-		if got := b.convAlgorithm(c.shape); got != want[c.name] {
-			t.Errorf("%s: algorithm %d, want %d", c.name, got, want[c.name])
+	for _, tc := range []struct {
+		views    int
+		winograd []string
+	}{
+		{4, []string{"L1_3x3_64_32", "L2_3x3_128_16"}},
+		{16, []string{"L1_3x3_64_32", "L2_3x3_128_16", "L3_3x3_256_8"}},
+		{128, []string{"L1_3x3_64_32", "L2_3x3_128_16", "L3_3x3_256_8", "L4_3x3_512_4"}},
+	} {
+		for _, c := range resnet18Convs {
+			s := c.shape
+			s.N = tc.views
+			want := algoIm2col
+			if slices.Contains(tc.winograd, c.name) {
+				want = algoWinograd
+			}
+			if got := b.convAlgorithm(s); got != want {
+				t.Errorf("%s at %d views: algorithm %d, want %d", c.name, tc.views, got, want)
+			}
 		}
 	}
 	b.convAlgo = algoWinograd

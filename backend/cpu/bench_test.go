@@ -214,13 +214,13 @@ func BenchmarkSmallBatchConvs(b *testing.B) {
 }
 
 // BenchmarkConvAlgorithms times each 3x3 stride-1 ResNet-18 convolution
-// (and the stem) forward and backward at 4, 16 and 128 views with each
+// (and the stem) forward and backward at 4 to 128 views with each
 // algorithm forced, reporting model GFLOP (three times the forward FLOPs)
 // per CPU-second: the per-layer evidence behind convAlgorithm.
 //
 //	go test ./backend/cpu -run '^$' -bench ConvAlgorithms -benchtime 5x
 func BenchmarkConvAlgorithms(b *testing.B) {
-	for _, views := range []int{4, 16, 128} {
+	for _, views := range []int{4, 8, 16, 32, 128} {
 		for _, c := range resnet18Convs {
 			if !winogradEligible(c.shape) {
 				continue

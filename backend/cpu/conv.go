@@ -70,8 +70,8 @@ const (
 //     each of the 16 GEMMs streams its whole (K,C) share of the
 //     transformed filters, 16/9 the size of the weights, for T columns, so
 //     a few tiles make them memory-bound (the 4x4 and 8x8 layers at 4
-//     views, T = 16 and 64, ran at 15-47 against 55-67 for im2col; at 16
-//     views, T = 256 on 8x8 planes, Winograd won 91 to 63).
+//     views, T = 16 and 64, ran at 15-47 against 55-67 for im2col; at 8
+//     views, T = 128 on 8x8 planes, Winograd won 76 to 67).
 //
 // Stride-2 and 1x1 layers stay on im2col, which Winograd F(2,3) does not
 // compute. Tests and benchmarks may force either algorithm (b.convAlgo);
@@ -94,7 +94,7 @@ func (b *Backend) convAlgorithm(s tensor.ConvShape) convAlgo {
 // sends to Winograd (see there).
 const (
 	minWinogradChannels = 8
-	minWinogradTiles    = 256
+	minWinogradTiles    = 128
 )
 
 // pointwise reports whether col for one image is x itself (1x1 kernel,

@@ -247,71 +247,73 @@ func (b *Backend) winoGemms(p, workers int, transB bool, m, n, k int, a, bm, out
 // winoFilters writes the transformed filters of output channels [lo,hi)
 // (or, with backData, input channels [lo,hi)) into u: u[e,k,c] = (G
 // w[k,c] G^T)[e], or for the data gradient u[e,c,k] = (G w' G^T)[e] with
-// w'[c,k,r,s] = w[k,c,2-r,2-s].
+// w'[c,k,r,s] = w[k,c,2-r,2-s]. At small batches this runs once per layer
+// call for few tiles, so it is written for the compiler: nine loads, the
+// sums in locals, sixteen stores.
 func winoFilters(w []float32, K, C, lo, hi int, backData bool, u []float32) {
 	stride := K * C
-	var f [9]float32
+	u = u[:16*stride]
+	inner := C // forward: rows q are output channels k, o runs over c
+	if backData {
+		inner = K // data gradient: rows q are input channels c, o runs over k
+	}
 	for q := lo; q < hi; q++ {
-		inner := C // forward: rows q are output channels k, o runs over c
-		if backData {
-			inner = K // data gradient: rows q are input channels c, o runs over k
-		}
 		for o := 0; o < inner; o++ {
 			k, c, row := q, o, q*C+o
 			if backData {
 				k, c, row = o, q, q*K+o
 			}
-			src := w[(k*C+c)*9 : (k*C+c)*9+9]
-			if backData {
-				for i := range 9 {
-					f[i] = src[8-i]
-				}
-			} else {
-				copy(f[:], src)
+			f := w[(k*C+c)*9 : (k*C+c)*9+9 : (k*C+c)*9+9]
+			f0, f1, f2, f3, f4, f5, f6, f7, f8 := f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]
+			if backData { // rotate by 180 degrees
+				f0, f1, f2, f3, f5, f6, f7, f8 = f8, f7, f6, f5, f3, f2, f1, f0
 			}
-			// t = G f (4x3), then t G^T (4x4).
-			var t [12]float32
-			for j := 0; j < 3; j++ {
-				g0, g1, g2 := f[j], f[3+j], f[6+j]
-				t[j] = g0
-				t[3+j] = 0.5 * (g0 + g1 + g2)
-				t[6+j] = 0.5 * (g0 - g1 + g2)
-				t[9+j] = g2
-			}
-			for i := 0; i < 4; i++ {
-				g0, g1, g2 := t[3*i], t[3*i+1], t[3*i+2]
-				base := 4 * i * stride
-				u[base+row] = g0
-				u[base+stride+row] = 0.5 * (g0 + g1 + g2)
-				u[base+2*stride+row] = 0.5 * (g0 - g1 + g2)
-				u[base+3*stride+row] = g2
-			}
+			// Columns of G f (4x3): rows f0-2, (sum)/2, (alternating)/2, f6-8.
+			a0, a1, a2 := f0, f1, f2
+			b0, b1, b2 := 0.5*(f0+f3+f6), 0.5*(f1+f4+f7), 0.5*(f2+f5+f8)
+			c0, c1, c2 := 0.5*(f0-f3+f6), 0.5*(f1-f4+f7), 0.5*(f2-f5+f8)
+			d0, d1, d2 := f6, f7, f8
+			// Then (G f) G^T row by row.
+			u[row] = a0
+			u[stride+row] = 0.5 * (a0 + a1 + a2)
+			u[2*stride+row] = 0.5 * (a0 - a1 + a2)
+			u[3*stride+row] = a2
+			u[4*stride+row] = b0
+			u[5*stride+row] = 0.5 * (b0 + b1 + b2)
+			u[6*stride+row] = 0.5 * (b0 - b1 + b2)
+			u[7*stride+row] = b2
+			u[8*stride+row] = c0
+			u[9*stride+row] = 0.5 * (c0 + c1 + c2)
+			u[10*stride+row] = 0.5 * (c0 - c1 + c2)
+			u[11*stride+row] = c2
+			u[12*stride+row] = d0
+			u[13*stride+row] = 0.5 * (d0 + d1 + d2)
+			u[14*stride+row] = 0.5 * (d0 - d1 + d2)
+			u[15*stride+row] = d2
 		}
 	}
 }
 
 // winoFilterGrad writes dw[k,c] = G^T dW[.,k,c] G (3x3) for output
-// channels [lo,hi).
+// channels [lo,hi). G^T maps (m0, m1, m2, m3) to (m0 + (m1+m2)/2,
+// (m1-m2)/2, (m1+m2)/2 + m3).
 func winoFilterGrad(dW []float32, K, C, lo, hi int, dw []float32) {
 	stride := K * C
-	for k := lo; k < hi; k++ {
-		for c := 0; c < C; c++ {
-			row := k*C + c
-			// z = G^T m (3x4): rows of m are m[4i..4i+3].
-			var z [12]float32
-			for j := 0; j < 4; j++ {
-				m0, m1, m2, m3 := dW[j*stride+row], dW[(4+j)*stride+row], dW[(8+j)*stride+row], dW[(12+j)*stride+row]
-				z[j] = m0 + 0.5*(m1+m2)
-				z[4+j] = 0.5 * (m1 - m2)
-				z[8+j] = 0.5*(m1+m2) + m3
-			}
-			out := dw[row*9 : row*9+9]
-			for i := 0; i < 3; i++ {
-				m0, m1, m2, m3 := z[4*i], z[4*i+1], z[4*i+2], z[4*i+3]
-				out[3*i] = m0 + 0.5*(m1+m2)
-				out[3*i+1] = 0.5 * (m1 - m2)
-				out[3*i+2] = 0.5*(m1+m2) + m3
-			}
+	dW = dW[:16*stride]
+	for row := lo * C; row < hi*C; row++ {
+		m := func(e int) float32 { return dW[e*stride+row] }
+		// z = G^T m down the columns: three rows of four.
+		var z [12]float32
+		for j := 0; j < 4; j++ {
+			m0, m1, m2, m3 := m(j), m(4+j), m(8+j), m(12+j)
+			h := 0.5 * (m1 + m2)
+			z[j], z[4+j], z[8+j] = m0+h, 0.5*(m1-m2), h+m3
+		}
+		out := dw[row*9 : row*9+9 : row*9+9]
+		for i := 0; i < 3; i++ {
+			m0, m1, m2, m3 := z[4*i], z[4*i+1], z[4*i+2], z[4*i+3]
+			h := 0.5 * (m1 + m2)
+			out[3*i], out[3*i+1], out[3*i+2] = m0+h, 0.5*(m1-m2), h+m3
 		}
 	}
 }

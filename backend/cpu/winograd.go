@@ -367,21 +367,19 @@ func winoInput(x []float32, g winoGeometry, C, n0, cnt, clo, chi int, v []float3
 // r2-r1, r1-r3); along each combined row (a, b, c, d) = (E[tx], O[tx],
 // E[tx+1], O[tx+1]) it gives (a-c, b+c, c-b, b-d).
 func winoInputRowGo(rows []float32, wp, half int, dst []float32, stride, from, n int) {
+	r0, r1, r2, r3 := rows[:wp], rows[wp:2*wp], rows[2*wp:3*wp], rows[3*wp:4*wp]
 	for tx := from; tx < n; tx++ {
-		var a, b, c, d [4]float32
-		for r := 0; r < 4; r++ {
-			a[r], b[r] = rows[r*wp+tx], rows[r*wp+half+tx]
-			c[r], d[r] = rows[r*wp+tx+1], rows[r*wp+half+tx+1]
-		}
-		comb := func(v [4]float32) [4]float32 { return [4]float32{v[0] - v[2], v[1] + v[2], v[2] - v[1], v[1] - v[3]} }
-		ta, tb, tc, td := comb(a), comb(b), comb(c), comb(d)
-		for i := 0; i < 4; i++ {
-			o := 4 * i * stride
-			dst[o+tx] = ta[i] - tc[i]
-			dst[o+stride+tx] = tb[i] + tc[i]
-			dst[o+2*stride+tx] = tc[i] - tb[i]
-			dst[o+3*stride+tx] = tb[i] - td[i]
-		}
+		i0, i1 := tx, half+tx // E[tx] and O[tx]; E[tx+1] and O[tx+1] follow each
+		// Down the columns: the four combined rows at (E[tx], O[tx], E[tx+1], O[tx+1]).
+		a0, b0, c0, d0 := r0[i0]-r2[i0], r0[i1]-r2[i1], r0[i0+1]-r2[i0+1], r0[i1+1]-r2[i1+1]
+		a1, b1, c1, d1 := r1[i0]+r2[i0], r1[i1]+r2[i1], r1[i0+1]+r2[i0+1], r1[i1+1]+r2[i1+1]
+		a2, b2, c2, d2 := r2[i0]-r1[i0], r2[i1]-r1[i1], r2[i0+1]-r1[i0+1], r2[i1+1]-r1[i1+1]
+		a3, b3, c3, d3 := r1[i0]-r3[i0], r1[i1]-r3[i1], r1[i0+1]-r3[i0+1], r1[i1+1]-r3[i1+1]
+		// Along each combined row (a, b, c, d): (a-c, b+c, c-b, b-d).
+		dst[tx], dst[stride+tx], dst[2*stride+tx], dst[3*stride+tx] = a0-c0, b0+c0, c0-b0, b0-d0
+		dst[4*stride+tx], dst[5*stride+tx], dst[6*stride+tx], dst[7*stride+tx] = a1-c1, b1+c1, c1-b1, b1-d1
+		dst[8*stride+tx], dst[9*stride+tx], dst[10*stride+tx], dst[11*stride+tx] = a2-c2, b2+c2, c2-b2, b2-d2
+		dst[12*stride+tx], dst[13*stride+tx], dst[14*stride+tx], dst[15*stride+tx] = a3-c3, b3+c3, c3-b3, b3-d3
 	}
 }
 

@@ -34,6 +34,9 @@ import (
 //
 // Backward data is the same convolution of dy with the filters rotated by
 // 180 degrees and with C and K exchanged: w'[c,k,r,s] = w[k,c,2-r,2-s].
+// Its transformed filters need no transform of their own: rotating g
+// permutes G g G^T (winoRotated), so the products use the forward U[e]
+// transposed, read in the GEMM.
 //
 // Backward filter swaps the roles of filter and output: dw[r,s] = sum over
 // outputs of dy[i,j] x[i+r,j+s] is F(3,2), 3 outputs of a 2-tap "filter"
@@ -56,8 +59,8 @@ func winogradEligible(s tensor.ConvShape) bool {
 const winoTile = 16
 
 // winoScratch holds the Winograd buffers, grown to the largest layer and
-// reused (guarded by Backend.mu): u the transformed filters (16,K,C) or
-// their backward-data twin (16,C,K), dw the transformed filter gradient
+// reused (guarded by Backend.mu): u the transformed filters (16,K,C), dw
+// the transformed filter gradient
 // (16,K,C), bufA and bufB the transformed tiles of one chunk, and pads one
 // zero-bordered input plane per worker.
 type winoScratch struct {
@@ -150,7 +153,7 @@ func (b *Backend) winogradForward(s tensor.ConvShape, xd, wd, yd []float32) {
 	TI := g.tiles()
 	parallel.For(workers, workers, func(p, _, _ int) {
 		lo, hi := span(s.K, p, workers)
-		winoFilters(wd, s.K, s.C, lo, hi, false, u)
+		winoFilters(wd, s.K, s.C, lo, hi, u)
 		pad := ws.pads[p]
 		for n0 := 0; n0 < s.N; n0 += nb {
 			cnt := min(nb, s.N-n0)
@@ -158,7 +161,7 @@ func (b *Backend) winogradForward(s tensor.ConvShape, xd, wd, yd []float32) {
 			lo, hi = span(s.C, p, workers)
 			winoInput(xd, g, s.C, n0, cnt, lo, hi, v, T, pad)
 			ws.bar.wait() // V (and, the first time, U) complete
-			b.winoGemms(p, workers, false, s.K, T, s.C, u, v, m, 0)
+			b.winoGemms(p, workers, gemmForward, s.K, T, s.C, u, v, m, 0)
 			ws.bar.wait() // M complete
 			lo, hi = span(s.K, p, workers)
 			winoOutput(m, g, s.K, n0, cnt, lo, hi, yd, T)
@@ -185,8 +188,8 @@ func (b *Backend) winogradBackward(s tensor.ConvShape, xd, wd, dyd, dxd, dwd []f
 	parallel.For(workers, workers, func(p, _, _ int) {
 		pad := ws.pads[p]
 		if dxd != nil {
-			lo, hi := span(s.C, p, workers)
-			winoFilters(wd, s.K, s.C, lo, hi, true, u)
+			lo, hi := span(s.K, p, workers)
+			winoFilters(wd, s.K, s.C, lo, hi, u)
 		}
 		for n0 := 0; n0 < s.N; n0 += nb {
 			cnt := min(nb, s.N-n0)
@@ -200,14 +203,14 @@ func (b *Backend) winogradBackward(s tensor.ConvShape, xd, wd, dyd, dxd, dwd []f
 			if n0 == 0 {
 				beta = 0
 			}
-			b.winoGemms(p, workers, true, s.K, s.C, T, bufB, bufA, dW, beta)
+			b.winoGemms(p, workers, gemmFilterGrad, s.K, s.C, T, bufB, bufA, dW, beta)
 			ws.bar.wait() // bufA and bufB free again
 			if dxd == nil {
 				continue
 			}
 			winoInput(dyd, g, s.K, n0, cnt, lo, hi, bufA, T, pad)
 			ws.bar.wait()
-			b.winoGemms(p, workers, false, s.C, T, s.K, u, bufA, bufB, 0)
+			b.winoGemms(p, workers, gemmDataGrad, s.C, T, s.K, u, bufA, bufB, 0)
 			ws.bar.wait()
 			lo, hi = span(s.C, p, workers)
 			winoOutput(bufB, g, s.C, n0, cnt, lo, hi, dxd, T)
@@ -219,13 +222,25 @@ func (b *Backend) winogradBackward(s tensor.ConvShape, xd, wd, dyd, dxd, dwd []f
 	})
 }
 
-// winoGemms runs worker p's share of the 16 products of one phase. With
-// transB false: out[e] (m,n) = a[e] (m,k) bm[e] (k,n), the forward and
-// data-gradient products. With transB true: out[e] (m,k... ) is the filter
-// gradient, out[e] (m,n) = beta out[e] + a[e] (m,k) bm[e]^T with bm[e]
-// (n,k). Up to 16 workers each take whole products; more split each
-// product's rows as well.
-func (b *Backend) winoGemms(p, workers int, transB bool, m, n, k int, a, bm, out []float32, beta float32) {
+// winoGemm names the three kinds of products.
+type winoGemm int
+
+const (
+	// gemmForward: out[e] (m,n) = a[e] (m,k) bm[e] (k,n).
+	gemmForward winoGemm = iota
+	// gemmFilterGrad: out[e] (m,n) = beta out[e] + a[e] (m,k) bm[e]^T,
+	// bm[e] stored (n,k).
+	gemmFilterGrad
+	// gemmDataGrad: out[e] (m,n) = a[p(e)]^T bm[e] (k,n) with a[.]
+	// stored (k,m), the forward filters: the transformed rotated filters
+	// are a permutation of them (see winoRotated).
+	gemmDataGrad
+)
+
+// winoGemms runs worker p's share of the 16 products of one phase. Up to
+// 16 workers each take whole products; more split each product's rows as
+// well.
+func (b *Backend) winoGemms(p, workers int, kind winoGemm, m, n, k int, a, bm, out []float32, beta float32) {
 	rowParts := (workers + winoTile - 1) / winoTile
 	units := winoTile * rowParts
 	ulo, uhi := span(units, p, workers)
@@ -235,62 +250,56 @@ func (b *Backend) winoGemms(p, workers int, transB bool, m, n, k int, a, bm, out
 		if rhi == rlo {
 			continue
 		}
-		ae, oe := a[e*m*k+rlo*k:], out[e*m*n+rlo*n:]
-		if transB {
-			b.gemm.Sgemm(false, true, rhi-rlo, n, k, 1, ae, k, bm[e*n*k:], k, beta, oe, n)
-			continue
+		oe := out[e*m*n+rlo*n:]
+		switch kind {
+		case gemmForward:
+			b.gemm.Sgemm(false, false, rhi-rlo, n, k, 1, a[e*m*k+rlo*k:], k, bm[e*k*n:], n, beta, oe, n)
+		case gemmFilterGrad:
+			b.gemm.Sgemm(false, true, rhi-rlo, n, k, 1, a[e*m*k+rlo*k:], k, bm[e*n*k:], k, beta, oe, n)
+		case gemmDataGrad:
+			b.gemm.Sgemm(true, false, rhi-rlo, n, k, 1, a[winoRotated[e]*k*m+rlo:], m, bm[e*k*n:], n, beta, oe, n)
 		}
-		b.gemm.Sgemm(false, false, rhi-rlo, n, k, 1, ae, k, bm[e*k*n:], n, beta, oe, n)
 	}
 }
 
+// winoRotated maps a position e = 4i+j of a transformed tile to the
+// position holding the same value for the filter rotated by 180 degrees:
+// with J the 3x3 exchange matrix, G J = P G where P swaps rows 0 and 3,
+// so G (J g J) G^T = P (G g G^T) P^T, i.e. i and j each map 0<->3.
+var winoRotated = [winoTile]int{15, 13, 14, 12, 7, 5, 6, 4, 11, 9, 10, 8, 3, 1, 2, 0}
+
 // winoFilters writes the transformed filters of output channels [lo,hi)
-// (or, with backData, input channels [lo,hi)) into u: u[e,k,c] = (G
-// w[k,c] G^T)[e], or for the data gradient u[e,c,k] = (G w' G^T)[e] with
-// w'[c,k,r,s] = w[k,c,2-r,2-s]. At small batches this runs once per layer
-// call for few tiles, so it is written for the compiler: nine loads, the
-// sums in locals, sixteen stores.
-func winoFilters(w []float32, K, C, lo, hi int, backData bool, u []float32) {
+// into u: u[e,k,c] = (G w[k,c] G^T)[e]. At small batches this runs once
+// per layer call for few tiles, so it is written for the compiler: nine
+// loads, the sums in locals, sixteen stores, filters in memory order.
+func winoFilters(w []float32, K, C, lo, hi int, u []float32) {
 	stride := K * C
 	u = u[:16*stride]
-	inner := C // forward: rows q are output channels k, o runs over c
-	if backData {
-		inner = K // data gradient: rows q are input channels c, o runs over k
-	}
-	for q := lo; q < hi; q++ {
-		for o := 0; o < inner; o++ {
-			k, c, row := q, o, q*C+o
-			if backData {
-				k, c, row = o, q, q*K+o
-			}
-			f := w[(k*C+c)*9 : (k*C+c)*9+9 : (k*C+c)*9+9]
-			f0, f1, f2, f3, f4, f5, f6, f7, f8 := f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]
-			if backData { // rotate by 180 degrees
-				f0, f1, f2, f3, f5, f6, f7, f8 = f8, f7, f6, f5, f3, f2, f1, f0
-			}
-			// Columns of G f (4x3): rows f0-2, (sum)/2, (alternating)/2, f6-8.
-			a0, a1, a2 := f0, f1, f2
-			b0, b1, b2 := 0.5*(f0+f3+f6), 0.5*(f1+f4+f7), 0.5*(f2+f5+f8)
-			c0, c1, c2 := 0.5*(f0-f3+f6), 0.5*(f1-f4+f7), 0.5*(f2-f5+f8)
-			d0, d1, d2 := f6, f7, f8
-			// Then (G f) G^T row by row.
-			u[row] = a0
-			u[stride+row] = 0.5 * (a0 + a1 + a2)
-			u[2*stride+row] = 0.5 * (a0 - a1 + a2)
-			u[3*stride+row] = a2
-			u[4*stride+row] = b0
-			u[5*stride+row] = 0.5 * (b0 + b1 + b2)
-			u[6*stride+row] = 0.5 * (b0 - b1 + b2)
-			u[7*stride+row] = b2
-			u[8*stride+row] = c0
-			u[9*stride+row] = 0.5 * (c0 + c1 + c2)
-			u[10*stride+row] = 0.5 * (c0 - c1 + c2)
-			u[11*stride+row] = c2
-			u[12*stride+row] = d0
-			u[13*stride+row] = 0.5 * (d0 + d1 + d2)
-			u[14*stride+row] = 0.5 * (d0 - d1 + d2)
-			u[15*stride+row] = d2
-		}
+	for row := lo * C; row < hi*C; row++ {
+		f := w[row*9 : row*9+9 : row*9+9]
+		f0, f1, f2, f3, f4, f5, f6, f7, f8 := f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]
+		// Columns of G f (4x3): rows f0-2, (sum)/2, (alternating)/2, f6-8.
+		a0, a1, a2 := f0, f1, f2
+		b0, b1, b2 := 0.5*(f0+f3+f6), 0.5*(f1+f4+f7), 0.5*(f2+f5+f8)
+		c0, c1, c2 := 0.5*(f0-f3+f6), 0.5*(f1-f4+f7), 0.5*(f2-f5+f8)
+		d0, d1, d2 := f6, f7, f8
+		// Then (G f) G^T row by row.
+		u[row] = a0
+		u[stride+row] = 0.5 * (a0 + a1 + a2)
+		u[2*stride+row] = 0.5 * (a0 - a1 + a2)
+		u[3*stride+row] = a2
+		u[4*stride+row] = b0
+		u[5*stride+row] = 0.5 * (b0 + b1 + b2)
+		u[6*stride+row] = 0.5 * (b0 - b1 + b2)
+		u[7*stride+row] = b2
+		u[8*stride+row] = c0
+		u[9*stride+row] = 0.5 * (c0 + c1 + c2)
+		u[10*stride+row] = 0.5 * (c0 - c1 + c2)
+		u[11*stride+row] = c2
+		u[12*stride+row] = d0
+		u[13*stride+row] = 0.5 * (d0 + d1 + d2)
+		u[14*stride+row] = 0.5 * (d0 - d1 + d2)
+		u[15*stride+row] = d2
 	}
 }
 

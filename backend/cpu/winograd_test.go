@@ -23,8 +23,23 @@ var (
 // (B^T d)])_i, and the filter-gradient form F(3,2) derived from it, dw_j =
 // sum_i a_i d_(i+j) = (G^T [(A a) .* (B^T d)])_j. The two-dimensional
 // transforms are these applied along rows and then columns, checked by the
-// convolution tests below.
+// convolution tests below. It also checks G J = P G (J reverses the 3
+// taps, P swaps rows 0 and 3), which lets the data gradient reuse the
+// forward filters (winoRotated).
 func TestWinogradMatrices(t *testing.T) {
+	for i := 0; i < 4; i++ {
+		pi := [4]int{3, 1, 2, 0}[i]
+		for j := 0; j < 3; j++ {
+			if winoG[i][2-j] != winoG[pi][j] {
+				t.Fatalf("(G J)[%d][%d] = %g, (P G)[%d][%d] = %g", i, j, winoG[i][2-j], i, j, winoG[pi][j])
+			}
+		}
+		for j := 0; j < 4; j++ {
+			if want := 4*pi + [4]int{3, 1, 2, 0}[j]; winoRotated[4*i+j] != want {
+				t.Fatalf("winoRotated[%d] = %d, want %d", 4*i+j, winoRotated[4*i+j], want)
+			}
+		}
+	}
 	rng := rand.New(rand.NewPCG(5, 5))
 	for trial := 0; trial < 20; trial++ {
 		var d [4]float64

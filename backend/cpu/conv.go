@@ -61,17 +61,20 @@ const (
 // output tile and input channel where im2col's GEMM needs 36, and its
 // transformed tiles (16 values per 4 outputs) are smaller than an im2col
 // matrix (9 per output), so it wins on the 3x3 stride-1 pad-1 layers
-// when its 16 GEMMs are long and deep enough:
+// when its 16 GEMMs are long and deep enough. Measured per layer with
+// BenchmarkConvAlgorithms (model GFLOP per CPU-second, forward and
+// backward, 2-core development machine, OpenBLAS): Winograd 95-137
+// against im2col's 55-77 on ResNet-18's 32x32, 16x16 and 8x8 layers at 4
+// to 128 views, 93-131 against 71-81 on the 4x4 layer from 16 views. It
+// needs
 //   - at least minWinogradChannels input channels: the stem (3 channels)
-//     would write 16 x K transformed outputs per tile through memory to
-//     save a 27-deep GEMM almost nothing (measured 15-29 against 38-51
-//     model GFLOP per CPU-second for im2col);
+//     writes 16 x K transformed outputs per tile through memory to save a
+//     27-deep GEMM almost nothing (19-42 against 36-46 for im2col);
 //   - at least minWinogradTiles tiles in the batch (N x tiles per image):
 //     each of the 16 GEMMs streams its whole (K,C) share of the
-//     transformed filters, 16/9 the size of the weights, for T columns, so
-//     a few tiles make them memory-bound (the 4x4 and 8x8 layers at 4
-//     views, T = 16 and 64, ran at 15-47 against 55-67 for im2col; at 8
-//     views, T = 128 on 8x8 planes, Winograd won 76 to 67).
+//     transformed filters, 16/9 the size of the weights, for T columns,
+//     so a few tiles make them memory-bound (the 4x4 layer at 4 views, T =
+//     16, ran at 45 against 62; at 8 views, T = 32, the two tied at 69-70).
 //
 // Stride-2 and 1x1 layers stay on im2col, which Winograd F(2,3) does not
 // compute. Tests and benchmarks may force either algorithm (b.convAlgo);
@@ -94,7 +97,7 @@ func (b *Backend) convAlgorithm(s tensor.ConvShape) convAlgo {
 // sends to Winograd (see there).
 const (
 	minWinogradChannels = 8
-	minWinogradTiles    = 128
+	minWinogradTiles    = 64
 )
 
 // pointwise reports whether col for one image is x itself (1x1 kernel,

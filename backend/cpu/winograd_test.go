@@ -229,8 +229,9 @@ func TestConvAlgorithmChoice(t *testing.T) {
 		views    int
 		winograd []string
 	}{
-		{4, []string{"L1_3x3_64_32", "L2_3x3_128_16"}},
-		{16, []string{"L1_3x3_64_32", "L2_3x3_128_16", "L3_3x3_256_8"}},
+		{4, []string{"L1_3x3_64_32", "L2_3x3_128_16", "L3_3x3_256_8"}},
+		{8, []string{"L1_3x3_64_32", "L2_3x3_128_16", "L3_3x3_256_8"}},
+		{16, []string{"L1_3x3_64_32", "L2_3x3_128_16", "L3_3x3_256_8", "L4_3x3_512_4"}},
 		{128, []string{"L1_3x3_64_32", "L2_3x3_128_16", "L3_3x3_256_8", "L4_3x3_512_4"}},
 	} {
 		for _, c := range resnet18Convs {

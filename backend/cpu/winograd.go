@@ -361,7 +361,7 @@ func winoInput(x []float32, g winoGeometry, C, n0, cnt, clo, chi int, v []float3
 				xs := src[h*g.W : (h+1)*g.W]
 				// Padded column w+1 holds column w: even w goes to O[w/2],
 				// odd w to E[(w+1)/2].
-				w := 0
+				w := 2 * winoSplitRowSIMD(xs, o, e[1:])
 				for ; w+1 < len(xs); w += 2 {
 					o[w/2] = xs[w]
 					e[w/2+1] = xs[w+1]

@@ -16,6 +16,9 @@ func winoInputRowAVX2(src *float32, wp, half int, dst *float32, stride, n int)
 func winoOutputRowAVX2(m *float32, stride int, y0, y1 *float32, n int)
 
 //go:noescape
+func winoSplitRowAVX2(src, even, odd *float32, n int)
+
+//go:noescape
 func winoGradRowAVX2(dy0, dy1, d *float32, stride, n int)
 
 // winoSIMD reports whether this CPU runs the assembly (AVX2 for the
@@ -64,4 +67,17 @@ func winoGradRowSIMD(dy0, dy1, d []float32, stride, n int) int {
 	_ = d[15*stride+n4-1]
 	winoGradRowAVX2(&dy0[0], &dy1[0], &d[0], stride, n4)
 	return n4
+}
+
+// winoSplitRowSIMD sets even[m] = src[2m] and odd[m] = src[2m+1] for the
+// first (len(src)/2) &^ 7 pairs and returns how many it did.
+func winoSplitRowSIMD(src, even, odd []float32) int {
+	n8 := (len(src) / 2) &^ 7
+	if n8 == 0 || !winoSIMD() {
+		return 0
+	}
+	_ = even[n8-1]
+	_ = odd[n8-1]
+	winoSplitRowAVX2(&src[0], &even[0], &odd[0], n8)
+	return n8
 }

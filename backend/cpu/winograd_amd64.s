@@ -262,3 +262,34 @@ grad4:
 graddone:
 	VZEROUPPER
 	RET
+
+// func winoSplitRowAVX2(src, even, odd *float32, n int)
+//
+// Splits 2n values of src (n a multiple of 8) into even[m] = src[2m] and
+// odd[m] = src[2m+1].
+TEXT ·winoSplitRowAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ even+8(FP), DX
+	MOVQ odd+16(FP), DI
+	MOVQ n+24(FP), CX
+
+split8:
+	CMPQ CX, $8
+	JLT splitdone
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2
+	VSHUFPS $0xDD, Y1, Y0, Y3
+	VPERMPD $0xD8, Y2, Y2
+	VPERMPD $0xD8, Y3, Y3
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, (DI)
+	ADDQ $64, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP split8
+
+splitdone:
+	VZEROUPPER
+	RET

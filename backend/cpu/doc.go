@@ -5,9 +5,15 @@
 // backend is checked against, and it trains ResNet-18 at a usable speed on
 // a small machine.
 //
-// Convolutions use im2col/col2im plus GEMMs. Each worker takes a contiguous
-// share of the images and runs its own single-threaded GEMMs on chunks of
-// them: the chunk is sized so the GEMM's N dimension (images x output
+// The 3x3 stride-1 convolutions (most of ResNet-18's FLOPs) use Winograd
+// F(2x2,3x3) (winograd.go): 16 GEMMs per layer on transformed 4x4 tiles,
+// 2.25x fewer multiplications than a direct convolution, shared among the
+// workers by GEMM, with the tile transforms in AVX2 assembly where the CPU
+// has it. convAlgorithm (conv.go) says which layers, and why.
+//
+// The other convolutions use im2col/col2im plus GEMMs. Each worker takes
+// a contiguous share of the images and runs its own single-threaded GEMMs
+// on chunks of them: the chunk is sized so the GEMM's N dimension (images x output
 // positions) is large even in the last stage, where an image has only 4x4
 // outputs. Splitting over images rather than inside each GEMM keeps both
 // cores busy through im2col, col2im and the GEMMs alike, where a

@@ -13,9 +13,9 @@
 //
 // The other convolutions use im2col/col2im plus GEMMs. Each worker takes
 // a contiguous share of the images and runs its own single-threaded GEMMs
-// on chunks of them: the chunk is sized so the GEMM's N dimension (images x output
-// positions) is large even in the last stage, where an image has only 4x4
-// outputs. Splitting over images rather than inside each GEMM keeps both
+// on chunks of them: the chunk is sized so the GEMM's N dimension (images
+// x output positions) is large even in the last stage, where an image has
+// only 4x4 outputs. Splitting over images rather than inside each GEMM keeps both
 // cores busy through im2col, col2im and the GEMMs alike, where a
 // multi-threaded BLAS would leave its threads spin-waiting while the
 // lowering runs (a third of the CPU time when measured). Each worker's

@@ -72,9 +72,9 @@ type winoScratch struct {
 // planeStride is the distance between the 16 planes of a transformed
 // buffer whose planes hold n values: n rounded up to whole cache lines,
 // plus one line. Planes exactly a power of two apart (64 x 512 tiles is
-// 128 KiB) would put the 16 streams a transform reads or writes into the
-// same cache sets; the extra line staggers them (the 512x512 filter
-// transform ran 4x faster).
+// 128 KiB) put the 16 streams a transform reads or writes into the same
+// cache sets; the extra line staggers them (measured: the 8x8 and 4x4
+// layers at 4 and 8 views ran 1.6-2.1x faster).
 func planeStride(n int) int { return (n+15)&^15 + 16 }
 
 // growTo returns buf with at least n elements, reallocating once.
@@ -105,9 +105,9 @@ func (g winoGeometry) tiles() int { return g.th * g.tw }
 // hold 16 x max(C,K) x tiles per image), at least one image. A chunk of
 // about 512 tiles keeps the 64-channel layers' transformed tiles (2 MiB
 // each way) in the 2 MiB L2 caches between the transforms and the GEMMs:
-// measured with BenchmarkConvAlgorithms, the 32x32 layer ran at 99-106
-// model GFLOP per CPU-second with 512-tile chunks against 72-85 with 2048
-// or all 4096 tiles of 16 views; the 16x16 layer did not care.
+// measured on the 32x32 layer (forward and backward, 2 cores), 512-tile
+// chunks ran at 117-124 model GFLOP per CPU-second against 92-98 with
+// 2048, at 16 and at 128 views; the 16x16 layer did not care.
 func (b *Backend) winoChunkImages(s tensor.ConvShape, g winoGeometry) int {
 	perImage := 2 * winoTile * max(s.C, s.K) * g.tiles()
 	nb := (winoChunkTiles + g.tiles() - 1) / g.tiles()
@@ -183,7 +183,9 @@ func (b *Backend) winogradForward(s tensor.ConvShape, xd, wd, yd []float32) {
 // winogradBackward: given dy (N,K,H,W), writes dw (K,C,3,3) and, unless
 // dxd is nil, dx (N,C,H,W). Per chunk: V = B^T x B and Dy = A dy A^T
 // tiles, then dW[e] += Dy[e] V[e]^T; for dx, the forward machinery on dy
-// with the rotated, transposed filters.
+// with the forward filters U read transposed and permuted (gemmDataGrad).
+// The workers share each phase as in winogradForward; the filter-gradient
+// GEMMs split by e need no partial sums.
 func (b *Backend) winogradBackward(s tensor.ConvShape, xd, wd, dyd, dxd, dwd []float32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

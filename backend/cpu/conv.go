@@ -63,18 +63,20 @@ const (
 // matrix (9 per output), so it wins on the 3x3 stride-1 pad-1 layers
 // when its 16 GEMMs are long and deep enough. Measured per layer with
 // BenchmarkConvAlgorithms (model GFLOP per CPU-second, forward and
-// backward, 2-core development machine, OpenBLAS): Winograd 95-137
-// against im2col's 55-77 on ResNet-18's 32x32, 16x16 and 8x8 layers at 4
-// to 128 views, 93-131 against 71-81 on the 4x4 layer from 16 views. It
-// needs
+// backward, 2-core development machine, OpenBLAS, 2026-11-22): Winograd
+// 92-150 against im2col's 52-76 on ResNet-18's 32x32, 16x16 and 8x8
+// layers at 4 to 128 views, and 94-150 against 69-81 on the 4x4 layer
+// from 16 views. It needs
 //   - at least minWinogradChannels input channels: the stem (3 channels)
 //     writes 16 x K transformed outputs per tile through memory to save a
-//     27-deep GEMM almost nothing (19-42 against 36-46 for im2col);
+//     27-deep GEMM little (30-55 against im2col's 37-45: ahead at 4-8
+//     views, behind from 16; the stem is 0.3% of the FLOPs either way);
 //   - at least minWinogradTiles tiles in the batch (N x tiles per image):
 //     each of the 16 GEMMs streams its whole (K,C) share of the
 //     transformed filters, 16/9 the size of the weights, for T columns,
-//     so a few tiles make them memory-bound (the 4x4 layer at 4 views, T =
-//     16, ran at 45 against 62; at 8 views, T = 32, the two tied at 69-70).
+//     and the filter transforms cost the same whatever T, so a few tiles
+//     make them memory-bound (the 4x4 layer at 4 views, T = 16, ran at 47
+//     against 62; at 8 views, T = 32, at 69 against 76).
 //
 // Stride-2 and 1x1 layers stay on im2col, which Winograd F(2,3) does not
 // compute. Tests and benchmarks may force either algorithm (b.convAlgo);

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -156,8 +157,9 @@ var winogradShapes = []tensor.ConvShape{
 const winogradTol = 1e-5
 
 // TestWinogradMatchesDirectConvolution checks the three passes of the
-// Winograd path against the float64 definitions on every test backend,
-// with all images in one chunk and one image per chunk.
+// Winograd path against the float64 definitions on every test backend and
+// on more workers than products, with all images in one chunk and one
+// image per chunk.
 func TestWinogradMatchesDirectConvolution(t *testing.T) {
 	for si, s := range winogradShapes {
 		rng := rand.New(rand.NewPCG(uint64(si), 7))
@@ -166,7 +168,9 @@ func TestWinogradMatchesDirectConvolution(t *testing.T) {
 		wantY := convRef(s, x64, w64)
 		wantDx, wantDw := convBackwardRef(s, x64, w64, dy64)
 		perImage := 2 * winoTile * max(s.C, s.K) * ((s.H + 1) / 2) * ((s.W + 1) / 2)
-		for _, tb := range testBackends() {
+		// 20 workers split each of the 16 products by rows as well.
+		backends := append(testBackends(), testBackend{"purego1/20workers", NewWith(blas.PureGo(1), 20)})
+		for _, tb := range backends {
 			for _, budget := range []struct {
 				name   string
 				budget int

@@ -201,6 +201,9 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 	}
 	t.b.Copy(params.Grad(), t.grad)
 	t.opt.Step(lr)
+	// The group-norm head's running statistics move once per iteration,
+	// so that every pass of the iteration used the same ones.
+	t.model.CommitHeadStatistics()
 	if err := t.b.Sync(); err != nil {
 		return step, fmt.Errorf("device: %w", err)
 	}

@@ -126,8 +126,8 @@ func TestRecalibrateBNRejectsBadSizes(t *testing.T) {
 }
 
 // BatchNorms lists the 21 batch-norm layers of a batch-norm ResNet-18 (stem,
-// two per block, three downsamples, head) and none of a group-norm one, so
-// precise BN leaves a group-norm network alone.
+// two per block, three downsamples, head) and none of a group-norm one,
+// whose only running statistics are its head's (HeadNorm).
 func TestBatchNormsSkipsGroupNorm(t *testing.T) {
 	b := cpu.New()
 	for _, tc := range []struct {
@@ -139,6 +139,38 @@ func TestBatchNormsSkipsGroupNorm(t *testing.T) {
 		m := resnet18.New(b, cfg, 1)
 		if got := len(m.BatchNorms()); got != tc.want {
 			t.Errorf("%s norm: BatchNorms() lists %d layers, want %d", tc.norm, got, tc.want)
+		}
+	}
+}
+
+// With group norm precise BN re-estimates the head's running statistics
+// (head.0): over batches of the same images they become those images'
+// feature mean and unbiased variance, what InitHeadFromData computes.
+func TestRecalibrateBNSetsTheGroupNormHead(t *testing.T) {
+	b := cpu.New()
+	cfg := tiny
+	cfg.Norm = resnet18.NormGroup
+	const views = 16
+	fitted := resnet18.New(b, cfg, 7)
+	rng := rand.New(rand.NewPCG(7, 8))
+	x, host := uploadRandom(b, rng, views*fitted.InputLen())
+	if err := fitted.InitHeadFromData(x, views); err != nil {
+		t.Fatal(err)
+	}
+	m := resnet18.New(b, cfg, 7)
+	if err := m.RecalibrateBN(views, 3, func(dst []float32) { copy(dst, host) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.HeadNorm().Momentum; got != resnet18.HeadMomentum {
+		t.Errorf("head momentum %g after precise BN, want %g restored", got, resnet18.HeadMomentum)
+	}
+	for _, name := range []string{"head.0.running_mean", "head.0.running_var"} {
+		want, _ := fitted.Params().Lookup(name)
+		got, _ := m.Params().Lookup(name)
+		for i, w := range cpu.Data(want) {
+			if g := cpu.Data(got)[i]; math.Abs(float64(g-w)) > 1e-4*(1+math.Abs(float64(w))) {
+				t.Fatalf("%s[%d] = %g after precise BN, want %g (the features' statistics)", name, i, g, w)
+			}
 		}
 	}
 }

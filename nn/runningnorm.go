@@ -28,14 +28,18 @@ type RunningNorm struct {
 	Eps, Momentum                              float32
 	params                                     *Params
 	// consts holds, on the backend, C ones, C zeros, two scratch vectors
-	// of C for the batch statistics of an update, and the pending running
-	// mean and variance (Bind).
+	// of C for the batch statistics of an update, the pending running mean
+	// and variance, and the previous ones (Bind).
 	ones, zeros, scratchMean, scratchInvStd tensor.Buffer
 	pendingMean, pendingVar                 tensor.Buffer
+	prevMean, prevVar                       tensor.Buffer
 	consts                                  tensor.Buffer
 	// pending says that updates since the last Commit are held in
 	// pendingMean and pendingVar.
 	pending bool
+	// hasPrev says that prevMean and prevVar hold the statistics before
+	// the last Commit; usePrev that the passes use them (UsePrevious).
+	hasPrev, usePrev bool
 }
 
 // NewRunningNorm registers the layer's state in p with momentum (PyTorch's
@@ -63,10 +67,11 @@ func (rn *RunningNorm) Bind(b tensor.Backend) {
 		panic("nn.RunningNorm.Bind called twice")
 	}
 	c := rn.C
-	rn.consts = b.Alloc(6 * c)
+	rn.consts = b.Alloc(8 * c)
 	rn.ones, rn.zeros = b.Slice(rn.consts, 0, c), b.Slice(rn.consts, c, c)
 	rn.scratchMean, rn.scratchInvStd = b.Slice(rn.consts, 2*c, c), b.Slice(rn.consts, 3*c, c)
 	rn.pendingMean, rn.pendingVar = b.Slice(rn.consts, 4*c, c), b.Slice(rn.consts, 5*c, c)
+	rn.prevMean, rn.prevVar = b.Slice(rn.consts, 6*c, c), b.Slice(rn.consts, 7*c, c)
 	ones := make([]float32, c)
 	for i := range ones {
 		ones[i] = 1
@@ -104,9 +109,13 @@ func (rn *RunningNorm) mustBeBound() {
 // batch), which Commit makes the running statistics.
 func (rn *RunningNorm) ForwardTrain(b tensor.Backend, s tensor.BNShape, x, y tensor.Buffer, saved BNSaved, updateRunning bool) {
 	rn.mustBeBound()
-	b.Copy(saved.Mean, rn.RunningMean.Value)
-	b.Copy(saved.InvStd, rn.RunningVar.Value)
+	mean, variance := rn.stats()
+	b.Copy(saved.Mean, mean)
+	b.Copy(saved.InvStd, variance)
 	if updateRunning {
+		if rn.usePrev {
+			panic("nn.RunningNorm: an updating pass with the previous statistics")
+		}
 		if !rn.pending {
 			b.Copy(rn.pendingMean, rn.RunningMean.Value)
 			b.Copy(rn.pendingVar, rn.RunningVar.Value)
@@ -121,13 +130,32 @@ func (rn *RunningNorm) ForwardTrain(b tensor.Backend, s tensor.BNShape, x, y ten
 	b.BatchNormForwardEval(s, x, rn.ones, rn.zeros, saved.Mean, saved.InvStd, y)
 }
 
+// stats are the statistics the passes normalise with: the running ones,
+// or the previous ones under UsePrevious.
+func (rn *RunningNorm) stats() (mean, variance tensor.Buffer) {
+	if rn.usePrev && rn.hasPrev {
+		return rn.prevMean, rn.prevVar
+	}
+	return rn.RunningMean.Value, rn.RunningVar.Value
+}
+
 // Commit makes the updates of the training-mode passes since the last
-// Commit the running statistics. Until then every pass, updating or not,
-// normalises with the same statistics: a trainer commits once per
-// iteration, after the optimizer step, so that all the passes of one
-// iteration (several queries, the evaluation of a VR draw at x_{t-1})
-// compute one and the same function of the parameters.
+// Commit the running statistics, and keeps the statistics they replace as
+// the previous ones. Until then every pass, updating or not, normalises
+// with the same statistics: a trainer commits once per iteration, after
+// the optimizer step, so that all the passes of iteration t (several
+// queries) compute one function of the parameters, F(x; S_t).
 func (rn *RunningNorm) Commit(b tensor.Backend) {
+	b.Copy(rn.prevMean, rn.RunningMean.Value)
+	b.Copy(rn.prevVar, rn.RunningVar.Value)
+	rn.hasPrev = true
+	rn.Apply(b)
+}
+
+// Apply makes the pending updates the running statistics without touching
+// the previous ones (precise BN re-estimates the statistics between
+// iterations; the previous iteration's function stays what it was).
+func (rn *RunningNorm) Apply(b tensor.Backend) {
 	if !rn.pending {
 		return
 	}
@@ -136,10 +164,39 @@ func (rn *RunningNorm) Commit(b tensor.Backend) {
 	rn.pending = false
 }
 
-// ForwardEval normalises x into y with the running statistics.
+// Previous returns the previous iteration's mean and variance (views of
+// the layer's buffers) and whether there are any (a Commit happened since
+// Bind or SetPrevious), for a checkpoint.
+func (rn *RunningNorm) Previous() (mean, variance tensor.Buffer, ok bool) {
+	return rn.prevMean, rn.prevVar, rn.hasPrev
+}
+
+// SetPrevious restores the previous iteration's statistics from a
+// checkpoint (C values each).
+func (rn *RunningNorm) SetPrevious(b tensor.Backend, mean, variance []float32) error {
+	rn.mustBeBound()
+	if len(mean) != rn.C || len(variance) != rn.C {
+		return fmt.Errorf("previous head statistics: %d and %d values, want %d each", len(mean), len(variance), rn.C)
+	}
+	b.Upload(rn.prevMean, mean)
+	b.Upload(rn.prevVar, variance)
+	rn.hasPrev = true
+	return nil
+}
+
+// UsePrevious makes the passes normalise with the statistics of the
+// previous iteration (those before the last Commit; the running ones if
+// there was none) while on: a VR correction evaluates g(x_t) - g(x_{t-1})
+// with x_{t-1}'s own function F(.; S_{t-1}), so that the corrections
+// telescope along the path as SPIDER needs although S moves.
+func (rn *RunningNorm) UsePrevious(on bool) { rn.usePrev = on }
+
+// ForwardEval normalises x into y with the running statistics (the
+// previous ones under UsePrevious).
 func (rn *RunningNorm) ForwardEval(b tensor.Backend, s tensor.BNShape, x, y tensor.Buffer) {
 	rn.mustBeBound()
-	b.BatchNormForwardEval(s, x, rn.ones, rn.zeros, rn.RunningMean.Value, rn.RunningVar.Value, y)
+	mean, variance := rn.stats()
+	b.BatchNormForwardEval(s, x, rn.ones, rn.zeros, mean, variance, y)
 }
 
 // Backward writes dx = dy / sqrt(var + eps) with the variance the forward

@@ -151,3 +151,36 @@ func TestRunningNormGradientMatchesFiniteDifferences(t *testing.T) {
 		}
 	}
 }
+
+// After a Commit, UsePrevious gives back the function of the iteration
+// before (the statistics the commit replaced); without a Commit yet, the
+// previous statistics are the running ones.
+func TestRunningNormUsePrevious(t *testing.T) {
+	b, rn, _, x, _ := runningNormCase(t, 6, 4, 5)
+	s := rn.Shape(6)
+	y := b.Alloc(24)
+	saved := nn.BNSaved{Mean: b.Alloc(rn.SavedLen(6)), InvStd: b.Alloc(rn.SavedLen(6))}
+	out := func(prev bool) []float32 {
+		rn.UsePrevious(prev)
+		defer rn.UsePrevious(false)
+		rn.ForwardTrain(b, s, x, y, saved, false)
+		return slices.Clone(cpu.Data(y))
+	}
+	before := out(false)
+	if got := out(true); !slices.Equal(got, before) {
+		t.Fatalf("previous statistics before any Commit: %v, want the running ones' %v", got, before)
+	}
+	rn.ForwardTrain(b, s, x, y, saved, true)
+	rn.Commit(b)
+	after := out(false)
+	if slices.Equal(after, before) {
+		t.Fatal("Commit after an updating pass left the function unchanged")
+	}
+	if got := out(true); !slices.Equal(got, before) {
+		t.Fatalf("previous statistics after Commit: %v, want the function before it %v", got, before)
+	}
+	rn.Commit(b) // an iteration without updating passes
+	if got := out(true); !slices.Equal(got, after) {
+		t.Fatalf("previous statistics after a Commit without updates: %v, want %v", got, after)
+	}
+}

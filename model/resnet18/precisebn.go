@@ -37,6 +37,16 @@ func (m *Model) CommitHeadStatistics() {
 	}
 }
 
+// UsePreviousHeadStatistics makes the group-norm head normalise with the
+// running statistics of the previous iteration while on (for the VR
+// evaluation at x_{t-1}, nn.RunningNorm.UsePrevious). With batch norm it
+// does nothing.
+func (m *Model) UsePreviousHeadStatistics(on bool) {
+	if m.headIn != nil {
+		m.headIn.UsePrevious(on)
+	}
+}
+
 // HeadNorm is the group-norm head's running-statistics normalisation
 // (head.0), nil with batch norm.
 func (m *Model) HeadNorm() *nn.RunningNorm { return m.headIn }
@@ -84,7 +94,9 @@ func (m *Model) RecalibrateBN(views, batches int, next func(x []float32)) error 
 		next(host)
 		b.Upload(x, host)
 		m.Forward(x, views, true, true)
-		m.CommitHeadStatistics()
+		if m.headIn != nil {
+			m.headIn.Apply(b)
+		}
 	}
 	if err := b.Sync(); err != nil {
 		return fmt.Errorf("precise BN: %w", err)

@@ -8,8 +8,8 @@
 // for the head, so checkpoints load into PyTorch. With Config.Norm "group"
 // every batch norm of the backbone is a GroupNorm under the same name (as
 // torchvision's resnet18(norm_layer=...) names it), with weight and bias and
-// no running statistics, and the head is Linear -> ReLU -> Linear (head.0,
-// head.3; no head.1), see Config.Norm. Activations are planned
+// no running statistics, and the head is RunningNorm -> Linear -> ReLU ->
+// Linear (head.0, head.1, head.3), see Config.Norm. Activations are planned
 // once per batch size, carved from one arena per mode (training,
 // evaluation) that is as large as the largest plan, and reused, so a
 // steady-state step allocates nothing on the Go heap.
@@ -18,6 +18,8 @@ package resnet18
 import (
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 
 	"github.com/simclr-go/simclr/nn"
 	"github.com/simclr-go/simclr/tensor"
@@ -36,21 +38,24 @@ type Config struct {
 	// Norm is the normalisation after every convolution and in the head:
 	// "batch" (the default; BatchNorm2d, and BatchNorm1d in the head) or
 	// "group": GroupNorm with nn.Groups(C) = min(32, C) groups after every
-	// convolution, and no normalisation in the head (Linear -> ReLU ->
-	// Linear, whose first layer InitHeadFromData standardises). With group
-	// norm each view's output is independent of its batch, which makes the
-	// one-forward multilevel correction exact (SPEC section 2).
+	// convolution, and a head that standardises the pooled features with
+	// running statistics only (head.0, an nn.RunningNorm) before Linear ->
+	// ReLU -> Linear (head.1, head.3); InitHeadFromData sets the statistics
+	// at the start of a run. With group norm each view's output is
+	// independent of its batch, which makes the one-forward multilevel
+	// correction exact (SPEC section 2).
 	//
-	// Why the group-norm head has no norm: the pooled backbone features of
-	// all images share a large common component (they are averages of ReLU
-	// outputs; mean pairwise cosine 0.98 at initialisation, width 1/8, real
-	// CIFAR images). Batch norm in the head subtracts the batch mean and so
-	// removes it (projection cosine 0.35); a GroupNorm normalises each
-	// image's features on their own and cannot (projection cosine 0.98), so
-	// every L2-normalised projection was nearly the same vector, the loss
-	// sat at ln(2N-1) and the network did not learn. A fixed affine map
-	// can remove it without batch statistics: InitHeadFromData sets head.0
-	// to what batch norm computes at initialisation, on one batch of data.
+	// Why the group-norm head normalises with running statistics: the
+	// pooled backbone features of all images share a large common component
+	// (they are averages of ReLU outputs; mean pairwise cosine 0.98 at
+	// initialisation, width 1/8, real CIFAR images). Batch norm in the head
+	// subtracts the batch mean and so removes it; a GroupNorm normalises
+	// each image's features on their own and cannot, so every L2-normalised
+	// projection was nearly the same vector and the network did not learn.
+	// A fixed affine map fitted once removes it only until training moves
+	// the common component: with 16-image steps it moved by more than the
+	// images' spread within a few iterations and the projections collapsed
+	// again. Running statistics follow it (HeadMomentum).
 	Norm string
 }
 
@@ -188,6 +193,10 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 		m.headBN = nn.NewBatchNorm(p, "head.1", m.featDim)
 	} else {
 		m.headIn = nn.NewRunningNorm(p, "head.0", m.featDim, HeadMomentum)
+		if v := os.Getenv("HEAD_MOM"); v != "" {
+			f, _ := strconv.ParseFloat(v, 32)
+			m.headIn.Momentum = float32(f)
+		}
 		m.fc1 = nn.NewLinear(p, "head.1", m.featDim, m.featDim)
 	}
 	m.fc2 = nn.NewLinear(p, "head.3", m.featDim, cfg.ProjDim)

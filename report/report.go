@@ -1,7 +1,9 @@
 // Package report compares training runs: it reads run folders (see
 // runfolder) and writes PNG plots of the loss and of kNN and
 // linear-probe accuracy against samples drawn, iterations and wall time,
-// one line per run, and a Markdown table of their costs and accuracies.
+// one line per run or, merging seeds, one line per configuration with the
+// spread over its seeds, and a Markdown table of their costs and
+// accuracies.
 package report
 
 import (
@@ -28,6 +30,8 @@ type Run struct {
 	Metrics   []runfolder.Metrics
 	Evals     []runfolder.Eval
 	Probe     *runfolder.Probe
+
+	configKey string // config.json less the seed and bookkeeping (see Group)
 }
 
 // runConfig is the part of config.json the report uses.
@@ -54,6 +58,11 @@ func Load(dir string) (*Run, error) {
 		}
 		return nil, err
 	}
+	var raw map[string]any
+	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.ConfigFile), &raw); err != nil {
+		return nil, err
+	}
+	r.configKey = configKey(raw)
 	var err error
 	if r.Metrics, err = runfolder.ReadLines[runfolder.Metrics](filepath.Join(dir, runfolder.MetricsFile)); err != nil {
 		return nil, err
@@ -94,23 +103,25 @@ var axes = []axis{
 }
 
 // Write writes the plots and report.md into outDir and returns the paths
-// written.
-func Write(runs []*Run, outDir string) ([]string, error) {
+// written. With mergeSeeds, runs of one configuration under different
+// seeds are one line (see Group) and report.md is SeriesTable's.
+func Write(runs []*Run, outDir string, mergeSeeds bool) ([]string, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("report: no runs given")
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
+	series := Group(runs, mergeSeeds)
 	var written []string
 	for _, ax := range axes {
 		path := filepath.Join(outDir, "loss_vs_"+ax.file+".png")
-		if err := lossPlot(runs, ax, path); err != nil {
+		if err := lossPlot(series, ax, path); err != nil {
 			return written, err
 		}
 		written = append(written, path)
 		path = filepath.Join(outDir, "accuracy_vs_"+ax.file+".png")
-		ok, err := accuracyPlot(runs, ax, path)
+		ok, err := accuracyPlot(series, ax, path)
 		if err != nil {
 			return written, err
 		}
@@ -119,7 +130,11 @@ func Write(runs []*Run, outDir string) ([]string, error) {
 		}
 	}
 	path := filepath.Join(outDir, "report.md")
-	if err := os.WriteFile(path, []byte(Table(runs)), 0o644); err != nil {
+	table := Table(runs)
+	if mergeSeeds {
+		table = SeriesTable(series)
+	}
+	if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
 		return written, fmt.Errorf("report: %w", err)
 	}
 	return append(written, path), nil
@@ -170,29 +185,24 @@ func ComparableLoss(m runfolder.Metrics) (v float64, ok bool) {
 	return m.Loss - math.Log(float64(int(2)<<m.Levels[0]-1)), true
 }
 
-func lossPlot(runs []*Run, ax axis, path string) error {
+func lossPlot(series []Series, ax axis, path string) error {
 	p := newPlot("SimCLR loss less its chance level (moving average)", ax.label, "L_B - log(2N-1)  (N images per batch)")
-	for i, r := range runs {
-		var xs, ys []float64
-		for _, m := range r.Metrics {
-			v, ok := ComparableLoss(m)
-			if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
-			}
-			xs = append(xs, ax.metric(m))
-			ys = append(ys, v)
-		}
-		if len(xs) == 0 {
+	for i, s := range series {
+		b := s.lossBand(ax)
+		if len(b.x) == 0 {
 			continue
 		}
-		line, err := plotter.NewLine(smooth(xs, ys, max(1, len(xs)/50)))
+		if err := addBand(p, b, i); err != nil {
+			return fmt.Errorf("report: %s: %w", s.Name, err)
+		}
+		line, err := plotter.NewLine(b.line())
 		if err != nil {
-			return fmt.Errorf("report: %s: %w", r.Dir, err)
+			return fmt.Errorf("report: %s: %w", s.Name, err)
 		}
 		line.Color = plotutil.Color(i)
 		line.Dashes = plotutil.Dashes(i / 7)
 		p.Add(line)
-		p.Legend.Add(r.Name, line)
+		p.Legend.Add(s.Name, line)
 	}
 	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
 		return fmt.Errorf("report: write %s: %w", path, err)
@@ -200,38 +210,56 @@ func lossPlot(runs []*Run, ax axis, path string) error {
 	return nil
 }
 
+// addBand shades the spread of a merged series, drawn first so that the
+// lines stay on top.
+func addBand(p *plot.Plot, b band, colorIndex int) error {
+	poly, err := b.polygon(colorIndex)
+	if err != nil || poly == nil {
+		return err
+	}
+	p.Add(poly)
+	return nil
+}
+
 // accuracyPlot draws kNN accuracy during training as lines and the final
 // linear probe as a marker at the run's end; it reports false (and writes
 // nothing) when no run has either.
-func accuracyPlot(runs []*Run, ax axis, path string) (bool, error) {
-	p := newPlot("Accuracy (lines: kNN during training; markers: linear probe)", ax.label, "top-1 accuracy (%)")
+func accuracyPlot(series []Series, ax axis, path string) (bool, error) {
+	p := newPlot("Accuracy (lines: kNN during training; markers: linear probe; bands and bars: seeds' range)", ax.label, "top-1 accuracy (%)")
 	any := false
-	for i, r := range runs {
-		if len(r.Evals) > 0 {
-			xys := make(plotter.XYs, len(r.Evals))
-			for j, e := range r.Evals {
-				xys[j].X, xys[j].Y = ax.eval(e), e.KNNTop1
+	for i, s := range series {
+		if b := s.knnBand(ax); len(b.x) > 0 {
+			if err := addBand(p, b, i); err != nil {
+				return false, fmt.Errorf("report: %s: %w", s.Name, err)
 			}
-			line, points, err := plotter.NewLinePoints(xys)
+			line, points, err := plotter.NewLinePoints(b.line())
 			if err != nil {
-				return false, fmt.Errorf("report: %s: %w", r.Dir, err)
+				return false, fmt.Errorf("report: %s: %w", s.Name, err)
 			}
 			line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
 			points.Shape = draw.CircleGlyph{}
 			p.Add(line, points)
-			p.Legend.Add(r.Name+" kNN", line, points)
+			p.Legend.Add(s.Name+" kNN", line, points)
 			any = true
 		}
-		if r.Probe != nil {
-			s, err := plotter.NewScatter(plotter.XYs{{X: ax.metric(r.Last()), Y: r.Probe.Top1}})
+		if b, ok := s.probePoint(ax); ok {
+			sc, err := plotter.NewScatter(b.line())
 			if err != nil {
 				return false, err
 			}
-			s.Color = plotutil.Color(i)
-			s.Shape = draw.PyramidGlyph{}
-			s.Radius = vg.Points(5)
-			p.Add(s)
-			p.Legend.Add(r.Name+" linear probe", s)
+			sc.Color = plotutil.Color(i)
+			sc.Shape = draw.PyramidGlyph{}
+			sc.Radius = vg.Points(5)
+			p.Add(sc)
+			if len(s.Runs) > 1 {
+				bars, err := plotter.NewYErrorBars(rangeBars{b})
+				if err != nil {
+					return false, err
+				}
+				bars.Color = plotutil.Color(i)
+				p.Add(bars)
+			}
+			p.Legend.Add(s.Name+" linear probe", sc)
 			any = true
 		}
 	}

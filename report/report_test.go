@@ -56,7 +56,7 @@ func TestWriteReport(t *testing.T) {
 		runs = append(runs, r)
 	}
 	out := filepath.Join(root, "report")
-	files, err := Write(runs, out)
+	files, err := Write(runs, out, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestAccuracyPlotsSkippedWithoutEvaluations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := Write([]*Run{r}, filepath.Join(root, "out"))
+	files, err := Write([]*Run{r}, filepath.Join(root, "out"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,10 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	var out string
+	var (
+		out        string
+		mergeSeeds bool
+	)
 	cmd := &cobra.Command{
 		Use:   "report RUN [RUN...] --out DIR",
 		Short: "Compare runs: PNG plots of loss and accuracy against cost, and a Markdown table",
@@ -17,9 +20,16 @@ func newReportCmd() *cobra.Command {
 accuracy_vs_{samples,iterations,wall}.png (kNN accuracy during training as lines,
 the linear probe as a marker; only when a run has evaluations), one line per run,
 and report.md, a table of estimator, epochs, images drawn, oracle evaluations,
-wall time, kNN and linear-probe accuracy.`,
-		Example: `  simclr report runs/lsgd runs/vr-rt --out reports/cmp`,
-		Args:    cobra.MinimumNArgs(1),
+wall time, kNN and linear-probe accuracy.
+
+With --merge-seeds, runs whose config.json agree in everything but the seed
+(and where and how they ran: output folder, workers, checkpoint period,
+version) are one line: the mean over the seeds, with a band (bars for the
+probe) from the lowest to the highest seed, and report.md gives each
+figure's mean ± standard deviation over the seeds.`,
+		Example: `  simclr report runs/lsgd runs/vr-rt --out reports/cmp
+  simclr report runs/lsgd-s1 runs/lsgd-s2 runs/lsgd-s3 runs/vr-rt-s1 runs/vr-rt-s2 runs/vr-rt-s3 --merge-seeds --out reports/seeds`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var runs []*report.Run
 			for _, dir := range args {
@@ -29,17 +39,22 @@ wall time, kNN and linear-probe accuracy.`,
 				}
 				runs = append(runs, r)
 			}
-			files, err := report.Write(runs, out)
+			files, err := report.Write(runs, out, mergeSeeds)
 			if err != nil {
 				return err
 			}
 			for _, f := range files {
 				fmt.Fprintln(cmd.OutOrStdout(), "wrote", f)
 			}
-			fmt.Fprint(cmd.OutOrStdout(), "\n"+report.Table(runs))
+			table := report.Table(runs)
+			if mergeSeeds {
+				table = report.SeriesTable(report.Group(runs, true))
+			}
+			fmt.Fprint(cmd.OutOrStdout(), "\n"+table)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "report", "folder for the plots and report.md (created if needed)")
+	cmd.Flags().BoolVar(&mergeSeeds, "merge-seeds", false, "draw runs that differ only in their seed as one line: mean and range over the seeds; the table gives mean ± standard deviation")
 	return cmd
 }

@@ -21,7 +21,9 @@ import types
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import budget  # noqa: E402 (the study's cost model, next to this file)
 
-BENCH = ["runs/study/bench_levels.jsonl", "runs/study/bench_levels_r2.jsonl"]
+# The first session's per-level timings; the second session, whose machine no longer had
+# them, wrote the same "used" figures back as bench_used.jsonl (see plan2.txt).
+BENCH = ["runs/study/bench_levels.jsonl", "runs/study/bench_levels_r2.jsonl", "runs/study/bench_used.jsonl"]
 
 
 def predicted_cost(cfg, iterations):

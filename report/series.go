@@ -1,0 +1,279 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+)
+
+// bookkeepingKeys are config.json fields that say where and how a run was
+// executed, not what it computes: runs that differ only in these and in
+// the seed are repetitions of one configuration.
+var bookkeepingKeys = []string{"seed", "out", "version", "device_log", "workers", "checkpoint_every", "dist", "dist_addr", "ranks"}
+
+// configKey is the canonical JSON of config.json without the seed and the
+// bookkeeping fields (encoding/json sorts map keys).
+func configKey(raw map[string]any) string {
+	for _, k := range bookkeepingKeys {
+		delete(raw, k)
+	}
+	data, err := json.Marshal(raw)
+	if err != nil { // cannot happen for a map decoded from JSON
+		return fmt.Sprint(raw)
+	}
+	return string(data)
+}
+
+// A Series is what one line of the plots and one row of the table show:
+// one run, or with MergeSeeds the runs of one configuration under
+// different seeds, drawn as their mean with a band from the lowest to the
+// highest seed.
+type Series struct {
+	Name string
+	Runs []*Run
+}
+
+// Group makes the plots' series: one per run, in order, or with mergeSeeds
+// one per configuration (runs whose config.json agree in everything but
+// the seed and where and how they ran), in the order of each
+// configuration's first run.
+func Group(runs []*Run, mergeSeeds bool) []Series {
+	var out []Series
+	index := map[string]int{}
+	for _, r := range runs {
+		if i, ok := index[r.configKey]; ok && mergeSeeds {
+			out[i].Runs = append(out[i].Runs, r)
+			continue
+		}
+		index[r.configKey] = len(out)
+		out = append(out, Series{Runs: []*Run{r}})
+	}
+	for i := range out {
+		out[i].Name = seriesName(out[i].Runs)
+	}
+	return out
+}
+
+// seriesName is a lone run's name, or the longest common prefix of the
+// runs' names (e.g. lsgd-lr2 for lsgd-lr2, lsgd-lr2-s2, lsgd-lr2-s3) with
+// the number of seeds.
+func seriesName(runs []*Run) string {
+	if len(runs) == 1 {
+		return runs[0].Name
+	}
+	prefix := runs[0].Name
+	for _, r := range runs[1:] {
+		n := 0
+		for n < len(prefix) && n < len(r.Name) && prefix[n] == r.Name[n] {
+			n++
+		}
+		prefix = prefix[:n]
+	}
+	prefix = strings.TrimRight(prefix, "-_. ")
+	if prefix == "" {
+		prefix = runs[0].Name
+	}
+	return fmt.Sprintf("%s (%d seeds)", prefix, len(runs))
+}
+
+// band is a series' curve: at each point the mean over its runs of x and
+// y, and the lowest and highest y.
+type band struct {
+	x, mean, lo, hi []float64
+}
+
+// newBand aligns the runs' curves point by point (runs of one
+// configuration log and evaluate at the same iterations); a run that is
+// shorter, because it is still going, shortens the band.
+func newBand(xs, ys [][]float64) band {
+	n := math.MaxInt
+	for _, x := range xs {
+		n = min(n, len(x))
+	}
+	if len(xs) == 0 || n == 0 {
+		return band{}
+	}
+	b := band{x: make([]float64, n), mean: make([]float64, n), lo: make([]float64, n), hi: make([]float64, n)}
+	for i := range n {
+		b.lo[i], b.hi[i] = math.Inf(1), math.Inf(-1)
+		for r := range xs {
+			b.x[i] += xs[r][i] / float64(len(xs))
+			b.mean[i] += ys[r][i] / float64(len(xs))
+			b.lo[i] = min(b.lo[i], ys[r][i])
+			b.hi[i] = max(b.hi[i], ys[r][i])
+		}
+	}
+	return b
+}
+
+func (b band) line() plotter.XYs {
+	xys := make(plotter.XYs, len(b.x))
+	for i := range b.x {
+		xys[i].X, xys[i].Y = b.x[i], b.mean[i]
+	}
+	return xys
+}
+
+// polygon is the area between the lowest and the highest run, or nil for
+// a single run or a single point.
+func (b band) polygon(colorIndex int) (*plotter.Polygon, error) {
+	if len(b.x) < 2 {
+		return nil, nil
+	}
+	spread := false
+	ring := make(plotter.XYs, 0, 2*len(b.x))
+	for i := range b.x {
+		ring = append(ring, plotter.XY{X: b.x[i], Y: b.hi[i]})
+		spread = spread || b.hi[i] > b.lo[i]
+	}
+	if !spread {
+		return nil, nil
+	}
+	for i := len(b.x) - 1; i >= 0; i-- {
+		ring = append(ring, plotter.XY{X: b.x[i], Y: b.lo[i]})
+	}
+	p, err := plotter.NewPolygon(ring)
+	if err != nil {
+		return nil, err
+	}
+	r, g, bl, _ := plotutil.Color(colorIndex).RGBA()
+	p.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(bl >> 8), A: 56}
+	p.LineStyle.Width = 0
+	return p, nil
+}
+
+// lossBand is the series' smoothed comparable loss against the axis.
+func (s Series) lossBand(ax axis) band {
+	var xs, ys [][]float64
+	for _, r := range s.Runs {
+		var x, y []float64
+		for _, m := range r.Metrics {
+			v, ok := ComparableLoss(m)
+			if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			x = append(x, ax.metric(m))
+			y = append(y, v)
+		}
+		sm := smooth(x, y, max(1, len(x)/50))
+		for i := range sm {
+			y[i] = sm[i].Y
+		}
+		xs, ys = append(xs, x), append(ys, y)
+	}
+	return newBand(xs, ys)
+}
+
+// knnBand is the series' kNN accuracy during training against the axis.
+func (s Series) knnBand(ax axis) band {
+	var xs, ys [][]float64
+	for _, r := range s.Runs {
+		var x, y []float64
+		for _, e := range r.Evals {
+			x = append(x, ax.eval(e))
+			y = append(y, e.KNNTop1)
+		}
+		xs, ys = append(xs, x), append(ys, y)
+	}
+	return newBand(xs, ys)
+}
+
+// probePoint is the series' linear probe at the end of training: the mean
+// over its runs of x and accuracy, the lowest and highest accuracy; ok is
+// false unless every run has a probe.
+func (s Series) probePoint(ax axis) (b band, ok bool) {
+	var xs, ys [][]float64
+	for _, r := range s.Runs {
+		if r.Probe == nil {
+			return band{}, false
+		}
+		xs = append(xs, []float64{ax.metric(r.Last())})
+		ys = append(ys, []float64{r.Probe.Top1})
+	}
+	return newBand(xs, ys), true
+}
+
+// rangeBars are error bars from a band's lowest to highest value.
+type rangeBars struct{ band }
+
+func (r rangeBars) Len() int                         { return len(r.x) }
+func (r rangeBars) XY(i int) (float64, float64)      { return r.x[i], r.mean[i] }
+func (r rangeBars) YError(i int) (low, high float64) { return r.mean[i] - r.lo[i], r.hi[i] - r.mean[i] }
+
+// meanSD is "mean ± standard deviation" (sample, n-1) of vs, the value
+// alone for one, "-" for none.
+func meanSD(vs []float64, format string) string {
+	switch len(vs) {
+	case 0:
+		return "-"
+	case 1:
+		return fmt.Sprintf(format, vs[0])
+	}
+	var sum, sq float64
+	for _, v := range vs {
+		sum += v
+	}
+	mean := sum / float64(len(vs))
+	for _, v := range vs {
+		sq += (v - mean) * (v - mean)
+	}
+	return fmt.Sprintf(format+" ± "+format, mean, math.Sqrt(sq/float64(len(vs)-1)))
+}
+
+// SeriesTable is the Markdown comparison of the series: for merged seeds
+// the mean ± standard deviation over seeds of each figure.
+func SeriesTable(series []Series) string {
+	var sb strings.Builder
+	sb.WriteString("| series | seeds | dataset | estimator | levels | images drawn | evaluations | wall time | final L_B - log(2N-1) | kNN top-1 (%) | linear top-1 (%) | linear top-5 (%) |\n")
+	sb.WriteString("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range series {
+		var samples, evals, wall, loss, knn, lin, lin5 []float64
+		for _, r := range s.Runs {
+			last := r.Last()
+			samples = append(samples, float64(last.SamplesDrawn))
+			evals = append(evals, float64(last.Evaluations))
+			wall = append(wall, last.WallSeconds)
+			if v, ok := ComparableLoss(last); ok {
+				loss = append(loss, v)
+			}
+			if len(r.Evals) > 0 {
+				knn = append(knn, r.Evals[len(r.Evals)-1].KNNTop1)
+			}
+			if r.Probe != nil {
+				lin = append(lin, r.Probe.Top1)
+				lin5 = append(lin5, r.Probe.Top5)
+			}
+		}
+		c := s.Runs[0].Config
+		fmt.Fprintf(&sb, "| %s | %d | %s | %s | %d..%d | %s | %s | %s | %s | %s | %s | %s |\n",
+			s.Name, len(s.Runs), c.Dataset, c.Estimator, c.MinLevel, c.MaxLevel, meanSD(samples, "%.0f"), meanSD(evals, "%.0f"),
+			durationSD(wall), meanSD(loss, "%.4f"), meanSD(knn, "%.2f"), meanSD(lin, "%.2f"), meanSD(lin5, "%.2f"))
+	}
+	return sb.String()
+}
+
+// durationSD is meanSD of wall times in the unit duration picks for the mean.
+func durationSD(vs []float64) string {
+	var sum float64
+	for _, v := range vs {
+		sum += v
+	}
+	mean := sum / float64(len(vs))
+	unit, scale := "s", 1.0
+	switch {
+	case mean >= 7200:
+		unit, scale = "h", 3600
+	case mean >= 120:
+		unit, scale = "min", 60
+	}
+	scaled := make([]float64, len(vs))
+	for i, v := range vs {
+		scaled[i] = v / scale
+	}
+	return meanSD(scaled, "%.1f") + " " + unit
+}

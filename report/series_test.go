@@ -1,0 +1,122 @@
+package report
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/runfolder"
+)
+
+// makeSeedRun is makeRun with a seed, a learning rate, an output folder and
+// a probe accuracy in its config and probe files.
+func makeSeedRun(t *testing.T, root, name string, seed int, lr, probe float64) *Run {
+	t.Helper()
+	dir := makeRun(t, filepath.Join(root, name), "vr-rtmlmc", 20, true, true)
+	cfg := map[string]any{"dataset": "cifar10", "estimator": "vr-rtmlmc", "min_level": 1, "max_level": 5, "iterations": 20,
+		"iterations_per_epoch": 10, "lr": lr, "seed": seed, "out": dir, "workers": seed, "version": "v" + name}
+	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.ConfigFile), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.ProbeFile), runfolder.Probe{Top1: probe, Top5: 80}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGroup(t *testing.T) {
+	root := t.TempDir()
+	runs := []*Run{
+		makeSeedRun(t, root, "vr-lr2", 1, 2, 40),
+		makeSeedRun(t, root, "vr-lr1", 1, 1, 30),
+		makeSeedRun(t, root, "vr-lr2-s2", 2, 2, 42),
+		makeSeedRun(t, root, "vr-lr2-s3", 3, 2, 44),
+	}
+	tests := []struct {
+		merge bool
+		names []string
+		sizes []int
+	}{
+		{false, []string{"vr-lr2", "vr-lr1", "vr-lr2-s2", "vr-lr2-s3"}, []int{1, 1, 1, 1}},
+		// Seed, output folder, workers and version differ; the learning rate
+		// makes vr-lr1 another configuration.
+		{true, []string{"vr-lr2 (3 seeds)", "vr-lr1"}, []int{3, 1}},
+	}
+	for _, tc := range tests {
+		got := Group(runs, tc.merge)
+		if len(got) != len(tc.names) {
+			t.Fatalf("merge %v: %d series, want %d", tc.merge, len(got), len(tc.names))
+		}
+		for i, s := range got {
+			if s.Name != tc.names[i] || len(s.Runs) != tc.sizes[i] {
+				t.Errorf("merge %v: series %d is %q of %d runs, want %q of %d", tc.merge, i, s.Name, len(s.Runs), tc.names[i], tc.sizes[i])
+			}
+		}
+	}
+	table := SeriesTable(Group(runs, true))
+	// Probes 40, 42, 44: mean 42, sample standard deviation 2.
+	if !strings.Contains(table, "| vr-lr2 (3 seeds) | 3 |") || !strings.Contains(table, "42.00 ± 2.00") {
+		t.Errorf("table has no 3-seed row with probe 42.00 ± 2.00:\n%s", table)
+	}
+	if !strings.Contains(table, "| vr-lr1 | 1 |") || !strings.Contains(table, "| 30.00 |") {
+		t.Errorf("table has no one-run row with probe 30.00:\n%s", table)
+	}
+	out := filepath.Join(root, "report")
+	files, err := Write(runs, out, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 7 {
+		t.Errorf("wrote %v, want 6 plots and report.md", files)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || string(md) != table {
+		t.Errorf("report.md is not SeriesTable's (%v):\n%s", err, md)
+	}
+}
+
+// A band is the pointwise mean, lowest and highest of aligned curves; a
+// shorter run (still going) shortens it.
+func TestNewBand(t *testing.T) {
+	b := newBand([][]float64{{1, 2, 3}, {3, 4}}, [][]float64{{10, 20, 30}, {14, 16}})
+	want := band{x: []float64{2, 3}, mean: []float64{12, 18}, lo: []float64{10, 16}, hi: []float64{14, 20}}
+	for name, pair := range map[string][2][]float64{"x": {b.x, want.x}, "mean": {b.mean, want.mean}, "lo": {b.lo, want.lo}, "hi": {b.hi, want.hi}} {
+		if len(pair[0]) != len(pair[1]) {
+			t.Fatalf("%s = %v, want %v", name, pair[0], pair[1])
+		}
+		for i := range pair[0] {
+			if math.Abs(pair[0][i]-pair[1][i]) > 1e-12 {
+				t.Errorf("%s = %v, want %v", name, pair[0], pair[1])
+			}
+		}
+	}
+	if p, err := b.polygon(0); err != nil || p == nil || len(p.XYs[0]) != 4 {
+		t.Errorf("polygon of a 2-point band: %v, %v", p, err)
+	}
+	one := newBand([][]float64{{1, 2}}, [][]float64{{5, 6}})
+	if p, err := one.polygon(0); err != nil || p != nil {
+		t.Errorf("a single run has no band: %v, %v", p, err)
+	}
+}
+
+func TestMeanSD(t *testing.T) {
+	tests := []struct {
+		vs   []float64
+		want string
+	}{
+		{nil, "-"},
+		{[]float64{3}, "3.0"},
+		{[]float64{1, 2, 3}, "2.0 ± 1.0"},
+	}
+	for _, tc := range tests {
+		if got := meanSD(tc.vs, "%.1f"); got != tc.want {
+			t.Errorf("meanSD(%v) = %q, want %q", tc.vs, got, tc.want)
+		}
+	}
+}

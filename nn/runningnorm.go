@@ -149,13 +149,6 @@ func (rn *RunningNorm) Commit(b tensor.Backend) {
 	b.Copy(rn.prevMean, rn.RunningMean.Value)
 	b.Copy(rn.prevVar, rn.RunningVar.Value)
 	rn.hasPrev = true
-	rn.Apply(b)
-}
-
-// Apply makes the pending updates the running statistics without touching
-// the previous ones (precise BN re-estimates the statistics between
-// iterations; the previous iteration's function stays what it was).
-func (rn *RunningNorm) Apply(b tensor.Backend) {
 	if !rn.pending {
 		return
 	}

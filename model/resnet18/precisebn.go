@@ -8,7 +8,7 @@ import (
 
 // BatchNorms lists every batch-norm layer of the network in forward order
 // (none with group norm, whose only running statistics are the head's
-// RunningNorm, HeadNorm).
+// RunningNorm, HeadNorm, which precise BN leaves alone).
 func (m *Model) BatchNorms() []*nn.BatchNorm {
 	norms := []nn.Norm{m.bn1}
 	for _, bl := range m.blocks {
@@ -52,8 +52,10 @@ func (m *Model) UsePreviousHeadStatistics(on bool) {
 func (m *Model) HeadNorm() *nn.RunningNorm { return m.headIn }
 
 // RecalibrateBN re-estimates the running statistics of every batch-norm
-// layer (precise BN, SPEC section 2), and with group norm those of the
-// head's RunningNorm: it runs batches training-mode forward passes without gradients over
+// layer (precise BN, SPEC section 2; with group norm there is nothing to
+// do: the head's RunningNorm statistics are part of the function being
+// trained, and evaluations use only the backbone, so precise BN leaves
+// them alone and an evaluation does not change the training): it runs batches training-mode forward passes without gradients over
 // views views each, which next writes into its argument ((views, 3, InputSize, InputSize) floats), and sets each
 // layer's running mean and variance to the equal-weight average of the
 // batches' means and unbiased variances. Momentum 1/k on the k-th batch
@@ -68,35 +70,29 @@ func (m *Model) RecalibrateBN(views, batches int, next func(x []float32)) error 
 		return fmt.Errorf("precise BN: %d batches of %d views: need at least one batch of at least 2 views", batches, views)
 	}
 	b := m.backend
-	var moms []*float32
-	for _, bn := range m.BatchNorms() {
-		moms = append(moms, &bn.Momentum)
+	bns := m.BatchNorms()
+	if len(bns) == 0 {
+		return nil // group norm: no batch-norm statistics to estimate
 	}
-	if m.headIn != nil {
-		moms = append(moms, &m.headIn.Momentum)
-	}
-	saved := make([]float32, len(moms))
-	for i, mom := range moms {
-		saved[i] = *mom
+	saved := make([]float32, len(bns))
+	for i, bn := range bns {
+		saved[i] = bn.Momentum
 	}
 	defer func() {
-		for i, mom := range moms {
-			*mom = saved[i]
+		for i, bn := range bns {
+			bn.Momentum = saved[i]
 		}
 	}()
 	host := make([]float32, views*m.InputLen())
 	x := b.Alloc(len(host))
 	defer b.Free(x)
 	for k := 1; k <= batches; k++ {
-		for _, mom := range moms {
-			*mom = 1 / float32(k)
+		for _, bn := range bns {
+			bn.Momentum = 1 / float32(k)
 		}
 		next(host)
 		b.Upload(x, host)
 		m.Forward(x, views, true, true)
-		if m.headIn != nil {
-			m.headIn.Apply(b)
-		}
 	}
 	if err := b.Sync(); err != nil {
 		return fmt.Errorf("precise BN: %w", err)

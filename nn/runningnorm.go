@@ -157,6 +157,22 @@ func (rn *RunningNorm) Commit(b tensor.Backend) {
 	rn.pending = false
 }
 
+// Pending returns the statistics the next Commit will make the running
+// ones (views of the layer's buffers), starting them from the running ones
+// if no updating pass ran since the last Commit. Data-parallel training
+// averages them over its processes before Commit: each process's passes
+// saw only its share of the images, and processes whose statistics drifted
+// apart would train different functions with the same parameters.
+func (rn *RunningNorm) Pending(b tensor.Backend) (mean, variance tensor.Buffer) {
+	rn.mustBeBound()
+	if !rn.pending {
+		b.Copy(rn.pendingMean, rn.RunningMean.Value)
+		b.Copy(rn.pendingVar, rn.RunningVar.Value)
+		rn.pending = true
+	}
+	return rn.pendingMean, rn.pendingVar
+}
+
 // Previous returns the previous iteration's mean and variance (views of
 // the layer's buffers) and whether there are any (a Commit happened since
 // Bind or SetPrevious), for a checkpoint.

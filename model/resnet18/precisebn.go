@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/simclr-go/simclr/nn"
+	"github.com/simclr-go/simclr/tensor"
 )
 
 // BatchNorms lists every batch-norm layer of the network in forward order
@@ -35,6 +36,18 @@ func (m *Model) CommitHeadStatistics() {
 	if m.headIn != nil {
 		m.headIn.Commit(m.backend)
 	}
+}
+
+// PendingHeadStatistics returns the group-norm head's statistics that the
+// next CommitHeadStatistics makes the running ones (nn.RunningNorm.Pending),
+// for data-parallel training to average over processes first; ok is false
+// with batch norm, whose head has none.
+func (m *Model) PendingHeadStatistics() (mean, variance tensor.Buffer, ok bool) {
+	if m.headIn == nil {
+		return nil, nil, false
+	}
+	mean, variance = m.headIn.Pending(m.backend)
+	return mean, variance, true
 }
 
 // UsePreviousHeadStatistics makes the group-norm head normalise with the

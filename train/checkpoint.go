@@ -87,7 +87,8 @@ func (t *trainer) checkpoint() error {
 	}
 	tensors := []checkpoint.Tensor{
 		{Name: "params", Shape: []int{params.Len()}, Data: download(params.Flat())},
-		// Group norm keeps no state (the State buffer then holds one unused element).
+		// Running statistics: batch norm's, or with group norm the head's
+		// (a network without any has a State buffer of one unused element).
 		{Name: "bn_state", Shape: []int{params.StateLen()}, Data: download(params.State())[:params.StateLen()]},
 		{Name: "momentum", Shape: []int{params.Len()}, Data: download(t.opt.State())},
 	}
@@ -96,6 +97,15 @@ func (t *trainer) checkpoint() error {
 	}
 	if m, ok := t.est.VRState(); ok {
 		tensors = append(tensors, checkpoint.Tensor{Name: "vr_m", Shape: []int{params.Len()}, Data: download(m)})
+	}
+	// The group-norm head's statistics of the previous iteration, with
+	// which the next VR correction evaluates x_{t-1}.
+	if hn := t.model.HeadNorm(); hn != nil {
+		if mean, variance, ok := hn.Previous(); ok {
+			tensors = append(tensors,
+				checkpoint.Tensor{Name: "head_prev_mean", Shape: []int{mean.Len()}, Data: download(mean)},
+				checkpoint.Tensor{Name: "head_prev_var", Shape: []int{variance.Len()}, Data: download(variance)})
+		}
 	}
 	if err := checkpoint.Write(filepath.Join(t.cfg.Out, runfolder.StateFile), tensors, meta); err != nil {
 		return err
@@ -131,7 +141,7 @@ func (t *trainer) restore() error {
 		}
 		want := dst.Len()
 		if dst == params.State() {
-			want = params.StateLen() // 0 with group norm, whose State buffer holds one unused element
+			want = params.StateLen() // a State buffer without state holds one unused element
 		}
 		if len(x.Data) != want {
 			return bad("tensor %s has %d values, the network wants %d (config.json changed since the checkpoint?)", name, len(x.Data), want)
@@ -157,6 +167,15 @@ func (t *trainer) restore() error {
 	if m, ok := t.est.VRState(); ok {
 		if err := load("vr_m", m); err != nil {
 			return err
+		}
+	}
+	if hn := t.model.HeadNorm(); hn != nil {
+		mean, okMean := f.Get("head_prev_mean")
+		variance, okVar := f.Get("head_prev_var")
+		if okMean && okVar {
+			if err := hn.SetPrevious(t.b, mean.Data, variance.Data); err != nil {
+				return bad("%w", err)
+			}
 		}
 	}
 	// Each rank continues its own draws: the checkpoint holds every rank's

@@ -185,6 +185,23 @@ func (t *trainer) openComm() error {
 	return nil
 }
 
+// reduceHeadStatistics averages over the ranks the group-norm head's
+// pending running statistics (each rank's were moved by its own share of
+// the iteration's images), so that every rank commits the same ones.
+func (t *trainer) reduceHeadStatistics() error {
+	if t.comm.Size() == 1 {
+		return nil
+	}
+	mean, variance, ok := t.model.PendingHeadStatistics()
+	if !ok {
+		return nil
+	}
+	if err := collective.AllReduceMean(t.comm, t.b, mean); err != nil {
+		return err
+	}
+	return collective.AllReduceMean(t.comm, t.b, variance)
+}
+
 // reduceEstimate turns the ranks' estimates in t.grad into their mean, the
 // estimate of the iteration, on every rank. A VR estimator's running
 // estimate m_t then takes the mean too, so that it stays identical on all

@@ -40,6 +40,7 @@ const (
 	envDistResume = "SIMCLR_TRAIN_DIST_RESUME"
 	envDistStop   = "SIMCLR_TRAIN_DIST_STOP_AFTER" // iterations before an interruption
 	envDistFailAt = "SIMCLR_TRAIN_DIST_FAIL_AT"    // rank 1 fails (an error) after this iteration
+	envDistNorm   = "SIMCLR_TRAIN_DIST_NORM"       // --norm (default batch)
 )
 
 // distConfig is the tiny run every rank and the reference train: 8 images
@@ -78,6 +79,11 @@ func serialCPU() *cpu.Backend {
 
 func paramsFile(dir string, rank, iter int) string {
 	return filepath.Join(dir, fmt.Sprintf("params-rank%d-iter%d.bin", rank, iter))
+}
+
+// stateFile is where a worker writes its running statistics after a step.
+func stateFile(dir string, rank, iter int) string {
+	return filepath.Join(dir, fmt.Sprintf("state-rank%d-iter%d.bin", rank, iter))
 }
 
 // requireMPIRun returns mpirun's path; without it the test skips on a
@@ -129,6 +135,9 @@ func TestDistWorker(t *testing.T) {
 	killAt, _ := strconv.Atoi(os.Getenv(envDistKillAt))
 	failAt, _ := strconv.Atoi(os.Getenv(envDistFailAt))
 	cfg := distConfig(out, os.Getenv(envDistEst), iters)
+	if norm := os.Getenv(envDistNorm); norm != "" {
+		cfg.Norm = norm
+	}
 	// As the command line does: mpirun's SIGTERM stops the run.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -136,14 +145,16 @@ func TestDistWorker(t *testing.T) {
 	hooks := Hooks{Log: os.Stderr, Splits: syntheticSplits(64, 16, 16, 4), Backend: b}
 	hooks.StopAfter, _ = strconv.Atoi(os.Getenv(envDistStop))
 	rank, _ := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_RANK"))
-	hooks.OnStep = func(iter int, params tensor.Buffer) error {
-		data := cpu.Data(params)
-		buf := make([]byte, 4*len(data))
-		for i, v := range data {
-			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
-		}
-		if err := os.WriteFile(paramsFile(out, rank, iter), buf, 0o644); err != nil {
-			return err
+	hooks.OnStep = func(iter int, params, state tensor.Buffer) error {
+		for path, buf := range map[string]tensor.Buffer{paramsFile(out, rank, iter): params, stateFile(out, rank, iter): state} {
+			data := cpu.Data(buf)
+			raw := make([]byte, 4*len(data))
+			for i, v := range data {
+				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+			}
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				return err
+			}
 		}
 		if killAt > 0 && iter == killAt && rank == 1 {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -192,12 +203,17 @@ func readParams(t *testing.T, path string) []float32 {
 // averages them, within float tolerance. The resume at a VR correction
 // also checks that the ranks kept one VR state m_t: the checkpoint holds
 // rank 0's, and a rank whose m_t had drifted would continue differently.
+// With group norm the ranks must also agree on the head's running
+// statistics, which each rank's passes move by its own images (the
+// single-process comparison is left to the batch-norm cases).
 func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 	const ranks, iters = 2, 4
-	for _, est := range []string{"lsgd", "vr-rtmlmc"} {
-		t.Run(est, func(t *testing.T) {
+	for _, tc := range []struct{ est, norm string }{{"lsgd", "batch"}, {"vr-rtmlmc", "batch"}, {"vr-rtmlmc", "group"}} {
+		t.Run(tc.est+"/"+tc.norm, func(t *testing.T) {
+			est := tc.est
 			out := filepath.Join(t.TempDir(), "run")
-			log, err := mpirunWorkers(t, ranks, envDistWorker+"="+out, envDistEst+"="+est, envDistIters+"="+strconv.Itoa(iters), envDistStop+"=3")
+			log, err := mpirunWorkers(t, ranks, envDistWorker+"="+out, envDistEst+"="+est, envDistNorm+"="+tc.norm,
+				envDistIters+"="+strconv.Itoa(iters), envDistStop+"=3")
 			if err != nil || strings.Count(log, "interrupted as asked") != ranks {
 				t.Fatalf("mpirun, stopping after 3 iterations: %v\n%s", err, log)
 			}
@@ -205,17 +221,33 @@ func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 			if err != nil {
 				t.Fatalf("mpirun --resume: %v\n%s", err, log)
 			}
-			ref := referenceRun(t, distConfig(out, est, iters), ranks)
+			// Batch norm's running statistics are each rank's own until a
+			// checkpoint averages them (they only serve evaluation); the
+			// group-norm head's are part of the function trained.
+			files := []func(string, int, int) string{paramsFile}
+			if tc.norm == "group" {
+				files = append(files, stateFile)
+			}
 			for it := 1; it <= iters; it++ {
-				p0 := readParams(t, paramsFile(out, 0, it))
-				for r := 1; r < ranks; r++ {
-					pr := readParams(t, paramsFile(out, r, it))
-					for i := range p0 {
-						if math.Float32bits(p0[i]) != math.Float32bits(pr[i]) {
-							t.Fatalf("iteration %d: rank %d's parameter %d is %g, rank 0's %g: the ranks drifted apart", it, r, i, pr[i], p0[i])
+				for _, file := range files {
+					p0 := readParams(t, file(out, 0, it))
+					for r := 1; r < ranks; r++ {
+						pr := readParams(t, file(out, r, it))
+						for i := range p0 {
+							if math.Float32bits(p0[i]) != math.Float32bits(pr[i]) {
+								t.Fatalf("iteration %d: rank %d's value %d of %s is %g, rank 0's %g: the ranks drifted apart",
+									it, r, i, filepath.Base(file(out, r, it)), pr[i], p0[i])
+							}
 						}
 					}
 				}
+			}
+			if tc.norm == "group" {
+				return
+			}
+			ref := referenceRun(t, distConfig(out, est, iters), ranks)
+			for it := 1; it <= iters; it++ {
+				p0 := readParams(t, paramsFile(out, 0, it))
 				var maxDiff, maxAbs float64
 				for i := range p0 {
 					maxDiff = max(maxDiff, math.Abs(float64(p0[i]-ref[it-1][i])))

@@ -70,8 +70,7 @@ func (t *trainer) linearProbe() (*runfolder.Probe, error) {
 			}
 		}
 		base, err := eval.LinearProbe(t.b, init, t.splits, t.cfg.Seed)
-		init.FreePlans()
-		init.Params().Free()
+		init.Free()
 		if err != nil {
 			return nil, err
 		}

@@ -88,7 +88,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		}
 		t.iter++
 		if t.hooks.OnStep != nil {
-			if err := t.hooks.OnStep(t.iter, t.model.Params().Flat()); err != nil {
+			if err := t.hooks.OnStep(t.iter, t.model.Params().Flat(), t.model.Params().State()); err != nil {
 				return nil, fmt.Errorf("iteration %d: %w", t.iter, err)
 			}
 		}
@@ -201,6 +201,13 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 	}
 	t.b.Copy(params.Grad(), t.grad)
 	t.opt.Step(lr)
+	// The group-norm head's running statistics move once per iteration,
+	// so that every pass of the iteration used the same ones, and by the
+	// mean of the ranks' updates, so that the ranks keep one network.
+	if err := t.reduceHeadStatistics(); err != nil {
+		return step, err
+	}
+	t.model.CommitHeadStatistics()
 	if err := t.b.Sync(); err != nil {
 		return step, fmt.Errorf("device: %w", err)
 	}

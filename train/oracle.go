@@ -198,6 +198,9 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		}
 		o.b.Copy(o.cur, params.Flat())
 		o.b.Copy(params.Flat(), o.prev)
+		// x_{t-1} with its own head statistics (group norm), so that VR's
+		// corrections telescope although the statistics move.
+		o.model.UsePreviousHeadStatistics(true)
 	}
 	added := false // the gradient is already in out
 	z := o.model.Forward(x, views, true, at == mlmc.Current)
@@ -215,6 +218,7 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		if err := o.shard.AllReduceSum(all); err != nil {
 			if at == mlmc.Previous {
 				o.b.Copy(params.Flat(), o.cur)
+				o.model.UsePreviousHeadStatistics(false)
 			}
 			return fmt.Errorf("gather the projections of level %d: %w", d.level, err)
 		}
@@ -251,6 +255,7 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	}
 	if at == mlmc.Previous {
 		o.b.Copy(params.Flat(), o.cur)
+		o.model.UsePreviousHeadStatistics(false)
 	}
 	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) || math.IsNaN(res.Full) || math.IsInf(res.Full, 0) {
 		// A device failure (the GPU out of memory while planning this

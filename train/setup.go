@@ -338,8 +338,7 @@ func (t *trainer) close() {
 		t.opt.Free()
 	}
 	if t.model != nil {
-		t.model.FreePlans()
-		t.model.Params().Free()
+		t.model.Free()
 	}
 	if t.ownComm && t.comm != nil {
 		t.comm.Close()

@@ -49,9 +49,10 @@ type Hooks struct {
 	// keeps it and closes it).
 	Comm collective.Comm
 	// OnStep, when set, is called after every optimizer step with the
-	// number of completed iterations and the parameters (tests compare
-	// ranks with it); an error it returns stops the run.
-	OnStep func(iteration int, params tensor.Buffer) error
+	// number of completed iterations, the trainable parameters and the
+	// state (running statistics) (tests compare ranks with it); an error
+	// it returns stops the run.
+	OnStep func(iteration int, params, state tensor.Buffer) error
 }
 
 // ErrInterrupted is returned (wrapped) when a run stops early on a signal

@@ -178,8 +178,9 @@ func TestResumeIsBitForBit(t *testing.T) {
 		{"lsgd", "", "", 6, []int{2}, "", 0, false},
 		{"vr-rtmlmc", "", "", 7, []int{3, 1}, "", 0, false}, // interrupted inside a VR period (QE = 2) and twice
 		{"rrmlmc", "", "", 5, []int{4}, "", 0, false},
-		// Group norm keeps no running statistics (an empty bn_state); the
-		// resumed sessions read --norm and --augment back from config.json.
+		// Group norm keeps only the head's running statistics, and VR the
+		// previous iteration's (head_prev_*); the resumed sessions read
+		// --norm and --augment back from config.json.
 		{"vr-rtmlmc", "group", "paper", 5, []int{3}, "", 0, false},
 		{"vr-rtmlmc", "", "", 7, []int{2, 3}, HalvesSeparate, 8, true},
 	} {

@@ -63,12 +63,12 @@ const gradTau = 0.5
 
 // refNet is the network of resnet18.go written again in float64 on the
 // host, from docs/definitions.md section 6 (batch norm, or group norm with
-// nn.Groups groups and no norm in the head), reading the weights by tensor
-// name.
+// nn.Groups groups and a head that first normalises the features with the
+// running statistics of head.0), reading the weights by tensor name.
 type refNet struct {
 	p      *nn.Params
 	w      []float64 // all trainable weights, laid out as Params().Flat()
-	state  []float32 // running statistics (unused in training mode)
+	state  []float32 // running statistics (used by the group-norm head only)
 	views  int
 	input  []float64 // (views, 3, size, size)
 	size   int
@@ -83,6 +83,7 @@ func newRefNet(m *resnet18.Model, x []float32, views int) *refNet {
 	for i, v := range w32 {
 		r.w[i] = float64(v)
 	}
+	r.state = slices.Clone(cpu.Data(p.State()))
 	r.input = make([]float64, len(x))
 	for i, v := range x {
 		r.input[i] = float64(v)
@@ -91,6 +92,15 @@ func newRefNet(m *resnet18.Model, x []float32, views int) *refNet {
 		r.widths[i] = p.Tensor(fmt.Sprintf("layer%d.0.conv1.weight", i+1)).Shape[0]
 	}
 	return r
+}
+
+// stateOf is a state tensor (running statistics) by name.
+func (r *refNet) stateOf(name string) []float32 {
+	t := r.p.Tensor(name)
+	if t == nil || t.Kind != nn.State {
+		panic("refNet: no state tensor " + name)
+	}
+	return r.state[t.Offset : t.Offset+t.Len]
 }
 
 func (r *refNet) param(name string) []float64 {
@@ -248,9 +258,18 @@ func (r *refNet) loss(multilevel bool) float64 {
 			feat[j] += v / float64(h*h)
 		}
 	}
-	z := linear(feat, n, in, r.param("head.0.weight"), r.param("head.0.bias"), in)
+	var z []float64
 	if r.norm != resnet18.NormGroup {
+		z = linear(feat, n, in, r.param("head.0.weight"), r.param("head.0.bias"), in)
 		cbn(z, in, 1, "head.1")
+	} else {
+		// head.0: the running statistics are constants of the function.
+		mean, variance := r.stateOf("head.0.running_mean"), r.stateOf("head.0.running_var")
+		for j := range feat {
+			c := j % in
+			feat[j] = (feat[j] - float64(mean[c])) / math.Sqrt(float64(variance[c])+1e-5)
+		}
+		z = linear(feat, n, in, r.param("head.1.weight"), r.param("head.1.bias"), in)
 	}
 	relu(z)
 	proj := len(r.param("head.3.bias"))
@@ -384,6 +403,12 @@ func gradCase(b tensor.Backend, norm string, seed uint64) (*resnet18.Model, tens
 	m := resnet18.New(b, cfg, seed)
 	rng := rand.New(rand.NewPCG(seed, 99))
 	x, host := uploadRandom(b, rng, 8*m.InputLen())
+	// With group norm, running statistics of the head's norm that are not
+	// the identity's (mean 0, variance 1), so that the check sees a wrong
+	// scale or offset: those of the batch itself.
+	if err := m.InitHeadFromData(x, 8); err != nil {
+		panic(err)
+	}
 	return m, x, host, rng
 }
 

@@ -19,8 +19,10 @@ import (
 
 // With group norm the tensors are torchvision's resnet18(norm_layer=
 // lambda c: nn.GroupNorm(min(32, c), c)) names: every norm keeps its weight
-// and bias under the batch-norm name and has no running statistics; the
-// head has no norm (no head.1).
+// and bias under the batch-norm name and has no running statistics. The
+// head is PyTorch's Sequential(BatchNorm1d(512, affine=False), Linear,
+// ReLU, Linear): head.0 holds only running statistics, head.1 and head.3
+// are the linear layers.
 func TestGroupNormTensorNamesMatchTorchvision(t *testing.T) {
 	b := cpu.New()
 	m := resnet18.New(b, resnet18.Config{Norm: resnet18.NormGroup}, 1)
@@ -28,11 +30,13 @@ func TestGroupNormTensorNamesMatchTorchvision(t *testing.T) {
 	var want []string
 	for _, line := range strings.Split(strings.TrimSpace(torchvisionResNet18), "\n") {
 		line = strings.TrimSpace(line)
-		if strings.Contains(line, "running_") || strings.Contains(line, "num_batches_tracked") || strings.HasPrefix(line, "head.1.") {
+		if strings.Contains(line, "running_") || strings.Contains(line, "num_batches_tracked") || strings.HasPrefix(line, "head.") {
 			continue
 		}
 		want = append(want, line)
 	}
+	want = append(want, "head.0.running_mean 512", "head.0.running_var 512", "head.0.num_batches_tracked",
+		"head.1.weight 512 512", "head.1.bias 512", "head.3.weight 128 512", "head.3.bias 128")
 	var got []string
 	for _, tt := range p.Tensors() {
 		dims := make([]string, len(tt.Shape))
@@ -45,11 +49,12 @@ func TestGroupNormTensorNamesMatchTorchvision(t *testing.T) {
 		t.Fatalf("tensors with group norm:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	batch := resnet18.New(b, resnet18.Config{}, 1)
-	if p.Len() != batch.Params().Len()-2*512 || p.StateLen() != 0 {
-		t.Errorf("group norm: %d parameters and %d state values, want %d (batch norm's less head.1) and 0", p.Len(), p.StateLen(), batch.Params().Len()-2*512)
+	if p.Len() != batch.Params().Len()-2*512 || p.StateLen() != 2*512+1 {
+		t.Errorf("group norm: %d parameters and %d state values, want %d (batch norm's less the head norm's weight and bias) and %d (the head norm's running statistics)",
+			p.Len(), p.StateLen(), batch.Params().Len()-2*512, 2*512+1)
 	}
 	for _, tt := range p.Tensors() {
-		if len(tt.Shape) == 1 && tt.Kind != nn.NotDecayed {
+		if len(tt.Shape) == 1 && tt.Kind != nn.NotDecayed && !strings.HasPrefix(tt.Name, "head.0.running_") {
 			t.Errorf("%s is %v, want %v (norm weights and biases are not decayed)", tt.Name, tt.Kind, nn.NotDecayed)
 		}
 	}
@@ -83,7 +88,10 @@ func views(b tensor.Backend, host []float32, in, lo, hi int) tensor.Buffer {
 }
 
 // With group norm a view's projection is the same in any batch, of any
-// size (one view included), in training and in evaluation mode.
+// size (one view included), in training and in evaluation mode. A forward
+// pass that updates the head's running statistics normalises with the
+// statistics held before it, so its own projections do not depend on its
+// batch either; the update shows only after CommitHeadStatistics.
 func TestGroupNormViewsDoNotDependOnTheBatch(t *testing.T) {
 	b := cpu.New()
 	cfg := tiny
@@ -92,7 +100,21 @@ func TestGroupNormViewsDoNotDependOnTheBatch(t *testing.T) {
 	in, pd := m.InputLen(), cfg.ProjDim
 	rng := rand.New(rand.NewPCG(5, 6))
 	_, host := uploadRandom(b, rng, 8*in)
-	full := slices.Clone(cpu.Data(m.Forward(views(b, host, in, 0, 8), 8, true, true)))
+	before := slices.Clone(cpu.Data(m.Forward(views(b, host, in, 0, 8), 8, true, false)))
+	updating := slices.Clone(cpu.Data(m.Forward(views(b, host, in, 0, 8), 8, true, true)))
+	uncommitted := slices.Clone(cpu.Data(m.Forward(views(b, host, in, 0, 8), 8, true, false)))
+	m.CommitHeadStatistics()
+	full := slices.Clone(cpu.Data(m.Forward(views(b, host, in, 0, 8), 8, true, false)))
+	var moved float64
+	for i := range before {
+		if updating[i] != before[i] || uncommitted[i] != before[i] {
+			t.Fatalf("projection %d: %g in the pass that updates the running statistics and %g after it, %g before: the update took effect before CommitHeadStatistics", i, updating[i], uncommitted[i], before[i])
+		}
+		moved = math.Max(moved, math.Abs(float64(full[i]-before[i])))
+	}
+	if moved < 1e-3 {
+		t.Fatalf("the projections moved by %.3g after an update of the head's running statistics: the update did nothing", moved)
+	}
 	for _, tc := range []struct {
 		lo, hi int
 		train  bool
@@ -197,11 +219,14 @@ func TestGroupNormSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Metadata["norm"] != resnet18.NormGroup || f.Metadata["width"] != "0.125" || f.Metadata["head"] != "linear-relu-linear" {
-		t.Errorf("metadata %v, want norm group, width 0.125 and head linear-relu-linear", f.Metadata)
+	if f.Metadata["norm"] != resnet18.NormGroup || f.Metadata["width"] != "0.125" || f.Metadata["head"] != "runningnorm-linear-relu-linear" {
+		t.Errorf("metadata %v, want norm group, width 0.125 and head runningnorm-linear-relu-linear", f.Metadata)
 	}
 	if !slices.Equal(cpu.Data(src.Params().Flat()), cpu.Data(dst.Params().Flat())) {
 		t.Fatal("loaded parameters differ from the saved ones")
+	}
+	if !slices.Equal(cpu.Data(src.Params().State()), cpu.Data(dst.Params().State())) {
+		t.Fatal("loaded running statistics of the head differ from the saved ones")
 	}
 	batchCfg := cfg
 	batchCfg.Norm = resnet18.NormBatch
@@ -210,18 +235,25 @@ func TestGroupNormSaveLoad(t *testing.T) {
 	if err := batch.Save(batchPath, nil); err != nil {
 		t.Fatal(err)
 	}
-	// A group-norm checkpoint of the earlier version (GroupNorm head.1,
-	// "head_groups" metadata) is refused: its head would load wrongly.
+	// Group-norm checkpoints of the earlier versions (GroupNorm head.1,
+	// "head_groups" metadata; Linear-ReLU-Linear head) are refused: their
+	// head would load wrongly.
 	oldGroupPath := filepath.Join(dir, "old-group.safetensors")
 	if err := checkpoint.Write(oldGroupPath, []checkpoint.Tensor{{Name: "head.1.weight", Shape: []int{64}, Data: make([]float32, 64)}},
 		map[string]string{"norm": resnet18.NormGroup, "head_groups": "4"}); err != nil {
+		t.Fatal(err)
+	}
+	linearHeadPath := filepath.Join(dir, "linear-head-group.safetensors")
+	if err := checkpoint.Write(linearHeadPath, []checkpoint.Tensor{{Name: "head.0.weight", Shape: []int{64, 64}, Data: make([]float32, 64*64)}},
+		map[string]string{"norm": resnet18.NormGroup, "head": "linear-relu-linear"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		m    *resnet18.Model
 		path string
 		want string
-	}{{batch, groupPath, "--norm group"}, {dst, batchPath, "--norm batch"}, {dst, oldGroupPath, "train the network again"}} {
+	}{{batch, groupPath, "--norm group"}, {dst, batchPath, "--norm batch"}, {dst, oldGroupPath, "train the network again"},
+		{dst, linearHeadPath, "Linear-ReLU-Linear, written by an earlier simclr"}} {
 		if _, err := tc.m.Load(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("loading %s into a %s-norm network: error %v, want one naming %s", filepath.Base(tc.path), tc.m.Config().Norm, err, tc.want)
 		}

@@ -7,16 +7,21 @@ import (
 )
 
 // groupHead is the "head" metadata of a group-norm checkpoint: head.0
-// Linear, ReLU, head.3 Linear (PyTorch: Sequential(Linear, Identity, ReLU,
-// Linear)).
-const groupHead = "linear-relu-linear"
+// BatchNorm1d without affine parameters, applied with its running
+// statistics, head.1 Linear, ReLU, head.3 Linear (PyTorch, in evaluation
+// mode: Sequential(BatchNorm1d(F, affine=False), Linear, ReLU, Linear)).
+const groupHead = "runningnorm-linear-relu-linear"
+
+// oldGroupHead is the head of the group-norm checkpoints of the previous
+// version: head.0 Linear (initialised from data), ReLU, head.3 Linear.
+const oldGroupHead = "linear-relu-linear"
 
 // Save writes every tensor of m under its torchvision name
 // (num_batches_tracked as a float) and meta to path, atomically. The
 // metadata also records the normalisation ("norm": batch or group), which
 // the tensor names alone do not tell apart from a batch-norm model that lost
 // its running statistics, and with group norm the head ("head":
-// linear-relu-linear, no head.1), which a PyTorch user needs to rebuild it.
+// runningnorm-linear-relu-linear), which a PyTorch user needs to rebuild it.
 func (m *Model) Save(path string, meta map[string]string) error {
 	withNorm := map[string]string{"norm": m.cfg.Norm}
 	if m.cfg.Norm == NormGroup {
@@ -49,11 +54,16 @@ func (m *Model) Load(path string) (*checkpoint.File, error) {
 		}
 		return nil, fmt.Errorf("checkpoint %s holds a network with %s norm, this one has %s norm: pass --norm %s", path, norm, m.cfg.Norm, norm)
 	}
-	// Group-norm checkpoints of earlier versions had a GroupNorm head.1
-	// (recorded as "head_groups"); this head has none, so their head would
-	// load wrongly.
+	// Group-norm checkpoints of earlier versions had another head: a
+	// GroupNorm head.1 (recorded as "head_groups"), or Linear-ReLU-Linear
+	// ("head": linear-relu-linear, whose head.0 is a Linear where this
+	// head's is the running-statistics norm); they would load wrongly.
 	if m.cfg.Norm == NormGroup && f.Metadata["head"] != groupHead {
-		return nil, fmt.Errorf("checkpoint %s holds a group-norm network with a GroupNorm in its projection head (head_groups %q), written by an earlier simclr whose group-norm network did not learn; this version's group-norm head is Linear-ReLU-Linear: train the network again", path, f.Metadata["head_groups"])
+		old := fmt.Sprintf("a GroupNorm in its projection head (head_groups %q)", f.Metadata["head_groups"])
+		if f.Metadata["head"] == oldGroupHead {
+			old = "the projection head Linear-ReLU-Linear"
+		}
+		return nil, fmt.Errorf("checkpoint %s holds a group-norm network with %s, written by an earlier simclr whose group-norm network collapsed at small batches; this version's group-norm head normalises the features with running statistics first (%s): train the network again", path, old, groupHead)
 	}
 	if missing := f.Missing(m.params.Names()); missing != "" {
 		return nil, fmt.Errorf("checkpoint %s lacks %s: it was not written by simclr for a ResNet-18 of this width", path, missing)

@@ -4,10 +4,12 @@ import (
 	"fmt"
 
 	"github.com/simclr-go/simclr/nn"
+	"github.com/simclr-go/simclr/tensor"
 )
 
 // BatchNorms lists every batch-norm layer of the network in forward order
-// (none with group norm, which keeps no running statistics).
+// (none with group norm, whose only running statistics are the head's
+// RunningNorm, HeadNorm, which precise BN leaves alone).
 func (m *Model) BatchNorms() []*nn.BatchNorm {
 	norms := []nn.Norm{m.bn1}
 	for _, bl := range m.blocks {
@@ -26,9 +28,47 @@ func (m *Model) BatchNorms() []*nn.BatchNorm {
 	return bns
 }
 
+// CommitHeadStatistics makes the updates of the group-norm head's running
+// statistics since the last call take effect (nn.RunningNorm.Commit); a
+// trainer calls it once per iteration, after the optimizer step. With batch
+// norm it does nothing.
+func (m *Model) CommitHeadStatistics() {
+	if m.headIn != nil {
+		m.headIn.Commit(m.backend)
+	}
+}
+
+// PendingHeadStatistics returns the group-norm head's statistics that the
+// next CommitHeadStatistics makes the running ones (nn.RunningNorm.Pending),
+// for data-parallel training to average over processes first; ok is false
+// with batch norm, whose head has none.
+func (m *Model) PendingHeadStatistics() (mean, variance tensor.Buffer, ok bool) {
+	if m.headIn == nil {
+		return nil, nil, false
+	}
+	mean, variance = m.headIn.Pending(m.backend)
+	return mean, variance, true
+}
+
+// UsePreviousHeadStatistics makes the group-norm head normalise with the
+// running statistics of the previous iteration while on (for the VR
+// evaluation at x_{t-1}, nn.RunningNorm.UsePrevious). With batch norm it
+// does nothing.
+func (m *Model) UsePreviousHeadStatistics(on bool) {
+	if m.headIn != nil {
+		m.headIn.UsePrevious(on)
+	}
+}
+
+// HeadNorm is the group-norm head's running-statistics normalisation
+// (head.0), nil with batch norm.
+func (m *Model) HeadNorm() *nn.RunningNorm { return m.headIn }
+
 // RecalibrateBN re-estimates the running statistics of every batch-norm
 // layer (precise BN, SPEC section 2; with group norm there is nothing to
-// do): it runs batches training-mode forward passes without gradients over
+// do: the head's RunningNorm statistics are part of the function being
+// trained, and evaluations use only the backbone, so precise BN leaves
+// them alone and an evaluation does not change the training): it runs batches training-mode forward passes without gradients over
 // views views each, which next writes into its argument ((views, 3, InputSize, InputSize) floats), and sets each
 // layer's running mean and variance to the equal-weight average of the
 // batches' means and unbiased variances. Momentum 1/k on the k-th batch
@@ -45,7 +85,7 @@ func (m *Model) RecalibrateBN(views, batches int, next func(x []float32)) error 
 	b := m.backend
 	bns := m.BatchNorms()
 	if len(bns) == 0 {
-		return nil // group norm: no running statistics to estimate
+		return nil // group norm: no batch-norm statistics to estimate
 	}
 	saved := make([]float32, len(bns))
 	for i, bn := range bns {

@@ -126,8 +126,8 @@ func TestRecalibrateBNRejectsBadSizes(t *testing.T) {
 }
 
 // BatchNorms lists the 21 batch-norm layers of a batch-norm ResNet-18 (stem,
-// two per block, three downsamples, head) and none of a group-norm one, so
-// precise BN leaves a group-norm network alone.
+// two per block, three downsamples, head) and none of a group-norm one,
+// whose only running statistics are its head's (HeadNorm).
 func TestBatchNormsSkipsGroupNorm(t *testing.T) {
 	b := cpu.New()
 	for _, tc := range []struct {
@@ -140,5 +140,29 @@ func TestBatchNormsSkipsGroupNorm(t *testing.T) {
 		if got := len(m.BatchNorms()); got != tc.want {
 			t.Errorf("%s norm: BatchNorms() lists %d layers, want %d", tc.norm, got, tc.want)
 		}
+	}
+}
+
+// With group norm precise BN leaves the head's running statistics alone:
+// they are part of the function being trained (an evaluation must not
+// change the training), and evaluations use only the backbone.
+func TestRecalibrateBNLeavesTheGroupNormHead(t *testing.T) {
+	b := cpu.New()
+	cfg := tiny
+	cfg.Norm = resnet18.NormGroup
+	const views = 16
+	m := resnet18.New(b, cfg, 7)
+	rng := rand.New(rand.NewPCG(7, 8))
+	x, host := uploadRandom(b, rng, views*m.InputLen())
+	if err := m.InitHeadFromData(x, views); err != nil {
+		t.Fatal(err)
+	}
+	before := slices.Clone(cpu.Data(m.Params().State()))
+	calls := 0
+	if err := m.RecalibrateBN(views, 3, func(dst []float32) { calls++; copy(dst, host) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpu.Data(m.Params().State()); !slices.Equal(got, before) || calls != 0 {
+		t.Fatalf("precise BN of a group-norm network read %d batches and changed its state", calls)
 	}
 }

@@ -8,8 +8,8 @@
 // for the head, so checkpoints load into PyTorch. With Config.Norm "group"
 // every batch norm of the backbone is a GroupNorm under the same name (as
 // torchvision's resnet18(norm_layer=...) names it), with weight and bias and
-// no running statistics, and the head is Linear -> ReLU -> Linear (head.0,
-// head.3; no head.1), see Config.Norm. Activations are planned
+// no running statistics, and the head is RunningNorm -> Linear -> ReLU ->
+// Linear (head.0, head.1, head.3), see Config.Norm. Activations are planned
 // once per batch size, carved from one arena per mode (training,
 // evaluation) that is as large as the largest plan, and reused, so a
 // steady-state step allocates nothing on the Go heap.
@@ -18,6 +18,8 @@ package resnet18
 import (
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 
 	"github.com/simclr-go/simclr/nn"
 	"github.com/simclr-go/simclr/tensor"
@@ -36,23 +38,34 @@ type Config struct {
 	// Norm is the normalisation after every convolution and in the head:
 	// "batch" (the default; BatchNorm2d, and BatchNorm1d in the head) or
 	// "group": GroupNorm with nn.Groups(C) = min(32, C) groups after every
-	// convolution, and no normalisation in the head (Linear -> ReLU ->
-	// Linear, whose first layer InitHeadFromData standardises). With group
-	// norm each view's output is independent of its batch, which makes the
-	// one-forward multilevel correction exact (SPEC section 2).
+	// convolution, and a head that standardises the pooled features with
+	// running statistics only (head.0, an nn.RunningNorm) before Linear ->
+	// ReLU -> Linear (head.1, head.3); InitHeadFromData sets the statistics
+	// at the start of a run. With group norm each view's output is
+	// independent of its batch, which makes the one-forward multilevel
+	// correction exact (SPEC section 2).
 	//
-	// Why the group-norm head has no norm: the pooled backbone features of
-	// all images share a large common component (they are averages of ReLU
-	// outputs; mean pairwise cosine 0.98 at initialisation, width 1/8, real
-	// CIFAR images). Batch norm in the head subtracts the batch mean and so
-	// removes it (projection cosine 0.35); a GroupNorm normalises each
-	// image's features on their own and cannot (projection cosine 0.98), so
-	// every L2-normalised projection was nearly the same vector, the loss
-	// sat at ln(2N-1) and the network did not learn. A fixed affine map
-	// can remove it without batch statistics: InitHeadFromData sets head.0
-	// to what batch norm computes at initialisation, on one batch of data.
+	// Why the group-norm head normalises with running statistics: the
+	// pooled backbone features of all images share a large common component
+	// (they are averages of ReLU outputs; mean pairwise cosine 0.98 at
+	// initialisation, width 1/8, real CIFAR images). Batch norm in the head
+	// subtracts the batch mean and so removes it; a GroupNorm normalises
+	// each image's features on their own and cannot, so every L2-normalised
+	// projection was nearly the same vector and the network did not learn.
+	// A fixed affine map fitted once removes it only until training moves
+	// the common component: with 16-image steps it moved by more than the
+	// images' spread within a few iterations and the projections collapsed
+	// again. Running statistics follow it (HeadMomentum).
 	Norm string
 }
+
+// HeadMomentum is the momentum of the group-norm head's running
+// statistics (head.0): 0.5, so that they follow the features within a few
+// steps. With PyTorch's 0.1 they lag by about ten steps, and in that time
+// 16-image steps move the features' common component by more than their
+// spread: at batch 16 (width 1/8, lr 0.5) the network collapsed with 0.1
+// and learned with 0.5 and 1 (BENCHMARKS.md, issue 13, second session).
+const HeadMomentum = 0.5
 
 // Normalisations Config.Norm accepts.
 const (
@@ -112,7 +125,11 @@ type Model struct {
 	bn1    nn.Norm
 	blocks []*block
 	fc1    *nn.Linear
-	headBN nn.Norm // nil with group norm: the head has no normalisation
+	headBN nn.Norm // nil with group norm (see headIn)
+	// headIn is the group-norm head's first layer (head.0): the pooled
+	// features normalised with running statistics only; nil with batch
+	// norm.
+	headIn *nn.RunningNorm
 	fc2    *nn.Linear
 
 	stem     int // stem channels
@@ -171,13 +188,23 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 		}
 	}
 	m.featDim, m.lastHW = in, h
-	m.fc1 = nn.NewLinear(p, "head.0", m.featDim, m.featDim)
 	if cfg.Norm == NormBatch {
+		m.fc1 = nn.NewLinear(p, "head.0", m.featDim, m.featDim)
 		m.headBN = nn.NewBatchNorm(p, "head.1", m.featDim)
+	} else {
+		m.headIn = nn.NewRunningNorm(p, "head.0", m.featDim, HeadMomentum)
+		if v := os.Getenv("HEAD_MOM"); v != "" {
+			f, _ := strconv.ParseFloat(v, 32)
+			m.headIn.Momentum = float32(f)
+		}
+		m.fc1 = nn.NewLinear(p, "head.1", m.featDim, m.featDim)
 	}
 	m.fc2 = nn.NewLinear(p, "head.3", m.featDim, cfg.ProjDim)
 	p.Allocate(b)
 	p.Initialize(seed)
+	if m.headIn != nil {
+		m.headIn.Bind(b)
+	}
 	return m
 }
 
@@ -263,9 +290,14 @@ type plan struct {
 	blocks    []blockActs
 
 	feat, h1, r, z tensor.Buffer // (N,F), (N,F), (N,F), (N,P)
-	headBNS        tensor.BNShape
-	headSaved      nn.BNSaved
-	dr, dh1, df    tensor.Buffer // head gradients (training plans)
+	// u is the group-norm head's normalised features (N,F), the input of
+	// its first linear layer, and du its gradient (training plans).
+	u, du       tensor.Buffer
+	headInS     tensor.BNShape
+	headInSaved nn.BNSaved
+	headBNS     tensor.BNShape
+	headSaved   nn.BNSaved
+	dr, dh1, df tensor.Buffer // head gradients (training plans)
 	// dStem is d(stem output) = block 0's dIn cut to the stem length, and
 	// dStemC d(stem conv output) in the scratch buffer (training plans).
 	dStem, dStemC tensor.Buffer
@@ -390,6 +422,15 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	}
 	f, pd := m.featDim, m.cfg.ProjDim
 	pl.feat = c.take(views * f)
+	if m.headIn != nil {
+		pl.u = c.take(views * f)
+		pl.headInS = m.headIn.Shape(views)
+		if train {
+			pl.du = c.take(views * f)
+			n := m.headIn.SavedLen(views)
+			pl.headInSaved = nn.BNSaved{Mean: c.take(n), InvStd: c.take(n)}
+		}
+	}
 	pl.h1 = c.take(views * f)
 	pl.r = c.take(views * f)
 	pl.z = c.take(views * pd)
@@ -473,6 +514,9 @@ func (m *Model) FreeEvalPlans() {
 // afterwards.
 func (m *Model) Free() {
 	m.FreePlans()
+	if m.headIn != nil {
+		m.headIn.Free(m.backend)
+	}
 	m.params.Free()
 }
 
@@ -541,7 +585,7 @@ func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) t
 	b := m.backend
 	pl := m.planFor(views, train)
 	m.backbone(pl, x, train, updateRunning)
-	m.fc1.Forward(b, views, pl.feat, pl.h1)
+	m.fc1.Forward(b, views, m.headInput(pl, train, updateRunning), pl.h1)
 	switch {
 	case m.headBN == nil:
 		b.Copy(pl.r, pl.h1)
@@ -556,6 +600,20 @@ func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) t
 	b.ReLUForward(pl.r, pl.r)
 	m.fc2.Forward(b, views, pl.r, pl.z)
 	return pl.z
+}
+
+// headInput is the input of the head's first linear layer: the pooled
+// features, normalised by head.0 with group norm.
+func (m *Model) headInput(pl *plan, train, updateRunning bool) tensor.Buffer {
+	switch {
+	case m.headIn == nil:
+		return pl.feat
+	case train:
+		m.headIn.ForwardTrain(m.backend, pl.headInS, pl.feat, pl.u, pl.headInSaved, updateRunning)
+	default:
+		m.headIn.ForwardEval(m.backend, pl.headInS, pl.feat, pl.u)
+	}
+	return pl.u
 }
 
 // Features returns the pooled backbone features (n, FeatureDim) of x in
@@ -591,7 +649,12 @@ func (m *Model) Backward(dz tensor.Buffer) {
 		b.ReLUBackward(pl.r, pl.dr, pl.dr)
 		m.headBN.Backward(b, pl.headBNS, pl.h1, pl.dr, pl.dh1, pl.headSaved)
 	}
-	m.fc1.Backward(b, n, pl.feat, pl.dh1, pl.df)
+	if m.headIn == nil {
+		m.fc1.Backward(b, n, pl.feat, pl.dh1, pl.df)
+	} else {
+		m.fc1.Backward(b, n, pl.u, pl.dh1, pl.du)
+		m.headIn.Backward(b, pl.headInS, pl.du, pl.df, pl.headInSaved)
+	}
 	lastBlock := &pl.blocks[len(pl.blocks)-1]
 	b.GlobalAvgPoolBackward(n, m.featDim, m.lastHW*m.lastHW, pl.df, lastBlock.g.dOut)
 	// The blocks, last first. Each step, the gradient it reads and the one
@@ -632,15 +695,15 @@ func (m *Model) Backward(dz tensor.Buffer) {
 }
 
 // InitHeadFromData is the data-dependent initialisation of the group-norm
-// network's head (see Config.Norm): it runs x, views normalised images, to
-// the head's first linear layer and rescales that layer so that each of its
-// outputs has mean 0 and variance 1 over x, which is what the batch-norm
-// head's BatchNorm1d computes at initialisation. Afterwards the head is an
-// ordinary affine map, the same for every batch, so each view's embedding
-// stays independent of its batch. With batch norm it does nothing (the
-// head's batch norm standardises every batch). views must be at least 2.
+// network's head (see Config.Norm): it runs x, views normalised images,
+// through the backbone and sets head.0's running mean and variance to the
+// mean and unbiased variance of their pooled features, so that the first
+// training steps already see centred, unit-variance features (the running
+// statistics then follow the training batches). With batch norm it does
+// nothing (the head's batch norm standardises every batch). views must be
+// at least 2.
 func (m *Model) InitHeadFromData(x tensor.Buffer, views int) error {
-	if m.headBN != nil {
+	if m.headIn == nil {
 		return nil
 	}
 	m.checkInput(x, views)
@@ -650,32 +713,24 @@ func (m *Model) InitHeadFromData(x tensor.Buffer, views int) error {
 	b, f := m.backend, m.featDim
 	pl := m.planFor(views, false)
 	m.backbone(pl, x, false, false)
-	m.fc1.Forward(b, views, pl.feat, pl.h1)
-	h := make([]float32, views*f)
-	b.Download(h, pl.h1)
-	w := make([]float32, f*f)
-	bias := make([]float32, f)
-	b.Download(w, m.fc1.Weight.Value)
-	b.Download(bias, m.fc1.Bias.Value)
+	feat := make([]float32, views*f)
+	b.Download(feat, pl.feat)
+	mean := make([]float32, f)
+	variance := make([]float32, f)
 	for j := 0; j < f; j++ {
-		var mean, sq float64
+		var sum, sq float64
 		for i := 0; i < views; i++ {
-			mean += float64(h[i*f+j])
+			sum += float64(feat[i*f+j])
 		}
-		mean /= float64(views)
+		mu := sum / float64(views)
 		for i := 0; i < views; i++ {
-			d := float64(h[i*f+j]) - mean
+			d := float64(feat[i*f+j]) - mu
 			sq += d * d
 		}
-		// Batch norm's biased variance and eps, so that the head starts
-		// as the batch-norm head would on this batch.
-		inv := 1 / math.Sqrt(sq/float64(views)+1e-5)
-		for k := 0; k < f; k++ {
-			w[j*f+k] = float32(float64(w[j*f+k]) * inv)
-		}
-		bias[j] = float32((float64(bias[j]) - mean) * inv)
+		// The unbiased variance, as the running statistics hold.
+		mean[j], variance[j] = float32(mu), float32(sq/float64(views-1))
 	}
-	b.Upload(m.fc1.Weight.Value, w)
-	b.Upload(m.fc1.Bias.Value, bias)
+	b.Upload(m.headIn.RunningMean.Value, mean)
+	b.Upload(m.headIn.RunningVar.Value, variance)
 	return nil
 }

@@ -287,3 +287,22 @@ func BenchmarkTrainStepNorm(b *testing.B) {
 		})
 	}
 }
+
+// The group-norm head's momentum is HeadMomentum whatever the environment:
+// it is part of the trained function, and neither config.json nor the
+// checkpoints record it, so a setting read from the environment would
+// make a run unreproducible and a resume silently train another function
+// (an unparsable value became momentum 0: statistics that never move).
+func TestGroupNormHeadMomentumIgnoresTheEnvironment(t *testing.T) {
+	b := cpu.New()
+	cfg := tiny
+	cfg.Norm = resnet18.NormGroup
+	for _, v := range []string{"0.1", "1", "not-a-number"} {
+		t.Setenv("HEAD_MOM", v)
+		m := resnet18.New(b, cfg, 1)
+		if got := m.HeadNorm().Momentum; got != resnet18.HeadMomentum {
+			t.Errorf("HEAD_MOM=%s: head momentum %g, want %g", v, got, resnet18.HeadMomentum)
+		}
+		m.Free()
+	}
+}

@@ -18,8 +18,6 @@ package resnet18
 import (
 	"fmt"
 	"math"
-	"os"
-	"strconv"
 
 	"github.com/simclr-go/simclr/nn"
 	"github.com/simclr-go/simclr/tensor"
@@ -193,10 +191,6 @@ func New(b tensor.Backend, cfg Config, seed uint64) *Model {
 		m.headBN = nn.NewBatchNorm(p, "head.1", m.featDim)
 	} else {
 		m.headIn = nn.NewRunningNorm(p, "head.0", m.featDim, HeadMomentum)
-		if v := os.Getenv("HEAD_MOM"); v != "" {
-			f, _ := strconv.ParseFloat(v, 32)
-			m.headIn.Momentum = float32(f)
-		}
 		m.fc1 = nn.NewLinear(p, "head.1", m.featDim, m.featDim)
 	}
 	m.fc2 = nn.NewLinear(p, "head.3", m.featDim, cfg.ProjDim)

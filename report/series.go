@@ -13,8 +13,10 @@ import (
 
 // bookkeepingKeys are config.json fields that say where and how a run was
 // executed, not what it computes: runs that differ only in these and in
-// the seed are repetitions of one configuration.
-var bookkeepingKeys = []string{"seed", "out", "version", "device_log", "workers", "checkpoint_every", "dist", "dist_addr", "ranks"}
+// the seed are repetitions of one configuration. Not "ranks": with an
+// MLMC estimator each rank draws its own levels and the iteration's
+// estimate is the mean of the ranks', a different estimator.
+var bookkeepingKeys = []string{"seed", "out", "version", "device_log", "workers", "checkpoint_every", "dist", "dist_addr"}
 
 // configKey is the canonical JSON of config.json without the seed and the
 // bookkeeping fields (encoding/json sorts map keys).

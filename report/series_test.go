@@ -120,3 +120,36 @@ func TestMeanSD(t *testing.T) {
 		}
 	}
 }
+
+// Runs are repetitions of one configuration when their config.json differ
+// only in the seed and in where and how they ran; a field that changes
+// what is computed keeps them apart. The number of ranks does: with an
+// MLMC estimator every rank draws its own levels and the iteration's
+// estimate is the mean of the ranks' (more images per iteration, less
+// variance), so runs on 1 and 4 ranks are different configurations.
+func TestConfigKeySeparatesWhatIsComputed(t *testing.T) {
+	base := func() map[string]any {
+		return map[string]any{"estimator": "vr-rtmlmc", "lr": 0.5, "seed": 1, "out": "runs/a", "workers": 2,
+			"version": "v1", "checkpoint_every": "10m", "dist": "none", "device_log": "x"}
+	}
+	tests := []struct {
+		name  string
+		edit  func(map[string]any)
+		merge bool
+	}{
+		{"seed", func(c map[string]any) { c["seed"] = 2 }, true},
+		{"bookkeeping", func(c map[string]any) {
+			c["out"], c["workers"], c["version"], c["checkpoint_every"], c["device_log"] = "runs/b", 1, "v2", "0s", "y"
+		}, true},
+		{"communication", func(c map[string]any) { c["dist"], c["dist_addr"] = "mpi", "host:1" }, true},
+		{"learning rate", func(c map[string]any) { c["lr"] = 2.0 }, false},
+		{"ranks", func(c map[string]any) { c["ranks"] = 4 }, false},
+	}
+	for _, tc := range tests {
+		other := base()
+		tc.edit(other)
+		if got := configKey(base()) == configKey(other); got != tc.merge {
+			t.Errorf("%s: same configuration %v, want %v", tc.name, got, tc.merge)
+		}
+	}
+}

@@ -55,9 +55,15 @@ func (t *trainer) checkpoint() error {
 	}
 	// Each rank's batch-norm running statistics saw only its own batches;
 	// the checkpoint (and every rank) keeps their mean. They serve
-	// evaluation only: training normalises with batch statistics.
-	if err := collective.AllReduceMean(t.comm, t.b, params.State()); err != nil {
-		return fmt.Errorf("checkpoint: average the running statistics: %w", err)
+	// evaluation only: training normalises with batch statistics. A
+	// group-norm network's only state is its head's running statistics,
+	// part of the function trained and the same on every rank already
+	// (reduceHeadStatistics): averaging equal values again over 3 ranks
+	// would round some of them, and a checkpoint would change the training.
+	if len(t.model.BatchNorms()) > 0 {
+		if err := collective.AllReduceMean(t.comm, t.b, params.State()); err != nil {
+			return fmt.Errorf("checkpoint: average the running statistics: %w", err)
+		}
 	}
 	if t.comm.Rank() != 0 {
 		return nil

@@ -41,6 +41,7 @@ const (
 	envDistStop   = "SIMCLR_TRAIN_DIST_STOP_AFTER" // iterations before an interruption
 	envDistFailAt = "SIMCLR_TRAIN_DIST_FAIL_AT"    // rank 1 fails (an error) after this iteration
 	envDistNorm   = "SIMCLR_TRAIN_DIST_NORM"       // --norm (default batch)
+	envDistNoCkpt = "SIMCLR_TRAIN_DIST_NO_CKPT"    // no periodic checkpoints (only the final one)
 )
 
 // distConfig is the tiny run every rank and the reference train: 8 images
@@ -137,6 +138,9 @@ func TestDistWorker(t *testing.T) {
 	cfg := distConfig(out, os.Getenv(envDistEst), iters)
 	if norm := os.Getenv(envDistNorm); norm != "" {
 		cfg.Norm = norm
+	}
+	if os.Getenv(envDistNoCkpt) != "" {
+		cfg.CheckpointEvery = 0
 	}
 	// As the command line does: mpirun's SIGTERM stops the run.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -437,6 +441,39 @@ func TestDistKilledRankStopsTheOthers(t *testing.T) {
 	}
 	if f, err = checkpoint.Read(filepath.Join(out, runfolder.StateFile)); err != nil || f.Metadata["iteration"] != strconv.Itoa(iters) {
 		t.Fatalf("after resuming: checkpoint at iteration %v (%v), want %d", f.Metadata["iteration"], err, iters)
+	}
+}
+
+// With group norm the head's running statistics are part of the function
+// trained and already the same on every rank (averaged before each
+// commit), so a checkpoint must leave them alone: averaging them once more
+// over 3 ranks (a sum of three equal floats, then a third) changed about a
+// third of them by an ulp, so a run that checkpointed (every iteration
+// here) trained another function than one that did not, and a resumed run
+// could not match an uninterrupted one.
+func TestDistGroupNormCheckpointsChangeNothing(t *testing.T) {
+	const ranks, iters = 3, 4
+	root := t.TempDir()
+	periodic, final := filepath.Join(root, "periodic"), filepath.Join(root, "final")
+	for _, run := range []struct {
+		out string
+		env []string
+	}{{periodic, nil}, {final, []string{envDistNoCkpt + "=1"}}} {
+		env := append([]string{envDistWorker + "=" + run.out, envDistEst + "=rtmlmc", envDistNorm + "=group",
+			envDistIters + "=" + strconv.Itoa(iters)}, run.env...)
+		if log, err := mpirunWorkers(t, ranks, env...); err != nil {
+			t.Fatalf("mpirun -np %d (%s): %v\n%s", ranks, filepath.Base(run.out), err, log)
+		}
+	}
+	for it := 1; it <= iters; it++ {
+		for _, file := range []func(string, int, int) string{paramsFile, stateFile} {
+			a, b := readParams(t, file(periodic, 0, it)), readParams(t, file(final, 0, it))
+			for i := range a {
+				if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+					t.Fatalf("iteration %d: value %d of %s is %g with a checkpoint every iteration and %g without", it, i, filepath.Base(file(final, 0, it)), a[i], b[i])
+				}
+			}
+		}
 	}
 }
 

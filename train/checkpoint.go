@@ -140,6 +140,12 @@ func (t *trainer) restore() error {
 		return bad("format %q, want %q (written by another program version?)", f.Metadata["format"], stateFormat)
 	}
 	params := t.model.Params()
+	// Group-norm runs of the versions before the head kept running
+	// statistics had none (an empty bn_state); their model.safetensors is
+	// refused too (resnet18.Model.Load).
+	if x, ok := f.Get("bn_state"); ok && len(x.Data) == 0 && t.model.HeadNorm() != nil {
+		return bad("the group-norm network was trained by an earlier simclr whose projection head kept no running statistics (it collapsed at small batches); this version's head normalises the features with running statistics first: train the network again")
+	}
 	load := func(name string, dst tensor.Buffer) error {
 		x, ok := f.Get(name)
 		if !ok {

@@ -561,3 +561,39 @@ func TestProgressBarAndLogLines(t *testing.T) {
 		}
 	}
 }
+
+// A group-norm run written before the head kept running statistics (an
+// empty bn_state) is refused with the reason and the fix, as Model.Load
+// refuses its model.safetensors, not with a guess that config.json changed.
+func TestResumeRefusesGroupNormStateOfTheOldHead(t *testing.T) {
+	splits := syntheticSplits(16, 8, 16, 2)
+	cfg := tinyConfig(t, "lsgd")
+	cfg.Norm = "group"
+	cfg.Iterations = 2
+	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(cfg.Out, runfolder.StateFile)
+	f, err := checkpoint.Read(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []checkpoint.Tensor
+	for _, x := range f.Tensors {
+		switch x.Name {
+		case "bn_state":
+			x = checkpoint.Tensor{Name: x.Name, Shape: []int{0}, Data: nil}
+		case "head_prev_mean", "head_prev_var":
+			continue
+		}
+		old = append(old, x)
+	}
+	if err := checkpoint.Write(state, old, f.Metadata); err != nil {
+		t.Fatal(err)
+	}
+	longer := func(c *Config) error { c.Iterations = 4; return nil }
+	_, err = Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
+	if err == nil || !strings.Contains(err.Error(), "train the network again") || !strings.Contains(err.Error(), state) {
+		t.Fatalf("error %v, want one naming %s and saying to train the network again", err, state)
+	}
+}

@@ -184,10 +184,13 @@ func (t *trainer) restore() error {
 	if hn := t.model.HeadNorm(); hn != nil {
 		mean, okMean := f.Get("head_prev_mean")
 		variance, okVar := f.Get("head_prev_var")
-		if okMean && okVar {
+		switch {
+		case okMean && okVar:
 			if err := hn.SetPrevious(t.b, mean.Data, variance.Data); err != nil {
 				return bad("%w", err)
 			}
+		case okMean != okVar: // written together (or, before any commit, neither)
+			return bad("tensor head_prev_mean is there without head_prev_var or the other way round (present: mean %v, variance %v): the file is damaged", okMean, okVar)
 		}
 	}
 	// Each rank continues its own draws: the checkpoint holds every rank's

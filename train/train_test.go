@@ -597,3 +597,38 @@ func TestResumeRefusesGroupNormStateOfTheOldHead(t *testing.T) {
 		t.Fatalf("error %v, want one naming %s and saying to train the network again", err, state)
 	}
 }
+
+// The group-norm head's previous statistics are saved as a pair; a state
+// file holding one without the other is damaged and refused, not resumed
+// with the current statistics standing in for the previous ones.
+func TestResumeRefusesHalfOfTheHeadsPreviousStatistics(t *testing.T) {
+	splits := syntheticSplits(16, 8, 16, 2)
+	cfg := tinyConfig(t, "vr-rtmlmc")
+	cfg.Norm = "group"
+	cfg.Iterations = 2
+	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(cfg.Out, runfolder.StateFile)
+	f, err := checkpoint.Read(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Get("head_prev_var"); !ok {
+		t.Fatal("the state file has no head_prev_var")
+	}
+	var damaged []checkpoint.Tensor
+	for _, x := range f.Tensors {
+		if x.Name != "head_prev_var" {
+			damaged = append(damaged, x)
+		}
+	}
+	if err := checkpoint.Write(state, damaged, f.Metadata); err != nil {
+		t.Fatal(err)
+	}
+	longer := func(c *Config) error { c.Iterations = 4; return nil }
+	_, err = Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
+	if err == nil || !strings.Contains(err.Error(), "head_prev_var") || !strings.Contains(err.Error(), state) {
+		t.Fatalf("error %v, want one naming %s and head_prev_var", err, state)
+	}
+}

@@ -350,7 +350,7 @@ func parallelNote(estimator string, maxLevel, ranks int, norm string) string {
 	if splitsBatch(estimator, ranks) {
 		how := "batch norm over each rank's share"
 		if norm == resnet18.NormGroup {
-			how = "group norm, so the split changes no embedding"
+			how = "group norm, so the split changes no embedding of the step (the head's running statistics then move by the mean of the ranks' updates)"
 		}
 		return fmt.Sprintf("%s: the %d images of each draw are split over the ranks, %d each from each rank's own stream, with %s, and the loss over all %d (projections gathered)",
 			estimator, 1<<maxLevel, (1<<maxLevel)/ranks, how, 1<<maxLevel)

@@ -32,6 +32,7 @@ type Run struct {
 	Probe     *runfolder.Probe
 
 	configKey string // config.json less the seed and bookkeeping (see Group)
+	seed      string // config.json's seed, to count a series' distinct seeds
 }
 
 // runConfig is the part of config.json the report uses.
@@ -62,6 +63,7 @@ func Load(dir string) (*Run, error) {
 	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.ConfigFile), &raw); err != nil {
 		return nil, err
 	}
+	r.seed = fmt.Sprint(raw["seed"])
 	r.configKey = configKey(raw)
 	var err error
 	if r.Metrics, err = runfolder.ReadLines[runfolder.Metrics](filepath.Join(dir, runfolder.MetricsFile)); err != nil {

@@ -63,13 +63,15 @@ func Group(runs []*Run, mergeSeeds bool) []Series {
 
 // seriesName is a lone run's name, or the longest common prefix of the
 // runs' names (e.g. lsgd-lr2 for lsgd-lr2, lsgd-lr2-s2, lsgd-lr2-s3) with
-// the number of seeds.
+// the number of seeds, and of runs when some repeat a seed.
 func seriesName(runs []*Run) string {
 	if len(runs) == 1 {
 		return runs[0].Name
 	}
 	prefix := runs[0].Name
-	for _, r := range runs[1:] {
+	seeds := map[string]bool{}
+	for _, r := range runs {
+		seeds[r.seed] = true
 		n := 0
 		for n < len(prefix) && n < len(r.Name) && prefix[n] == r.Name[n] {
 			n++
@@ -79,6 +81,12 @@ func seriesName(runs []*Run) string {
 	prefix = strings.TrimRight(prefix, "-_. ")
 	if prefix == "" {
 		prefix = runs[0].Name
+	}
+	if len(seeds) == 1 {
+		return fmt.Sprintf("%s (%d runs, 1 seed)", prefix, len(runs))
+	}
+	if len(seeds) < len(runs) {
+		return fmt.Sprintf("%s (%d runs, %d seeds)", prefix, len(runs), len(seeds))
 	}
 	return fmt.Sprintf("%s (%d seeds)", prefix, len(runs))
 }
@@ -149,7 +157,10 @@ func (b band) polygon(colorIndex int) (*plotter.Polygon, error) {
 	return p, nil
 }
 
-// lossBand is the series' smoothed comparable loss against the axis.
+// lossBand is the series' smoothed comparable loss against the axis. Every
+// run is smoothed over the same window, set by the shortest run, so that a
+// run still going is not smoothed differently; runs with no comparable
+// loss are left out.
 func (s Series) lossBand(ax axis) band {
 	var xs, ys [][]float64
 	for _, r := range s.Runs {
@@ -162,11 +173,19 @@ func (s Series) lossBand(ax axis) band {
 			x = append(x, ax.metric(m))
 			y = append(y, v)
 		}
-		sm := smooth(x, y, max(1, len(x)/50))
-		for i := range sm {
-			y[i] = sm[i].Y
+		if len(x) > 0 {
+			xs, ys = append(xs, x), append(ys, y)
 		}
-		xs, ys = append(xs, x), append(ys, y)
+	}
+	shortest := math.MaxInt
+	for _, x := range xs {
+		shortest = min(shortest, len(x))
+	}
+	for i := range xs {
+		sm := smooth(xs[i], ys[i], max(1, shortest/50))
+		for j := range sm {
+			ys[i][j] = sm[j].Y
+		}
 	}
 	return newBand(xs, ys)
 }
@@ -252,11 +271,21 @@ func SeriesTable(series []Series) string {
 			}
 		}
 		c := s.Runs[0].Config
+		n := len(s.Runs)
 		fmt.Fprintf(&sb, "| %s | %d | %s | %s | %d..%d | %s | %s | %s | %s | %s | %s | %s |\n",
 			s.Name, len(s.Runs), c.Dataset, c.Estimator, c.MinLevel, c.MaxLevel, meanSD(samples, "%.0f"), meanSD(evals, "%.0f"),
-			durationSD(wall), meanSD(loss, "%.4f"), meanSD(knn, "%.2f"), meanSD(lin, "%.2f"), meanSD(lin5, "%.2f"))
+			durationSD(wall), of(meanSD(loss, "%.4f"), len(loss), n), of(meanSD(knn, "%.2f"), len(knn), n),
+			of(meanSD(lin, "%.2f"), len(lin), n), of(meanSD(lin5, "%.2f"), len(lin5), n))
 	}
 	return sb.String()
+}
+
+// of marks a figure that only some of a series' n runs have ("42.00 (2 of 3 runs)").
+func of(figure string, have, n int) string {
+	if have == 0 || have == n {
+		return figure
+	}
+	return fmt.Sprintf("%s (%d of %d runs)", figure, have, n)
 }
 
 // durationSD is meanSD of wall times in the unit duration picks for the mean.

@@ -105,6 +105,27 @@ func TestNewBand(t *testing.T) {
 	}
 }
 
+// A rerun of a seed is not another seed, and a figure that only some runs
+// have says so.
+func TestSeriesRepeatsAndMissingFigures(t *testing.T) {
+	root := t.TempDir()
+	runs := []*Run{
+		makeSeedRun(t, root, "a", 1, 2, 40),
+		makeSeedRun(t, root, "a-again", 1, 2, 41),
+		makeSeedRun(t, root, "a-s2", 2, 2, 42),
+	}
+	if got := Group(runs, true)[0].Name; got != "a (3 runs, 2 seeds)" {
+		t.Errorf("name %q, want a (3 runs, 2 seeds)", got)
+	}
+	if got := Group(runs[:2], true)[0].Name; got != "a (2 runs, 1 seed)" {
+		t.Errorf("name %q, want a (2 runs, 1 seed)", got)
+	}
+	runs[2].Probe = nil
+	if table := SeriesTable(Group(runs, true)); !strings.Contains(table, "40.50 ± 0.71 (2 of 3 runs)") {
+		t.Errorf("table does not say that 2 of 3 runs have a probe:\n%s", table)
+	}
+}
+
 func TestMeanSD(t *testing.T) {
 	tests := []struct {
 		vs   []float64

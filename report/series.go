@@ -78,6 +78,16 @@ func seriesName(runs []*Run) string {
 		}
 		prefix = prefix[:n]
 	}
+	// A prefix that ends inside a token (lsgd-e8-s of lsgd-e8-s2 and
+	// lsgd-e8-s3) is cut back to the token before, unless it is a whole
+	// run name (lsgd of lsgd, lsgd-s2, lsgd-s3).
+	whole := false
+	for _, r := range runs {
+		whole = whole || r.Name == prefix
+	}
+	if i := strings.LastIndexAny(prefix, "-_. "); !whole && i > 0 {
+		prefix = prefix[:i]
+	}
 	prefix = strings.TrimRight(prefix, "-_. ")
 	if prefix == "" {
 		prefix = runs[0].Name

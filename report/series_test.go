@@ -117,6 +117,9 @@ func TestSeriesRepeatsAndMissingFigures(t *testing.T) {
 	if got := Group(runs, true)[0].Name; got != "a (3 runs, 2 seeds)" {
 		t.Errorf("name %q, want a (3 runs, 2 seeds)", got)
 	}
+	if got := Group([]*Run{makeSeedRun(t, root, "b-e8-s2", 2, 2, 40), makeSeedRun(t, root, "b-e8-s3", 3, 2, 40)}, true)[0].Name; got != "b-e8 (2 seeds)" {
+		t.Errorf("name %q, want b-e8 (2 seeds)", got)
+	}
 	if got := Group(runs[:2], true)[0].Name; got != "a (2 runs, 1 seed)" {
 		t.Errorf("name %q, want a (2 runs, 1 seed)", got)
 	}

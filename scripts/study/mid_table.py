@@ -2,8 +2,9 @@
 """mid_table.py — one Markdown row per `simclr levels --json` file (issue 13):
 the network's training loss where it was measured, the variance of h^(l_min)
 and of h^L, the fitted b and c (seconds), and the predicted variance x wall
-time relative to L-SGD of RT-MLMC (the run's allocation, b = c = 1) and of the
-best estimator, so that the diagnostics of many networks read at a glance.
+time relative to L-SGD of RT-MLMC (the run's allocation, b = c = 1) and of the best
+MLMC estimator (V-MLMC, RT-MLMC, their -opt allocations and VR versions), so
+that the diagnostics of many networks read at a glance.
 
 Usage: mid_table.py LABEL=LEVELS.json=RUN_DIR ...
 (RUN_DIR: the run folder whose metrics.jsonl gives the loss; its last 10

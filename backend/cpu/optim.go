@@ -16,6 +16,12 @@ func (b *Backend) SGDStep(c tensor.SGDConfig, w, g, v tensor.Buffer) {
 	if len(gd) != len(wd) || len(vd) != len(wd) {
 		panic(fmt.Sprintf("cpu.SGDStep: w has %d, g %d and v %d elements; want equal", len(wd), len(gd), len(vd)))
 	}
+	if b.parts(len(wd), 4) == 1 {
+		// Most tensors (batch-norm and bias vectors) are small: no closure,
+		// which would escape to the heap on every call.
+		ref.SGDStep(c, wd, gd, vd)
+		return
+	}
 	b.parallelFor(len(wd), 4, func(_, lo, hi int) {
 		ref.SGDStep(c, wd[lo:hi], gd[lo:hi], vd[lo:hi])
 	})

@@ -79,7 +79,14 @@ func TestSteadyStateIterationAllocatesAlmostNothing(t *testing.T) {
 			// even count still averages over as many fresh steps as
 			// corrections.
 			runs := 4 * tr.cfg.QE
-			perIter := testing.AllocsPerRun(runs, iterate)
+			// The count includes the loader's goroutines, which allocate
+			// as they prefetch, whenever the scheduler runs them: that
+			// noise only adds (6 to 16.5 beyond the passes in one
+			// measurement), so the least of three measures the iteration.
+			perIter := math.Inf(1)
+			for range 3 {
+				perIter = min(perIter, testing.AllocsPerRun(runs, iterate))
+			}
 
 			b, m := tr.b, tr.model
 			n := 1 << tr.cfg.MaxLevel

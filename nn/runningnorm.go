@@ -105,8 +105,10 @@ func (rn *RunningNorm) mustBeBound() {
 
 // ForwardTrain normalises x (N,C) into y with the running statistics,
 // saving them for Backward; with updateRunning it also moves a pending copy
-// of them towards this batch's mean and unbiased variance (and counts the
-// batch), which Commit makes the running statistics.
+// of them towards this batch's mean and unbiased variance, which Commit
+// makes the running statistics, and counts the batch in num_batches_tracked
+// at once (a count only, as in PyTorch: the momentum is fixed, so nothing
+// reads it).
 func (rn *RunningNorm) ForwardTrain(b tensor.Backend, s tensor.BNShape, x, y tensor.Buffer, saved BNSaved, updateRunning bool) {
 	rn.mustBeBound()
 	mean, variance := rn.stats()

@@ -102,6 +102,54 @@ func reportRates(b *testing.B, flopsPerOp float64, cpu time.Duration) {
 	}
 }
 
+// convStep is every convolution of one ResNet-18 training step at a batch
+// of views, with random inputs on a backend, and the model FLOPs of its
+// forward and backward passes.
+type convStep struct {
+	layers []convStepLayer
+	flops  float64
+}
+
+type convStepLayer struct {
+	s               tensor.ConvShape
+	count           int
+	x, w, y, dx, dw tensor.Buffer
+}
+
+func newConvStep(be *Backend, views int) convStep {
+	rng := rand.New(rand.NewPCG(1, 1))
+	var c convStep
+	for _, conv := range resnet18Convs {
+		s := conv.shape
+		s.N = views
+		l := convStepLayer{s: s, count: conv.count, x: upload(be, randSlice(rng, s.InLen())), w: upload(be, randSlice(rng, s.WeightLen())),
+			y: upload(be, randSlice(rng, s.OutLen())), dw: be.Alloc(s.WeightLen())}
+		c.flops += float64(conv.count) * s.FLOPs() * 2
+		if s.C > 3 { // the stem needs no data gradient
+			l.dx = be.Alloc(s.InLen())
+			c.flops += float64(conv.count) * s.FLOPs()
+		}
+		c.layers = append(c.layers, l)
+	}
+	return c
+}
+
+// run is the step's forward convolutions in order, then the backward ones
+// in reverse, each as often as the network has it.
+func (c convStep) run(be *Backend) {
+	for _, l := range c.layers {
+		for range l.count {
+			be.Conv2dForward(l.s, l.x, l.w, l.y)
+		}
+	}
+	for i := len(c.layers) - 1; i >= 0; i-- {
+		l := c.layers[i]
+		for range l.count {
+			be.Conv2dBackward(l.s, l.x, l.w, l.y, l.dx, l.dw)
+		}
+	}
+}
+
 // BenchmarkResNet18Convs runs every convolution of one ResNet-18 training
 // step at 128 views (forward, then backward), each as often as the network
 // does, and reports the views per second the convolutions alone allow.
@@ -109,41 +157,13 @@ func reportRates(b *testing.B, flopsPerOp float64, cpu time.Duration) {
 //	go test ./backend/cpu -run '^$' -bench ResNet18Convs -benchtime 2x
 func BenchmarkResNet18Convs(b *testing.B) {
 	be := New()
-	type layer struct {
-		s               tensor.ConvShape
-		count           int
-		x, w, y, dx, dw tensor.Buffer
-	}
-	rng := rand.New(rand.NewPCG(1, 1))
-	var layers []layer
-	var flops float64
-	for _, c := range resnet18Convs {
-		s := c.shape
-		l := layer{s: s, count: c.count, x: upload(be, randSlice(rng, s.InLen())), w: upload(be, randSlice(rng, s.WeightLen())),
-			y: upload(be, randSlice(rng, s.OutLen())), dw: be.Alloc(s.WeightLen())}
-		flops += float64(c.count) * s.FLOPs() * 2
-		if s.C > 3 {
-			l.dx = be.Alloc(s.InLen())
-			flops += float64(c.count) * s.FLOPs()
-		}
-		layers = append(layers, l)
-	}
+	step := newConvStep(be, 128)
 	b.ResetTimer()
 	cpu0 := processCPUTime()
 	for b.Loop() {
-		for _, l := range layers {
-			for range l.count {
-				be.Conv2dForward(l.s, l.x, l.w, l.y)
-			}
-		}
-		for i := len(layers) - 1; i >= 0; i-- {
-			l := layers[i]
-			for range l.count {
-				be.Conv2dBackward(l.s, l.x, l.w, l.y, l.dx, l.dw)
-			}
-		}
+		step.run(be)
 	}
-	reportRates(b, flops, processCPUTime()-cpu0)
+	reportRates(b, step.flops, processCPUTime()-cpu0)
 	b.ReportMetric(128*float64(b.N)/b.Elapsed().Seconds(), "views/s")
 }
 
@@ -167,46 +187,14 @@ func BenchmarkSmallBatchConvs(b *testing.B) {
 					be = NewWith(blas.PureGo(1), runtime.NumCPU())
 				}
 				be.convSplit = sp.split
-				type layer struct {
-					s               tensor.ConvShape
-					count           int
-					x, w, y, dx, dw tensor.Buffer
-				}
-				rng := rand.New(rand.NewPCG(1, 1))
-				var layers []layer
-				var flops float64
-				for _, c := range resnet18Convs {
-					s := c.shape
-					s.N = views
-					l := layer{s: s, count: c.count, x: upload(be, randSlice(rng, s.InLen())), w: upload(be, randSlice(rng, s.WeightLen())),
-						y: upload(be, randSlice(rng, s.OutLen())), dw: be.Alloc(s.WeightLen())}
-					flops += float64(c.count) * s.FLOPs() * 2
-					if s.C > 3 {
-						l.dx = be.Alloc(s.InLen())
-						flops += float64(c.count) * s.FLOPs()
-					}
-					layers = append(layers, l)
-				}
-				run := func() {
-					for _, l := range layers {
-						for range l.count {
-							be.Conv2dForward(l.s, l.x, l.w, l.y)
-						}
-					}
-					for i := len(layers) - 1; i >= 0; i-- {
-						l := layers[i]
-						for range l.count {
-							be.Conv2dBackward(l.s, l.x, l.w, l.y, l.dx, l.dw)
-						}
-					}
-				}
-				run()
+				step := newConvStep(be, views)
+				step.run(be)
 				b.ResetTimer()
 				cpu0 := processCPUTime()
 				for b.Loop() {
-					run()
+					step.run(be)
 				}
-				reportRates(b, flops, processCPUTime()-cpu0)
+				reportRates(b, step.flops, processCPUTime()-cpu0)
 				b.ReportMetric(float64(views)*float64(b.N)/b.Elapsed().Seconds(), "views/s")
 			})
 		}

@@ -562,12 +562,14 @@ func TestProgressBarAndLogLines(t *testing.T) {
 	}
 }
 
-// A group-norm run written before the head kept running statistics (an
-// empty bn_state) is refused with the reason and the fix, as Model.Load
-// refuses its model.safetensors, not with a guess that config.json changed.
-func TestResumeRefusesGroupNormStateOfTheOldHead(t *testing.T) {
+// resumeGroupNormWithState trains a 2-iteration group-norm run of
+// estimator, rewrites its state file by edit (which returns the tensors to
+// keep, changed as it likes) and resumes it for 2 more iterations, returning
+// the state file's path and Resume's error.
+func resumeGroupNormWithState(t *testing.T, estimator string, edit func(*checkpoint.File) []checkpoint.Tensor) (string, error) {
+	t.Helper()
 	splits := syntheticSplits(16, 8, 16, 2)
-	cfg := tinyConfig(t, "lsgd")
+	cfg := tinyConfig(t, estimator)
 	cfg.Norm = "group"
 	cfg.Iterations = 2
 	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
@@ -578,21 +580,31 @@ func TestResumeRefusesGroupNormStateOfTheOldHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var old []checkpoint.Tensor
-	for _, x := range f.Tensors {
-		switch x.Name {
-		case "bn_state":
-			x = checkpoint.Tensor{Name: x.Name, Shape: []int{0}, Data: nil}
-		case "head_prev_mean", "head_prev_var":
-			continue
-		}
-		old = append(old, x)
-	}
-	if err := checkpoint.Write(state, old, f.Metadata); err != nil {
+	if err := checkpoint.Write(state, edit(f), f.Metadata); err != nil {
 		t.Fatal(err)
 	}
 	longer := func(c *Config) error { c.Iterations = 4; return nil }
 	_, err = Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
+	return state, err
+}
+
+// A group-norm run written before the head kept running statistics (an
+// empty bn_state) is refused with the reason and the fix, as Model.Load
+// refuses its model.safetensors, not with a guess that config.json changed.
+func TestResumeRefusesGroupNormStateOfTheOldHead(t *testing.T) {
+	state, err := resumeGroupNormWithState(t, "lsgd", func(f *checkpoint.File) []checkpoint.Tensor {
+		var old []checkpoint.Tensor
+		for _, x := range f.Tensors {
+			switch x.Name {
+			case "bn_state":
+				x = checkpoint.Tensor{Name: x.Name, Shape: []int{0}, Data: nil}
+			case "head_prev_mean", "head_prev_var":
+				continue
+			}
+			old = append(old, x)
+		}
+		return old
+	})
 	if err == nil || !strings.Contains(err.Error(), "train the network again") || !strings.Contains(err.Error(), state) {
 		t.Fatalf("error %v, want one naming %s and saying to train the network again", err, state)
 	}
@@ -602,32 +614,18 @@ func TestResumeRefusesGroupNormStateOfTheOldHead(t *testing.T) {
 // file holding one without the other is damaged and refused, not resumed
 // with the current statistics standing in for the previous ones.
 func TestResumeRefusesHalfOfTheHeadsPreviousStatistics(t *testing.T) {
-	splits := syntheticSplits(16, 8, 16, 2)
-	cfg := tinyConfig(t, "vr-rtmlmc")
-	cfg.Norm = "group"
-	cfg.Iterations = 2
-	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
-		t.Fatal(err)
-	}
-	state := filepath.Join(cfg.Out, runfolder.StateFile)
-	f, err := checkpoint.Read(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := f.Get("head_prev_var"); !ok {
-		t.Fatal("the state file has no head_prev_var")
-	}
-	var damaged []checkpoint.Tensor
-	for _, x := range f.Tensors {
-		if x.Name != "head_prev_var" {
-			damaged = append(damaged, x)
+	state, err := resumeGroupNormWithState(t, "vr-rtmlmc", func(f *checkpoint.File) []checkpoint.Tensor {
+		if _, ok := f.Get("head_prev_var"); !ok {
+			t.Fatal("the state file has no head_prev_var")
 		}
-	}
-	if err := checkpoint.Write(state, damaged, f.Metadata); err != nil {
-		t.Fatal(err)
-	}
-	longer := func(c *Config) error { c.Iterations = 4; return nil }
-	_, err = Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
+		var damaged []checkpoint.Tensor
+		for _, x := range f.Tensors {
+			if x.Name != "head_prev_var" {
+				damaged = append(damaged, x)
+			}
+		}
+		return damaged
+	})
 	if err == nil || !strings.Contains(err.Error(), "head_prev_var") || !strings.Contains(err.Error(), state) {
 		t.Fatalf("error %v, want one naming %s and head_prev_var", err, state)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cpu"
+	"github.com/simclr-go/simclr/internal/ref"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/nn"
 	"github.com/simclr-go/simclr/tensor"
@@ -274,47 +275,7 @@ func (r *refNet) loss(multilevel bool) float64 {
 	relu(z)
 	proj := len(r.param("head.3.bias"))
 	z = linear(z, n, in, r.param("head.3.weight"), r.param("head.3.bias"), proj)
-	return ntXent64(n/2, proj, gradTau, multilevel, z)
-}
-
-// ntXent64 is SPEC section 2's loss in float64: rows 2k and 2k+1 are the
-// views of image k; multilevel gives L_B - (L_B1 + L_B2)/2.
-func ntXent64(n, d int, tau float64, multilevel bool, z []float64) float64 {
-	u := make([]float64, len(z))
-	for i := 0; i < 2*n; i++ {
-		var ss float64
-		for _, v := range z[i*d : (i+1)*d] {
-			ss += v * v
-		}
-		for k := 0; k < d; k++ {
-			u[i*d+k] = z[i*d+k] / math.Sqrt(ss)
-		}
-	}
-	set := func(lo, hi int) float64 { // views [lo, hi)
-		var total float64
-		for i := lo; i < hi; i++ {
-			var denom, pos float64
-			for v := lo; v < hi; v++ {
-				var s float64
-				for k := 0; k < d; k++ {
-					s += u[i*d+k] * u[v*d+k]
-				}
-				if v == i^1 {
-					pos = s / tau
-				}
-				if v != i {
-					denom += math.Exp(s / tau)
-				}
-			}
-			total += math.Log(denom) - pos
-		}
-		return total / float64(hi-lo)
-	}
-	full := set(0, 2*n)
-	if !multilevel {
-		return full
-	}
-	return full - (set(0, n)+set(n, 2*n))/2
+	return ref.NTXentLoss64(n/2, proj, gradTau, multilevel, z)
 }
 
 // tensorCheck is one tensor's worst direction.

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/cso"
+	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+func housing(t *testing.T) *Data {
+	t.Helper()
+	dir := filepath.Dir(testenv.DataFile(t, "dro/housing_scale.txt"))
+	ds, _ := findDataset("housing")
+	d, err := loadData(ds, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReadLIBSVM(t *testing.T) {
+	p := writeFile(t, "ok.txt", "24 1:-0.5 3:2.22045e-16\n\n21.6 2:1 3:-1\n")
+	d, err := readLIBSVM(p, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]float64{{-0.5, 0, 2.22045e-16}, {0, 1, -1}}
+	if len(d.X) != 2 || d.Y[0] != 24 || d.Y[1] != 21.6 {
+		t.Fatalf("rows %v labels %v", d.X, d.Y)
+	}
+	for i := range want {
+		for j := range want[i] {
+			if d.X[i][j] != want[i][j] {
+				t.Fatalf("X = %v, want %v (a missing index is 0)", d.X, want)
+			}
+		}
+	}
+	for _, c := range []struct{ name, text, want string }{
+		{"label", "x 1:1\n", ":1: label"},
+		{"entry", "1 1:1\n2 1=3\n", ":2: entry \"1=3\""},
+		{"order", "1 2:1 1:1\n", ":1: index 1 after index 2"},
+		{"range", "1 4:1\n", ":1: index 4 is above"},
+		{"nan", "1 1:NaN\n", ":1: entry"},
+		{"empty", "\n", "no rows"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeFile(t, "bad.txt", c.text)
+			_, err := readLIBSVM(p, 3)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("error %v, want one naming %s and %q", err, p, c.want)
+			}
+		})
+	}
+}
+
+func TestReadCSV(t *testing.T) {
+	p := writeFile(t, "gas.csv", "AT,AFDP ,CO,NOX\n1,2,3,4\n5,6,7,8\n")
+	d, err := readCSV(p, "NOX", []string{"CO"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(d.Features, ",") != "AT,AFDP" || d.X[1][1] != 6 || d.Y[1] != 8 {
+		t.Fatalf("features %v X %v Y %v", d.Features, d.X, d.Y)
+	}
+	for _, c := range []struct{ name, text, want string }{
+		{"target", "AT,CO\n1,2\n", `no column "NOX"`},
+		{"number", "AT,NOX\n1,2\nx,3\n", `:3: column "AT" holds "x"`},
+		{"short", "AT,NOX\n1,2\n3\n", ":3:"},
+		{"empty", "AT,NOX\n", "no rows"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeFile(t, "bad.csv", c.text)
+			_, err := readCSV(p, "NOX", nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("error %v, want one naming %s and %q", err, p, c.want)
+			}
+		})
+	}
+}
+
+// TestDatasetsLoad reads every data file of the experiment.
+func TestDatasetsLoad(t *testing.T) {
+	dir := filepath.Dir(testenv.DataFile(t, "dro/housing_scale.txt"))
+	want := map[string][2]int{"housing": {506, 13}, "mg": {1385, 6}, "mpg": {392, 7}, "bike": {17379, 12}, "gas": {22191, 9}}
+	for _, ds := range datasets {
+		d, err := loadData(ds, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := [2]int{len(d.Y), d.Dim()}; got != want[ds.Name] {
+			t.Errorf("%s: %d rows x %d features, want %v", ds.Name, got[0], got[1], want[ds.Name])
+		}
+	}
+	if _, err := loadData(datasets[0], t.TempDir()); err == nil || !strings.Contains(err.Error(), "--data-dir") {
+		t.Errorf("missing file: error %v, want one naming --data-dir", err)
+	}
+}
+
+// relClose reports |a - b| <= tol (1 + max(|a|, |b|)).
+func relClose(a, b, tol float64) bool {
+	return math.Abs(a-b) <= tol*(1+math.Max(math.Abs(a), math.Abs(b)))
+}
+
+// TestExactGradient checks the closed form's gradient, of F and of one
+// row's F_xi, against float64 central differences of the values.
+func TestExactGradient(t *testing.T) {
+	d := housing(t)
+	ex := newExactLinear(d)
+	r := rand.New(rand.NewPCG(1, 2))
+	x := make([]float64, d.Dim()+1)
+	for i := range x {
+		x[i] = r.NormFloat64()
+	}
+	g, gr := make([]float64, len(x)), make([]float64, len(x))
+	ex.grad(x, g)
+	ex.rowGrad(x, 7, 1, gr)
+	for i := range x {
+		h := 1e-6 * (1 + math.Abs(x[i]))
+		xp, xm := append([]float64(nil), x...), append([]float64(nil), x...)
+		xp[i] += h
+		xm[i] -= h
+		if fd := (ex.value(xp) - ex.value(xm)) / (2 * h); !relClose(g[i], fd, 1e-6) {
+			t.Errorf("dF/dx%d = %g, finite differences %g", i, g[i], fd)
+		}
+		if fd := (ex.rowValue(xp, 7) - ex.rowValue(xm, 7)) / (2 * h); !relClose(gr[i], fd, 1e-6) {
+			t.Errorf("dF_xi/dx%d = %g, finite differences %g", i, gr[i], fd)
+		}
+	}
+	// F is the mean of the rows' F_xi.
+	mean := 0.0
+	for i := range d.Y {
+		mean += ex.rowValue(x, i) / float64(len(d.Y))
+	}
+	if !relClose(mean, ex.value(x), 1e-12) {
+		t.Errorf("mean of F_xi %g, F %g", mean, ex.value(x))
+	}
+}
+
+// TestPlugInGradient checks the oracle's plug-in gradient (the softmax-
+// weighted loss gradients) against central differences of the plug-in
+// value on the same inner draws, for the linear model and the MLP.
+func TestPlugInGradient(t *testing.T) {
+	d := housing(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, model := range []predictor{linear{d.Dim()}, mlp{d: d.Dim(), h: 5}} {
+		t.Run(model.name(), func(t *testing.T) {
+			p := newSinkhorn(d, model)
+			x := make([]float64, model.dim())
+			for i := range x {
+				x[i] = 0.5 * r.NormFloat64()
+			}
+			row := 17
+			zs := make([][]float64, 16)
+			for j := range zs {
+				zs[j] = p.DrawInner(r, row, nil)
+			}
+			g := make([]float64, len(x))
+			v := p.PlugIn(x, row, zs, 1, g)
+			if v0 := p.PlugIn(x, row, zs, 0, nil); v0 != v {
+				t.Fatalf("value with gradient %g, without %g", v, v0)
+			}
+			for i := range x {
+				h := 1e-6 * (1 + math.Abs(x[i]))
+				xp, xm := append([]float64(nil), x...), append([]float64(nil), x...)
+				xp[i] += h
+				xm[i] -= h
+				fd := (p.PlugIn(xp, row, zs, 0, nil) - p.PlugIn(xm, row, zs, 0, nil)) / (2 * h)
+				if !relClose(g[i], fd, 1e-6) {
+					t.Errorf("d plug-in/dx%d = %g, finite differences %g", i, g[i], fd)
+				}
+			}
+		})
+	}
+}
+
+// TestClosedFormAgainstMonteCarlo compares F_xi(x) with lambda log of the
+// mean of exp(l/lambda) over 2^18 inner draws, for rows whose inner law has
+// a finite variance, within 4.4 standard errors (delta method; about
+// 1e-5 two-sided per row).
+func TestClosedFormAgainstMonteCarlo(t *testing.T) {
+	d := housing(t)
+	ex := newExactLinear(d)
+	xStar, _, err := ex.minimise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newSinkhorn(d, linear{d.Dim()})
+	r := rand.New(rand.NewPCG(5, 6))
+	const n = 1 << 18
+	for _, row := range []int{0, 100, 250, 400} {
+		// exp(u^2/lambda) relative to its value at the mean residual, so
+		// that the sums stay in range.
+		mu := linear{d.Dim()}.predict(xStar, d.X[row]) - d.Y[row]
+		var s1, s2 float64
+		z := make([]float64, d.Dim())
+		for range n {
+			z = p.DrawInner(r, row, z)
+			u := linear{d.Dim()}.predict(xStar, z) - d.Y[row]
+			e := math.Exp((u*u - mu*mu) / Lambda)
+			s1 += e
+			s2 += e * e
+		}
+		m := s1 / n
+		se := math.Sqrt((s2/n - m*m) / n)
+		mc := mu*mu + Lambda*math.Log(m)
+		seF := Lambda * se / m
+		if exact := ex.rowValue(xStar, row); math.Abs(mc-exact) > 4.4*seF {
+			t.Errorf("row %d: Monte Carlo %.6g ± %.2g, closed form %.6g", row, mc, seF, exact)
+		}
+	}
+}
+
+// TestMinimise checks that Newton's method stops at a stationary point and
+// that no nearby point is lower (F is convex).
+func TestMinimise(t *testing.T) {
+	d := housing(t)
+	ex := newExactLinear(d)
+	x, f, err := ex.minimise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := make([]float64, len(x))
+	ex.grad(x, g)
+	if n := math.Sqrt(mlmc.Float64Ops{}.Dot(g, g)); n > 1e-8*f {
+		t.Errorf("|grad F(x*)| = %g", n)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 100 {
+		y := append([]float64(nil), x...)
+		for i := range y {
+			y[i] += 1e-3 * r.NormFloat64()
+		}
+		if fy := ex.value(y); fy < f {
+			t.Fatalf("F(x* + delta) = %.12g < F* = %.12g", fy, f)
+		}
+	}
+	if f0 := ex.value(make([]float64, len(x))); !(f < f0) {
+		t.Errorf("F* = %g is not below F(0) = %g", f, f0)
+	}
+}
+
+// shrunk is housing's optimum with w scaled by a quarter: there the inner
+// law of exp(l/lambda) has a small relative variance for every row, so the
+// asymptotic rates of the antithetic correction show from low levels on
+// (at x* itself they appear only far above level 10: docs/definitions.md,
+// section 9).
+func shrunk(t *testing.T, d *Data) (x []float64, ex *exactLinear) {
+	ex = newExactLinear(d)
+	x, _, err := ex.minimise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range x[:d.Dim()] {
+		x[i] /= 4
+	}
+	return x, ex
+}
+
+// TestPlugInBiasVanishes checks that E h^l approaches the exact gradient as
+// l grows: the mean of h^l - grad F_xi over outer samples (the exact row
+// gradient as a control variate) is clearly not zero at level 0 (more than
+// 6 standard errors) and at level 8 is below a thirtieth of level 0's, about
+// the 2^-l decay of a smooth plug-in bias (256x) with room for noise.
+func TestPlugInBiasVanishes(t *testing.T) {
+	d := housing(t)
+	x, ex := shrunk(t, d)
+	p := newSinkhorn(d, linear{d.Dim()})
+	r := rand.New(rand.NewPCG(9, 10))
+	bias := func(level, k int) (norm, se float64) {
+		dim := len(x)
+		sum, sum2 := make([]float64, dim), make([]float64, dim)
+		h := make([]float64, dim)
+		zs := make([][]float64, 1<<level)
+		for range k {
+			row := p.DrawOuter(r)
+			for j := range zs {
+				zs[j] = p.DrawInner(r, row, zs[j])
+			}
+			clear(h)
+			p.PlugIn(x, row, zs, 1, h)
+			ex.rowGrad(x, row, -1, h)
+			for i, v := range h {
+				sum[i] += v
+				sum2[i] += v * v
+			}
+		}
+		var n2, v2 float64
+		for i := range sum {
+			m := sum[i] / float64(k)
+			n2 += m * m
+			v2 += (sum2[i]/float64(k) - m*m) / float64(k)
+		}
+		return math.Sqrt(n2), math.Sqrt(v2)
+	}
+	b0, se0 := bias(0, 40000)
+	b8, se8 := bias(8, 4000)
+	t.Logf("|E h^0 - grad F| = %.4g ± %.2g, |E h^8 - grad F| = %.4g ± %.2g", b0, se0, b8, se8)
+	if b0 < 6*se0 {
+		t.Errorf("level 0's bias %.4g is within 6 standard errors (%.2g) of 0: the oracle is not biased as it must be", b0, se0)
+	}
+	if b8 > b0/30 {
+		t.Errorf("level 8's bias %.4g is not below a thirtieth of level 0's %.4g", b8, b0)
+	}
+}
+
+// TestAntitheticRate measures Var H^l at levels 3..9 and checks the fitted
+// b against the antithetic correction's 2: within [1.5, 2.5], about 4
+// standard errors of the fit at 400 draws per level.
+func TestAntitheticRate(t *testing.T) {
+	d := housing(t)
+	x, _ := shrunk(t, d)
+	p := newSinkhorn(d, linear{d.Dim()})
+	o, err := cso.New[int, []float64](p, cso.Config{MaxLevel: 9, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SetPoints(x, x)
+	rep, err := mlmc.MeasureLevels[[]float64](o, mlmc.Float64Ops{Dim: p.Dim()},
+		mlmc.LevelsConfig{MinLevel: 2, MaxLevel: 9, Draws: 400, B: 2, C: 1, Seed: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("b = %.2f ± %.2f, c = %.2f; telescoping pass %v", rep.FitB.Rate, rep.FitB.SE, rep.FitCImages.Rate, rep.Telescope.Pass)
+	if b := rep.FitB.Rate; b < 1.5 || b > 2.5 {
+		t.Errorf("fitted b = %.2f ± %.2f, want about 2", b, rep.FitB.SE)
+	}
+	if c := rep.FitCImages.Rate; math.Abs(c-1) > 1e-9 {
+		t.Errorf("fitted c = %g, want 1 (2^l inner draws a query)", c)
+	}
+	if !rep.Telescope.Pass {
+		t.Errorf("the H^l do not telescope to h^9: %+v", rep.Telescope)
+	}
+}
+
+// TestEstimatorsUnbiased checks on this oracle that V-MLMC and RT-MLMC have
+// the expectation of L-SGD (grad F^L) and RR-MLMC that of the exact
+// gradient (grad F, truncated at level 20), by z-tests of the means of 4000
+// estimates on 3 random directions at 99.9% (Bonferroni over 9 tests).
+func TestEstimatorsUnbiased(t *testing.T) {
+	d := housing(t)
+	x, ex := shrunk(t, d)
+	const L, k = 5, 4000
+	dim := len(x)
+	r := rand.New(rand.NewPCG(13, 14))
+	dirs := make([][]float64, 3)
+	for i := range dirs {
+		dirs[i] = make([]float64, dim)
+		mlmc.Float64Ops{}.Normal(dirs[i], r)
+	}
+	// projections returns the mean and standard error of the estimates'
+	// projections on dirs.
+	projections := func(name string, cfg mlmc.Config, seed uint64) (mean, se []float64) {
+		p := newSinkhorn(d, linear{d.Dim()})
+		o, err := cso.New[int, []float64](p, cso.Config{MaxLevel: oracleMaxLevel, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.SetPoints(x, x)
+		cfg.Seed = seed
+		e, err := mlmc.New(name, cfg, mlmc.Float64Ops{Dim: dim}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := make([]float64, dim)
+		s1, s2 := make([]float64, len(dirs)), make([]float64, len(dirs))
+		for it := range k {
+			if _, err := e.Estimate(it, v); err != nil {
+				t.Fatal(err)
+			}
+			for j, u := range dirs {
+				y := mlmc.Float64Ops{}.Dot(u, v)
+				s1[j] += y
+				s2[j] += y * y
+			}
+		}
+		for j := range dirs {
+			m := s1[j] / k
+			mean = append(mean, m)
+			se = append(se, math.Sqrt((s2[j]/k-m*m)/k))
+		}
+		return mean, se
+	}
+	crit := mlmc.NormalCritical(0.999, 9)
+	lsgd, lsgdSE := projections("lsgd", mlmc.Config{MaxLevel: L}, 1)
+	g := make([]float64, dim)
+	ex.grad(x, g)
+	for _, c := range []struct {
+		name  string
+		cfg   mlmc.Config
+		exact bool
+	}{
+		{"vmlmc", mlmc.Config{MaxLevel: L}, false},
+		{"rtmlmc", mlmc.Config{MaxLevel: L, B: 2, C: 1}, false},
+		{"rrmlmc", mlmc.Config{B: 2, C: 1}, true},
+	} {
+		mean, se := projections(c.name, c.cfg, 2)
+		for j, u := range dirs {
+			want, wantSE := lsgd[j], lsgdSE[j]
+			if c.exact {
+				want, wantSE = mlmc.Float64Ops{}.Dot(u, g), 0
+			}
+			if z := (mean[j] - want) / math.Hypot(se[j], wantSE); math.Abs(z) > crit {
+				t.Errorf("%s, direction %d: mean %.5g ± %.2g, want %.5g ± %.2g (z = %.2f)", c.name, j, mean[j], se[j], want, wantSE, z)
+			}
+		}
+	}
+}

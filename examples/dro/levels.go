@@ -1,0 +1,183 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/simclr-go/simclr/cso"
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// Sizes of the per-level diagnostic.
+const (
+	levelsMax       = 10   // levels 0..levelsMax
+	levelsDraws     = 400  // queries per level for mlmc.MeasureLevels
+	biasDraws       = 4000 // outer samples per level for the bias
+	splitOuter      = 400  // outer samples of the variance split
+	splitInner      = 4    // inner sets per outer sample
+	refLevel        = 12   // the MLP's bias is measured against F^refLevel
+	levelsSeed      = 5
+	mlpRefRunBudget = 400_000
+)
+
+// levelRow is one level of the diagnostic beyond mlmc.LevelStat.
+type levelRow struct {
+	Level int `json:"level"`
+	// Bias is F(x) - F^l(x) >= 0 (Jensen: F^l underestimates F), with its
+	// standard error; for the MLP it is F^refLevel - F^l.
+	Bias   float64 `json:"bias"`
+	BiasSE float64 `json:"bias_se"`
+	// Split is Var h^l's outer and inner parts.
+	Split cso.Split `json:"var_h"`
+}
+
+// levelsReport is the --levels output of one data set.
+type levelsReport struct {
+	Dataset string             `json:"dataset"`
+	At      string             `json:"at"`
+	BiasRef string             `json:"bias_reference"`
+	F       float64            `json:"F"`
+	Gradnrm float64            `json:"grad_norm"`
+	Levels  *mlmc.LevelsReport `json:"levels"`
+	Rows    []levelRow         `json:"rows"`
+}
+
+// levels measures, at the optimum (linear) or at the end of a reference
+// L-SGD run (MLP), the mean, variance and cost of H^l at every level with
+// mlmc.MeasureLevels, the bias F - F^l, and the outer and inner parts of
+// Var h^l.
+func (t *task) levels() (*levelsReport, error) {
+	rep := &levelsReport{Dataset: t.ds.Name}
+	var x []float64
+	var ex *exactLinear
+	if t.ds.Convex {
+		ex = t.obj.(*exactLinear)
+		var err error
+		x, _, err = ex.minimise()
+		if err != nil {
+			return nil, err
+		}
+		rep.At = "x*, the optimum of the closed form"
+		rep.BiasRef = "F from the closed form, row by row"
+		rep.F = ex.value(x)
+		g := make([]float64, len(x))
+		ex.grad(x, g)
+		rep.Gradnrm = math.Sqrt(mlmc.Float64Ops{}.Dot(g, g))
+	} else {
+		ref := setting{Method: "L-SGD", Estimator: "lsgd", L: 4, Step: 1e-2}
+		var err error
+		x, err = t.endPoint(ref, mlpRefRunBudget, 1)
+		if err != nil {
+			return nil, err
+		}
+		rep.At = fmt.Sprintf("the end of an L-SGD run (L = %d, step %g, %d samples, seed 1)", ref.L, ref.Step, mlpRefRunBudget)
+		rep.BiasRef = fmt.Sprintf("F^%d on the same draws", refLevel)
+		rep.F = t.obj.value(x)
+	}
+	p := newSinkhorn(t.data, t.model)
+	o, err := cso.New[int, []float64](p, cso.Config{MaxLevel: levelsMax, Seed: levelsSeed})
+	if err != nil {
+		return nil, err
+	}
+	o.SetPoints(x, x)
+	rep.Levels, err = mlmc.MeasureLevels[[]float64](o, mlmc.Float64Ops{Dim: p.Dim()},
+		mlmc.LevelsConfig{MinLevel: 0, MaxLevel: levelsMax, Draws: levelsDraws, B: 2, C: 1, Seed: levelsSeed})
+	if err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(levelsSeed, 0xb1a5))
+	for l := 0; l <= levelsMax; l++ {
+		row := levelRow{Level: l}
+		row.Bias, row.BiasSE = t.bias(p, ex, x, l, r)
+		row.Split, err = cso.VarianceSplit[int, []float64](p, x, l, splitOuter, splitInner, r)
+		if err != nil {
+			return nil, err
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	return rep, nil
+}
+
+// bias estimates F(x) - F^l(x) from biasDraws outer samples: with the closed
+// form, the mean of F_xi(x) - plug-in_l(xi); otherwise the mean of the
+// plug-in over 2^refLevel draws less the plug-in over the first 2^l of
+// them (the same draws, so that the outer noise cancels).
+func (t *task) bias(p *sinkhorn, ex *exactLinear, x []float64, l int, r *rand.Rand) (float64, float64) {
+	n := biasDraws
+	top := l
+	if ex == nil {
+		top = refLevel
+		n = biasDraws / 10
+	}
+	zs := make([][]float64, 1<<top)
+	var sum, sum2 float64
+	for range n {
+		i := p.DrawOuter(r)
+		for j := range zs {
+			zs[j] = p.DrawInner(r, i, zs[j])
+		}
+		var d float64
+		if ex != nil {
+			d = ex.rowValue(x, i) - p.PlugIn(x, i, zs, 0, nil)
+		} else {
+			d = p.PlugIn(x, i, zs, 0, nil) - p.PlugIn(x, i, zs[:1<<l], 0, nil)
+		}
+		sum += d
+		sum2 += d * d
+	}
+	mean := sum / float64(n)
+	return mean, math.Sqrt(math.Max(sum2/float64(n)-mean*mean, 0) / float64(n-1))
+}
+
+// endPoint runs a setting for budget samples and returns its last iterate.
+func (t *task) endPoint(s setting, budget int64, seed uint64) ([]float64, error) {
+	p := newSinkhorn(t.data, t.model)
+	o, err := cso.New[int, []float64](p, cso.Config{MaxLevel: oracleMaxLevel, Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	e, err := mlmc.New(s.Estimator, s.config(seed), mlmc.Float64Ops{Dim: p.Dim()}, o)
+	if err != nil {
+		return nil, err
+	}
+	x, prev := slices.Clone(t.x0), slices.Clone(t.x0)
+	o.SetPoints(x, prev)
+	v := make([]float64, len(x))
+	for it, samples := 0, int64(0); samples < budget; it++ {
+		step, err := e.Estimate(it, v)
+		if err != nil {
+			return nil, err
+		}
+		samples += step.Samples
+		copy(prev, x)
+		for i := range x {
+			x[i] -= s.Step * v[i]
+		}
+	}
+	return x, nil
+}
+
+func (r *levelsReport) print(w io.Writer) {
+	fmt.Fprintf(w, "\n== %s: per-level diagnostic at %s (F = %.8g)\n", r.Dataset, r.At, r.F)
+	fmt.Fprintf(w, "Y = h^0 at level 0, H^l above; bias against %s; Var h^l split over %d rows x %d inner sets\n",
+		r.BiasRef, splitOuter, splitInner)
+	fmt.Fprintf(w, "%5s %11s %11s %9s %12s %10s %11s %11s %7s\n",
+		"level", "|E Y|", "Var Y", "cost", "bias F-F^l", "bias SE", "Var h outer", "Var h inner", "inner%")
+	for i, st := range r.Levels.Levels {
+		row := r.Rows[i]
+		inner := 100 * row.Split.Inner / row.Split.Total
+		fmt.Fprintf(w, "%5d %11.4g %11.4g %9.0f %12.4g %10.2g %11.4g %11.4g %6.1f%%\n",
+			st.Level, st.MeanNorm, st.Var, st.Images, row.Bias, row.BiasSE, row.Split.Outer, row.Split.Inner, inner)
+	}
+	fb, fc := r.Levels.FitB, r.Levels.FitCImages
+	fmt.Fprintf(w, "fitted b = %.2f ± %.2f (levels %d..%d), c = %.2f ± %.2f; telescoping check pass: %v\n",
+		fb.Rate, fb.SE, fb.From, fb.To, fc.Rate, fc.SE, r.Levels.Telescope.Pass)
+	fmt.Fprintf(w, "predicted variance x cost relative to L-SGD at L = %d:", r.Levels.MaxLevel)
+	for _, pr := range r.Levels.Estimators {
+		fmt.Fprintf(w, " %s %.3g;", pr.Name, pr.RelImages)
+	}
+	fmt.Fprintln(w)
+}

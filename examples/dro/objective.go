@@ -1,0 +1,78 @@
+package main
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/simclr-go/simclr/cso"
+)
+
+// objective is what a run's progress is measured by: F(x), exactly or by a
+// fixed large-sample estimate.
+type objective interface {
+	// value is F(x) (+Inf outside the problem's domain).
+	value(x []float64) float64
+	// cheap says value may be called at every iteration.
+	cheap() bool
+	// about says how the value is computed, for the report.
+	about() string
+}
+
+func (e *exactLinear) cheap() bool { return true }
+func (e *exactLinear) about() string {
+	return "exact: the closed form over all rows"
+}
+
+// crnObjective estimates F for the MLP from a fixed set of rows and inner
+// draws (common random numbers): every point of every run is scored on the
+// same draws, so differences between points carry no sampling noise from
+// the evaluation, and the level F is F^l of docs/definitions.md, section 9,
+// at l = log2(inner draws), on those rows.
+type crnObjective struct {
+	data  *Data
+	model predictor
+	rows  []int
+	zs    [][][]float64 // zs[r][j]: inner draw j of row rows[r]
+}
+
+func newCRNObjective(data *Data, model predictor, rows, innerLevel int, seed uint64) *crnObjective {
+	r := rand.New(rand.NewPCG(seed, 0xc0ffee))
+	p := newSinkhorn(data, model)
+	o := &crnObjective{data: data, model: model}
+	for range rows {
+		i := p.DrawOuter(r)
+		o.rows = append(o.rows, i)
+		zs := make([][]float64, 1<<innerLevel)
+		for j := range zs {
+			zs[j] = p.DrawInner(r, i, nil)
+		}
+		o.zs = append(o.zs, zs)
+	}
+	return o
+}
+
+func (o *crnObjective) cheap() bool { return false }
+func (o *crnObjective) about() string {
+	return "estimated: the plug-in value on a fixed sample of rows and inner draws"
+}
+
+func (o *crnObjective) value(x []float64) float64 {
+	v, _ := o.valueSE(x)
+	return v
+}
+
+// valueSE is the estimate and its standard error over rows.
+func (o *crnObjective) valueSE(x []float64) (float64, float64) {
+	p := newSinkhorn(o.data, o.model)
+	var sum, sum2 float64
+	for k, i := range o.rows {
+		v := p.PlugIn(x, i, o.zs[k], 0, nil)
+		sum += v
+		sum2 += v * v
+	}
+	n := float64(len(o.rows))
+	mean := sum / n
+	return mean, math.Sqrt(math.Max(sum2/n-mean*mean, 0) / (n - 1))
+}
+
+var _ cso.Problem[int, []float64] = (*sinkhorn)(nil)

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Defaults per kind of data set (docs/definitions.md, section 9).
+const (
+	// convexBudget and mlpBudget are the generated inner samples per run.
+	convexBudget = 400_000
+	mlpBudget    = 40_000
+	// convexGrowth and mlpGrowth space the points at which a run is scored
+	// (the MLP's objective is costly: a coarser grid).
+	convexGrowth = 1.1
+	mlpGrowth    = 1.25
+	// mlpInitSeed seeds the MLP's common starting point.
+	mlpInitSeed = 7
+	// mlpEvalRows and mlpEvalLevel size the MLP's fixed evaluation sample:
+	// rows with 2^level inner draws each.
+	mlpEvalRows  = 100
+	mlpEvalLevel = 6
+	mlpEvalSeed  = 99
+)
+
+// newTask loads a data set and sets up its problem.
+func newTask(ds dataset, o options) (*task, error) {
+	data, err := loadData(ds, o.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	t := &task{ds: ds, data: data}
+	if ds.Convex {
+		t.model = linear{data.Dim()}
+		ex := newExactLinear(data)
+		t.obj = ex
+		t.x0 = make([]float64, t.model.dim())
+		t.f0 = ex.value(t.x0)
+		_, t.fStar, err = ex.minimise()
+		if err != nil {
+			return nil, fmt.Errorf("data set %s: the optimum: %w", ds.Name, err)
+		}
+		t.budget = convexBudget
+	} else {
+		m := mlp{d: data.Dim(), h: o.hidden}
+		t.model = m
+		t.obj = newCRNObjective(data, m, mlpEvalRows, mlpEvalLevel, mlpEvalSeed)
+		t.x0 = m.init(mlpInitSeed)
+		t.f0 = t.obj.value(t.x0)
+		// F* is not known: tune sets it to the smallest value the tuning
+		// runs reach, and experiment lowers it to the smallest any run
+		// reaches (docs/definitions.md, section 9).
+		t.fStar = math.Inf(1)
+		t.budget = mlpBudget
+	}
+	if o.budget > 0 {
+		t.budget = o.budget
+	}
+	growth := convexGrowth
+	if !ds.Convex {
+		growth = mlpGrowth
+	}
+	t.grid = sampleGrid(t.budget, growth)
+	return t, nil
+}
+
+// result is an experiment's outcome on one data set.
+type result struct {
+	summary summary
+	// curves of each method's chosen setting, for the plot
+	curves map[string][]trace
+	grid   []int64
+}
+
+// summary is the JSON object the command prints per data set.
+type summary struct {
+	Dataset   string                  `json:"dataset"`
+	About     string                  `json:"about"`
+	Model     string                  `json:"model"`
+	Objective string                  `json:"objective"`
+	F0        float64                 `json:"F0"`
+	FStar     float64                 `json:"F_star"`
+	Budget    int64                   `json:"budget"`
+	Trials    int                     `json:"trials"`
+	Tuning    string                  `json:"tuning"`
+	Methods   map[string]methodResult `json:"methods"`
+	// PerGap holds, for each gap, every method at its best setting for
+	// that gap, and the ratio of L-SGD's samples to the best MLMC's.
+	PerGap map[string]gapResult `json:"per_gap"`
+	order  []string
+}
+
+// methodResult is one method at its tuned setting over the trials.
+type methodResult struct {
+	L    *int    `json:"L"` // null for RU-MLMC and RR-MLMC
+	Step float64 `json:"step"`
+	D1   int     `json:"d1,omitempty"` // VR only
+	// SamplesToGap is the median over trials of the generated samples at
+	// which the gap first fell to the key's value (null where the median
+	// trial never got there).
+	SamplesToGap  map[string]*float64 `json:"samples_to_gap"`
+	TrialsReached map[string]int      `json:"trials_reached"`
+	FinalGap      float64             `json:"final_gap_median"`
+	Diverged      int                 `json:"trials_diverged"`
+}
+
+// gapEntry is one method at its best setting for one gap.
+type gapEntry struct {
+	L       *int     `json:"L"`
+	Step    float64  `json:"step"`
+	D1      int      `json:"d1,omitempty"`
+	Samples *float64 `json:"samples"`
+	Reached int      `json:"trials_reached"`
+}
+
+type gapResult struct {
+	Methods map[string]gapEntry `json:"methods"`
+	// BestMLMC is the MLMC method (any of the eight) with the fewest
+	// samples; BestVRT the better of V-MLMC and RT-MLMC.
+	BestMLMC string `json:"best_mlmc"`
+	BestVRT  string `json:"best_vmlmc_rtmlmc"`
+	// Ratio is L-SGD's samples over BestMLMC's (>1: MLMC needs fewer);
+	// RatioVRT the same against BestVRT. Null where either never reached
+	// the gap.
+	Ratio    *float64 `json:"lsgd_over_best_mlmc"`
+	RatioVRT *float64 `json:"lsgd_over_best_vmlmc_rtmlmc"`
+}
+
+func gapKey(g float64) string { return strconv.FormatFloat(g, 'g', -1, 64) }
+
+func levelPtr(s setting) *int {
+	if s.L < 0 {
+		return nil
+	}
+	l := s.L
+	return &l
+}
+
+func finitePtr(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil
+	}
+	return &x
+}
+
+// experiment tunes every method, then runs the chosen settings over the
+// reported trials (seeds 1..trials).
+func (t *task) experiment(trials int) (*result, error) {
+	var settings []setting // distinct settings to run over the trials
+	seen := map[setting]int{}
+	add := func(s setting) int {
+		if i, ok := seen[s]; ok {
+			return i
+		}
+		seen[s] = len(settings)
+		settings = append(settings, s)
+		return len(settings) - 1
+	}
+	tn, err := t.tune(methodSpecs)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range methodSpecs {
+		add(tn[m.Label].Best)
+		for _, s := range tn[m.Label].PerGap {
+			add(s)
+		}
+	}
+	var jobs []job
+	for _, s := range settings {
+		for seed := 1; seed <= trials; seed++ {
+			jobs = append(jobs, job{s, uint64(seed)})
+		}
+	}
+	trs, err := t.runAll(jobs)
+	if err != nil {
+		return nil, err
+	}
+	if !t.obj.cheap() {
+		t.fStar = min(t.fStar, lowest(trs))
+		t.fillFirst(trs)
+	}
+	runsOf := func(s setting) []trace { i := seen[s]; return trs[i*trials : (i+1)*trials] }
+	res := &result{curves: map[string][]trace{}, grid: t.grid}
+	sum := summary{Dataset: t.ds.Name, About: t.ds.About, Model: t.model.name(), Objective: t.obj.about(),
+		F0: t.f0, FStar: t.fStar, Budget: t.budget, Trials: trials,
+		Tuning: fmt.Sprintf("L in 0..10 (not RU/RR), step in %v, D1 in %v (VR); seeds %v; criterion: median over seeds of the mean gap over the second half of the budget",
+			Steps, VRFresh, tuningSeeds),
+		Methods: map[string]methodResult{}, PerGap: map[string]gapResult{}}
+	for _, m := range methodSpecs {
+		s := tn[m.Label].Best
+		runs := runsOf(s)
+		res.curves[m.Label] = runs
+		mr := methodResult{L: levelPtr(s), Step: s.Step, D1: s.D1, SamplesToGap: map[string]*float64{}, TrialsReached: map[string]int{}}
+		finals := make([]float64, len(runs))
+		for i, tr := range runs {
+			finals[i] = t.gap(tr.Curve[len(tr.Curve)-1])
+			if tr.Diverged {
+				mr.Diverged++
+			}
+		}
+		mr.FinalGap = median(finals)
+		for g, gv := range gaps {
+			mr.SamplesToGap[gapKey(gv)] = finitePtr(firstPassage(runs, g))
+			mr.TrialsReached[gapKey(gv)] = reached(runs, g)
+		}
+		sum.Methods[m.Label] = mr
+		sum.order = append(sum.order, m.Label)
+	}
+	for g, gv := range gaps {
+		gr := gapResult{Methods: map[string]gapEntry{}}
+		best, bestVRT := math.Inf(1), math.Inf(1)
+		for _, m := range methodSpecs {
+			s := tn[m.Label].PerGap[g]
+			runs := runsOf(s)
+			fp := firstPassage(runs, g)
+			gr.Methods[m.Label] = gapEntry{L: levelPtr(s), Step: s.Step, D1: s.D1, Samples: finitePtr(fp), Reached: reached(runs, g)}
+			if m.Label == "L-SGD" || m.Label == "VR L-SGD" {
+				continue
+			}
+			if fp < best || gr.BestMLMC == "" {
+				best, gr.BestMLMC = fp, m.Label
+			}
+			if (m.Label == "V-MLMC" || m.Label == "RT-MLMC") && (fp < bestVRT || gr.BestVRT == "") {
+				bestVRT, gr.BestVRT = fp, m.Label
+			}
+		}
+		lsgd := firstPassage(runsOf(tn["L-SGD"].PerGap[g]), g)
+		gr.Ratio, gr.RatioVRT = ratio(lsgd, best), ratio(lsgd, bestVRT)
+		sum.PerGap[gapKey(gv)] = gr
+	}
+	res.summary = sum
+	return res, nil
+}
+
+// ratio is a/b where both are finite, else nil.
+func ratio(a, b float64) *float64 {
+	if math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return nil
+	}
+	return finitePtr(a / b)
+}
+
+func reached(runs []trace, g int) int {
+	n := 0
+	for _, tr := range runs {
+		if tr.First[g] >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// print writes the summary as tables.
+func (s summary) print(w io.Writer) {
+	fmt.Fprintf(w, "\n== %s: %s\n%s; objective %s\nF(x0) = %.8g   F* = %.8g   budget %d generated samples, %d trials\n",
+		s.Dataset, s.About, s.Model, s.Objective, s.F0, s.FStar, s.Budget, s.Trials)
+	fmt.Fprintf(w, "\nEach method at its tuned setting (median generated samples to the gap; trials that reached it):\n")
+	fmt.Fprintf(w, "%-12s %4s %7s %14s %14s %14s %12s\n", "method", "L", "step", "gap 1%", "gap 0.3%", "gap 0.1%", "final gap")
+	for _, name := range s.order {
+		m := s.Methods[name]
+		cells := make([]string, len(gaps))
+		for g, gv := range gaps {
+			cells[g] = fmt.Sprintf("%s (%d)", fmtSamples(m.SamplesToGap[gapKey(gv)]), m.TrialsReached[gapKey(gv)])
+		}
+		fmt.Fprintf(w, "%-12s %4s %7g %14s %14s %14s %12.3g\n", name, fmtLevel(m.L), m.Step, cells[0], cells[1], cells[2], m.FinalGap)
+	}
+	fmt.Fprintf(w, "\nEach method at its best setting for each gap:\n")
+	fmt.Fprintf(w, "%-12s", "method")
+	for _, gv := range gaps {
+		fmt.Fprintf(w, " %24s", "gap "+strconv.FormatFloat(gv*100, 'g', -1, 64)+"%")
+	}
+	fmt.Fprintln(w)
+	for _, name := range s.order {
+		fmt.Fprintf(w, "%-12s", name)
+		for _, gv := range gaps {
+			e := s.PerGap[gapKey(gv)].Methods[name]
+			fmt.Fprintf(w, " %24s", fmt.Sprintf("%s (L %s, %g)", fmtSamples(e.Samples), fmtLevel(e.L), e.Step))
+		}
+		fmt.Fprintln(w)
+	}
+	var parts []string
+	for _, gv := range gaps {
+		gr := s.PerGap[gapKey(gv)]
+		parts = append(parts, fmt.Sprintf("gap %g%%: %s against %s (%s against %s)", gv*100,
+			fmtRatio(gr.Ratio), gr.BestMLMC, fmtRatio(gr.RatioVRT), gr.BestVRT))
+	}
+	fmt.Fprintf(w, "\nL-SGD's samples over the best MLMC's: %s\n", strings.Join(parts, "; "))
+}
+
+func fmtSamples(p *float64) string {
+	if p == nil {
+		return "never"
+	}
+	return strconv.FormatFloat(*p, 'g', 3, 64)
+}
+
+func fmtLevel(l *int) string {
+	if l == nil {
+		return "-"
+	}
+	return strconv.Itoa(*l)
+}
+
+func fmtRatio(p *float64) string {
+	if p == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", *p)
+}

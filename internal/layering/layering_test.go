@@ -22,8 +22,8 @@ var layers = map[string]int{
 	"tensor": 0, "blas": 0, "checkpoint": 0, "data": 0, "mlmc": 0, "runfolder": 0,
 	"internal/parallel": 0, "data/internal/fsutil": 0, "eval/features": 0,
 	"internal/layering": 0, "internal/testenv": 0,
-	// 1: the host reference maths, data readers, augmentations.
-	"internal/ref": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
+	// 1: the CSO oracle, the host reference maths, data readers, augmentations.
+	"cso": 1, "internal/ref": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
 	// 2: data sets by name, the loader, layers, the loss.
 	"data/datasets": 2, "loader": 2, "nn": 2, "loss": 2,
 	// 3: the optimizer, the network, the classifiers on features.
@@ -36,7 +36,7 @@ var layers = map[string]int{
 	// 6: the trainer; reports on run folders.
 	"train": 6, "report": 6,
 	// 7: programs.
-	"cmd/simclr": 7, "examples/pricing": 7, "scripts/study/levelsplot": 7,
+	"cmd/simclr": 7, "examples/pricing": 7, "examples/dro": 7, "scripts/study/levelsplot": 7,
 }
 
 // moduleRoot is the folder holding go.mod above the working directory.

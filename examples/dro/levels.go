@@ -40,6 +40,7 @@ type levelsReport struct {
 	At      string             `json:"at"`
 	BiasRef string             `json:"bias_reference"`
 	F       float64            `json:"F"`
+	FSE     float64            `json:"F_se,omitempty"` // the MLP's estimate: its standard error over rows
 	Gradnrm float64            `json:"grad_norm"`
 	Levels  *mlmc.LevelsReport `json:"levels"`
 	Rows    []levelRow         `json:"rows"`
@@ -75,7 +76,7 @@ func (t *task) levels() (*levelsReport, error) {
 		}
 		rep.At = fmt.Sprintf("the end of an L-SGD run (L = %d, step %g, %d samples, seed 1)", ref.L, ref.Step, mlpRefRunBudget)
 		rep.BiasRef = fmt.Sprintf("F^%d on the same draws", refLevel)
-		rep.F = t.obj.value(x)
+		rep.F, rep.FSE = t.obj.(*crnObjective).valueSE(x)
 	}
 	p := newSinkhorn(t.data, t.model)
 	o, err := cso.New[int, []float64](p, cso.Config{MaxLevel: levelsMax, Seed: levelsSeed})
@@ -161,7 +162,11 @@ func (t *task) endPoint(s setting, budget int64, seed uint64) ([]float64, error)
 }
 
 func (r *levelsReport) print(w io.Writer) {
-	fmt.Fprintf(w, "\n== %s: per-level diagnostic at %s (F = %.8g)\n", r.Dataset, r.At, r.F)
+	fmt.Fprintf(w, "\n== %s: per-level diagnostic at %s (F = %.8g", r.Dataset, r.At, r.F)
+	if r.FSE > 0 {
+		fmt.Fprintf(w, " ± %.2g, the fixed-sample estimate", r.FSE)
+	}
+	fmt.Fprintln(w, ")")
 	fmt.Fprintf(w, "Y = h^0 at level 0, H^l above; bias against %s; Var h^l split over %d rows x %d inner sets\n",
 		r.BiasRef, splitOuter, splitInner)
 	fmt.Fprintf(w, "%5s %11s %11s %9s %12s %10s %11s %11s %7s\n",

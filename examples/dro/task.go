@@ -21,8 +21,8 @@ const (
 	mlpInitSeed = 7
 	// mlpEvalRows and mlpEvalLevel size the MLP's fixed evaluation sample:
 	// rows with 2^level inner draws each.
-	mlpEvalRows  = 100
-	mlpEvalLevel = 6
+	mlpEvalRows  = 400
+	mlpEvalLevel = 4
 	mlpEvalSeed  = 99
 )
 

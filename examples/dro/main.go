@@ -4,6 +4,7 @@
 // package cso:
 //
 //	go run ./examples/dro [--dataset NAME] [--full] [--trials N] [--budget N] [--json] [--png DIR] [--levels] [--data-dir DIR]
+//	go run ./examples/dro --markdown results/dro/summary.jsonl
 //
 // The convex sets (housing, mg, mpg; a linear predictor) are scored by the
 // closed form of the objective, and their optimum F* comes from Newton's
@@ -30,7 +31,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 func main() {
@@ -54,6 +54,7 @@ type options struct {
 	levels  bool
 	dataDir string
 	hidden  int
+	mdFrom  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -69,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.levels, "levels", false, "print the per-level diagnostic at the optimum instead of optimising")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "folder holding the data files (housing_scale.txt, bike_hour.csv, ...)")
 	fs.IntVar(&o.hidden, "hidden", 16, "hidden tanh units of the MLP (bike, gas)")
+	fs.StringVar(&o.mdFrom, "markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -100,6 +102,14 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.mdFrom != "" {
+		sums, err := readSummaries(o.mdFrom)
+		if err != nil {
+			return err
+		}
+		writeMarkdown(stdout, sums)
+		return nil
 	}
 	names := []string{o.dataset}
 	if o.full {
@@ -176,5 +186,3 @@ func loadData(ds dataset, dir string) (*Data, error) {
 	d.Name = ds.Name
 	return d, nil
 }
-
-var _ = strings.TrimSpace

@@ -26,7 +26,7 @@ func (t *task) plot(res *result, path string) error {
 		p.Y.Label.Text = "(F - F*) / (F(x0) - F*)"
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{}, plot.LogTicks{}
-		p.Legend.Top, p.Legend.Left = false, true
+		p.Legend.Top = true // top right: the curves start at the top left and fall
 		yMin, yMax := math.Inf(1), 0.0
 		for i, m := range methodSpecs[half*5 : half*5+5] {
 			runs := res.curves[m.Label]

@@ -103,8 +103,10 @@ type methodResult struct {
 	// trial never got there).
 	SamplesToGap  map[string]*float64 `json:"samples_to_gap"`
 	TrialsReached map[string]int      `json:"trials_reached"`
-	FinalGap      float64             `json:"final_gap_median"`
-	Diverged      int                 `json:"trials_diverged"`
+	// FinalGap is the median over trials of the gap at the end of the
+	// budget (null: infinite, the median trial left F's domain or diverged).
+	FinalGap *float64 `json:"final_gap_median"`
+	Diverged int      `json:"trials_diverged"`
 }
 
 // gapEntry is one method at its best setting for one gap.
@@ -202,7 +204,7 @@ func (t *task) experiment(trials int) (*result, error) {
 				mr.Diverged++
 			}
 		}
-		mr.FinalGap = median(finals)
+		mr.FinalGap = finitePtr(median(finals))
 		for g, gv := range gaps {
 			mr.SamplesToGap[gapKey(gv)] = finitePtr(firstPassage(runs, g))
 			mr.TrialsReached[gapKey(gv)] = reached(runs, g)
@@ -266,7 +268,7 @@ func (s summary) print(w io.Writer) {
 		for g, gv := range gaps {
 			cells[g] = fmt.Sprintf("%s (%d)", fmtSamples(m.SamplesToGap[gapKey(gv)]), m.TrialsReached[gapKey(gv)])
 		}
-		fmt.Fprintf(w, "%-12s %4s %7g %14s %14s %14s %12.3g\n", name, fmtLevel(m.L), m.Step, cells[0], cells[1], cells[2], m.FinalGap)
+		fmt.Fprintf(w, "%-12s %4s %7g %14s %14s %14s %12s\n", name, fmtLevel(m.L), m.Step, cells[0], cells[1], cells[2], mdGap(m.FinalGap))
 	}
 	fmt.Fprintf(w, "\nEach method at its best setting for each gap:\n")
 	fmt.Fprintf(w, "%-12s", "method")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -418,5 +420,80 @@ func TestEstimatorsUnbiased(t *testing.T) {
 				t.Errorf("%s, direction %d: mean %.5g ± %.2g, want %.5g ± %.2g (z = %.2f)", c.name, j, mean[j], se[j], want, wantSE, z)
 			}
 		}
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dataset", "boston"}, `unknown --dataset "boston"`},
+		{[]string{"--trials", "0"}, "--trials 0"},
+		{[]string{"--budget", "-5"}, "--budget -5"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--data-dir", "/nonexistent"}, "--data-dir"},
+		{[]string{"--markdown", "/nonexistent.jsonl"}, "open results"},
+	} {
+		var out, errOut strings.Builder
+		err := mainErr(c.args, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestExperimentSmall runs the whole experiment on a small synthetic
+// linear data set with a short budget: every method gets a setting and a
+// result, the JSON has the documented shape, and --markdown reads it back.
+func TestExperimentSmall(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	d := &Data{Name: "toy"}
+	for range 50 {
+		a := []float64{2*r.Float64() - 1, 2*r.Float64() - 1}
+		d.X = append(d.X, a)
+		d.Y = append(d.Y, 3*a[0]-2*a[1]+1+0.3*r.NormFloat64())
+	}
+	ex := newExactLinear(d)
+	_, fStar, err := ex.minimise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex,
+		x0: make([]float64, 3), fStar: fStar, budget: 3000}
+	tk.f0 = ex.value(tk.x0)
+	tk.grid = sampleGrid(tk.budget, 1.5)
+	saved := Levels
+	Levels = []int{0, 2}
+	defer func() { Levels = saved }()
+	res, err := tk.experiment(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.summary
+	if len(s.Methods) != len(methodSpecs) || len(s.PerGap) != len(gaps) {
+		t.Fatalf("%d methods, %d gaps", len(s.Methods), len(s.PerGap))
+	}
+	if m := s.Methods["L-SGD"]; m.SamplesToGap["0.01"] == nil || m.TrialsReached["0.01"] < 2 {
+		t.Errorf("L-SGD does not reach a 1%% gap on a 3-parameter least-squares problem in 3000 samples: %+v", m)
+	}
+	if s.Methods["RU-MLMC"].L != nil || s.Methods["L-SGD"].L == nil {
+		t.Errorf("L of RU-MLMC %v (want null), of L-SGD %v", s.Methods["RU-MLMC"].L, s.Methods["L-SGD"].L)
+	}
+	path := filepath.Join(t.TempDir(), "toy.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.NewEncoder(f).Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var out strings.Builder
+	if err := mainErr([]string{"--markdown", path}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "| toy | 1% |") {
+		t.Errorf("markdown without the toy rows:\n%s", out.String())
 	}
 }

@@ -182,3 +182,18 @@ func (e *exactLinear) minimise() ([]float64, float64, error) {
 	e.grad(x, g)
 	return nil, 0, fmt.Errorf("the Newton solver did not converge: |grad F| = %g at F = %g", mat.Norm(mat.NewVecDense(n, g), 2), f)
 }
+
+// rowRho is the relative variance Var(g)/(E g)^2 of the inner function
+// g = exp(l/Lambda) for row i at x (docs/definitions.md, section 9): the
+// antithetic corrections of the row decay at their asymptotic rate b = 2
+// only once 2^l is large against it. +Inf where 4 s^2 >= Lambda.
+func (e *exactLinear) rowRho(x []float64, i int) float64 {
+	s2 := Sigma2 * (1 - e.r(x)) / kappa // Sigma2 |w|^2
+	t := 1 / Lambda
+	r1, r2 := 1-2*t*s2, 1-4*t*s2
+	if r2 <= 0 {
+		return math.Inf(1)
+	}
+	mu := linear{e.d}.predict(x, e.data.X[i]) - e.data.Y[i]
+	return r1/math.Sqrt(r2)*math.Exp(2*t*mu*mu*(1/r2-1/r1)) - 1
+}

@@ -36,14 +36,19 @@ type levelRow struct {
 
 // levelsReport is the --levels output of one data set.
 type levelsReport struct {
-	Dataset string             `json:"dataset"`
-	At      string             `json:"at"`
-	BiasRef string             `json:"bias_reference"`
-	F       float64            `json:"F"`
-	FSE     float64            `json:"F_se,omitempty"` // the MLP's estimate: its standard error over rows
-	Gradnrm float64            `json:"grad_norm"`
-	Levels  *mlmc.LevelsReport `json:"levels"`
-	Rows    []levelRow         `json:"rows"`
+	Dataset string  `json:"dataset"`
+	At      string  `json:"at"`
+	BiasRef string  `json:"bias_reference"`
+	F       float64 `json:"F"`
+	FSE     float64 `json:"F_se,omitempty"` // the MLP's estimate: its standard error over rows
+	Gradnrm float64 `json:"grad_norm"`
+	// RhoMax and RhoAbove1024 (linear only) are the largest relative
+	// variance of the inner function over the rows and the number of rows
+	// where it exceeds 2^10, the top level of the grid.
+	RhoMax       float64            `json:"rho_max,omitempty"`
+	RhoAbove1024 int                `json:"rows_rho_above_1024,omitempty"`
+	Levels       *mlmc.LevelsReport `json:"levels"`
+	Rows         []levelRow         `json:"rows"`
 }
 
 // levels measures, at the optimum (linear) or at the end of a reference
@@ -67,6 +72,13 @@ func (t *task) levels() (*levelsReport, error) {
 		g := make([]float64, len(x))
 		ex.grad(x, g)
 		rep.Gradnrm = math.Sqrt(mlmc.Float64Ops{}.Dot(g, g))
+		for i := range t.data.Y {
+			rho := ex.rowRho(x, i)
+			rep.RhoMax = math.Max(rep.RhoMax, rho)
+			if rho > 1024 {
+				rep.RhoAbove1024++
+			}
+		}
 	} else {
 		ref := setting{Method: "L-SGD", Estimator: "lsgd", L: 4, Step: 1e-2}
 		var err error
@@ -176,6 +188,9 @@ func (r *levelsReport) print(w io.Writer) {
 		inner := 100 * row.Split.Inner / row.Split.Total
 		fmt.Fprintf(w, "%5d %11.4g %11.4g %9.0f %12.4g %10.2g %11.4g %11.4g %6.1f%%\n",
 			st.Level, st.MeanNorm, st.Var, st.Images, row.Bias, row.BiasSE, row.Split.Outer, row.Split.Inner, inner)
+	}
+	if r.RhoMax > 0 {
+		fmt.Fprintf(w, "relative variance of exp(l/lambda) given the row: largest %.3g; above 2^10 in %d rows\n", r.RhoMax, r.RhoAbove1024)
 	}
 	fb, fc := r.Levels.FitB, r.Levels.FitCImages
 	fmt.Fprintf(w, "fitted b = %.2f ± %.2f (levels %d..%d), c = %.2f ± %.2f; telescoping check pass: %v\n",

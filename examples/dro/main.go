@@ -130,6 +130,8 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			if o.jsonOut {
+				// The table goes to stderr, for the log, beside the JSON.
+				rep.print(stderr)
 				if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 					return err
 				}

@@ -133,7 +133,8 @@ func runEmbed(cmd *cobra.Command, e *evalTarget, opt embedOptions) error {
 			progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionFullWidth())
 	}
-	fmt.Fprintf(logw, "embed: %d images of %s -> %d %s each\n", set.Len(), set.Name, dim, what)
+	fmt.Fprintf(logw, "embed: %d images of %s -> %d %s each; inputs (pixel/255 - mean) / std with mean %.4f and std %.4f\n",
+		set.Len(), set.Name, dim, what, splits.Mean, splits.Std)
 	start := time.Now()
 	err = writeAtomic(npyPath, func(w io.Writer) error {
 		nw, err := npy.NewWriter(w, set.Len(), dim)

@@ -110,12 +110,20 @@ device. A NaN or infinite loss stops training and keeps the last good
 checkpoint. Every flag is checked before any data is loaded, and the run folder
 is created only once the run can start.
 
+--config FILE takes the settings from a YAML (.yaml, .yml) or JSON (.json)
+file whose keys are the flag names (max_level or max-level: 9); flags given on
+the command line override it, and an unknown key is an error. A run's
+config.json is such a file: --config runs/x/config.json --out runs/y repeats
+run x.
+
 --preset quick: a ResNet-18 of width 1/8 on 5,000 CIFAR-10 images (class-balanced) for
 200 iterations of 128 images on the CPU, then the linear probe of the trained
 and of the untrained network; flags given with it override the preset.`,
 		Example: `  simclr train --preset quick --data-dir data-cache --out runs/quick
   simclr train --data-dir data-cache --estimator lsgd --max-level 9 --epochs 100 --out runs/lsgd
   simclr train --data-dir data-cache --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
+  simclr train --config run.yaml --lr 0.1 --out runs/lr0.1
+  simclr train --config runs/vr-rt/config.json --out runs/vr-rt-again
   simclr train --resume runs/vr-rt
   simclr train --resume runs/vr-rt --epochs 200`,
 		Args: cobra.NoArgs,
@@ -302,7 +310,7 @@ func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset, co
 		}
 	}
 	if cfg.Epochs == 0 && cfg.Iterations == 0 && cfg.MaxSamples == 0 {
-		return cfg, errors.New("give the training length: --epochs E, --iterations T or --max-samples S (or --preset quick)")
+		return cfg, errors.New("give the training length: --epochs E, --iterations T or --max-samples S (or --preset quick), on the command line or in --config")
 	}
 	if cfg.Out == "" {
 		name := cfg.Estimator

@@ -200,6 +200,15 @@ func parseJSONSettings(raw []byte) ([]configSetting, error) {
 			if err := json.Unmarshal(v, &s); err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
+		case k == "checkpoint_every":
+			// A number is an iteration count from the config.json of an
+			// older version; train.Period reads it as that version's
+			// config.json is read on resume.
+			var p train.Period
+			if err := p.UnmarshalJSON(v); err != nil {
+				return nil, err
+			}
+			s = p.String()
 		}
 		out = append(out, configSetting{key: k, value: s})
 	}

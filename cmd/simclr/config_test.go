@@ -127,7 +127,8 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 func TestConfigFilePrecedence(t *testing.T) {
 	yamlFile := writeFile(t, "run.yaml", "# a run\nmax_level: 5\nlr: 0.3\nepochs: 2\nestimator: rtmlmc\ncheckpoint-every: 5m\nprobe: false\n")
 	quickFile := writeFile(t, "quick.yml", "preset: quick\nepochs: 3\nseed: 18446744073709551615\n")
-	jsonFile := writeFile(t, "run.json", `{"max_level": 4, "iterations": 9, "precise_bn": false, "dataset": "svhn"}`)
+	// checkpoint_every 500: an iteration count, from an older config.json.
+	jsonFile := writeFile(t, "run.json", `{"max_level": 4, "iterations": 9, "precise_bn": false, "dataset": "svhn", "checkpoint_every": 500}`)
 	empty := writeFile(t, "empty.yaml", "")
 	d, q := train.Defaults(), train.Quick()
 	for _, tc := range []struct {
@@ -163,8 +164,8 @@ func TestConfigFilePrecedence(t *testing.T) {
 		if tc.args[1] == yamlFile && got.CheckpointEvery != train.Period(5*time.Minute) {
 			t.Errorf("%v: checkpoint every %s, want 5m", tc.args, got.CheckpointEvery)
 		}
-		if tc.args[1] == jsonFile && got.Dataset != "svhn" {
-			t.Errorf("%v: dataset %s, want svhn", tc.args, got.Dataset)
+		if tc.args[1] == jsonFile && (got.Dataset != "svhn" || got.CheckpointEvery != d.CheckpointEvery) {
+			t.Errorf("%v: dataset %s, checkpoint every %s; want svhn, %s", tc.args, got.Dataset, got.CheckpointEvery, d.CheckpointEvery)
 		}
 		if got.MaxSamples != 0 && (got.Epochs != 0 || got.Iterations != 0) {
 			t.Errorf("%v: two lengths: %+v", tc.args, got)

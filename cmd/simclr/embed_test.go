@@ -147,6 +147,8 @@ func TestEmbedErrors(t *testing.T) {
 	os.MkdirAll(filepath.Join(noClasses, "train"), 0o755)
 	os.MkdirAll(filepath.Join(noClasses, "test"), 0o755)
 	notRun := t.TempDir()
+	noModel := t.TempDir() // a run that has not checkpointed yet
+	os.WriteFile(filepath.Join(noModel, runfolder.ConfigFile), []byte(`{"dataset": "folder:`+data+`"}`), 0o644)
 
 	for _, tc := range []struct {
 		name string
@@ -156,7 +158,8 @@ func TestEmbedErrors(t *testing.T) {
 		{"no network", []string{"--out", out}, "give --run"},
 		{"missing run", []string{"--run", filepath.Join(dir, "nope"), "--out", out}, filepath.Join(dir, "nope")},
 		{"not a run", []string{"--run", notRun, "--out", out}, "not a run folder"},
-		{"missing checkpoint", []string{"--checkpoint", filepath.Join(dir, "nope.safetensors"), "--out", out}, "nope.safetensors"},
+		{"missing checkpoint", []string{"--checkpoint", filepath.Join(dir, "nope.safetensors"), "--out", out}, "--checkpoint: stat " + filepath.Join(dir, "nope.safetensors")},
+		{"run without a model", []string{"--run", noModel, "--out", out}, "has no model.safetensors yet"},
 		{"missing folder", []string{"--run", run, "--dataset", "folder:" + filepath.Join(dir, "nofolder"), "--out", out}, "nofolder"},
 		{"empty class folder", []string{"--run", run, "--dataset", "folder:" + emptyClass, "--out", out}, filepath.Join(emptyClass, "train", "a") + " holds no .png"},
 		{"no class folders", []string{"--run", run, "--dataset", "folder:" + noClasses, "--out", out}, filepath.Join(noClasses, "train") + " holds no class folders"},

@@ -275,3 +275,21 @@ func TestTrainRepeatsRunFromItsConfigJSON(t *testing.T) {
 		}
 	}
 }
+
+// The config parsers return settings or an error for any input, never
+// panic, and a YAML setting knows its line (the errors cite it).
+func FuzzConfigParsers(f *testing.F) {
+	f.Add([]byte("lr: 0.1\nmax_level: 3\ncheckpoint_every: 5m\n"))
+	f.Add([]byte(`{"lr": 0.1, "seed": 18446744073709551615, "probe": false, "dataset": "cifar10"}`))
+	f.Add([]byte("a: &x 1\nb: *x\n"))
+	f.Add([]byte("- 1\n- 2\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		settings, err := parseYAMLSettings(raw)
+		for _, s := range settings {
+			if err == nil && s.line < 1 {
+				t.Fatalf("YAML setting %q without a line, from %q", s.key, raw)
+			}
+		}
+		parseJSONSettings(raw)
+	})
+}

@@ -21,6 +21,10 @@ import (
 	"github.com/simclr-go/simclr/internal/npy"
 )
 
+// embedLogEvery is the interval of embed's progress lines when no
+// progress bar is shown.
+const embedLogEvery = 10 * time.Second
+
 // embedOptions are embed's own flags; the network and the data come
 // through evalTarget, as for eval.
 type embedOptions struct {
@@ -136,14 +140,21 @@ func runEmbed(cmd *cobra.Command, e *evalTarget, opt embedOptions) error {
 	fmt.Fprintf(logw, "embed: %d images of %s -> %d %s each; inputs (pixel/255 - mean) / std with mean %.4f and std %.4f\n",
 		set.Len(), set.Name, dim, what, splits.Mean, splits.Std)
 	start := time.Now()
+	lastLog := start
 	err = writeAtomic(npyPath, func(w io.Writer) error {
 		nw, err := npy.NewWriter(w, set.Len(), dim)
 		if err != nil {
 			return err
 		}
 		err = eval.ExtractBatches(b, m, set, splits.Mean, splits.Std, output, func(lo int, rows []float32) error {
-			if bar != nil {
+			done := lo + len(rows)/dim
+			switch {
+			case bar != nil:
 				bar.Add(len(rows) / dim)
+			case time.Since(lastLog) >= embedLogEvery && done < set.Len():
+				// Without a terminal, a line now and then.
+				lastLog = time.Now()
+				fmt.Fprintf(logw, "embed: %d/%d images, %.0f images/s\n", done, set.Len(), float64(done)/time.Since(start).Seconds())
 			}
 			return nw.Write(rows)
 		})

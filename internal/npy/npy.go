@@ -26,6 +26,10 @@ import (
 // magic opens every .npy file; version 1.0 follows it.
 const magic = "\x93NUMPY"
 
+// maxHeader bounds the header length Read accepts (NumPy's own reader
+// refuses headers above 10,000 bytes by default).
+const maxHeader = 1 << 16
+
 // align is the multiple of bytes at which the data starts (NumPy's
 // ARRAY_ALIGN).
 const align = 64
@@ -151,6 +155,9 @@ func Read(r io.Reader) (values []float32, shape []int, err error) {
 	default:
 		return nil, nil, fmt.Errorf("npy: format version %d.%d is not supported (1.0 and 2.0 are)", major, pre[len(magic)+1])
 	}
+	if n > maxHeader {
+		return nil, nil, fmt.Errorf("npy: header of %d bytes; a float32 array's needs far fewer than %d", n, maxHeader)
+	}
 	hdr := make([]byte, n)
 	if _, err := io.ReadFull(br, hdr); err != nil {
 		return nil, nil, fmt.Errorf("npy: read header: %w", err)
@@ -161,11 +168,19 @@ func Read(r io.Reader) (values []float32, shape []int, err error) {
 	}
 	count := 1
 	for _, d := range shape {
+		if d > 0 && count > math.MaxInt/4/d {
+			return nil, nil, fmt.Errorf("npy: shape %v holds too many values", shape)
+		}
 		count *= d
 	}
-	raw := make([]byte, 4*count)
-	if _, err := io.ReadFull(br, raw); err != nil {
+	// Read what is there rather than allocate what the header claims, so
+	// that a damaged header cannot ask for gigabytes.
+	raw, err := io.ReadAll(io.LimitReader(br, int64(4*count)))
+	if err != nil {
 		return nil, nil, fmt.Errorf("npy: read %d values of shape %v: %w", count, shape, err)
+	}
+	if len(raw) != 4*count {
+		return nil, nil, fmt.Errorf("npy: the file ends after %d of the %d values of shape %v", len(raw)/4, count, shape)
 	}
 	values = make([]float32, count)
 	for i := range values {

@@ -11,6 +11,10 @@ type Set struct {
 	H, W    int      // image size; every image has 3 channels
 	Pix     []uint8  // len = N*3*H*W
 	Labels  []int32  // len = N, values in [0, len(Classes))
+	// Files names the file each image was read from, for sets read from
+	// one file per image (image folders); nil for sets read from a few
+	// large files (CIFAR, SVHN), whose images are known by their index.
+	Files []string
 }
 
 // Len is the number of images.

@@ -52,7 +52,8 @@ func (s *Set) HoldOut(n int) (rest, held *Set, err error) {
 	return rest, held, nil
 }
 
-// pick copies the images idx of s into a new set.
+// pick copies the images idx of s (with their labels and files) into a
+// new set.
 func (s *Set) pick(idx []int, name string) *Set {
 	img := 3 * s.H * s.W
 	out := &Set{Name: name, Classes: s.Classes, H: s.H, W: s.W,
@@ -60,6 +61,9 @@ func (s *Set) pick(idx []int, name string) *Set {
 	for _, i := range idx {
 		out.Pix = append(out.Pix, s.Image(i)...)
 		out.Labels = append(out.Labels, s.Labels[i])
+		if s.Files != nil {
+			out.Files = append(out.Files, s.Files[i])
+		}
 	}
 	return out
 }

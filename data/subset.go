@@ -27,14 +27,7 @@ func (s *Set) Subset(n int) *Set {
 		}
 	}
 	sort.Ints(keep)
-	img := 3 * s.H * s.W
-	out := &Set{Name: fmt.Sprintf("%s (%d, class-balanced)", s.Name, n), Classes: s.Classes, H: s.H, W: s.W,
-		Pix: make([]uint8, 0, n*img), Labels: make([]int32, 0, n)}
-	for _, i := range keep {
-		out.Pix = append(out.Pix, s.Image(i)...)
-		out.Labels = append(out.Labels, s.Labels[i])
-	}
-	return out
+	return s.pick(keep, fmt.Sprintf("%s (%d, class-balanced)", s.Name, n))
 }
 
 // Subset returns splits with train and test images of each split kept by

@@ -1,6 +1,7 @@
 package data_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/simclr-go/simclr/data"
@@ -15,6 +16,7 @@ func TestSubsetIsClassBalanced(t *testing.T) {
 	for c := 0; c < classes; c++ {
 		for i := 0; i < perClass; i++ {
 			s.Labels = append(s.Labels, int32(c))
+			s.Files = append(s.Files, fmt.Sprintf("%d.png", len(s.Labels)))
 			for p := 0; p < img; p++ {
 				s.Pix = append(s.Pix, uint8(len(s.Labels)))
 			}
@@ -32,6 +34,9 @@ func TestSubsetIsClassBalanced(t *testing.T) {
 			}
 			if got := sub.Image(i)[0]; int32((int(got)-1)/perClass) != l {
 				t.Errorf("n=%d: image %d has pixels of another class (%d) than its label %d", tc.n, i, got, l)
+			}
+			if want := fmt.Sprintf("%d.png", sub.Image(i)[0]); sub.Files[i] != want {
+				t.Errorf("n=%d: image %d is named %s, want %s", tc.n, i, sub.Files[i], want)
 			}
 		}
 		for c, k := range counts {

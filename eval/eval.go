@@ -24,16 +24,59 @@ const ImageSize = 32
 // featureBatch is the number of images per evaluation-mode forward pass.
 const featureBatch = 256
 
+// Output names what extraction returns for each image.
+type Output int
+
+const (
+	// Backbone is the pooled backbone features (FeatureDim per image):
+	// what the probes and kNN score and what a downstream task uses.
+	Backbone Output = iota
+	// Projection is the projection head's output z (ProjDim per image),
+	// before L2 normalisation: what the SimCLR loss compares.
+	Projection
+)
+
+// Dim is the number of values per image of output o of m.
+func (o Output) Dim(m *resnet18.Model) int {
+	if o == Projection {
+		return m.Config().ProjDim
+	}
+	return m.FeatureDim()
+}
+
 // Extract returns the backbone features (set.Len() x FeatureDim) of the
 // un-augmented images of set, normalised with mean and std, batch norm in
 // evaluation mode, labelled with set's labels.
 func Extract(b tensor.Backend, m *resnet18.Model, set *data.Set, mean, std [3]float32) features.Features {
 	dim := m.FeatureDim()
 	out := make([]float32, set.Len()*dim)
+	// The sink only copies, so it never fails.
+	_ = ExtractBatches(b, m, set, mean, std, Backbone, func(lo int, rows []float32) error {
+		copy(out[lo*dim:], rows)
+		return nil
+	})
+	return features.Features{X: out, Y: set.Labels, N: set.Len(), Dim: dim}
+}
+
+// ExtractBatches runs the un-augmented images of set, normalised with mean
+// and std, through m in evaluation mode (batch norm with its running
+// statistics) a batch at a time, in order, and hands each batch's rows of
+// output o (row-major, o.Dim(m) values per image) to sink with the index of
+// its first image. rows is reused for the next batch. An error from sink
+// stops the extraction and is returned.
+func ExtractBatches(b tensor.Backend, m *resnet18.Model, set *data.Set, mean, std [3]float32, o Output,
+	sink func(lo int, rows []float32) error) error {
+	dim := o.Dim(m)
 	imgLen := m.InputLen()
 	host := make([]float32, featureBatch*imgLen)
+	rows := make([]float32, featureBatch*dim)
 	idx := make([]int, 0, featureBatch)
 	inputs := map[int]tensor.Buffer{} // one input buffer per batch size
+	defer func() {
+		for _, x := range inputs {
+			b.Free(x)
+		}
+	}()
 	for lo := 0; lo < set.Len(); lo += featureBatch {
 		n := min(featureBatch, set.Len()-lo)
 		idx = idx[:0]
@@ -47,13 +90,18 @@ func Extract(b tensor.Backend, m *resnet18.Model, set *data.Set, mean, std [3]fl
 			inputs[n] = x
 		}
 		b.Upload(x, host[:n*imgLen])
-		feat := m.Features(x, n)
-		b.Download(out[lo*dim:(lo+n)*dim], feat)
+		var y tensor.Buffer
+		if o == Projection {
+			y = m.Forward(x, n, false, false)
+		} else {
+			y = m.Features(x, n)
+		}
+		b.Download(rows[:n*dim], y)
+		if err := sink(lo, rows[:n*dim]); err != nil {
+			return err
+		}
 	}
-	for _, x := range inputs {
-		b.Free(x)
-	}
-	return features.Features{X: out, Y: set.Labels, N: set.Len(), Dim: dim}
+	return nil
 }
 
 // extractSplits extracts the features of both splits, then frees the

@@ -105,6 +105,15 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	case e.checkpoint == "" && !e.randomInit:
 		return fail(fmt.Errorf("give --run runs/NAME or --checkpoint FILE (or --random-init for the untrained baseline)"))
 	}
+	if !e.randomInit {
+		// A missing model file is found before any data is read.
+		if _, err := os.Stat(e.checkpoint); err != nil {
+			if e.run != "" {
+				return fail(fmt.Errorf("run folder %s has no %s yet (it writes one at its first checkpoint): %w", e.run, runfolder.ModelFile, err))
+			}
+			return fail(fmt.Errorf("--checkpoint: %w (give a run's %s)", err, runfolder.ModelFile))
+		}
+	}
 	if e.checkpoint != "" && e.run == "" && !e.randomInit {
 		// Width, head size and normalisation come from the checkpoint's metadata.
 		meta, err := checkpoint.ReadMetadata(e.checkpoint)

@@ -23,6 +23,7 @@ CPU or an NVIDIA GPU, and evaluates the result with a linear probe or kNN.`,
 	root.AddCommand(
 		newTrainCmd(),
 		newEvalCmd(),
+		newEmbedCmd(),
 		newLevelsCmd(),
 		newReportCmd(),
 		newBenchCmd(),

@@ -88,6 +88,7 @@ func newTrainCmd() *cobra.Command {
 	cfg := train.Defaults()
 	var (
 		preset     string
+		configFile string
 		resume     string
 		stopAfter  int
 		noProgress bool
@@ -109,12 +110,20 @@ device. A NaN or infinite loss stops training and keeps the last good
 checkpoint. Every flag is checked before any data is loaded, and the run folder
 is created only once the run can start.
 
+--config FILE takes the settings from a YAML (.yaml, .yml) or JSON (.json)
+file whose keys are the flag names (max_level or max-level: 9); flags given on
+the command line override it, and an unknown key is an error. A run's
+config.json is such a file: --config runs/x/config.json --out runs/y repeats
+run x.
+
 --preset quick: a ResNet-18 of width 1/8 on 5,000 CIFAR-10 images (class-balanced) for
 200 iterations of 128 images on the CPU, then the linear probe of the trained
 and of the untrained network; flags given with it override the preset.`,
 		Example: `  simclr train --preset quick --data-dir data-cache --out runs/quick
   simclr train --data-dir data-cache --estimator lsgd --max-level 9 --epochs 100 --out runs/lsgd
   simclr train --data-dir data-cache --estimator vr-rtmlmc --max-level 9 --epochs 100 --out runs/vr-rt
+  simclr train --config run.yaml --lr 0.1 --out runs/lr0.1
+  simclr train --config runs/vr-rt/config.json --out runs/vr-rt-again
   simclr train --resume runs/vr-rt
   simclr train --resume runs/vr-rt --epochs 200`,
 		Args: cobra.NoArgs,
@@ -133,6 +142,9 @@ and of the untrained network; flags given with it override the preset.`,
 
 			var sum *train.Summary
 			if resume != "" {
+				if configFile != "" {
+					return fmt.Errorf("--config starts a new run and --resume continues %s with the settings in its config.json: give one of them (to repeat a run in a new folder: --config %s/config.json --out NEW)", resume, resume)
+				}
 				if err := checkResumeFlags(cmd.Flags(), resume); err != nil {
 					return err
 				}
@@ -146,7 +158,7 @@ and of the untrained network; flags given with it override the preset.`,
 				}, hooks)
 			} else {
 				var run train.Config
-				if run, err = resolveTrainConfig(cmd.Flags(), cfg, preset); err != nil {
+				if run, err = resolveTrainConfig(cmd.Flags(), cfg, preset, configFile); err != nil {
 					return err
 				}
 				sum, err = train.Train(ctx, run, hooks)
@@ -159,6 +171,7 @@ and of the untrained network; flags given with it override the preset.`,
 	}
 	defineTrainFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&preset, "preset", "", "start from a preset (quick: a few minutes on 2 CPU cores, see above); other flags override it")
+	cmd.Flags().StringVar(&configFile, "config", "", "start from the settings in this YAML (.yaml, .yml) or JSON (.json) file: keys are the flag names (max_level or max-level), a run's config.json repeats the run; flags given override it")
 	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this folder from its last checkpoint")
 	cmd.Flags().IntVar(&stopAfter, "iterations-limit", 0, "stop (with a checkpoint, as on SIGINT) after this many iterations in this session; 0: no limit")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print log lines instead of a progress bar on a terminal")
@@ -209,7 +222,8 @@ func lengthGiven(flags *pflag.FlagSet) bool {
 }
 
 // resumeOnlyFlags are the flags of this session alone, never saved in
-// config.json, so they may accompany --resume.
+// config.json, so they may accompany --resume (and a config file cannot
+// set them).
 var resumeOnlyFlags = map[string]bool{"resume": true, "iterations-limit": true, "no-progress": true, "cpuprofile": true}
 
 // checkResumeFlags refuses a resumed run any flag that would change what the
@@ -256,24 +270,47 @@ func sessionFlagList() string {
 	return strings.Join(names, ", ")
 }
 
-// resolveTrainConfig applies the preset, then the flags the user set.
-func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset string) (train.Config, error) {
+// resolveTrainConfig resolves a new run's settings: train.Defaults, or
+// the preset (the --preset flag's, else the config file's), then the
+// config file's settings (configPath; "" for none), then the flags the
+// user set. A length given by the file or the flags replaces the one
+// before it, whatever its unit.
+func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset, configPath string) (train.Config, error) {
 	cfg := fromFlags
-	switch preset {
-	case "":
-	case "quick":
-		cfg = train.Quick()
+	var file []configSetting
+	if configPath != "" {
+		var err error
+		if file, err = readConfigFile(configPath); err != nil {
+			return cfg, err
+		}
+		if p, ok := presetOf(file); ok && !flags.Changed("preset") {
+			if p != "" && p != "quick" {
+				return cfg, fmt.Errorf("%s: unknown preset %q: the only preset is quick", configPath, p)
+			}
+			preset = p
+		}
+	}
+	if preset != "" || configPath != "" {
+		switch preset {
+		case "":
+			cfg = train.Defaults()
+		case "quick":
+			cfg = train.Quick()
+		default:
+			return cfg, fmt.Errorf("unknown --preset %q: the only preset is quick", preset)
+		}
+		if err := applySettings(&cfg, configPath, file); err != nil {
+			return cfg, err
+		}
 		if lengthGiven(flags) {
 			cfg.Epochs, cfg.Iterations, cfg.MaxSamples = 0, 0, 0
 		}
 		if err := applyFlags(flags, &cfg, func(string) bool { return true }); err != nil {
 			return cfg, err
 		}
-	default:
-		return cfg, fmt.Errorf("unknown --preset %q: the only preset is quick", preset)
 	}
 	if cfg.Epochs == 0 && cfg.Iterations == 0 && cfg.MaxSamples == 0 {
-		return cfg, errors.New("give the training length: --epochs E, --iterations T or --max-samples S (or --preset quick)")
+		return cfg, errors.New("give the training length: --epochs E, --iterations T or --max-samples S (or --preset quick), on the command line or in --config")
 	}
 	if cfg.Out == "" {
 		name := cfg.Estimator

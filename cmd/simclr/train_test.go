@@ -184,7 +184,7 @@ func TestPresetFlagsOverride(t *testing.T) {
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		got, err := resolveTrainConfig(fs, cfg, *preset)
+		got, err := resolveTrainConfig(fs, cfg, *preset, "")
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}

@@ -183,7 +183,8 @@ func decodeAll(files []string, labels []int32, size int, strict bool, workers in
 		workers = 1
 	}
 	plane := size * size
-	set := &data.Set{H: size, W: size, Pix: make([]uint8, len(files)*3*plane), Labels: append([]int32(nil), labels...)}
+	set := &data.Set{H: size, W: size, Pix: make([]uint8, len(files)*3*plane), Labels: append([]int32(nil), labels...),
+		Files: append([]string(nil), files...)}
 	errs := make([]error, len(files))
 	var next int
 	var mu sync.Mutex

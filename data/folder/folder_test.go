@@ -91,6 +91,16 @@ func TestLoadExact(t *testing.T) {
 				}
 			}
 		}
+		// Each image names the file it came from, in the same order.
+		wantFiles := []string{"ant/a.PNG", "ant/b.png", "zebra/a.PNG", "zebra/b.png"}
+		for i, f := range wantFiles {
+			if i >= len(s.Train.Files) || s.Train.Files[i] != filepath.Join(root, "train", f) {
+				t.Fatalf("train files %v, want %v under %s/train", s.Train.Files, wantFiles, root)
+			}
+		}
+		if len(s.Test.Files) != s.Test.Len() || s.Test.Files[2] != filepath.Join(root, "test", "ant", "link.png") {
+			t.Errorf("test files %v", s.Test.Files)
+		}
 		// Test order starts ant/a.PNG (k=7), ant/b.png (k=6), ant/link.png (zebra's train a.PNG, k=1).
 		if !bytes.Equal(s.Test.Image(2), s.Train.Image(2)) || s.Test.Labels[2] != 0 {
 			t.Error("linked image not read as the file it points to")

@@ -41,9 +41,9 @@ type Hooks struct {
 	// Meminfo replaces /proc/meminfo, where a backend that does not report
 	// its free memory (the CPU) finds the available RAM.
 	Meminfo string
-	// StopAfter interrupts the run, as a signal would (checkpoint, then
-	// ErrInterrupted), once this many iterations have completed in this
-	// session; 0 never does.
+	// StopAfter stops the run with a checkpoint, as a signal would, once
+	// this many iterations have completed in this session, and Train or
+	// Resume then returns ErrIterationsLimit; 0 never does.
 	StopAfter int
 	// Comm replaces opening the communicator of Config.Dist (the caller
 	// keeps it and closes it).
@@ -58,6 +58,11 @@ type Hooks struct {
 // ErrInterrupted is returned (wrapped) when a run stops early on a signal
 // or Hooks.StopAfter, after saving a checkpoint it can resume from.
 var ErrInterrupted = errors.New("training interrupted")
+
+// ErrIterationsLimit is returned (wrapped) when a session stops because it
+// reached Hooks.StopAfter, as asked, rather than on a signal. It wraps
+// ErrInterrupted, so errors.Is(err, ErrInterrupted) holds for both.
+var ErrIterationsLimit = fmt.Errorf("%w: iterations limit reached", ErrInterrupted)
 
 // Summary is what a finished (or interrupted) run reports.
 type Summary struct {

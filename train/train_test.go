@@ -423,7 +423,7 @@ func TestSignalSavesCheckpointAndResumes(t *testing.T) {
 		cfg.Out = out
 		cfg.Iterations = 100000
 		_, err := Train(ctx, cfg, tinyHooks(splits))
-		if errors.Is(err, ErrInterrupted) {
+		if errors.Is(err, ErrInterrupted) && !errors.Is(err, ErrIterationsLimit) {
 			os.Exit(3)
 		}
 		fmt.Println("child:", err)
@@ -465,8 +465,8 @@ func TestSignalSavesCheckpointAndResumes(t *testing.T) {
 	}
 	hooks := tinyHooks(splits)
 	hooks.StopAfter = 2
-	if _, err := Resume(context.Background(), out, nil, hooks); !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("resume: %v", err)
+	if _, err := Resume(context.Background(), out, nil, hooks); !errors.Is(err, ErrIterationsLimit) {
+		t.Fatalf("resume with StopAfter 2: %v, want ErrIterationsLimit", err)
 	}
 	lines, _ := runfolder.ReadLines[runfolder.Metrics](filepath.Join(out, runfolder.MetricsFile))
 	for i, m := range lines {

@@ -106,7 +106,12 @@ where it stopped, and with a larger --epochs, --iterations or --max-samples it
 extends a run (also a finished one). A checkpoint is also written every
 --checkpoint-every of wall time (10m by default) and when a query fails on the
 device. A NaN or infinite loss stops training and keeps the last good
-checkpoint. Every flag is checked before any data is loaded, and the run folder
+checkpoint. --iterations-limit N stops this session after N iterations with a
+checkpoint, to train in chunks.
+
+Exit status: 0 when the run finished, or stopped at --iterations-limit (a
+checkpoint saved; --resume continues it); 1 on any error, and when a signal
+interrupted the run (its checkpoint is saved as well). Every flag is checked before any data is loaded, and the run folder
 is created only once the run can start.
 
 --preset quick: a ResNet-18 of width 1/8 on 5,000 CIFAR-10 images (class-balanced) for
@@ -160,7 +165,7 @@ and of the untrained network; flags given with it override the preset.`,
 	defineTrainFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&preset, "preset", "", "start from a preset (quick: a few minutes on 2 CPU cores, see above); other flags override it")
 	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this folder from its last checkpoint")
-	cmd.Flags().IntVar(&stopAfter, "iterations-limit", 0, "stop (with a checkpoint, as on SIGINT) after this many iterations in this session; 0: no limit")
+	cmd.Flags().IntVar(&stopAfter, "iterations-limit", 0, "stop with a checkpoint and exit status 0 after this many iterations in this session (--resume continues); 0: no limit")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print log lines instead of a progress bar on a terminal")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	return cmd
@@ -302,6 +307,12 @@ func reportTrain(cmd *cobra.Command, sum *train.Summary, err error) error {
 		fmt.Fprintln(out)
 	}
 	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	if errors.Is(err, train.ErrIterationsLimit) {
+		// Stopped as asked: a scheduler running training in chunks reads
+		// exit status 0 (a signal or a failure exits 1).
+		fmt.Fprintf(out, "stopped at --iterations-limit after iteration %d with a checkpoint; continue with: simclr train --resume %s\n", sum.Iterations, sum.Out)
 		return nil
 	}
 	return err

@@ -153,6 +153,30 @@ func TestCommandErrors(t *testing.T) {
 	}
 }
 
+// TestIterationsLimitExitsZero: a session stopped by --iterations-limit
+// returns no error (simclr exits 0 exactly when Execute returns nil), says
+// so, and --resume finishes the run from its checkpoint.
+func TestIterationsLimitExitsZero(t *testing.T) {
+	data := imageFolder(t, 32, 16)
+	run := filepath.Join(t.TempDir(), "run")
+	common := []string{"--no-progress"}
+	stdout, stderr, err := execute(append([]string{"train", "--dataset", "folder:" + data, "--iterations", "4", "--max-level", "3",
+		"--width", "0.0625", "--proj-dim", "16", "--device", "cpu", "--out", run, "--estimator", "lsgd", "--iterations-limit", "2"}, common...)...)
+	if err != nil {
+		t.Fatalf("train --iterations-limit 2: %v (a stop as asked must exit 0)\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "stopped at --iterations-limit after iteration 2 with a checkpoint; continue with: simclr train --resume "+run) {
+		t.Errorf("train --iterations-limit 2 does not say it stopped as asked:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(run, runfolder.StateFile)); err != nil {
+		t.Fatalf("no checkpoint after --iterations-limit: %v", err)
+	}
+	stdout, stderr, err = execute(append([]string{"train", "--resume", run}, common...)...)
+	if err != nil || !strings.Contains(stdout, "4 iterations") || strings.Contains(stdout, "stopped at") {
+		t.Errorf("resume after --iterations-limit: %v, want the run finished at 4 iterations:\n%s\n%s", err, stdout, stderr)
+	}
+}
+
 func TestVersionAndDevices(t *testing.T) {
 	stdout, _, err := execute("version")
 	if err != nil || !strings.Contains(stdout, "simclr "+version) || !strings.Contains(stdout, "go: go1.") {

@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/simclr-go/simclr/checkpoint"
@@ -150,8 +149,18 @@ func Resume(ctx context.Context, dir string, override func(*Config) error, hooks
 // to do.
 func checkResumeLength(old, cfg Config, meta map[string]string, dir string) (session, error) {
 	s := session{resume: true}
-	done, _ := strconv.Atoi(meta["iteration"])
-	finished := meta["finished"] == "true" || (meta["finished"] == "" && old.TotalIters > 0 && done >= old.TotalIters)
+	state := filepath.Join(dir, runfolder.StateFile)
+	done, err := checkpoint.RequireMeta[int](state, meta, "iteration")
+	if err != nil {
+		return s, err
+	}
+	finished, known, err := checkpoint.ParseMeta[bool](state, meta, "finished")
+	if err != nil {
+		return s, err
+	}
+	if !known { // checkpoints older than the field
+		finished = old.TotalIters > 0 && done >= old.TotalIters
+	}
 	if cfg.Epochs == old.Epochs && cfg.Iterations == old.Iterations && cfg.MaxSamples == old.MaxSamples {
 		if !finished {
 			return s, nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,10 +110,14 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 		if err != nil {
 			return fail(err)
 		}
-		if w, err := strconv.ParseFloat(meta["width"], 64); err == nil {
+		if w, ok, err := checkpoint.ParseMeta[float64](e.checkpoint, meta, "width"); err != nil {
+			return fail(err)
+		} else if ok {
 			cfg.Width = w
 		}
-		if p, err := strconv.Atoi(meta["proj_dim"]); err == nil {
+		if p, ok, err := checkpoint.ParseMeta[int](e.checkpoint, meta, "proj_dim"); err != nil {
+			return fail(err)
+		} else if ok {
 			cfg.ProjDim = p
 		}
 		cfg.Norm = meta["norm"]

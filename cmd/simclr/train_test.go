@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/train"
 )
@@ -126,6 +127,12 @@ func TestCommandErrors(t *testing.T) {
 	empty := t.TempDir()
 	garbage := filepath.Join(empty, "garbage.safetensors")
 	os.WriteFile(garbage, []byte("this is not a checkpoint at all"), 0o644)
+	// A model file whose width metadata is damaged: an error naming the
+	// file and the field, not a silent default width.
+	badWidth := filepath.Join(empty, "bad-width.safetensors")
+	if err := checkpoint.Write(badWidth, []checkpoint.Tensor{{Name: "x", Shape: []int{1}, Data: []float32{0}}}, map[string]string{"width": "narrow"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -139,6 +146,7 @@ func TestCommandErrors(t *testing.T) {
 		{"resume nothing", []string{"train", "--resume", empty}, "not a run folder"},
 		{"eval without target", []string{"eval", "linear-probe"}, "give --run"},
 		{"unreadable checkpoint", []string{"eval", "linear-probe", "--checkpoint", garbage, "--device", "cpu"}, garbage},
+		{"damaged checkpoint metadata", []string{"eval", "knn", "--checkpoint", badWidth, "--device", "cpu"}, badWidth + `: metadata field "width" is "narrow", not a number`},
 		{"report of a non-run", []string{"report", empty, "--out", filepath.Join(empty, "r")}, "not a run folder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

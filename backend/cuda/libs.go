@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/ebitengine/purego"
 )
 
 // libSpec names one library and the file names to try, most preferred first.
@@ -223,9 +221,9 @@ type library struct {
 // is in none of the folders, the bare sonames are tried, which lets the
 // system loader's cache find it.
 func openLibrary(search searchPath, spec libSpec, preferDir string) (*library, error) {
-	const mode = purego.RTLD_NOW | purego.RTLD_GLOBAL
+	const mode = rtldNow | rtldGlobal
 	if p, ok := locate(search, spec, preferDir); ok {
-		h, err := purego.Dlopen(p, mode)
+		h, err := dlopen(p, mode)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %v (remove it from the search path or point SIMCLR_CUDA_LIBS at a working copy)", p, err)
 		}
@@ -233,7 +231,7 @@ func openLibrary(search searchPath, spec libSpec, preferDir string) (*library, e
 	}
 	var lastErr error
 	for _, n := range spec.names {
-		h, err := purego.Dlopen(n, mode)
+		h, err := dlopen(n, mode)
 		if err == nil {
 			return &library{role: spec.role, path: n, handle: h}, nil
 		}
@@ -251,7 +249,7 @@ func preloadSiblings(dir string, names []string) error {
 		if _, err := os.Stat(p); err != nil {
 			continue
 		}
-		if _, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+		if _, err := dlopen(p, rtldNow|rtldGlobal); err != nil {
 			return fmt.Errorf("load %s: %v", p, err)
 		}
 	}
@@ -275,7 +273,7 @@ func nvrtcBuiltins(nvrtcPath string) []string {
 }
 
 func (l *library) sym(name string) (uintptr, error) {
-	p, err := purego.Dlsym(l.handle, name)
+	p, err := dlsym(l.handle, name)
 	if err != nil || p == 0 {
 		return 0, fmt.Errorf("%s: symbol %s missing (library too old?)", l.path, name)
 	}
@@ -316,7 +314,7 @@ func openSiblings(dir string, names []string) []*library {
 		if _, err := os.Stat(p); err != nil {
 			continue
 		}
-		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(p, rtldNow|rtldGlobal)
 		if err != nil {
 			continue
 		}

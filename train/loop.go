@@ -182,8 +182,8 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 	params := t.model.Params()
 	passes := t.oracle.Passes()
 	step, err := t.est.Estimate(t.iter, t.grad)
-	// Oracle evaluations are network passes (SPEC section 2): three per H^l
-	// with separate halves.
+	// Oracle evaluations are network passes (docs/definitions.md, section 3
+	// "Cost accounting"): three per H^l with separate halves.
 	step.Evals = t.oracle.Passes() - passes
 	if err == nil {
 		err = t.reduceEstimate()

@@ -1,8 +1,9 @@
 // Package train is the SimCLR trainer: it wires a data set, the loader
 // stream, the ResNet-18, an mlmc gradient estimator over the SimCLR oracle
-// (SPEC section 2) and an optimizer into a training loop that logs
-// metrics, evaluates, checkpoints atomically, stops cleanly on a signal or a
-// non-finite loss, and resumes exactly.
+// (docs/definitions.md, section 4 "Contrastive learning as a biased oracle")
+// and an optimizer into a training loop that logs metrics, evaluates,
+// checkpoints atomically, stops cleanly on a signal or a non-finite loss, and
+// resumes exactly.
 package train
 
 import (

@@ -207,8 +207,9 @@ func newLinearProbeCmd() *cobra.Command {
 features of the un-augmented training and test images, fits an L2-penalised
 multinomial logistic regression (penalty chosen on a held-out 10% of the
 training features), refits on all of them and reports test top-1 and top-5
-accuracy (SPEC section 3). With --run the result is written to
-RUN/linear_probe.json (RUN/linear_probe_random_init.json with --random-init).`,
+accuracy (docs/definitions.md, section 6 "Training recipe"). With --run the
+result is written to RUN/linear_probe.json (RUN/linear_probe_random_init.json
+with --random-init).`,
 		Example: `  simclr eval linear-probe --run runs/quick
   simclr eval linear-probe --run runs/quick --random-init
   simclr eval linear-probe --checkpoint runs/quick/model.safetensors --dataset cifar10 --data-dir data-cache`,

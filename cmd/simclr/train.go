@@ -32,7 +32,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets, as scripts/fetch_data.sh lays them out (empty: "+datasets.DefaultDir+")")
 	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only N training images, class-balanced (0: all)")
 	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "use only N test images for evaluation, class-balanced (0: all)")
-	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced, SPEC section 1)")
+	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced; docs/definitions.md, section 2)")
 	fs.IntVar(&c.MinLevel, "min-level", c.MinLevel, "smallest level l_min (a level-l query uses 2^l images)")
 	fs.IntVar(&c.MaxLevel, "max-level", c.MaxLevel, "largest level L: L-SGD's batch is 2^L images, and an epoch is ceil(n/2^L) iterations")
 	fs.Float64Var(&c.B, "b", c.B, "variance rate b of the level laws (Var H^l ~ 2^(-b l))")
@@ -46,7 +46,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.IntVar(&c.MaxServable, "max-servable-level", c.MaxServable, "largest level a query may use; RU-MLMC and RR-MLMC redraw levels above it (0: min(log2 of the training images, max-level + 3))")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training length in epochs of ceil(n/2^L) iterations (give one of --epochs, --iterations, --max-samples)")
 	fs.IntVar(&c.Iterations, "iterations", c.Iterations, "training length in iterations")
-	fs.Int64Var(&c.MaxSamples, "max-samples", c.MaxSamples, "training length in images drawn (cost, SPEC section 1)")
+	fs.Int64Var(&c.MaxSamples, "max-samples", c.MaxSamples, "training length in images drawn (the cost of docs/definitions.md, section 3)")
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "optimizer: sgd (PyTorch SGD with momentum) or lars")
 	fs.Float64Var(&c.LR, "lr", c.LR, "base learning rate after warm-up, decayed by a cosine to 0 (0: 0.06 x 2^L/512)")
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "momentum")
@@ -96,10 +96,11 @@ func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train",
 		Short: "Train a SimCLR ResNet-18 with L-SGD or an MLMC gradient estimator",
-		Long: `train runs SimCLR (SPEC sections 2 and 3) with the chosen gradient estimator and
-leaves a run folder (SPEC section 4): config.json, metrics.jsonl, eval.jsonl,
-model.safetensors (torchvision names), state.safetensors (for --resume) and
-linear_probe.json.
+		Long: `train runs SimCLR (docs/definitions.md, section 4 "Contrastive learning as
+a biased oracle" and section 6 "Training recipe") with the chosen gradient
+estimator and leaves a run folder (docs/definitions.md, section 7 "What a run
+writes"): config.json, metrics.jsonl, eval.jsonl, model.safetensors
+(torchvision names), state.safetensors (for --resume) and linear_probe.json.
 
 SIGINT or SIGTERM saves a checkpoint and stops; --resume continues exactly
 where it stopped, and with a larger --epochs, --iterations or --max-samples it

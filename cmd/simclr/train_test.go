@@ -148,6 +148,8 @@ func TestCommandErrors(t *testing.T) {
 		{"unreadable checkpoint", []string{"eval", "linear-probe", "--checkpoint", garbage, "--device", "cpu"}, garbage},
 		{"damaged checkpoint metadata", []string{"eval", "knn", "--checkpoint", badWidth, "--device", "cpu"}, badWidth + `: metadata field "width" is "narrow", not a number`},
 		{"report of a non-run", []string{"report", empty, "--out", filepath.Join(empty, "r")}, "not a run folder"},
+		{"reversed accuracy range", []string{"report", empty, "--accuracy-range", "60,40"}, "--accuracy-range 60,40: want 0 <= MIN < MAX <= 100"},
+		{"accuracy range without comma", []string{"report", empty, "--accuracy-range", "40"}, "--accuracy-range 40: want MIN,MAX"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := execute(tc.args...)

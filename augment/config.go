@@ -61,10 +61,10 @@ type Config struct {
 	BlurKernel int
 }
 
-// SimCLR is the reference recipe of SPEC section 3 (the strongest public
-// ResNet-18 CIFAR setting): crop scale (0.2, 1), ratio (3/4, 4/3), flip 0.5,
-// jitter (0.4, 0.4, 0.4, 0.1) with p 0.8, grayscale 0.2, no blur. The output
-// keeps the input size (32x32 on CIFAR).
+// SimCLR is the reference recipe of docs/definitions.md, section 6 "Training
+// recipe" (the strongest public ResNet-18 CIFAR setting): crop scale (0.2, 1),
+// ratio (3/4, 4/3), flip 0.5, jitter (0.4, 0.4, 0.4, 0.1) with p 0.8, grayscale
+// 0.2, no blur. The output keeps the input size (32x32 on CIFAR).
 func SimCLR() Config {
 	return Config{
 		Crop:       true,
@@ -81,11 +81,12 @@ func SimCLR() Config {
 	}
 }
 
-// Paper is the augmentation the paper states (SPEC section 3): "random flip,
-// color jittering, and color dropping", with no crop and no blur. It gives
-// no strengths, so the flip, jitter and grayscale are those of SimCLR: flip
-// 0.5, jitter (0.4, 0.4, 0.4, 0.1) with p 0.8, grayscale 0.2. Without the
-// crop the two views of an image differ only in orientation and colour.
+// Paper is the augmentation the paper states (docs/definitions.md, section 6
+// "Training recipe"): "random flip, color jittering, and color dropping", with
+// no crop and no blur. It gives no strengths, so the flip, jitter and grayscale
+// are those of SimCLR: flip 0.5, jitter (0.4, 0.4, 0.4, 0.1) with p 0.8,
+// grayscale 0.2. Without the crop the two views of an image differ only in
+// orientation and colour.
 func Paper() Config {
 	c := SimCLR()
 	c.Crop = false

@@ -1,11 +1,15 @@
 // Package blas provides single-precision matrix multiplication (SGEMM) for
-// the CPU backend: OpenBLAS (or another CBLAS) found at run time through
-// purego when the system has one, else a pure-Go kernel.
+// the CPU backend: a system BLAS found at run time through purego when it is
+// known to be fast, else a pure-Go kernel.
 //
-// Open picks for the caller. OpenBLAS loads libopenblas.so.0, then
-// libopenblas.so, then a libblas.so.3 exporting cblas_sgemm, from the
-// loader's search path and the usual library directories, trying the path
-// in $SIMCLR_BLAS first; no cgo is involved, so CGO_ENABLED=0 builds work.
+// Choose (and Open) pick for the caller. The search loads libopenblas.so.0,
+// then libopenblas.so, then libblas.so.3, from the loader's search path and
+// the usual library directories, or only the library named by $SIMCLR_BLAS;
+// no cgo is involved, so CGO_ENABLED=0 builds work. A library exporting
+// cblas_sgemm is used when a symbol of its own identifies it as OpenBLAS,
+// BLIS or MKL, or when a short timed product shows it faster than the
+// pure-Go kernel; otherwise (Debian's reference BLAS, for one) the search
+// goes on, and ends with the pure-Go kernel. Choice.Why says which and why.
 // Unless OPENBLAS_CORETYPE is already set, it is set from the CPU's
 // instruction sets before loading, because OpenBLAS releases older than the
 // CPU fall back to their slowest kernels.

@@ -2,13 +2,10 @@
 
 package blas
 
-import (
-	"errors"
-	"runtime"
-)
+import "runtime"
 
 // EnvLibrary names an environment variable holding the path of a CBLAS
-// library to try before the usual ones.
+// library to try instead of searching the usual ones.
 const EnvLibrary = "SIMCLR_BLAS"
 
 // OpenBLAS reports that this platform cannot load a CBLAS library at run
@@ -17,5 +14,10 @@ func OpenBLAS() (Gemm, error) { return OpenBLASThreads(runtime.NumCPU()) }
 
 // OpenBLASThreads is OpenBLAS with a thread count.
 func OpenBLASThreads(threads int) (Gemm, error) {
-	return nil, errors.New("blas: loading OpenBLAS at run time is not supported on " + runtime.GOOS + "; using the pure-Go kernel")
+	g, _, err := systemBLAS(threads)
+	return g, err
+}
+
+func systemBLAS(int) (Gemm, string, error) {
+	return nil, "", &NotUsedError{Unsupported: "loading a CBLAS library at run time is not supported on " + runtime.GOOS}
 }

@@ -1,8 +1,8 @@
 // Package eval evaluates a network's frozen backbone: it extracts the
 // features of un-augmented images (batch norm in evaluation mode) and runs
-// the kNN monitor (eval/knn) or the linear probe of SPEC section 3
-// (eval/linear) on them. The trainer calls it mid-run and after training;
-// `simclr eval` calls it on a saved model.
+// the kNN monitor (eval/knn) or the linear probe of docs/definitions.md,
+// section 6 "Training recipe" (eval/linear) on them. The trainer calls it
+// mid-run and after training; `simclr eval` calls it on a saved model.
 package eval
 
 import (
@@ -120,8 +120,9 @@ func KNN(b tensor.Backend, m *resnet18.Model, splits *data.Splits, k int) (knn.R
 	return knn.Classify(train, test, len(splits.Train.Classes), knn.Options{K: k})
 }
 
-// LinearProbe extracts features and fits the linear probe of SPEC
-// section 3; seed chooses the held-out rows that pick the penalty.
+// LinearProbe extracts features and fits the linear probe of
+// docs/definitions.md, section 6 "Training recipe"; seed chooses the held-out
+// rows that pick the penalty.
 func LinearProbe(b tensor.Backend, m *resnet18.Model, splits *data.Splits, seed uint64) (linear.Result, error) {
 	train, test := extractSplits(b, m, splits)
 	return linear.Probe(train, test, len(splits.Train.Classes), linear.Options{Seed: seed})

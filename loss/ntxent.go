@@ -1,7 +1,8 @@
 // Package loss is the SimCLR NT-Xent contrastive loss and its gradient on
-// host slices (SPEC section 2). The maths lives in internal/ref, the leaf that
-// the CPU backend runs as its kernel too; this package is its public face for
-// code that works on host slices rather than through a tensor.Backend.
+// host slices (docs/definitions.md, section 4 "Contrastive learning as a biased
+// oracle"). The maths lives in internal/ref, the leaf that the CPU backend runs
+// as its kernel too; this package is its public face for code that works on
+// host slices rather than through a tensor.Backend.
 package loss
 
 import "github.com/simclr-go/simclr/internal/ref"

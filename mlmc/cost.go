@@ -5,8 +5,8 @@ import (
 	"math"
 )
 
-// ExpectedCost is the one cost model of the estimators (SPEC section 1's
-// cost accounting): the expected samples drawn and oracle evaluations of one
+// ExpectedCost is the one cost model of the estimators (docs/definitions.md,
+// section 3 "Cost accounting"): the expected samples drawn and oracle evaluations of one
 // iteration of the named estimator ("lsgd", ..., "vr-rrmlmc") with cfg
 // (zero fields take New's defaults), over an oracle that serves levels up to
 // oracleMax (Unbounded for any level). A level-l draw costs 2^l samples, as

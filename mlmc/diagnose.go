@@ -221,7 +221,7 @@ type LevelsReport struct {
 // h^MinLevel, then H^l) and K times for h^MaxLevel, all at the current
 // parameters, and reports per level the mean, variance and cost of Y, the
 // fitted rates b and c, the telescoping check and the predicted variance x
-// cost of each estimator relative to L-SGD's (SPEC section 2, per-level
+// cost of each estimator relative to L-SGD's (docs/definitions.md, section 4 "Contrastive learning as a biased oracle", per-level
 // diagnostics).
 //
 // It holds four gradient vectors plus one per projection; each query's

@@ -1,6 +1,6 @@
 // Package mlmc implements the multilevel Monte-Carlo gradient estimators of
 // Hu, Wang, Chen and He, "Multi-level Monte-Carlo Gradient Methods for
-// Stochastic Optimization with Biased Oracles" (SPEC section 1): L-SGD,
+// Stochastic Optimization with Biased Oracles" (docs/definitions.md, section 2 "The estimators"): L-SGD,
 // V-MLMC, RT-MLMC, RU-MLMC, RR-MLMC and their SpiderBoost-style
 // variance-reduced versions (prefix "vr-").
 //
@@ -12,7 +12,7 @@
 // them only through the caller's VecOps and the oracle's accumulating Eval,
 // never by copying them into Go slices.
 //
-// MeasureLevels is the per-level diagnostics of SPEC section 2: at fixed
+// MeasureLevels is the per-level diagnostics of docs/definitions.md, section 4 "Contrastive learning as a biased oracle": at fixed
 // parameters it measures the mean, variance and cost of H^l per level, fits
 // the rates b and c, checks the telescoping sum and predicts each
 // estimator's variance x cost relative to L-SGD's.

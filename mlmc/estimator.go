@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Method is a base estimator of SPEC section 1's table.
+// Method is a base estimator of the table of docs/definitions.md, section 2 "The estimators".
 type Method int
 
 const (
@@ -61,7 +61,7 @@ type Config struct {
 	// MaxLevel is L, the top level of lsgd, vmlmc and rtmlmc. RU-MLMC and
 	// RR-MLMC ignore it: they are bounded only by the oracle's MaxLevel.
 	MaxLevel int
-	// B and C are the variance and cost rates b and c of SPEC section 1
+	// B and C are the variance and cost rates b and c of docs/definitions.md, section 1 "Oracles and levels"
 	// (default 1 each).
 	B, C float64
 	// N sets vmlmc's draws per level, n_l = ceil(2^(-(b+c) l/2) N). Default
@@ -325,7 +325,7 @@ func (e *Estimator[V]) accumulate(step *Step, out V, alpha float64, correction b
 	return nil
 }
 
-// makePlan draws the levels of one base estimate (SPEC section 1's table).
+// makePlan draws the levels of one base estimate (the table of docs/definitions.md, section 2 "The estimators").
 func (e *Estimator[V]) makePlan(plan []query, step *Step) []query {
 	c := e.cfg
 	at := func(l int, w float64) query { return query{level: l, diff: l > c.MinLevel, weight: w} }

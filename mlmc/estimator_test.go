@@ -22,7 +22,7 @@ type moments struct {
 	cost float64
 }
 
-// exactMoments derives the moments from the definitions of SPEC section 1.
+// exactMoments derives the moments from the definitions of docs/definitions.md, section 2 "The estimators".
 // With mu_l = E g_l and V_l = E|g_l - mu_l|^2 of the query at level l (g_l =
 // h^l at l_min, H^l above), queries independent given the levels:
 //
@@ -187,7 +187,7 @@ func TestEstimatorMomentsOnSyntheticOracle(t *testing.T) {
 		{"rumlmc", Unbounded, Config{MinLevel: 1}, -1},
 		{"rrmlmc", Unbounded, Config{MinLevel: 1}, -1},
 		// The oracle serves levels up to 4: RU and RR redraw above it and
-		// become RT truncated at 4 (SPEC section 2).
+		// become RT truncated at 4 (docs/definitions.md, section 2 "The estimators").
 		{"rumlmc", 4, Config{MinLevel: 1}, 4},
 		{"rrmlmc", 4, Config{MinLevel: 1}, 4},
 	}

@@ -11,7 +11,7 @@ func TestLevelLawsMatchDefinitions(t *testing.T) {
 	cases := []struct {
 		name string
 		law  LevelDist
-		prob func(l int) float64 // SPEC section 1, computed independently
+		prob func(l int) float64 // docs/definitions.md, section 2 "The estimators", computed independently
 		top  int                 // levels checked: Min..top
 	}{
 		{"truncated 1..9 b=c=1", Truncated(1, 9, 1, 1), func(l int) float64 {

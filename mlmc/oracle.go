@@ -9,7 +9,7 @@ const (
 	// Current is x_t, the parameters being updated this iteration.
 	Current Point = iota
 	// Previous is x_{t-1}, the parameters of the previous iteration, kept by
-	// the caller for variance reduction (SPEC section 1, VR).
+	// the caller for variance reduction (docs/definitions.md, section 2 "The estimators", VR).
 	Previous
 )
 
@@ -34,7 +34,7 @@ const Unbounded = -1
 type Sample any
 
 // Oracle is a stochastic oracle SO^l over gradient vectors of type V
-// (SPEC section 1). A query is Draw, then one or more Eval of the draw, then
+// (docs/definitions.md, section 1 "Oracles and levels"). A query is Draw, then one or more Eval of the draw, then
 // Release.
 //
 // Estimators call the methods from one goroutine; an oracle need not be safe

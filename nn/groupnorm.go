@@ -61,10 +61,11 @@ func NewGroupNorm(p *Params, name string, c, groups int) *GroupNorm {
 	}
 }
 
-// Groups is the number of groups for c channels: min(32, c) (SPEC section
-// 2), or when that does not divide c, the largest divisor of c below it,
-// since torch.nn.GroupNorm needs equal groups. For the power-of-two widths
-// of ResNet-18 (width 1, 1/2, 1/4, ...) it is always min(32, c).
+// Groups is the number of groups for c channels: min(32, c)
+// (docs/definitions.md, section 4 "Contrastive learning as a biased oracle"),
+// or when that does not divide c, the largest divisor of c below it, since
+// torch.nn.GroupNorm needs equal groups. For the power-of-two widths of
+// ResNet-18 (width 1, 1/2, 1/4, ...) it is always min(32, c).
 func Groups(c int) int { return GroupsAtMost(c, 32) }
 
 // GroupsAtMost is the largest divisor of c that is at most most (and at

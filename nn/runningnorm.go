@@ -15,13 +15,14 @@ import (
 // Why: the group-norm network's pooled features share a large common
 // component, which batch norm in the projection head removes and a
 // batch-independent head must remove too, or small batches collapse every
-// projection onto one vector (docs/definitions.md, "Group norm"). A
-// training-mode forward normalises with the running statistics as they
-// are; with updateRunning it moves a pending copy towards this batch's
-// mean and variance, which takes effect at Commit (once per iteration). So
-// every view's output is independent of the rest of its batch, the
-// gradient treats the statistics as constants, and SPEC section 2's
-// exactness holds for every query of an iteration.
+// projection onto one vector (docs/definitions.md, section 4 "Contrastive
+// learning as a biased oracle"). A training-mode forward normalises with the
+// running statistics as they are; with updateRunning it moves a pending copy
+// towards this batch's mean and variance, which takes effect at Commit (once
+// per iteration). So every view's output is independent of the rest of its
+// batch, the gradient treats the statistics as constants, and the exactness of
+// docs/definitions.md, section 4 "Contrastive learning as a biased oracle"
+// holds for every query of an iteration.
 type RunningNorm struct {
 	RunningMean, RunningVar, NumBatchesTracked *Tensor
 	C                                          int

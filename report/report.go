@@ -104,16 +104,32 @@ var axes = []axis{
 		func(e runfolder.Eval) float64 { return e.WallSeconds }},
 }
 
+// Options are the choices of Write.
+type Options struct {
+	// MergeSeeds draws runs of one configuration under different seeds as
+	// one line (see Group); report.md is then SeriesTable's.
+	MergeSeeds bool
+	// AccuracyRange, when set, fixes the accuracy plots' y axis (percent);
+	// otherwise it is fitted to the data (accuracyAxis).
+	AccuracyRange *Range
+}
+
+// Range is an axis range, Min < Max.
+type Range struct{ Min, Max float64 }
+
 // Write writes the plots and report.md into outDir and returns the paths
-// written. With mergeSeeds, runs of one configuration under different
-// seeds are one line (see Group) and report.md is SeriesTable's.
-func Write(runs []*Run, outDir string, mergeSeeds bool) ([]string, error) {
+// written.
+func Write(runs []*Run, outDir string, opts Options) ([]string, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("report: no runs given")
+	}
+	if r := opts.AccuracyRange; r != nil && !(r.Min < r.Max) {
+		return nil, fmt.Errorf("report: accuracy range %g..%g: the minimum must be below the maximum", r.Min, r.Max)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
+	mergeSeeds := opts.MergeSeeds
 	series := Group(runs, mergeSeeds)
 	var written []string
 	for _, ax := range axes {
@@ -123,11 +139,14 @@ func Write(runs []*Run, outDir string, mergeSeeds bool) ([]string, error) {
 		}
 		written = append(written, path)
 		path = filepath.Join(outDir, "accuracy_vs_"+ax.file+".png")
-		ok, err := accuracyPlot(series, ax, path)
+		p, err := accuracyPlot(series, ax, opts.AccuracyRange)
 		if err != nil {
 			return written, err
 		}
-		if ok {
+		if p != nil {
+			if _, err := save(p, path); err != nil {
+				return written, err
+			}
 			written = append(written, path)
 		}
 	}
@@ -163,9 +182,61 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Title.Text = title
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// The plotting area of every figure; the legend is added to its right.
+const plotWidth, plotHeight = 8 * vg.Inch, 5 * vg.Inch
+
+// legendGap separates the plotting area from the legend.
+const legendGap = vg.Length(12)
+
+// layout is where save put the parts of a figure, in the image's
+// coordinates.
+type layout struct {
+	image, data, legend vg.Rectangle
+}
+
+// save writes p to path (PNG) with its legend outside the plotting area, to
+// the right of it, top-aligned with the data area, so that no line is
+// hidden; the image is widened by the legend's width.
+func save(p *plot.Plot, path string) (layout, error) {
+	legend := p.Legend
+	p.Legend = plot.NewLegend() // the plot itself draws none
+	defer func() { p.Legend = legend }()
+	legendSize := legend.Rectangle(draw.Canvas{}).Size()
+	width := plotWidth
+	if legendSize.X > 0 {
+		width += legendGap + legendSize.X + legendGap
+	}
+	c, err := draw.NewFormattedCanvas(width, plotHeight, "png")
+	if err != nil {
+		return layout{}, fmt.Errorf("report: %s: %w", path, err)
+	}
+	whole := draw.New(c)
+	plotArea := draw.Crop(whole, 0, plotWidth-width, 0, 0)
+	p.Draw(plotArea)
+	l := layout{image: whole.Rectangle, data: p.DataCanvas(plotArea).Rectangle}
+	if legendSize.X > 0 {
+		area := draw.Crop(whole, plotWidth+legendGap, -legendGap, 0, l.data.Max.Y-whole.Max.Y)
+		legend.Top, legend.Left = true, true
+		legend.Draw(area)
+		l.legend = vg.Rectangle{Min: vg.Point{X: area.Min.X, Y: area.Max.Y - legendSize.Y}, Max: vg.Point{X: area.Min.X + legendSize.X, Y: area.Max.Y}}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return l, fmt.Errorf("report: %w", err)
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return l, fmt.Errorf("report: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return l, fmt.Errorf("report: write %s: %w", path, err)
+	}
+	return l, nil
 }
 
 // ComparableLoss is m's L_B - log(2N - 1) (0 for a network that has learnt
@@ -206,10 +277,8 @@ func lossPlot(series []Series, ax axis, path string) error {
 		p.Add(line)
 		p.Legend.Add(s.Name, line)
 	}
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	return nil
+	_, err := save(p, path)
+	return err
 }
 
 // addBand shades the spread of a merged series, drawn first so that the
@@ -224,19 +293,20 @@ func addBand(p *plot.Plot, b band, colorIndex int) error {
 }
 
 // accuracyPlot draws kNN accuracy during training as lines and the final
-// linear probe as a marker at the run's end; it reports false (and writes
-// nothing) when no run has either.
-func accuracyPlot(series []Series, ax axis, path string) (bool, error) {
+// linear probe as a marker at the run's end, its y axis fixed to fixed when
+// that is set and else fitted to the data; it returns nil when no run has
+// either.
+func accuracyPlot(series []Series, ax axis, fixed *Range) (*plot.Plot, error) {
 	p := newPlot("Accuracy (lines: kNN during training; markers: linear probe; bands and bars: seeds' range)", ax.label, "top-1 accuracy (%)")
 	any := false
 	for i, s := range series {
 		if b := s.knnBand(ax); len(b.x) > 0 {
 			if err := addBand(p, b, i); err != nil {
-				return false, fmt.Errorf("report: %s: %w", s.Name, err)
+				return nil, fmt.Errorf("report: %s: %w", s.Name, err)
 			}
 			line, points, err := plotter.NewLinePoints(b.line())
 			if err != nil {
-				return false, fmt.Errorf("report: %s: %w", s.Name, err)
+				return nil, fmt.Errorf("report: %s: %w", s.Name, err)
 			}
 			line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
 			points.Shape = draw.CircleGlyph{}
@@ -247,7 +317,7 @@ func accuracyPlot(series []Series, ax axis, path string) (bool, error) {
 		if b, ok := s.probePoint(ax); ok {
 			sc, err := plotter.NewScatter(b.line())
 			if err != nil {
-				return false, err
+				return nil, err
 			}
 			sc.Color = plotutil.Color(i)
 			sc.Shape = draw.PyramidGlyph{}
@@ -256,7 +326,7 @@ func accuracyPlot(series []Series, ax axis, path string) (bool, error) {
 			if len(s.Runs) > 1 {
 				bars, err := plotter.NewYErrorBars(rangeBars{b})
 				if err != nil {
-					return false, err
+					return nil, err
 				}
 				bars.Color = plotutil.Color(i)
 				p.Add(bars)
@@ -266,18 +336,41 @@ func accuracyPlot(series []Series, ax axis, path string) (bool, error) {
 		}
 	}
 	if !any {
-		return false, nil
+		return nil, nil
 	}
-	// Accuracies on a fixed scale from the origin, so that plots of
-	// different reports compare at a glance (and one point is not a zoom
-	// into noise).
 	p.X.Min = 0
 	p.X.Max *= 1.05
-	p.Y.Min, p.Y.Max = 0, 100
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
-		return false, fmt.Errorf("report: write %s: %w", path, err)
+	p.Y.Min, p.Y.Max = accuracyAxis(p.Y.Min, p.Y.Max, fixed)
+	return p, nil
+}
+
+// minAccuracySpan is the narrowest accuracy axis, in points: a single
+// evaluation, or runs that agree to a tenth of a point, are not a zoom into
+// noise.
+const minAccuracySpan = 5.0
+
+// accuracyAxis is the y range of an accuracy plot whose data span lo..hi
+// (percent): fixed when set; else the data with a margin of a tenth of
+// their span on each side, widened about its middle to minAccuracySpan,
+// within 0..100. A fixed scale of 0..100 squeezes curves a few points apart
+// into one band.
+func accuracyAxis(lo, hi float64, fixed *Range) (float64, float64) {
+	if fixed != nil {
+		return fixed.Min, fixed.Max
 	}
-	return true, nil
+	margin := (hi - lo) / 10
+	lo, hi = lo-margin, hi+margin
+	if hi-lo < minAccuracySpan {
+		mid := (lo + hi) / 2
+		lo, hi = mid-minAccuracySpan/2, mid+minAccuracySpan/2
+	}
+	if lo < 0 {
+		lo, hi = 0, min(100, hi-lo)
+	}
+	if hi > 100 {
+		lo, hi = max(0, lo-(hi-100)), 100
+	}
+	return lo, hi
 }
 
 // Table is the Markdown comparison of the runs.

@@ -56,7 +56,7 @@ func TestWriteReport(t *testing.T) {
 		runs = append(runs, r)
 	}
 	out := filepath.Join(root, "report")
-	files, err := Write(runs, out, false)
+	files, err := Write(runs, out, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestAccuracyPlotsSkippedWithoutEvaluations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := Write([]*Run{r}, filepath.Join(root, "out"), false)
+	files, err := Write([]*Run{r}, filepath.Join(root, "out"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,5 +154,94 @@ func TestComparableLoss(t *testing.T) {
 		if ok != tc.ok || math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: %g, %v; want %g, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+func TestAccuracyAxis(t *testing.T) {
+	tests := []struct {
+		name         string
+		lo, hi       float64
+		fixed        *Range
+		wantLo, want float64
+	}{
+		// Curves between 40% and 45%: a tenth of the span either side.
+		{"fitted", 40, 45, nil, 39.5, 45.5},
+		// One point (or runs that agree): widened to 5 points about it.
+		{"one point", 41.25, 41.25, nil, 38.75, 43.75},
+		// Near the ends of the scale the range stays within 0..100.
+		{"near zero", 0.5, 1, nil, 0, 5},
+		{"near 100", 99, 99.5, nil, 95, 100},
+		{"fixed", 40, 45, &Range{0, 100}, 0, 100},
+	}
+	for _, tc := range tests {
+		lo, hi := accuracyAxis(tc.lo, tc.hi, tc.fixed)
+		if math.Abs(lo-tc.wantLo) > 1e-9 || math.Abs(hi-tc.want) > 1e-9 {
+			t.Errorf("%s: accuracyAxis(%g, %g) = %g..%g, want %g..%g", tc.name, tc.lo, tc.hi, lo, hi, tc.wantLo, tc.want)
+		}
+	}
+}
+
+// The accuracy plot's y axis follows the data (kNN 25-40%, probe 41.25%
+// in makeRun's run) unless a range is given, and the legend of a saved
+// figure lies to the right of the data area, overlapping nothing of it.
+func TestAccuracyPlotFitsDataAndLegendIsOutside(t *testing.T) {
+	root := t.TempDir()
+	r, err := Load(makeRun(t, filepath.Join(root, "run"), "lsgd", 40, true, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := Group([]*Run{r}, false)
+	p, err := accuracyPlot(series, axes[0], nil)
+	if err != nil || p == nil {
+		t.Fatalf("accuracyPlot: %v, %v", p, err)
+	}
+	// Data 25..41.25, margin 1.625 either side.
+	if math.Abs(p.Y.Min-23.375) > 1e-9 || math.Abs(p.Y.Max-42.875) > 1e-9 {
+		t.Errorf("fitted y axis %g..%g, want 23.375..42.875", p.Y.Min, p.Y.Max)
+	}
+	fixed, err := accuracyPlot(series, axes[0], &Range{0, 100})
+	if err != nil || fixed.Y.Min != 0 || fixed.Y.Max != 100 {
+		t.Errorf("with --accuracy-range 0,100 the y axis is %g..%g (%v), want 0..100", fixed.Y.Min, fixed.Y.Max, err)
+	}
+	l, err := save(p, filepath.Join(root, "accuracy.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.legend.Size().X <= 0 || l.legend.Size().Y <= 0 {
+		t.Fatalf("no legend drawn: %+v", l)
+	}
+	if l.legend.Min.X < l.data.Max.X {
+		t.Errorf("the legend (x from %v) overlaps the data area (x up to %v)", l.legend.Min.X, l.data.Max.X)
+	}
+	if l.legend.Max.X > l.image.Max.X || l.legend.Min.Y < l.image.Min.Y || l.legend.Max.Y > l.image.Max.Y {
+		t.Errorf("the legend %v leaves the image %v", l.legend, l.image)
+	}
+	if l.data.Max.X-l.data.Min.X < plotWidth/2 {
+		t.Errorf("the data area %v is squeezed", l.data)
+	}
+	// The legend's entries are drawn: its top-left area is not blank.
+	f, err := os.Open(filepath.Join(root, "accuracy.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := float64(img.Bounds().Dx()) / float64(l.image.Max.X-l.image.Min.X)
+	x0, x1 := int(float64(l.legend.Min.X)*scale), int(float64(l.legend.Max.X)*scale)
+	// Image rows count down from the top; vg's y counts up.
+	y0, y1 := int(float64(l.image.Max.Y-l.legend.Max.Y)*scale), int(float64(l.image.Max.Y-l.legend.Min.Y)*scale)
+	inked := 0
+	for y := y0; y < y1; y++ {
+		for x := x0; x < x1; x++ {
+			if r, g, b, _ := img.At(x, y).RGBA(); r < 0x8000 || g < 0x8000 || b < 0x8000 {
+				inked++
+			}
+		}
+	}
+	if inked == 0 {
+		t.Errorf("the legend's area %d..%d x %d..%d of the image is blank", x0, x1, y0, y1)
 	}
 }

@@ -68,7 +68,7 @@ func TestGroup(t *testing.T) {
 		t.Errorf("table has no one-run row with probe 30.00:\n%s", table)
 	}
 	out := filepath.Join(root, "report")
-	files, err := Write(runs, out, true)
+	files, err := Write(runs, out, Options{MergeSeeds: true})
 	if err != nil {
 		t.Fatal(err)
 	}

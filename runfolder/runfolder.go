@@ -1,6 +1,7 @@
 // Package runfolder defines the files a training run leaves in its folder
-// (SPEC section 4) and reads and appends them, so that the trainer, the
-// evaluation commands and the report agree on one format:
+// (docs/definitions.md, section 7 "What a run writes") and reads and appends
+// them, so that the trainer, the evaluation commands and the report agree on
+// one format:
 //
 //	config.json          every resolved setting, the program version, the device
 //	metrics.jsonl        one Metrics object per logged iteration
@@ -34,21 +35,22 @@ const (
 type Metrics struct {
 	Iteration int `json:"iteration"`
 	// Epoch is Iteration over the iterations of an epoch, ceil(n/2^L)
-	// (SPEC section 2).
+	// (docs/definitions.md, section 5 "Epochs and run length").
 	Epoch float64 `json:"epoch"`
 	// DataEpoch is SamplesDrawn / n, the passes over the training images.
 	DataEpoch float64 `json:"data_epoch"`
 	// Levels are the levels queried this iteration.
 	Levels []int `json:"levels"`
-	// SamplesDrawn and Evaluations are cumulative (SPEC section 1).
-	// Evaluations counts forward/backward passes through the network: one
-	// per oracle evaluation with --halves shared (a VR correction evaluates
-	// each draw twice), three per evaluation of H^l with --halves separate
-	// (B, B1, B2; h^l takes one).
+	// SamplesDrawn and Evaluations are cumulative (docs/definitions.md, section
+	// 3 "Cost accounting"). Evaluations counts forward/backward passes through
+	// the network: one per oracle evaluation with --halves shared (a VR
+	// correction evaluates each draw twice), three per evaluation of H^l with
+	// --halves separate (B, B1, B2; h^l takes one).
 	SamplesDrawn int64 `json:"samples_drawn"`
 	Evaluations  int64 `json:"evaluations"`
 	// Redraws counts RU/RR levels drawn above the largest servable level
-	// and drawn again (cumulative; SPEC section 2).
+	// and drawn again (cumulative; docs/definitions.md, section 2 "The
+	// estimators").
 	Redraws int64 `json:"redraws,omitempty"`
 	// Loss is the mean SimCLR loss L_B of the batches drawn this iteration,
 	// evaluated at the current parameters (batches of different levels

@@ -5,8 +5,10 @@
 #
 #   scripts/quickstart.sh [--data-dir DIR] [simclr train flags...]
 #
-# CIFAR-10 comes from ../shared/data/cifar10 when that mirror exists (the
-# project's machines have no internet), else from the official site.
+# CIFAR-10 is copied from the local mirror folder $SIMCLR_DATA_MIRROR when
+# set (fetch_data.sh --from: the official archive, its unpacked folder or the
+# JPEG copy), else from a shared/data/cifar10 mirror beside the checkout when
+# there is one, else downloaded from the official site.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +28,12 @@ if ! ldconfig -p 2>/dev/null | grep -q libopenblas.so.0 && command -v apt-get >/
 fi
 
 mirror=()
-[ -d ../shared/data/cifar10 ] && mirror=(--from ../shared/data/cifar10)
-scripts/fetch_data.sh cifar10 --dir "$data_dir" "${mirror[@]}"
+if [ -n "${SIMCLR_DATA_MIRROR:-}" ]; then
+  mirror=(--from "$SIMCLR_DATA_MIRROR")
+elif [ -d ../shared/data/cifar10 ]; then
+  mirror=(--from ../shared/data/cifar10)
+fi
+scripts/fetch_data.sh cifar10 --dir "$data_dir" ${mirror[@]+"${mirror[@]}"}
 
 go build -o simclr ./cmd/simclr
 ./simclr train --preset quick --data-dir "$data_dir" "$@"

@@ -165,13 +165,14 @@ type Backend interface {
 	// LinearBackward writes dx (N,In) unless nil, dw (Out,In) and db (Out) unless nil.
 	LinearBackward(n, in, out int, x, w, dy, dx, dw, db Buffer)
 
-	// NTXent computes the SimCLR loss of SPEC section 2 on z, the 2n x d
-	// projections of n images (rows 2k and 2k+1 are the two views of image k,
-	// 0-based), L2-normalising each row first, with temperature tau. When
-	// multilevel is true (n even) the loss is L_B - (L_B1 + L_B2)/2 with B1 the
-	// first n/2 images. dz (2n x d) receives the gradient of Loss with
-	// respect to z (through the normalisation). Reductions are float64; the
-	// scalars are returned to the host (this synchronises).
+	// NTXent computes the SimCLR loss of docs/definitions.md, section 4
+	// "Contrastive learning as a biased oracle" on z, the 2n x d projections of
+	// n images (rows 2k and 2k+1 are the two views of image k, 0-based),
+	// L2-normalising each row first, with temperature tau. When multilevel is
+	// true (n even) the loss is L_B - (L_B1 + L_B2)/2 with B1 the first n/2
+	// images. dz (2n x d) receives the gradient of Loss with respect to z
+	// (through the normalisation). Reductions are float64; the scalars are
+	// returned to the host (this synchronises).
 	NTXent(n, d int, tau float32, multilevel bool, z, dz Buffer) LossResult
 
 	// SGDStep updates w and the momentum buffer v in place from gradient g.

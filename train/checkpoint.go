@@ -196,11 +196,12 @@ func (t *trainer) restore() error {
 	// Each rank continues its own draws: the checkpoint holds every rank's
 	// generator state and stream position, so it needs the same number of
 	// ranks (a checkpoint of one process has no rank_states).
-	ranks := 1
-	if s := f.Metadata["ranks"]; s != "" {
-		if ranks, err = strconv.Atoi(s); err != nil {
-			return bad("ranks: %v", err)
-		}
+	ranks, ok, err := checkpoint.ParseMeta[int](path, f.Metadata, "ranks")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		ranks = 1
 	}
 	if ranks != t.comm.Size() {
 		return bad("%w: the run trained on %d rank(s) and this session has %d; resume it with the same number (mpirun -np %d simclr train --resume %s, or without mpirun for 1), since each rank continues its own draws",
@@ -234,18 +235,29 @@ func (t *trainer) restore() error {
 	if err := t.stream.Seek(pos); err != nil {
 		return bad("%v", err)
 	}
-	if t.iter, err = strconv.Atoi(f.Metadata["iteration"]); err != nil {
-		return bad("iteration: %v", err)
+	// A field that does not parse is an error naming the file and the
+	// field; only a missing one (a checkpoint older than the field) takes a
+	// default.
+	if t.iter, err = checkpoint.RequireMeta[int](path, f.Metadata, "iteration"); err != nil {
+		return err
 	}
-	t.wallOffset, _ = strconv.ParseFloat(f.Metadata["wall_seconds"], 64)
-	t.lastLoss, _ = strconv.ParseFloat(f.Metadata["last_loss"], 64)
-	t.lastExcess = math.NaN() // checkpoints older than the field
-	if v, err := strconv.ParseFloat(f.Metadata["last_excess"], 64); err == nil {
-		t.lastExcess = v
+	if t.wallOffset, _, err = checkpoint.ParseMeta[float64](path, f.Metadata, "wall_seconds"); err != nil {
+		return err
+	}
+	if t.lastLoss, _, err = checkpoint.ParseMeta[float64](path, f.Metadata, "last_loss"); err != nil {
+		return err
+	}
+	if t.lastExcess, ok, err = checkpoint.ParseMeta[float64](path, f.Metadata, "last_excess"); err != nil {
+		return err
+	} else if !ok {
+		t.lastExcess = math.NaN()
 	}
 	// Checkpoints from before --halves counted one pass per evaluation.
-	passes, err := strconv.ParseInt(f.Metadata["passes"], 10, 64)
+	passes, ok, err := checkpoint.ParseMeta[int64](path, f.Metadata, "passes")
 	if err != nil {
+		return err
+	}
+	if !ok {
 		passes = t.est.Totals().Evals
 	}
 	t.oracle.SetPasses(passes)

@@ -36,8 +36,9 @@ type Config struct {
 	D2        int     `json:"d2"`
 	QE        int     `json:"qe"`
 	// Halves is how H^l computes its half-batch losses: "shared" (one
-	// pass) or "separate" (three passes, exact with batch norm; SPEC
-	// section 2).
+	// pass) or "separate" (three passes, exact with batch norm;
+	// docs/definitions.md, section 4 "Contrastive learning as a biased
+	// oracle").
 	Halves string `json:"halves"`
 	// MaxServable is the largest level the oracle serves (RU/RR redraw
 	// levels above it); 0 means min(floor(log2 n), MaxLevel+3), since a
@@ -86,7 +87,8 @@ type Config struct {
 	LogEvery        int    `json:"log_every"`        // iterations between metrics lines
 	CheckpointEvery Period `json:"checkpoint_every"` // wall time between checkpoints; 0: only at the end and on interruption
 	// PreciseBN re-estimates the batch-norm running statistics before every
-	// evaluation and the final checkpoint (SPEC section 2).
+	// evaluation and the final checkpoint (docs/definitions.md, section 4
+	// "Contrastive learning as a biased oracle").
 	PreciseBN bool `json:"precise_bn"`
 	// ValSplit holds out this many class-balanced training images, never
 	// trained on, which the kNN monitor and the probe score instead of the
@@ -107,7 +109,8 @@ type Config struct {
 	ResolvedLR    float64 `json:"resolved_lr,omitempty"`
 }
 
-// Defaults is the reference recipe of SPEC section 3 with L = 9 (batch 512).
+// Defaults is the reference recipe of docs/definitions.md, section 6 "Training
+// recipe" with L = 9 (batch 512).
 func Defaults() Config {
 	return Config{
 		Dataset:      "cifar10",
@@ -340,7 +343,8 @@ func (c *Config) augmentConfig() (augment.Config, error) {
 	return augment.Preset(c.Augment)
 }
 
-// defaultLR is SPEC section 3's 0.06 x batch/512 with batch 2^L images.
+// defaultLR is the 0.06 x batch/512 of docs/definitions.md, section 6
+// "Training recipe", with batch 2^L images.
 func defaultLR(maxLevel int) float64 { return 0.06 * math.Exp2(float64(maxLevel)) / 512 }
 
 // correctionPasses is the network passes of one H^l above l_min: three

@@ -27,12 +27,13 @@ type LevelsOptions struct {
 	RunDir string
 }
 
-// MeasureLevels runs SPEC section 2's per-level diagnostics on network m at
-// its current parameters: queries of the SimCLR oracle at levels
-// cfg.MinLevel..cfg.MaxLevel over splits' training images, with the run's
-// augmentation, temperature and halves, from a stream seeded apart from
-// training's. The queries update m's batch-norm running statistics, as
-// training queries do; the parameters are not changed.
+// MeasureLevels runs the per-level diagnostics of docs/definitions.md, section
+// 4 "Contrastive learning as a biased oracle" on network m at its current
+// parameters: queries of the SimCLR oracle at levels cfg.MinLevel..cfg.MaxLevel
+// over splits' training images, with the run's augmentation, temperature and
+// halves, from a stream seeded apart from training's. The queries update m's
+// batch-norm running statistics, as training queries do; the parameters are not
+// changed.
 func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg Config, opts LevelsOptions) (*mlmc.LevelsReport, error) {
 	n := splits.Train.Len()
 	if servable := int(math.Floor(math.Log2(float64(max(n, 1))))); cfg.MaxLevel > servable {

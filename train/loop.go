@@ -55,7 +55,8 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			break
 		}
 		// Every rank stops at the same iteration, when any rank is told to.
-		stop, err := collective.Agree(t.comm, ctx.Err() != nil || (t.hooks.StopAfter > 0 && t.iter-sessionStart >= t.hooks.StopAfter))
+		atLimit := t.hooks.StopAfter > 0 && t.iter-sessionStart >= t.hooks.StopAfter
+		stop, err := collective.Agree(t.comm, ctx.Err() != nil || atLimit)
 		if err != nil {
 			return nil, t.lostRank(err)
 		}
@@ -63,8 +64,14 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			if err := t.checkpoint(); err != nil {
 				return nil, err
 			}
-			t.logf("\ninterrupted at iteration %d: checkpoint saved; continue with: simclr train --resume %s", t.iter, cfg.Out)
-			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", ErrInterrupted, t.iter, cfg.Out)
+			// A signal wins over the limit; a rank that saw neither was
+			// stopped by another rank's signal.
+			why, what := ErrInterrupted, "interrupted"
+			if atLimit && ctx.Err() == nil {
+				why, what = ErrIterationsLimit, "stopped at the iterations limit"
+			}
+			t.logf("\n%s at iteration %d: checkpoint saved; continue with: simclr train --resume %s", what, t.iter, cfg.Out)
+			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", why, t.iter, cfg.Out)
 		}
 		lr := t.sched.LR(t.iter)
 		step, err := t.iterate(lr)
@@ -175,8 +182,8 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 	params := t.model.Params()
 	passes := t.oracle.Passes()
 	step, err := t.est.Estimate(t.iter, t.grad)
-	// Oracle evaluations are network passes (SPEC section 2): three per H^l
-	// with separate halves.
+	// Oracle evaluations are network passes (docs/definitions.md, section 3
+	// "Cost accounting"): three per H^l with separate halves.
 	step.Evals = t.oracle.Passes() - passes
 	if err == nil {
 		err = t.reduceEstimate()

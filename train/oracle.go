@@ -51,11 +51,11 @@ type draw struct {
 	views []float32 // (2n, 3, H, W)
 }
 
-// Oracle is SPEC section 2's SimCLR oracle: a query at level l takes 2^l
-// images from the loader stream, runs the network once in training mode on
-// their 2^(l+1) views, computes the NT-Xent loss (L_B for h^l, L_B - (L_B1 +
-// L_B2)/2 for H^l) and its gradient, and adds alpha times the gradient
-// into the estimator's vector.
+// Oracle is the SimCLR oracle of docs/definitions.md, section 4 "Contrastive
+// learning as a biased oracle": a query at level l takes 2^l images from the
+// loader stream, runs the network once in training mode on their 2^(l+1) views,
+// computes the NT-Xent loss (L_B for h^l, L_B - (L_B1 + L_B2)/2 for H^l) and
+// its gradient, and adds alpha times the gradient into the estimator's vector.
 type Oracle struct {
 	b        tensor.Backend
 	model    *resnet18.Model
@@ -84,8 +84,8 @@ type Oracle struct {
 	// separate computes H^l from three passes (--halves separate).
 	separate bool
 	// passes counts forward/backward passes through the network, the
-	// oracle evaluations of SPEC section 2's cost accounting: one per Eval
-	// with shared halves, three per H^l with separate ones.
+	// oracle evaluations of docs/definitions.md, section 3 "Cost accounting":
+	// one per Eval with shared halves, three per H^l with separate ones.
 	passes int64
 
 	// Loss bookkeeping for the metrics: the full-batch losses L_B of the
@@ -99,7 +99,8 @@ type Oracle struct {
 const (
 	// HalvesShared is one forward and backward pass over the 2^(l+1) views:
 	// the half-batch losses reuse the embeddings of the whole batch, so with
-	// batch norm they see its statistics (not exact, SPEC section 2).
+	// batch norm they see its statistics (not exact, docs/definitions.md,
+	// section 4 "Contrastive learning as a biased oracle").
 	HalvesShared = "shared"
 	// HalvesSeparate is three passes: B, then B1 and B2 each through the
 	// network on its own views with its own batch statistics. Exact.

@@ -10,7 +10,8 @@ import (
 )
 
 // preciseBNViews is the least number of augmented views precise BN
-// averages over (SPEC section 2).
+// averages over (docs/definitions.md, section 4 "Contrastive learning as a
+// biased oracle").
 const preciseBNViews = 2048
 
 // preciseBNSeed sets precise BN's data streams apart from the training
@@ -31,12 +32,13 @@ func viewTransform(cfg *Config, set *data.Set) (augment.Config, error) {
 }
 
 // recalibrateBN re-estimates m's batch-norm running statistics (precise BN,
-// SPEC section 2): training-mode passes without gradients over at least
-// 2,048 augmented training views in batches of 2^L images (2^(L+1) views, a
-// level-L query's batch), each batch's statistics weighted equally. The
-// views come from a stream of their own, seeded by the run's seed and the
-// iteration: the training stream and its position are untouched, and a
-// resumed run recalibrates exactly as an uninterrupted one.
+// docs/definitions.md, section 4 "Contrastive learning as a biased oracle"):
+// training-mode passes without gradients over at least 2,048 augmented training
+// views in batches of 2^L images (2^(L+1) views, a level-L query's batch), each
+// batch's statistics weighted equally. The views come from a stream of their
+// own, seeded by the run's seed and the iteration: the training stream and its
+// position are untouched, and a resumed run recalibrates exactly as an
+// uninterrupted one.
 func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Config, iter int) error {
 	views, batches := 2<<cfg.MaxLevel, preciseBNBatches(cfg.MaxLevel)
 	seed := cfg.Seed ^ preciseBNSeed ^ (uint64(iter) * 0x9e3779b97f4a7c15)

@@ -288,8 +288,8 @@ func expectedCost(cfg *Config, maxServable int) (images, evals float64, err erro
 }
 
 // planLength resolves the run's length, warm-up and learning rate into
-// t.cfg and builds the schedule (SPEC section 2: an epoch is ceil(n/2^L)
-// iterations, n the training images).
+// t.cfg and builds the schedule (docs/definitions.md, section 5 "Epochs and run
+// length": an epoch is ceil(n/2^L) iterations, n the training images).
 func (t *trainer) planLength(n, maxServable int) error {
 	cfg := &t.cfg
 	cfg.TrainImages = n

@@ -1,8 +1,9 @@
 // Package train is the SimCLR trainer: it wires a data set, the loader
 // stream, the ResNet-18, an mlmc gradient estimator over the SimCLR oracle
-// (SPEC section 2) and an optimizer into a training loop that logs
-// metrics, evaluates, checkpoints atomically, stops cleanly on a signal or a
-// non-finite loss, and resumes exactly.
+// (docs/definitions.md, section 4 "Contrastive learning as a biased oracle")
+// and an optimizer into a training loop that logs metrics, evaluates,
+// checkpoints atomically, stops cleanly on a signal or a non-finite loss, and
+// resumes exactly.
 package train
 
 import (
@@ -12,7 +13,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/simclr-go/simclr/checkpoint"
@@ -41,9 +41,9 @@ type Hooks struct {
 	// Meminfo replaces /proc/meminfo, where a backend that does not report
 	// its free memory (the CPU) finds the available RAM.
 	Meminfo string
-	// StopAfter interrupts the run, as a signal would (checkpoint, then
-	// ErrInterrupted), once this many iterations have completed in this
-	// session; 0 never does.
+	// StopAfter stops the run with a checkpoint, as a signal would, once
+	// this many iterations have completed in this session, and Train or
+	// Resume then returns ErrIterationsLimit; 0 never does.
 	StopAfter int
 	// Comm replaces opening the communicator of Config.Dist (the caller
 	// keeps it and closes it).
@@ -58,6 +58,11 @@ type Hooks struct {
 // ErrInterrupted is returned (wrapped) when a run stops early on a signal
 // or Hooks.StopAfter, after saving a checkpoint it can resume from.
 var ErrInterrupted = errors.New("training interrupted")
+
+// ErrIterationsLimit is returned (wrapped) when a session stops because it
+// reached Hooks.StopAfter, as asked, rather than on a signal. It wraps
+// ErrInterrupted, so errors.Is(err, ErrInterrupted) holds for both.
+var ErrIterationsLimit = fmt.Errorf("%w: iterations limit reached", ErrInterrupted)
 
 // Summary is what a finished (or interrupted) run reports.
 type Summary struct {
@@ -145,8 +150,18 @@ func Resume(ctx context.Context, dir string, override func(*Config) error, hooks
 // to do.
 func checkResumeLength(old, cfg Config, meta map[string]string, dir string) (session, error) {
 	s := session{resume: true}
-	done, _ := strconv.Atoi(meta["iteration"])
-	finished := meta["finished"] == "true" || (meta["finished"] == "" && old.TotalIters > 0 && done >= old.TotalIters)
+	state := filepath.Join(dir, runfolder.StateFile)
+	done, err := checkpoint.RequireMeta[int](state, meta, "iteration")
+	if err != nil {
+		return s, err
+	}
+	finished, known, err := checkpoint.ParseMeta[bool](state, meta, "finished")
+	if err != nil {
+		return s, err
+	}
+	if !known { // checkpoints older than the field
+		finished = old.TotalIters > 0 && done >= old.TotalIters
+	}
 	if cfg.Epochs == old.Epochs && cfg.Iterations == old.Iterations && cfg.MaxSamples == old.MaxSamples {
 		if !finished {
 			return s, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -423,7 +424,7 @@ func TestSignalSavesCheckpointAndResumes(t *testing.T) {
 		cfg.Out = out
 		cfg.Iterations = 100000
 		_, err := Train(ctx, cfg, tinyHooks(splits))
-		if errors.Is(err, ErrInterrupted) {
+		if errors.Is(err, ErrInterrupted) && !errors.Is(err, ErrIterationsLimit) {
 			os.Exit(3)
 		}
 		fmt.Println("child:", err)
@@ -465,8 +466,8 @@ func TestSignalSavesCheckpointAndResumes(t *testing.T) {
 	}
 	hooks := tinyHooks(splits)
 	hooks.StopAfter = 2
-	if _, err := Resume(context.Background(), out, nil, hooks); !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("resume: %v", err)
+	if _, err := Resume(context.Background(), out, nil, hooks); !errors.Is(err, ErrIterationsLimit) {
+		t.Fatalf("resume with StopAfter 2: %v, want ErrIterationsLimit", err)
 	}
 	lines, _ := runfolder.ReadLines[runfolder.Metrics](filepath.Join(out, runfolder.MetricsFile))
 	for i, m := range lines {
@@ -628,5 +629,56 @@ func TestResumeRefusesHalfOfTheHeadsPreviousStatistics(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "head_prev_var") || !strings.Contains(err.Error(), state) {
 		t.Fatalf("error %v, want one naming %s and head_prev_var", err, state)
+	}
+}
+
+// A damaged metadata field of the state file stops a resume with an error
+// naming the file and the field; it is never read as 0 (a corrupt
+// iteration would otherwise restart the schedule from the beginning).
+func TestResumeRefusesCorruptMetadata(t *testing.T) {
+	splits := syntheticSplits(16, 8, 16, 2)
+	cfg := tinyConfig(t, "vr-lsgd")
+	cfg.Iterations = 2
+	if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(cfg.Out, runfolder.StateFile)
+	good, err := checkpoint.Read(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		field, value string // value "" deletes the field
+		want         string
+	}{
+		{"iteration", "two", `metadata field "iteration" is "two", not an integer`},
+		{"iteration", "", `metadata field "iteration" is missing`},
+		{"finished", "perhaps", `metadata field "finished" is "perhaps", not true or false`},
+		{"ranks", "1.0", `metadata field "ranks" is "1.0", not an integer`},
+		{"wall_seconds", "long", `metadata field "wall_seconds" is "long", not a number`},
+		{"last_loss", "low", `metadata field "last_loss" is "low", not a number`},
+		{"last_excess", "-", `metadata field "last_excess" is "-", not a number`},
+		{"passes", "12.5", `metadata field "passes" is "12.5", not an integer`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
+			meta := maps.Clone(good.Metadata)
+			if _, ok := meta[tc.field]; !ok {
+				t.Fatalf("the state file has no %q field", tc.field)
+			}
+			if tc.value == "" {
+				delete(meta, tc.field)
+			} else {
+				meta[tc.field] = tc.value
+			}
+			if err := checkpoint.Write(state, good.Tensors, meta); err != nil {
+				t.Fatal(err)
+			}
+			longer := func(c *Config) error { c.Iterations = 4; return nil }
+			_, err := Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
+			if err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("resume: %v, want an error naming %s and containing %q", err, state, tc.want)
+			}
+		})
 	}
 }

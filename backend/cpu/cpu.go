@@ -33,7 +33,9 @@ func Data(b tensor.Buffer) []float32 {
 type Backend struct {
 	// gemm multiplies matrices on the calling goroutine: the backend calls
 	// it from its workers concurrently, one product per worker.
-	gemm    blas.Gemm
+	gemm blas.Gemm
+	// gemmWhy says why New chose gemm (blas.Choice.Why), for the run log.
+	gemmWhy string
 	threads int
 
 	// workspaces[p] holds worker p's im2col matrix, GEMM output/gradient
@@ -67,16 +69,15 @@ type Backend struct {
 const defaultChunkBudget = 8 << 20
 
 // New returns a backend with one worker goroutine per CPU, each running
-// its own single-threaded SGEMMs: OpenBLAS set to one thread when the
-// system has it (OpenBLAS's own threads would spin-wait between products
-// while the workers lower the next chunk, burning a third of the CPU), else
-// the pure-Go kernel.
+// its own single-threaded SGEMMs: the system BLAS that blas.Choose accepts,
+// set to one thread (OpenBLAS's own threads would spin-wait between
+// products while the workers lower the next chunk, burning a third of the
+// CPU), else the pure-Go kernel. Describe says which and why.
 func New() *Backend {
-	g, err := blas.OpenBLASThreads(1)
-	if err != nil {
-		g = blas.PureGo(1)
-	}
-	return NewWith(g, runtime.NumCPU())
+	c := blas.Choose(1)
+	b := NewWith(c.Gemm, runtime.NumCPU())
+	b.gemmWhy = c.Why
+	return b
 }
 
 // NewWith returns a backend using gemm for matrix products and threads
@@ -95,14 +96,20 @@ var _ tensor.Backend = (*Backend)(nil)
 
 func (b *Backend) Name() string { return "cpu" }
 
-// Describe names the GEMM and the worker count, e.g. "cpu: OpenBLAS
-// 0.3.21 ... (libopenblas.so.0), 1 threads; 2 worker threads, one GEMM each".
+// Describe names the GEMM, why it was chosen (when New chose it) and the
+// worker count, e.g. "cpu: OpenBLAS 0.3.21 ... (libopenblas.so.0), 1 threads
+// [libopenblas.so.0: OpenBLAS (exports openblas_get_config)]; 2 worker
+// threads, one GEMM each".
 func (b *Backend) Describe() string {
 	unit := "worker threads"
 	if b.threads == 1 {
 		unit = "worker thread"
 	}
-	return fmt.Sprintf("cpu: %s; %d %s, one GEMM each", b.gemm.Name(), b.threads, unit)
+	why := ""
+	if b.gemmWhy != "" {
+		why = " [" + b.gemmWhy + "]"
+	}
+	return fmt.Sprintf("cpu: %s%s; %d %s, one GEMM each", b.gemm.Name(), why, b.threads, unit)
 }
 
 // GemmName names the matrix-multiplication library alone, for `simclr bench`.

@@ -47,7 +47,8 @@ func TestGroupNormForwardHandComputed(t *testing.T) {
 }
 
 // An image's output depends only on that image: the property that makes
-// the one-forward multilevel correction exact (SPEC section 2).
+// the one-forward multilevel correction exact (docs/definitions.md, section 4
+// "Contrastive learning as a biased oracle").
 func TestGroupNormOutputDoesNotDependOnTheBatch(t *testing.T) {
 	s := tensor.GNShape{N: 5, C: 6, HW: 7, G: 3, Eps: 1e-5}
 	rng := rand.New(rand.NewPCG(5, 1))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/simclr-go/simclr/blas"
@@ -108,5 +110,18 @@ func TestVectorKernels(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// New says in Describe (the run log's device line) which SGEMM it chose
+// and why: here $SIMCLR_BLAS names a library that does not exist, so the
+// built-in kernel, with the reason.
+func TestNewDescribesItsBLASChoice(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "libnothing.so")
+	t.Setenv(blas.EnvLibrary, missing)
+	d := New().Describe()
+	want := "[built-in kernel: " + blas.EnvLibrary + "=" + missing + ": "
+	if !strings.HasPrefix(d, "cpu: pure Go") || !strings.Contains(d, want) {
+		t.Errorf("Describe() = %q, want the pure-Go kernel and %q", d, want)
 	}
 }

@@ -270,7 +270,7 @@ func cstr(s string) []byte {
 
 // libraries is everything loaded by loadLibraries.
 type libraries struct {
-	dirs   []string
+	dirs   searchPath
 	driver driverAPI
 	cublas cublasAPI
 	cudnn  cudnnAPI
@@ -282,7 +282,7 @@ type libraries struct {
 // dependency order: cuDNN's runtime-compiled engines use NVRTC) and resolves
 // the entry points. It stops at the first library that is missing.
 func loadLibraries(env searchEnv) (*libraries, error) {
-	L := &libraries{dirs: env.dirs(), paths: map[string]string{}}
+	L := &libraries{dirs: env.search(), paths: map[string]string{}}
 	open := func(spec libSpec, prefer string) (*library, error) {
 		l, err := openLibrary(L.dirs, spec, prefer)
 		if err != nil {

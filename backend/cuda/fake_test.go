@@ -89,7 +89,7 @@ func TestFakeDriverProbe(t *testing.T) {
 	}
 
 	var drv driverAPI
-	lib, err := openLibrary([]string{dir}, specDriver, "")
+	lib, err := openLibrary(searchPath{dirs: []string{dir}}, specDriver, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestFakeDriverProbe(t *testing.T) {
 // widths, and Upload/Download/Copy/Zero move the right bytes.
 func TestFakeDriverLaunchAndCopies(t *testing.T) {
 	dir := buildFakeDriver(t)
-	lib, err := openLibrary([]string{dir}, specDriver, "")
+	lib, err := openLibrary(searchPath{dirs: []string{dir}}, specDriver, "")
 	if err != nil {
 		t.Fatal(err)
 	}

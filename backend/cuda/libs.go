@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/ebitengine/purego"
 )
 
 // libSpec names one library and the file names to try, most preferred first.
@@ -50,14 +48,25 @@ func defaultSearchEnv() searchEnv {
 	return searchEnv{getenv: os.Getenv, home: home}
 }
 
-// dirs is the ordered list of folders searched for the CUDA libraries:
-// SIMCLR_CUDA_LIBS, LD_LIBRARY_PATH, the mounted driver
+// searchPath is the folders searched for the CUDA libraries, in order. The
+// first pinned of them are SIMCLR_CUDA_LIBS's: a user's explicit choice,
+// which wins whatever soname version it holds (locate).
+type searchPath struct {
+	dirs   []string
+	pinned int
+}
+
+// dirs is the folders of search, for reports and tests.
+func (e searchEnv) dirs() []string { return e.search().dirs }
+
+// search is the ordered list of folders searched for the CUDA libraries:
+// SIMCLR_CUDA_LIBS (pinned), LD_LIBRARY_PATH, the mounted driver
 // (/usr/local/nvidia/lib64, /usr/local/nvidia/lib), the CUDA toolkit (/usr/local/cuda, then
 // versioned installs, newest first), Python wheels (VIRTUAL_ENV, CONDA_PREFIX,
 // /opt/*/.venv, ~/.local, system site-packages: nvidia/*/lib) and finally the
 // system library folders. Folders that do not exist are left out; the result
 // has no duplicates.
-func (e searchEnv) dirs() []string {
+func (e searchEnv) search() searchPath {
 	var out []string
 	seen := map[string]bool{}
 	add := func(d string) {
@@ -89,6 +98,7 @@ func (e searchEnv) dirs() []string {
 	}
 
 	addList(e.getenv("SIMCLR_CUDA_LIBS"))
+	pinned := len(out)
 	addList(e.getenv("LD_LIBRARY_PATH"))
 	// Where container runtimes mount the host's driver (the GPU machines
 	// have libcuda.so.1 only there, outside the loader's cache).
@@ -130,7 +140,7 @@ func (e searchEnv) dirs() []string {
 	} {
 		add(sys(d))
 	}
-	return out
+	return searchPath{dirs: out, pinned: pinned}
 }
 
 // versionLess orders paths so that embedded numbers compare numerically
@@ -167,17 +177,31 @@ func leadingNumber(s string) (int, string) {
 	return n, s[i:]
 }
 
-// locate returns the first file of spec found, trying the folders in order
-// and, within a folder, the names in order. preferDir, when not empty, is
-// searched first (to take cuBLASLt from cuBLAS's folder).
-func locate(dirs []string, spec libSpec, preferDir string) (string, bool) {
-	if preferDir != "" {
-		dirs = append([]string{preferDir}, dirs...)
+// locate returns the file of spec to load. preferDir (when not empty; to
+// take cuBLASLt from cuBLAS's folder) and then the pinned SIMCLR_CUDA_LIBS
+// folders are searched first, folder by folder, taking the newest soname a
+// folder holds. Elsewhere the newest soname found in any folder wins (a
+// libcublas.so.13 in a Python wheel over a libcublas.so.12 in the CUDA
+// toolkit), and among copies of one soname the earlier folder.
+func locate(s searchPath, spec libSpec, preferDir string) (string, bool) {
+	exists := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && !st.IsDir()
 	}
-	for _, d := range dirs {
+	first := s.dirs[:s.pinned:s.pinned]
+	if preferDir != "" {
+		first = append([]string{preferDir}, first...)
+	}
+	for _, d := range first {
 		for _, n := range spec.names {
-			p := filepath.Join(d, n)
-			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			if p := filepath.Join(d, n); exists(p) {
+				return p, true
+			}
+		}
+	}
+	for _, n := range spec.names {
+		for _, d := range s.dirs[s.pinned:] {
+			if p := filepath.Join(d, n); exists(p) {
 				return p, true
 			}
 		}
@@ -196,10 +220,10 @@ type library struct {
 // libraries loaded after it resolve their dependencies against it). When it
 // is in none of the folders, the bare sonames are tried, which lets the
 // system loader's cache find it.
-func openLibrary(dirs []string, spec libSpec, preferDir string) (*library, error) {
-	const mode = purego.RTLD_NOW | purego.RTLD_GLOBAL
-	if p, ok := locate(dirs, spec, preferDir); ok {
-		h, err := purego.Dlopen(p, mode)
+func openLibrary(search searchPath, spec libSpec, preferDir string) (*library, error) {
+	const mode = rtldNow | rtldGlobal
+	if p, ok := locate(search, spec, preferDir); ok {
+		h, err := dlopen(p, mode)
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %v (remove it from the search path or point SIMCLR_CUDA_LIBS at a working copy)", p, err)
 		}
@@ -207,14 +231,14 @@ func openLibrary(dirs []string, spec libSpec, preferDir string) (*library, error
 	}
 	var lastErr error
 	for _, n := range spec.names {
-		h, err := purego.Dlopen(n, mode)
+		h, err := dlopen(n, mode)
 		if err == nil {
 			return &library{role: spec.role, path: n, handle: h}, nil
 		}
 		lastErr = err
 	}
 	return nil, fmt.Errorf("%s not found (tried %s in %d folders and the system loader: %v); set SIMCLR_CUDA_LIBS to the folder holding it",
-		spec.role, strings.Join(spec.names, ", "), len(dirs), lastErr)
+		spec.role, strings.Join(spec.names, ", "), len(search.dirs), lastErr)
 }
 
 // preloadSiblings loads every file of names present in dir, ignoring the
@@ -225,7 +249,7 @@ func preloadSiblings(dir string, names []string) error {
 		if _, err := os.Stat(p); err != nil {
 			continue
 		}
-		if _, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+		if _, err := dlopen(p, rtldNow|rtldGlobal); err != nil {
 			return fmt.Errorf("load %s: %v", p, err)
 		}
 	}
@@ -249,7 +273,7 @@ func nvrtcBuiltins(nvrtcPath string) []string {
 }
 
 func (l *library) sym(name string) (uintptr, error) {
-	p, err := purego.Dlsym(l.handle, name)
+	p, err := dlsym(l.handle, name)
 	if err != nil || p == 0 {
 		return 0, fmt.Errorf("%s: symbol %s missing (library too old?)", l.path, name)
 	}
@@ -290,7 +314,7 @@ func openSiblings(dir string, names []string) []*library {
 		if _, err := os.Stat(p); err != nil {
 			continue
 		}
-		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(p, rtldNow|rtldGlobal)
 		if err != nil {
 			continue
 		}

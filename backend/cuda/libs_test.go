@@ -73,30 +73,64 @@ func TestLocate(t *testing.T) {
 		"b/libcublas.so.13",
 		"b/libcublasLt.so.13",
 		"c/libcublasLt.so.12",
+		"c/libcublas.so.13",
 		"d/libcudnn.so.8", // wrong major: never taken
+		"e/libnvrtc.so.11.2",
+		"e/libnvrtc.so.12",
 	)
 	j := func(p string) string { return filepath.Join(root, p) }
-	dirs := []string{j("a"), j("b"), j("c"), j("d")}
+	dirs := []string{j("a"), j("b"), j("c"), j("d"), j("e")}
 	tests := []struct {
 		name   string
+		pinned int // leading folders from SIMCLR_CUDA_LIBS
 		spec   libSpec
 		prefer string
 		want   string
 	}{
-		{"first folder wins over newer version later", specCublas, "", j("a/libcublas.so.12")},
-		{"preferred folder first", specCublas, j("b"), j("b/libcublas.so.13")},
-		{"lt from cublas folder", specCublasLt, j("b"), j("b/libcublasLt.so.13")},
-		{"lt anywhere", specCublasLt, j("a"), j("b/libcublasLt.so.13")},
-		{"missing", specCudnn, "", ""},
-		{"driver missing", specDriver, "", ""},
+		{"newest soname wins over an earlier folder", 0, specCublas, "", j("b/libcublas.so.13")},
+		{"earlier folder among equal sonames", 0, specCublasLt, "", j("b/libcublasLt.so.13")},
+		{"newest soname within a folder", 0, specNvrtc, "", j("e/libnvrtc.so.12")},
+		{"SIMCLR_CUDA_LIBS wins with an older soname", 1, specCublas, "", j("a/libcublas.so.12")},
+		{"SIMCLR_CUDA_LIBS without it: newest elsewhere", 1, specCublasLt, "", j("b/libcublasLt.so.13")},
+		{"preferred folder first", 0, specCublasLt, j("c"), j("c/libcublasLt.so.12")},
+		{"preferred folder before SIMCLR_CUDA_LIBS", 1, specCublas, j("c"), j("c/libcublas.so.13")},
+		{"preferred folder lacking it", 0, specCublasLt, j("a"), j("b/libcublasLt.so.13")},
+		{"missing", 0, specCudnn, "", ""},
+		{"driver missing", 0, specDriver, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := locate(dirs, tc.spec, tc.prefer)
+			got, ok := locate(searchPath{dirs: dirs, pinned: tc.pinned}, tc.spec, tc.prefer)
 			if got != tc.want || ok != (tc.want != "") {
 				t.Fatalf("locate = %q, %v; want %q", got, ok, tc.want)
 			}
 		})
+	}
+}
+
+// TestNewestSonameWins: docs/gpu.md's rule through the whole search: the
+// newest soname found anywhere wins, unless SIMCLR_CUDA_LIBS names a folder
+// holding the library.
+func TestNewestSonameWins(t *testing.T) {
+	root := fakeTree(t,
+		"usr/local/cuda/lib64/libcublas.so.12",
+		"opt/torch/.venv/lib/python3.11/site-packages/nvidia/cu13/lib/libcublas.so.13",
+	)
+	j := func(p string) string { return filepath.Join(root, p) }
+	tests := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"newest soname, later folder", nil, j("opt/torch/.venv/lib/python3.11/site-packages/nvidia/cu13/lib/libcublas.so.13")},
+		{"SIMCLR_CUDA_LIBS picks the older", map[string]string{"SIMCLR_CUDA_LIBS": j("usr/local/cuda/lib64")}, j("usr/local/cuda/lib64/libcublas.so.12")},
+		{"LD_LIBRARY_PATH is searched like the rest", map[string]string{"LD_LIBRARY_PATH": j("usr/local/cuda/lib64")}, j("opt/torch/.venv/lib/python3.11/site-packages/nvidia/cu13/lib/libcublas.so.13")},
+	}
+	for _, tc := range tests {
+		got, ok := locate(envOf(root, tc.vars).search(), specCublas, "")
+		if !ok || got != tc.want {
+			t.Errorf("%s: locate = %q, %v; want %q", tc.name, got, ok, tc.want)
+		}
 	}
 }
 
@@ -133,7 +167,7 @@ func TestNvrtcBuiltins(t *testing.T) {
 func TestOpenLibraryBadFile(t *testing.T) {
 	root := fakeTree(t, "libs/libcuda.so.1")
 	dir := filepath.Join(root, "libs")
-	_, err := openLibrary([]string{dir}, specDriver, "")
+	_, err := openLibrary(searchPath{dirs: []string{dir}}, specDriver, "")
 	if err == nil {
 		t.Fatal("loading a fake libcuda.so.1 succeeded")
 	}
@@ -173,7 +207,7 @@ func TestOpenFailsClearlyWithoutDriver(t *testing.T) {
 func TestProbeReportsFoundLibraries(t *testing.T) {
 	root := fakeTree(t, "x/libcublas.so.12", "x/libcublasLt.so.12", "x/libcudnn.so.9")
 	env := envOf(root, map[string]string{"SIMCLR_CUDA_LIBS": filepath.Join(root, "x")})
-	if _, ok := locate(env.dirs(), specDriver, ""); ok {
+	if _, ok := locate(env.search(), specDriver, ""); ok {
 		t.Skip("a real driver is visible")
 	}
 	r := probe(env)
@@ -226,7 +260,7 @@ func TestBindFallsBackToSubLibraries(t *testing.T) {
 			t.Fatalf("build %s: %v\n%s", name, err, out)
 		}
 	}
-	shim, err := openLibrary([]string{dir}, libSpec{"shim", []string{"libshim.so"}}, "")
+	shim, err := openLibrary(searchPath{dirs: []string{dir}}, libSpec{"shim", []string{"libshim.so"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

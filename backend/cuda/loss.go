@@ -42,11 +42,12 @@ func (b *Backend) ntxentPlanLocked(rows, d int) *ntxentPlan {
 	return p
 }
 
-// NTXent is the SimCLR loss of SPEC section 2 on z (2n x d): rows are
-// L2-normalised, the similarity matrix is one cuBLAS product (always FP32:
-// the loss is cheap and TF32 would cost it three digits), each row's
-// log-sum-exp over the batch and over its half is computed in double, and
-// dz = (G + G^T) zn pushed back through the normalisation.
+// NTXent is the SimCLR loss of docs/definitions.md, section 4 "Contrastive
+// learning as a biased oracle" on z (2n x d): rows are L2-normalised, the
+// similarity matrix is one cuBLAS product (always FP32: the loss is cheap and
+// TF32 would cost it three digits), each row's log-sum-exp over the batch and
+// over its half is computed in double, and dz = (G + G^T) zn pushed back
+// through the normalisation.
 func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Buffer) tensor.LossResult {
 	rows := 2 * n
 	if n < 1 || d < 1 || z.Len() != rows*d || dz.Len() != rows*d {

@@ -14,8 +14,7 @@ import (
 // parameter count. Skipped where no NVRTC is installed (on Debian:
 // apt-get install libnvrtc11.2 from non-free; or pip nvidia-cuda-nvrtc-cu12).
 func TestNVRTCCompilesKernels(t *testing.T) {
-	dirs := defaultSearchEnv().dirs()
-	lib, err := openLibrary(dirs, specNvrtc, "")
+	lib, err := openLibrary(defaultSearchEnv().search(), specNvrtc, "")
 	if err != nil {
 		testenv.Missing(t, "no NVRTC here (Debian: apt-get install libnvrtc11.2 from non-free): %v", err)
 	}

@@ -41,9 +41,10 @@ func Probe() Report {
 }
 
 func probe(env searchEnv) Report {
-	r := Report{SearchDirs: env.dirs()}
+	search := env.search()
+	r := Report{SearchDirs: search.dirs}
 	for _, spec := range []libSpec{specDriver, specNvrtc, specCublasLt, specCublas, specCudnn} {
-		p, _ := locate(r.SearchDirs, spec, "")
+		p, _ := locate(search, spec, "")
 		r.Libraries = append(r.Libraries, LibraryReport{Role: spec.role, Names: spec.names, Path: p})
 	}
 	libs, err := loadLibraries(env)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -120,10 +119,14 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 		if err != nil {
 			return fail(err)
 		}
-		if w, err := strconv.ParseFloat(meta["width"], 64); err == nil {
+		if w, ok, err := checkpoint.ParseMeta[float64](e.checkpoint, meta, "width"); err != nil {
+			return fail(err)
+		} else if ok {
 			cfg.Width = w
 		}
-		if p, err := strconv.Atoi(meta["proj_dim"]); err == nil {
+		if p, ok, err := checkpoint.ParseMeta[int](e.checkpoint, meta, "proj_dim"); err != nil {
+			return fail(err)
+		} else if ok {
 			cfg.ProjDim = p
 		}
 		cfg.Norm = meta["norm"]
@@ -213,8 +216,9 @@ func newLinearProbeCmd() *cobra.Command {
 features of the un-augmented training and test images, fits an L2-penalised
 multinomial logistic regression (penalty chosen on a held-out 10% of the
 training features), refits on all of them and reports test top-1 and top-5
-accuracy (SPEC section 3). With --run the result is written to
-RUN/linear_probe.json (RUN/linear_probe_random_init.json with --random-init).`,
+accuracy (docs/definitions.md, section 6 "Training recipe"). With --run the
+result is written to RUN/linear_probe.json (RUN/linear_probe_random_init.json
+with --random-init).`,
 		Example: `  simclr eval linear-probe --run runs/quick
   simclr eval linear-probe --run runs/quick --random-init
   simclr eval linear-probe --checkpoint runs/quick/model.safetensors --dataset cifar10 --data-dir data-cache`,

@@ -33,8 +33,8 @@ func newLevelsCmd() *cobra.Command {
 		Use:   "levels",
 		Short: "Per-level diagnostics: can MLMC pay off for this network and data?",
 		Long: `levels measures, at the network's current parameters, what the MLMC estimators
-depend on (SPEC section 2): per level l, K independent queries of H^l (h^l at
-the minimum level) give the norm of its mean, its variance (trace of the
+depend on (docs/definitions.md, section 4 "Contrastive learning as a biased
+oracle"): per level l, K independent queries of H^l (h^l at the minimum level) give the norm of its mean, its variance (trace of the
 covariance) and the cost of a query in images and milliseconds; least squares
 on log2 fit the rates b (Var H^l ~ 2^-bl) and c (cost ~ 2^cl) with standard
 errors; the telescoping check compares the sum over levels of the mean H^l

@@ -32,7 +32,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets, as scripts/fetch_data.sh lays them out (empty: "+datasets.DefaultDir+")")
 	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only N training images, class-balanced (0: all)")
 	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "use only N test images for evaluation, class-balanced (0: all)")
-	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced, SPEC section 1)")
+	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced; docs/definitions.md, section 2)")
 	fs.IntVar(&c.MinLevel, "min-level", c.MinLevel, "smallest level l_min (a level-l query uses 2^l images)")
 	fs.IntVar(&c.MaxLevel, "max-level", c.MaxLevel, "largest level L: L-SGD's batch is 2^L images, and an epoch is ceil(n/2^L) iterations")
 	fs.Float64Var(&c.B, "b", c.B, "variance rate b of the level laws (Var H^l ~ 2^(-b l))")
@@ -46,7 +46,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.IntVar(&c.MaxServable, "max-servable-level", c.MaxServable, "largest level a query may use; RU-MLMC and RR-MLMC redraw levels above it (0: min(log2 of the training images, max-level + 3))")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training length in epochs of ceil(n/2^L) iterations (give one of --epochs, --iterations, --max-samples)")
 	fs.IntVar(&c.Iterations, "iterations", c.Iterations, "training length in iterations")
-	fs.Int64Var(&c.MaxSamples, "max-samples", c.MaxSamples, "training length in images drawn (cost, SPEC section 1)")
+	fs.Int64Var(&c.MaxSamples, "max-samples", c.MaxSamples, "training length in images drawn (the cost of docs/definitions.md, section 3)")
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "optimizer: sgd (PyTorch SGD with momentum) or lars")
 	fs.Float64Var(&c.LR, "lr", c.LR, "base learning rate after warm-up, decayed by a cosine to 0 (0: 0.06 x 2^L/512)")
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "momentum")
@@ -97,17 +97,23 @@ func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train",
 		Short: "Train a SimCLR ResNet-18 with L-SGD or an MLMC gradient estimator",
-		Long: `train runs SimCLR (SPEC sections 2 and 3) with the chosen gradient estimator and
-leaves a run folder (SPEC section 4): config.json, metrics.jsonl, eval.jsonl,
-model.safetensors (torchvision names), state.safetensors (for --resume) and
-linear_probe.json.
+		Long: `train runs SimCLR (docs/definitions.md, section 4 "Contrastive learning as
+a biased oracle" and section 6 "Training recipe") with the chosen gradient
+estimator and leaves a run folder (docs/definitions.md, section 7 "What a run
+writes"): config.json, metrics.jsonl, eval.jsonl, model.safetensors
+(torchvision names), state.safetensors (for --resume) and linear_probe.json.
 
 SIGINT or SIGTERM saves a checkpoint and stops; --resume continues exactly
 where it stopped, and with a larger --epochs, --iterations or --max-samples it
 extends a run (also a finished one). A checkpoint is also written every
 --checkpoint-every of wall time (10m by default) and when a query fails on the
 device. A NaN or infinite loss stops training and keeps the last good
-checkpoint. Every flag is checked before any data is loaded, and the run folder
+checkpoint. --iterations-limit N stops this session after N iterations with a
+checkpoint, to train in chunks.
+
+Exit status: 0 when the run finished, or stopped at --iterations-limit (a
+checkpoint saved; --resume continues it); 1 on any error, and when a signal
+interrupted the run (its checkpoint is saved as well). Every flag is checked before any data is loaded, and the run folder
 is created only once the run can start.
 
 --config FILE takes the settings from a YAML (.yaml, .yml) or JSON (.json)
@@ -173,7 +179,7 @@ and of the untrained network; flags given with it override the preset.`,
 	cmd.Flags().StringVar(&preset, "preset", "", "start from a preset (quick: a few minutes on 2 CPU cores, see above); other flags override it")
 	cmd.Flags().StringVar(&configFile, "config", "", "start from the settings in this YAML (.yaml, .yml) or JSON (.json) file: keys are the flag names (max_level or max-level), a run's config.json repeats the run; flags given override it")
 	cmd.Flags().StringVar(&resume, "resume", "", "continue the run in this folder from its last checkpoint")
-	cmd.Flags().IntVar(&stopAfter, "iterations-limit", 0, "stop (with a checkpoint, as on SIGINT) after this many iterations in this session; 0: no limit")
+	cmd.Flags().IntVar(&stopAfter, "iterations-limit", 0, "stop with a checkpoint and exit status 0 after this many iterations in this session (--resume continues); 0: no limit")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print log lines instead of a progress bar on a terminal")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	return cmd
@@ -339,6 +345,12 @@ func reportTrain(cmd *cobra.Command, sum *train.Summary, err error) error {
 		fmt.Fprintln(out)
 	}
 	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	if errors.Is(err, train.ErrIterationsLimit) {
+		// Stopped as asked: a scheduler running training in chunks reads
+		// exit status 0 (a signal or a failure exits 1).
+		fmt.Fprintf(out, "stopped at --iterations-limit after iteration %d with a checkpoint; continue with: simclr train --resume %s\n", sum.Iterations, sum.Out)
 		return nil
 	}
 	return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/train"
 )
@@ -126,6 +127,12 @@ func TestCommandErrors(t *testing.T) {
 	empty := t.TempDir()
 	garbage := filepath.Join(empty, "garbage.safetensors")
 	os.WriteFile(garbage, []byte("this is not a checkpoint at all"), 0o644)
+	// A model file whose width metadata is damaged: an error naming the
+	// file and the field, not a silent default width.
+	badWidth := filepath.Join(empty, "bad-width.safetensors")
+	if err := checkpoint.Write(badWidth, []checkpoint.Tensor{{Name: "x", Shape: []int{1}, Data: []float32{0}}}, map[string]string{"width": "narrow"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -139,7 +146,10 @@ func TestCommandErrors(t *testing.T) {
 		{"resume nothing", []string{"train", "--resume", empty}, "not a run folder"},
 		{"eval without target", []string{"eval", "linear-probe"}, "give --run"},
 		{"unreadable checkpoint", []string{"eval", "linear-probe", "--checkpoint", garbage, "--device", "cpu"}, garbage},
+		{"damaged checkpoint metadata", []string{"eval", "knn", "--checkpoint", badWidth, "--device", "cpu"}, badWidth + `: metadata field "width" is "narrow", not a number`},
 		{"report of a non-run", []string{"report", empty, "--out", filepath.Join(empty, "r")}, "not a run folder"},
+		{"reversed accuracy range", []string{"report", empty, "--accuracy-range", "60,40"}, "--accuracy-range 60,40: want 0 <= MIN < MAX <= 100"},
+		{"accuracy range without comma", []string{"report", empty, "--accuracy-range", "40"}, "--accuracy-range 40: want MIN,MAX"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := execute(tc.args...)
@@ -153,13 +163,37 @@ func TestCommandErrors(t *testing.T) {
 	}
 }
 
+// TestIterationsLimitExitsZero: a session stopped by --iterations-limit
+// returns no error (simclr exits 0 exactly when Execute returns nil), says
+// so, and --resume finishes the run from its checkpoint.
+func TestIterationsLimitExitsZero(t *testing.T) {
+	data := imageFolder(t, 32, 16)
+	run := filepath.Join(t.TempDir(), "run")
+	common := []string{"--no-progress"}
+	stdout, stderr, err := execute(append([]string{"train", "--dataset", "folder:" + data, "--iterations", "4", "--max-level", "3",
+		"--width", "0.0625", "--proj-dim", "16", "--device", "cpu", "--out", run, "--estimator", "lsgd", "--iterations-limit", "2"}, common...)...)
+	if err != nil {
+		t.Fatalf("train --iterations-limit 2: %v (a stop as asked must exit 0)\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "stopped at --iterations-limit after iteration 2 with a checkpoint; continue with: simclr train --resume "+run) {
+		t.Errorf("train --iterations-limit 2 does not say it stopped as asked:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(run, runfolder.StateFile)); err != nil {
+		t.Fatalf("no checkpoint after --iterations-limit: %v", err)
+	}
+	stdout, stderr, err = execute(append([]string{"train", "--resume", run}, common...)...)
+	if err != nil || !strings.Contains(stdout, "4 iterations") || strings.Contains(stdout, "stopped at") {
+		t.Errorf("resume after --iterations-limit: %v, want the run finished at 4 iterations:\n%s\n%s", err, stdout, stderr)
+	}
+}
+
 func TestVersionAndDevices(t *testing.T) {
 	stdout, _, err := execute("version")
 	if err != nil || !strings.Contains(stdout, "simclr "+version) || !strings.Contains(stdout, "go: go1.") {
 		t.Errorf("version: %v\n%s", err, stdout)
 	}
 	stdout, _, err = execute("devices")
-	if err != nil || !strings.Contains(stdout, "sgemm: ") || !strings.Contains(stdout, "CUDA") {
+	if err != nil || !strings.Contains(stdout, "sgemm: ") || !strings.Contains(stdout, "chosen because: ") || !strings.Contains(stdout, "CUDA") {
 		t.Errorf("devices: %v\n%s", err, stdout)
 	}
 }

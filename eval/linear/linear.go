@@ -1,8 +1,8 @@
-// Package linear is the linear probe of SPEC section 3: multinomial logistic
-// regression with an L2 penalty fitted on frozen features (the caller
-// supplies feature matrices), the penalty chosen on a held-out part of the
-// training features from a grid, refitted on all of them, and scored by
-// test top-1 and top-5 accuracy.
+// Package linear is the linear probe of docs/definitions.md, section 6
+// "Training recipe": multinomial logistic regression with an L2 penalty fitted
+// on frozen features (the caller supplies feature matrices), the penalty chosen
+// on a held-out part of the training features from a grid, refitted on all of
+// them, and scored by test top-1 and top-5 accuracy.
 //
 // Features are standardised with the training mean and standard deviation.
 // The objective is minimised in float64 by full-batch L-BFGS; each

@@ -1,9 +1,9 @@
-// Command pricing runs the paper's pricing and staffing problem (SPEC
-// section 5), a ground-truth test of package mlmc: a GI/GI/1 queue whose
-// service rate mu and price p are chosen by projected stochastic gradient
-// descent with L-SGD, RT-MLMC and VR RT-MLMC gradients (L = 18), for the
-// Erlang, exponential and hyperexponential service laws, against the
-// optimum of the closed-form M/G/1 objective.
+// Command pricing runs the paper's pricing and staffing problem
+// (docs/definitions.md, section 8 "Pricing and staffing"), a ground-truth test
+// of package mlmc: a GI/GI/1 queue whose service rate mu and price p are chosen
+// by projected stochastic gradient descent with L-SGD, RT-MLMC and VR RT-MLMC
+// gradients (L = 18), for the Erlang, exponential and hyperexponential service
+// laws, against the optimum of the closed-form M/G/1 objective.
 //
 //	go run ./examples/pricing [--construction paper|coupled|tail] [--window M] [--full] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune]
 //
@@ -18,7 +18,7 @@
 // The constructions of h^l and H^l (oracle.go): paper (the paper's m-step
 // windows at 2^l and 2^(l-1) of one trajectory, m = --window), coupled (the
 // default: terminal values of two queues on the same random numbers,
-// coalescing) and tail (tail averages, SPEC's earlier wording). With paper
+// coalescing) and tail (tail averages, an earlier reading of the paper). With paper
 // and tail H^l cancels nothing, so MLMC loses to L-SGD by the variance-cost
 // ratio that TestRTMLMCVarianceCostAgainstLSGD measures, contrary to the
 // paper's ~10x gain; coupled, the standard MLMC coupling for steady-state
@@ -53,7 +53,7 @@ const maxLevel = 18
 // step sizes chosen as follows (all with the preconditioner of
 // precondition).
 //
-// tail (SPEC section 5's earlier wording, tail averages):
+// tail (tail averages; docs/definitions.md, section 8 "Pricing and staffing"):
 //
 //   - L-SGD: h^18 is nearly exact (its variance is about 1e-4), so the step
 //     is the largest the curvature allows, 0.5, constant: 30-40 iterations.
@@ -192,7 +192,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	seeds := fs.Int("seeds", 0, "number of seeds per law and method (default 2, or 10 with --full)")
 	firstSeed := fs.Int("first-seed", 1, "the seeds are first-seed, first-seed+1, ...")
-	constr := fs.String("construction", "coupled", "oracle construction: paper (the paper's m-step windows ending at 2^l and 2^(l-1) of one trajectory), coupled (two queues on the same random numbers, the default: with it MLMC reproduces the paper's gains) or tail (tail averages, SPEC's earlier wording)")
+	constr := fs.String("construction", "coupled", "oracle construction: paper (the paper's m-step windows ending at 2^l and 2^(l-1) of one trajectory), coupled (two queues on the same random numbers, the default: with it MLMC reproduces the paper's gains) or tail (tail averages, an earlier reading of the paper)")
 	window := fs.Int("window", 1, "m, the steps averaged per value by --construction paper")
 	full := fs.Bool("full", false, "the full experiment: all three laws, 10 seeds (about half an hour of CPU)")
 	tune := fs.Bool("tune", false, "run the tuning grid on seeds 1001-1002 (not the reported ones) and print median steps to 1% per setting")

@@ -7,8 +7,8 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 )
 
-// Construction names how the queue oracle builds h^l and H^l (SPEC
-// section 5).
+// Construction names how the queue oracle builds h^l and H^l
+// (docs/definitions.md, section 8 "Pricing and staffing").
 type Construction string
 
 const (
@@ -21,9 +21,10 @@ const (
 	// steps before it. With m = 1 it has the same E[h^l] and E[H^l] as
 	// Paper (TestConstructionsAgreeInExpectation) but a decaying Var H^l.
 	EndCoupled Construction = "coupled"
-	// TailAverages is SPEC section 5's earlier wording, kept for
-	// comparison: tail averages of one trajectory over 2^(l-1)+1..2^l and
-	// 2^(l-2)+1..2^(l-1) (see tailAverages).
+	// TailAverages is the tail construction of docs/definitions.md,
+	// section 8 "Pricing and staffing", kept for comparison: tail averages
+	// of one trajectory over 2^(l-1)+1..2^l and 2^(l-2)+1..2^(l-1) (see
+	// tailAverages).
 	TailAverages Construction = "tail"
 )
 
@@ -49,8 +50,8 @@ func (k oracleKind) String() string {
 	return string(k.Construction)
 }
 
-// queueOracle is the GI/GI/1 biased oracle of SPEC section 5 over
-// gradient vectors (dF/dmu, dF/dp) in []float64.
+// queueOracle is the GI/GI/1 biased oracle of docs/definitions.md, section 8
+// "Pricing and staffing" over gradient vectors (dF/dmu, dF/dp) in []float64.
 //
 // A draw at level l is the seed of one trajectory's random numbers (U_n,
 // V_n), n = 1..2^l. Evaluated at (mu, p) it runs Lindley's recursion from an

@@ -193,18 +193,18 @@ func levelMoments(f levelFunc, law Law, mu, p float64, level, n int, first uint6
 	return m
 }
 
-// SPEC section 5: the paper's construction with m = 1 and the coupled one
-// have the same E[h^l] (W + X after 2^l steps from empty) and the same
-// E[H^l] (the coupled short queue runs 2^(l-1) steps on i.i.d. inputs, so
-// its end value has the law of W + X at step 2^(l-1)), although their
-// variances differ. Checked at levels 1..8 (where the transient from the
-// empty start still moves E[h^l]) at a high load rho = 0.8 of the
-// hyperexponential law and at the exponential optimum, 6000 independent
-// draws each: every difference of means is within 4.5 standard errors of
-// the difference (false alarm 6.8e-6 per comparison, below 3e-4 for the 32
-// comparisons). That the check has power: the tail construction's E[h^l]
-// at level 2 (a mean over steps 3..4, not the value at step 4) is rejected
-// by the same test with 5 times the draws.
+// docs/definitions.md, section 8 "Pricing and staffing": the paper's
+// construction with m = 1 and the coupled one have the same E[h^l] (W + X after
+// 2^l steps from empty) and the same E[H^l] (the coupled short queue runs
+// 2^(l-1) steps on i.i.d. inputs, so its end value has the law of W + X at step
+// 2^(l-1)), although their variances differ. Checked at levels 1..8 (where the
+// transient from the empty start still moves E[h^l]) at a high load rho = 0.8
+// of the hyperexponential law and at the exponential optimum, 6000 independent
+// draws each: every difference of means is within 4.5 standard errors of the
+// difference (false alarm 6.8e-6 per comparison, below 3e-4 for the 32
+// comparisons). That the check has power: the tail construction's E[h^l] at
+// level 2 (a mean over steps 3..4, not the value at step 4) is rejected by the
+// same test with 5 times the draws.
 func TestConstructionsAgreeInExpectation(t *testing.T) {
 	const n, z = 6000, 4.5
 	hyper, expo := Laws()[2], Laws()[1]
@@ -277,8 +277,8 @@ func TestProjectKeepsQueueStable(t *testing.T) {
 // Erlang and exponential laws (two seeds each); for the hyperexponential law
 // (Var V = 8) the noise of h^18 at constant step 0.5 keeps it fluctuating
 // around 1%, so there the final decision must be within 3%. The MLMC
-// methods' steps to 1% are measured by the command (see
-// /work/notes/mlmc_bench.md), not asserted here: on SPEC's oracle they do not
+// methods' steps to 1% are measured by the command (go run ./examples/pricing),
+// not asserted here: with tail averages they do not
 // reach 1% within L-SGD's budget, and TestRTMLMCVarianceCostAgainstLSGD
 // asserts the cause.
 func TestLSGDReachesOptimum(t *testing.T) {

@@ -6,7 +6,8 @@ import (
 	"math/rand/v2"
 )
 
-// Model constants of SPEC section 5 (the paper's section 4.2).
+// Model constants of docs/definitions.md, section 8 "Pricing and staffing" (the
+// paper's section 4.2).
 const (
 	demandA   = 0.1 // a in lambda(p)
 	demandChi = 10  // chi in lambda(p)
@@ -26,7 +27,8 @@ type Law struct {
 // Var is Var V.
 func (l Law) Var() float64 { return l.Second - l.Mean*l.Mean }
 
-// Laws are SPEC section 5's three service laws.
+// Laws are the three service laws of docs/definitions.md, section 8
+// "Pricing and staffing".
 func Laws() []Law {
 	const erlangK = 10 // Erlang(k, rate k): mean 1, variance 1/k = 0.1
 	hyperRates := make([]float64, 10)
@@ -78,7 +80,7 @@ func dLambda(p float64) float64 {
 // with service S = V/mu and rho = lambda E[S], the Pollaczek-Khinchine
 // formula gives E[W] = lambda E[S^2] / (2 (1 - rho)) and by Little's law
 // E[Q] = lambda (E[W] + E[S]) = rho + lambda^2 E[V^2] / (2 mu^2 (1 - rho)),
-// which for E[V] = 1 is SPEC's rho + rho^2 (1 + Var V) / (2 (1 - rho)).
+// which for E[V] = 1 is rho + rho^2 (1 + Var V) / (2 (1 - rho)).
 func Objective(law Law, mu, p float64) float64 {
 	lam := lambda(p)
 	rho := lam * law.Mean / mu
@@ -109,9 +111,9 @@ func ClosedZ(law Law, mu, p float64) float64 {
 //	dW/dlambda = -G'/lambda^2,   dW/dmu = -W/mu + G'/(lambda mu) = -(W + X)/mu,
 //
 // where X = lambda dW/dlambda obeys X_n = 1{W_n > 0} (X_(n-1) + U_n/lambda)
-// (differentiate the recursion: it is SPEC's X). Taking expectations (the
-// pathwise derivatives are dominated for a stable queue), with
-// E[Q] = lambda (E[W] + m/mu), m = E[V]:
+// (differentiate the recursion: it is the X of docs/definitions.md, section 8
+// "Pricing and staffing"). Taking expectations (the pathwise derivatives are
+// dominated for a stable queue), with E[Q] = lambda (E[W] + m/mu), m = E[V]:
 //
 //	dF/dmu = h0 lambda (dE[W]/dmu - m/mu^2) + 2 c0 mu
 //	       = -h0 (lambda/mu) (Z + m/mu) + 2 c0 mu

@@ -9,7 +9,8 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 )
 
-// start is the initial decision (mu, p) of SPEC section 5.
+// start is the initial decision (mu, p) of docs/definitions.md, section 8
+// "Pricing and staffing".
 var start = [2]float64{9, 9}
 
 // tolerance is "within 1% of (mu*, p*)": |x - x*| <= 0.01 |x*| (Euclidean).

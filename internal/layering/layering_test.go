@@ -21,7 +21,7 @@ var layers = map[string]int{
 	// 0: leaves.
 	"tensor": 0, "blas": 0, "checkpoint": 0, "data": 0, "mlmc": 0, "runfolder": 0,
 	"internal/parallel": 0, "data/internal/fsutil": 0, "eval/features": 0,
-	"internal/layering": 0, "internal/testenv": 0,
+	"internal/layering": 0, "internal/testenv": 0, "internal/citations": 0,
 	"internal/npy": 0,
 	// 1: the CSO oracle, the host reference maths, data readers, augmentations.
 	"cso": 1, "internal/ref": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,

@@ -2,13 +2,14 @@ package ref
 
 import "math"
 
-// NTXentLoss64 is the SimCLR loss of SPEC section 2 in float64, written
-// directly from the definition, without a gradient: rows 2k and 2k+1 of z
-// (2n rows of d values) are the views of image k, and multilevel gives
-// L_B - (L_B1 + L_B2)/2. It is the function whose central finite
-// differences the gradient checks compare float32 gradients with (NTXent's
-// here, the whole network's in model/resnet18), kept separate from NTXent so
-// that a mistake in one cannot hide in the other.
+// NTXentLoss64 is the SimCLR loss of docs/definitions.md, section 4
+// "Contrastive learning as a biased oracle" in float64, written directly from
+// the definition, without a gradient: rows 2k and 2k+1 of z (2n rows of d
+// values) are the views of image k, and multilevel gives L_B - (L_B1 + L_B2)/2.
+// It is the function whose central finite differences the gradient checks
+// compare float32 gradients with (NTXent's here, the whole network's in
+// model/resnet18), kept separate from NTXent so that a mistake in one cannot
+// hide in the other.
 func NTXentLoss64(n, d int, tau float64, multilevel bool, z []float64) float64 {
 	u := make([]float64, len(z))
 	for i := 0; i < 2*n; i++ {

@@ -63,9 +63,11 @@ var tiny = resnet18.Config{Width: 1.0 / 16, ProjDim: 16, InputSize: 16}
 const gradTau = 0.5
 
 // refNet is the network of resnet18.go written again in float64 on the
-// host, from docs/definitions.md section 6 (batch norm, or group norm with
-// nn.Groups groups and a head that first normalises the features with the
-// running statistics of head.0), reading the weights by tensor name.
+// host, from docs/definitions.md, section 6 "Training recipe" (batch norm)
+// and docs/definitions.md, section 4 "Contrastive learning as a biased
+// oracle" (group norm with nn.Groups groups and a head that first normalises
+// the features with the running statistics of head.0), reading the weights
+// by tensor name.
 type refNet struct {
 	p      *nn.Params
 	w      []float64 // all trainable weights, laid out as Params().Flat()

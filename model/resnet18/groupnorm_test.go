@@ -147,15 +147,16 @@ func gradOf(b *cpu.Backend, m *resnet18.Model, host []float32, lo, hi int, multi
 	return l, g
 }
 
-// TestMultilevelOneForwardIsExactWithGroupNorm is SPEC section 2's
-// exactness: H^l from one forward and backward pass over the 2N views
-// (loss L_B - (L_B1 + L_B2)/2) against grad L_B - (grad L_B1 + grad L_B2)/2
-// from three independent passes, B, B1 and B2 each with its own forward.
-// With group norm the two agree to float32 rounding (measured: relative L2
-// difference 3.4e-6 and 3.7e-6, the loss to 6 digits); with batch norm the
-// half-batch terms of the one forward see the statistics of all of B, and
-// on this tiny network the two differ by as much as H^l itself (measured:
-// relative L2 difference 0.97), which shows the comparison can fail.
+// TestMultilevelOneForwardIsExactWithGroupNorm is the exactness of
+// docs/definitions.md, section 4 "Contrastive learning as a biased oracle": H^l
+// from one forward and backward pass over the 2N views (loss L_B - (L_B1 +
+// L_B2)/2) against grad L_B - (grad L_B1 + grad L_B2)/2 from three independent
+// passes, B, B1 and B2 each with its own forward. With group norm the two agree
+// to float32 rounding (measured: relative L2 difference 3.4e-6 and 3.7e-6, the
+// loss to 6 digits); with batch norm the half-batch terms of the one forward
+// see the statistics of all of B, and on this tiny network the two differ by as
+// much as H^l itself (measured: relative L2 difference 0.97), which shows the
+// comparison can fail.
 func TestMultilevelOneForwardIsExactWithGroupNorm(t *testing.T) {
 	for _, tc := range []struct {
 		norm    string

@@ -65,19 +65,20 @@ func (m *Model) UsePreviousHeadStatistics(on bool) {
 func (m *Model) HeadNorm() *nn.RunningNorm { return m.headIn }
 
 // RecalibrateBN re-estimates the running statistics of every batch-norm
-// layer (precise BN, SPEC section 2; with group norm there is nothing to
-// do: the head's RunningNorm statistics are part of the function being
-// trained, and evaluations use only the backbone, so precise BN leaves
-// them alone and an evaluation does not change the training): it runs batches training-mode forward passes without gradients over
-// views views each, which next writes into its argument ((views, 3, InputSize, InputSize) floats), and sets each
-// layer's running mean and variance to the equal-weight average of the
-// batches' means and unbiased variances. Momentum 1/k on the k-th batch
-// makes the running update exactly that average: after batch k the running
-// value is (1 - 1/k) avg_(k-1) + (1/k) s_k = avg_k, whatever it held before.
-// The layers' momentum is restored afterwards; num_batches_tracked counts
-// the batches, as PyTorch's would. The training-mode activations are
-// overwritten, so call it between iterations, never between a Forward and
-// its Backward.
+// layer (precise BN, docs/definitions.md, section 4 "Contrastive learning as a
+// biased oracle"; with group norm there is nothing to do: the head's
+// RunningNorm statistics are part of the function being trained, and
+// evaluations use only the backbone, so precise BN leaves them alone and an
+// evaluation does not change the training): it runs batches training-mode
+// forward passes without gradients over views views each, which next writes
+// into its argument ((views, 3, InputSize, InputSize) floats), and sets each
+// layer's running mean and variance to the equal-weight average of the batches'
+// means and unbiased variances. Momentum 1/k on the k-th batch makes the
+// running update exactly that average: after batch k the running value is (1 -
+// 1/k) avg_(k-1) + (1/k) s_k = avg_k, whatever it held before. The layers'
+// momentum is restored afterwards; num_batches_tracked counts the batches, as
+// PyTorch's would. The training-mode activations are overwritten, so call it
+// between iterations, never between a Forward and its Backward.
 func (m *Model) RecalibrateBN(views, batches int, next func(x []float32)) error {
 	if views < 2 || batches < 1 {
 		return fmt.Errorf("precise BN: %d batches of %d views: need at least one batch of at least 2 views", batches, views)

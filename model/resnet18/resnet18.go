@@ -1,7 +1,8 @@
-// Package resnet18 is the SimCLR network of SPEC section 3: a ResNet-18 for
-// 32x32 inputs (3x3 stride-1 stem, no max pool, BasicBlock stages [2,2,2,2])
-// and the projection head Linear -> BatchNorm1d -> ReLU -> Linear, with an
-// explicit forward and backward pass over a tensor.Backend.
+// Package resnet18 is the SimCLR network of docs/definitions.md, section 6
+// "Training recipe": a ResNet-18 for 32x32 inputs (3x3 stride-1 stem, no max
+// pool, BasicBlock stages [2,2,2,2]) and the projection head Linear ->
+// BatchNorm1d -> ReLU -> Linear, with an explicit forward and backward pass
+// over a tensor.Backend.
 //
 // Tensor names are torchvision's resnet18 names (conv1.weight,
 // layer2.0.downsample.1.running_mean, ...) plus head.0, head.1 and head.3
@@ -41,7 +42,8 @@ type Config struct {
 	// ReLU -> Linear (head.1, head.3); InitHeadFromData sets the statistics
 	// at the start of a run. With group norm each view's output is
 	// independent of its batch, which makes the one-forward multilevel
-	// correction exact (SPEC section 2).
+	// correction exact (docs/definitions.md, section 4 "Contrastive learning as
+	// a biased oracle").
 	//
 	// Why the group-norm head normalises with running statistics: the
 	// pooled backbone features of all images share a large common component

@@ -7,7 +7,7 @@ the smallest time over all files and over the plain and multilevel loss is
 taken per level, the least disturbed measurement on a shared machine), and
 turns a budget given in L-SGD iterations at level L into an iteration count.
 
-The expectation follows SPEC sections 1-2 and mlmc.ExpectedCost (which counts
+The expectation follows docs/definitions.md, sections 2-3, and mlmc.ExpectedCost (which counts
 images; this counts seconds):
   lsgd     one query at level L
   vmlmc    n_l = ceil(2^(-(b+c)l/2) N) queries at each level l_min..L

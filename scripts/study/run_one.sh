@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_one.sh — one training run of the MLMC study (issue 13) into
+# run_one.sh — one training run of the MLMC study into
 # runs/study/NAME, with the study's fixed settings (width-1/8 ResNet-18, L = 7,
 # the 5,000-image training split, validation on 1,000 held-out training
 # images; see make_splits.sh) and the run's own flags. Records the command,
@@ -34,12 +34,6 @@ main() {
 	rc=0
 	"$bin" "${args[@]}" >"$root/$name.log" 2>&1 || rc=$?
 	t1=$(date +%s.%N)
-	# A half-length run for the mid-training diagnostics stops with a
-	# checkpoint at --iterations-limit, which simclr reports as an
-	# interruption (exit 1): that is this run's planned end.
-	if [[ $rc == 1 && " $* " == *" --iterations-limit "* ]] && grep -q "checkpoint saved; continue with" "$root/$name.log"; then
-		rc=0
-	fi
 	load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 	cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 	python3 - "$root/$name.study.json" "$name" "$start" "$t0" "$t1" "$load_before" "$load_after" "$cpu" "$(git rev-parse --short HEAD)" "$rc" "$bin" "${args[@]}" <<-'PY'

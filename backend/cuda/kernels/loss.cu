@@ -1,7 +1,7 @@
-// NT-Xent (SPEC section 2) on z (rows = 2n views, d): the reference is
-// internal/ref/ntxent.go.
-// Launched from loss.go (the CPU counterpart is backend/cpu/loss.go); kernels.go joins
-// this file into one NVRTC program after prelude.cu.
+// NT-Xent (docs/definitions.md, section 4 "Contrastive learning as a biased
+// oracle") on z (rows = 2n views, d): the reference is internal/ref/ntxent.go.
+// Launched from loss.go (the CPU counterpart is backend/cpu/loss.go);
+// kernels.go joins this file into one NVRTC program after prelude.cu.
 
 // k_l2norm_rows: zn = z / max(|z|, 1e-12) per row, norms keeps the divisor.
 extern "C" __global__ void k_l2norm_rows(const float* z, float* zn, float* norms, int rows, int d) {

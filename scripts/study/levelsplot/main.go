@@ -2,7 +2,8 @@
 // from `simclr levels --json` files it plots log2 of the variance of H^l
 // (h^l at the lowest level) and log2 of the seconds per query against the
 // level l, one line per file, into two PNGs. Those two slopes are the rates
-// b and c the estimators' level laws assume (b = c = 1, SPEC section 1).
+// b and c the estimators' level laws assume (b = c = 1, docs/definitions.md,
+// section 1 "Oracles and levels").
 //
 //	go run ./scripts/study/levelsplot -out docs/img/mlmc-study NAME=FILE.json ...
 package main

@@ -434,6 +434,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--data-dir", "/nonexistent"}, "--data-dir"},
 		{[]string{"--markdown", "/nonexistent.jsonl"}, "open results"},
+		{[]string{"--methods", "L-SGD,XX"}, `unknown method "XX"`},
 	} {
 		var out, errOut strings.Builder
 		err := mainErr(c.args, &out, &errOut)
@@ -466,7 +467,7 @@ func TestExperimentSmall(t *testing.T) {
 	saved := Levels
 	Levels = []int{0, 2}
 	defer func() { Levels = saved }()
-	res, err := tk.experiment(3)
+	res, err := tk.experiment(methodSpecs, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

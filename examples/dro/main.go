@@ -31,6 +31,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 func main() {
@@ -55,6 +57,7 @@ type options struct {
 	dataDir string
 	hidden  int
 	mdFrom  string
+	methods []methodSpec
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -70,6 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.levels, "levels", false, "print the per-level diagnostic at the optimum instead of optimising")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "folder holding the data files (housing_scale.txt, bike_hour.csv, ...)")
 	fs.IntVar(&o.hidden, "hidden", 16, "hidden tanh units of the MLP (bike, gas)")
+	methodList := fs.String("methods", "", "comma-separated methods to run (default all ten), e.g. L-SGD,V-MLMC,RT-MLMC")
 	fs.StringVar(&o.mdFrom, "markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -86,6 +90,21 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if _, err := findDataset(o.dataset); err != nil {
 		return o, err
+	}
+	o.methods = methodSpecs
+	if *methodList != "" {
+		o.methods = nil
+		for _, name := range strings.Split(*methodList, ",") {
+			i := slices.IndexFunc(methodSpecs, func(m methodSpec) bool { return strings.EqualFold(m.Label, strings.TrimSpace(name)) })
+			if i < 0 {
+				var all []string
+				for _, m := range methodSpecs {
+					all = append(all, m.Label)
+				}
+				return o, fmt.Errorf("--methods: unknown method %q: use some of %s", name, strings.Join(all, ","))
+			}
+			o.methods = append(o.methods, methodSpecs[i])
+		}
 	}
 	return o, nil
 }
@@ -141,8 +160,8 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; tuning %d settings x %d seeds\n",
-			name, ds.About, t.model.name(), t.f0, t.fStar, t.budget, countSettings(), len(tuningSeeds))
-		res, err := t.experiment(o.trials)
+			name, ds.About, t.model.name(), t.f0, t.fStar, t.budget, countSettings(o.methods), len(tuningSeeds))
+		res, err := t.experiment(o.methods, o.trials)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -167,9 +186,9 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func countSettings() int {
+func countSettings(methods []methodSpec) int {
 	n := 0
-	for _, m := range methodSpecs {
+	for _, m := range methods {
 		n += len(grid(m))
 	}
 	return n

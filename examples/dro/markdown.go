@@ -28,10 +28,12 @@ func readSummaries(path string) ([]summary, error) {
 			return nil, fmt.Errorf("%s:%d: not a summary printed by --json: %w", path, line, err)
 		}
 		for _, m := range methodSpecs {
-			if _, ok := s.Methods[m.Label]; !ok {
-				return nil, fmt.Errorf("%s:%d: data set %q has no method %q", path, line, s.Dataset, m.Label)
+			if _, ok := s.Methods[m.Label]; ok {
+				s.order = append(s.order, m.Label)
 			}
-			s.order = append(s.order, m.Label)
+		}
+		if len(s.order) == 0 {
+			return nil, fmt.Errorf("%s:%d: data set %q has no methods", path, line, s.Dataset)
 		}
 		out = append(out, s)
 	}
@@ -48,7 +50,7 @@ func readSummaries(path string) ([]summary, error) {
 // summaries: the samples each method needs at its best setting for each gap,
 // and the ratio of best-tuned L-SGD's samples to the best MLMC's.
 func writeMarkdown(w io.Writer, sums []summary) {
-	fmt.Fprintln(w, "Median generated samples to reach each gap, every method at its best setting for that gap (trials that reached it, of the trials run):")
+	fmt.Fprintln(w, "Median generated samples to reach each gap, every method at its best setting for that gap (in brackets: the trials, of 10, that reached it; — where the median trial did not):")
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "| data set | gap |")
 	for _, m := range methodSpecs {
@@ -65,7 +67,11 @@ func writeMarkdown(w io.Writer, sums []summary) {
 			gr := s.PerGap[gapKey(gv)]
 			fmt.Fprintf(w, "| %s | %g%% |", s.Dataset, gv*100)
 			for _, m := range methodSpecs {
-				e := gr.Methods[m.Label]
+				e, ok := gr.Methods[m.Label]
+				if !ok {
+					fmt.Fprint(w, " not run |")
+					continue
+				}
 				fmt.Fprintf(w, " %s (%d) |", mdSamples(e.Samples), e.Reached)
 			}
 			fmt.Fprintf(w, " %s |\n", mdRatio(gr.Ratio, gr.BestMLMC))

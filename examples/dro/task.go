@@ -150,7 +150,7 @@ func finitePtr(x float64) *float64 {
 
 // experiment tunes every method, then runs the chosen settings over the
 // reported trials (seeds 1..trials).
-func (t *task) experiment(trials int) (*result, error) {
+func (t *task) experiment(methods []methodSpec, trials int) (*result, error) {
 	var settings []setting // distinct settings to run over the trials
 	seen := map[setting]int{}
 	add := func(s setting) int {
@@ -161,11 +161,11 @@ func (t *task) experiment(trials int) (*result, error) {
 		settings = append(settings, s)
 		return len(settings) - 1
 	}
-	tn, err := t.tune(methodSpecs)
+	tn, err := t.tune(methods)
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range methodSpecs {
+	for _, m := range methods {
 		add(tn[m.Label].Best)
 		for _, s := range tn[m.Label].PerGap {
 			add(s)
@@ -192,7 +192,7 @@ func (t *task) experiment(trials int) (*result, error) {
 		Tuning: fmt.Sprintf("L in 0..10 (not RU/RR), step in %v, D1 in %v (VR); seeds %v; criterion: median over seeds of the mean gap over the second half of the budget",
 			Steps, VRFresh, tuningSeeds),
 		Methods: map[string]methodResult{}, PerGap: map[string]gapResult{}}
-	for _, m := range methodSpecs {
+	for _, m := range methods {
 		s := tn[m.Label].Best
 		runs := runsOf(s)
 		res.curves[m.Label] = runs
@@ -215,7 +215,7 @@ func (t *task) experiment(trials int) (*result, error) {
 	for g, gv := range gaps {
 		gr := gapResult{Methods: map[string]gapEntry{}}
 		best, bestVRT := math.Inf(1), math.Inf(1)
-		for _, m := range methodSpecs {
+		for _, m := range methods {
 			s := tn[m.Label].PerGap[g]
 			runs := runsOf(s)
 			fp := firstPassage(runs, g)
@@ -230,8 +230,10 @@ func (t *task) experiment(trials int) (*result, error) {
 				bestVRT, gr.BestVRT = fp, m.Label
 			}
 		}
-		lsgd := firstPassage(runsOf(tn["L-SGD"].PerGap[g]), g)
-		gr.Ratio, gr.RatioVRT = ratio(lsgd, best), ratio(lsgd, bestVRT)
+		if tl, ok := tn["L-SGD"]; ok {
+			lsgd := firstPassage(runsOf(tl.PerGap[g]), g)
+			gr.Ratio, gr.RatioVRT = ratio(lsgd, best), ratio(lsgd, bestVRT)
+		}
 		sum.PerGap[gapKey(gv)] = gr
 	}
 	res.summary = sum

@@ -129,18 +129,18 @@ func (o *Oracle[Xi, Eta]) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha fl
 	}
 	w := alpha / float64(len(d.outer))
 	for i, xi := range d.outer {
-		Contribution(o.p, x, xi, d.inner[i], diff, w, out)
+		contribution(o.p, x, xi, d.inner[i], diff, w, out)
 	}
 	return nil
 }
 
-// Contribution adds alpha times h^l (diff false) or H^l (diff true) of one
+// contribution adds alpha times h^l (diff false) or H^l (diff true) of one
 // outer sample xi with its 2^l inner draws etas into out, and returns the
 // plug-in value over all the draws:
 //
 //	h^l = grad f_xi(mean over etas)
 //	H^l = h^l - (grad f_xi(mean over the first half) + grad f_xi(mean over the second half)) / 2
-func Contribution[Xi, Eta any](p Problem[Xi, Eta], x []float64, xi Xi, etas []Eta, diff bool, alpha float64, out []float64) float64 {
+func contribution[Xi, Eta any](p Problem[Xi, Eta], x []float64, xi Xi, etas []Eta, diff bool, alpha float64, out []float64) float64 {
 	v := p.PlugIn(x, xi, etas, alpha, out)
 	if diff {
 		half := len(etas) / 2

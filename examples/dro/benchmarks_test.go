@@ -3,36 +3,44 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// The DRO tables of BENCHMARKS.md sit between these markers and must be
-// exactly what --markdown prints from the committed results.
-const (
-	tablesBegin = "<!-- dro tables: go run ./examples/dro --markdown results/dro/summary.jsonl -->"
-	tablesEnd   = "<!-- end dro tables -->"
-)
+// The DRO tables of BENCHMARKS.md sit between a begin marker naming the
+// results file they come from and an end marker, and must be exactly what
+// --markdown prints from that committed file.
+var tablesBegin = regexp.MustCompile(`<!-- dro tables: go run ./examples/dro --markdown (\S+) -->`)
+
+const tablesEnd = "<!-- end dro tables -->"
 
 func TestBenchmarksTablesMatchResults(t *testing.T) {
 	root := filepath.Join("..", "..")
-	sums, err := readSummaries(filepath.Join(root, "results", "dro", "summary.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want strings.Builder
-	writeMarkdown(&want, sums)
 	bench, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(bench)
-	i, j := strings.Index(text, tablesBegin), strings.Index(text, tablesEnd)
-	if i < 0 || j < i {
-		t.Fatalf("BENCHMARKS.md has no DRO tables between %q and %q", tablesBegin, tablesEnd)
+	blocks := tablesBegin.FindAllStringSubmatchIndex(text, -1)
+	if len(blocks) == 0 {
+		t.Fatalf("BENCHMARKS.md has no DRO tables (no %q marker)", tablesBegin)
 	}
-	got := strings.TrimSpace(text[i+len(tablesBegin) : j])
-	if got != strings.TrimSpace(want.String()) {
-		t.Errorf("BENCHMARKS.md's DRO tables differ from results/dro/summary.jsonl: run\n\tgo run ./examples/dro --markdown results/dro/summary.jsonl\nand paste its output between the markers")
+	for _, b := range blocks {
+		file := text[b[2]:b[3]]
+		end := strings.Index(text[b[1]:], tablesEnd)
+		if end < 0 {
+			t.Fatalf("BENCHMARKS.md: the tables of %s have no end marker %q", file, tablesEnd)
+		}
+		got := strings.TrimSpace(text[b[1] : b[1]+end])
+		sums, err := readSummaries(filepath.Join(root, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		writeMarkdown(&want, sums)
+		if got != strings.TrimSpace(want.String()) {
+			t.Errorf("BENCHMARKS.md's DRO tables differ from %s: run\n\tgo run ./examples/dro --markdown %s\nand paste its output between the markers", file, file)
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -159,8 +160,12 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		}
-		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; tuning %d settings x %d seeds\n",
-			name, ds.About, t.model.name(), t.f0, t.fStar, t.budget, countSettings(o.methods), len(tuningSeeds))
+		fStar := fmt.Sprintf("%.6g", t.fStar)
+		if math.IsInf(t.fStar, 1) {
+			fStar = "the lowest value any run reaches"
+		}
+		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %s; budget %d samples; tuning %d settings x %d seeds\n",
+			name, ds.About, t.model.name(), t.f0, fStar, t.budget, countSettings(o.methods), len(tuningSeeds))
 		res, err := t.experiment(o.methods, o.trials)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)

@@ -524,3 +524,19 @@ func TestRowRho(t *testing.T) {
 		t.Errorf("relative variance: Monte Carlo %.4g, closed form %.4g", mc, want)
 	}
 }
+
+func TestCIRanks(t *testing.T) {
+	for _, c := range []struct {
+		n, k int
+		cov  float64
+	}{{10, 2, 0.978515625}, {5, 0, 0}, {20, 6, 0.9586105346679688}} {
+		k, cov := ciRanks(c.n)
+		if k != c.k || math.Abs(cov-c.cov) > 1e-12 {
+			t.Errorf("n = %d: k = %d coverage %g, want %d, %g", c.n, k, cov, c.k, c.cov)
+		}
+	}
+	lo, hi := medianCI([]float64{5, 1, 9, 3, 7, 2, 8, 4, 6, 10})
+	if lo != 2 || hi != 9 {
+		t.Errorf("interval [%g, %g], want [2, 9]", lo, hi)
+	}
+}

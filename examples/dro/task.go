@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -77,16 +78,19 @@ type result struct {
 
 // summary is the JSON object the command prints per data set.
 type summary struct {
-	Dataset   string                  `json:"dataset"`
-	About     string                  `json:"about"`
-	Model     string                  `json:"model"`
-	Objective string                  `json:"objective"`
-	F0        float64                 `json:"F0"`
-	FStar     float64                 `json:"F_star"`
-	Budget    int64                   `json:"budget"`
-	Trials    int                     `json:"trials"`
-	Tuning    string                  `json:"tuning"`
-	Methods   map[string]methodResult `json:"methods"`
+	Dataset   string  `json:"dataset"`
+	About     string  `json:"about"`
+	Model     string  `json:"model"`
+	Objective string  `json:"objective"`
+	F0        float64 `json:"F0"`
+	FStar     float64 `json:"F_star"`
+	Budget    int64   `json:"budget"`
+	Trials    int     `json:"trials"`
+	Tuning    string  `json:"tuning"`
+	// CICoverage is the coverage of every median_ci: the order statistics
+	// k and n+1-k of n trials for the largest k with coverage >= 95%.
+	CICoverage float64                 `json:"median_ci_coverage"`
+	Methods    map[string]methodResult `json:"methods"`
 	// PerGap holds, for each gap, every method at its best setting for
 	// that gap, and the ratio of L-SGD's samples to the best MLMC's.
 	PerGap map[string]gapResult `json:"per_gap"`
@@ -116,6 +120,12 @@ type gapEntry struct {
 	D1      int      `json:"d1,omitempty"`
 	Samples *float64 `json:"samples"`
 	Reached int      `json:"trials_reached"`
+	// CI is a distribution-free interval for the median samples (order
+	// statistics; coverage in the summary's median_ci_coverage), null ends
+	// where the order statistic never reached the gap; Trials the samples
+	// of every trial, null where it never did.
+	CI     [2]*float64 `json:"median_ci"`
+	Trials []*float64  `json:"trials"`
 }
 
 type gapResult struct {
@@ -192,6 +202,7 @@ func (t *task) experiment(methods []methodSpec, trials int) (*result, error) {
 		Tuning: fmt.Sprintf("L in 0..10 (not RU/RR), step in %v, D1 in %v (VR); seeds %v; criterion: median over seeds of the mean gap over the second half of the budget",
 			Steps, VRFresh, tuningSeeds),
 		Methods: map[string]methodResult{}, PerGap: map[string]gapResult{}}
+	_, sum.CICoverage = ciRanks(trials)
 	for _, m := range methods {
 		s := tn[m.Label].Best
 		runs := runsOf(s)
@@ -219,7 +230,17 @@ func (t *task) experiment(methods []methodSpec, trials int) (*result, error) {
 			s := tn[m.Label].PerGap[g]
 			runs := runsOf(s)
 			fp := firstPassage(runs, g)
-			gr.Methods[m.Label] = gapEntry{L: levelPtr(s), Step: s.Step, D1: s.D1, Samples: finitePtr(fp), Reached: reached(runs, g)}
+			e := gapEntry{L: levelPtr(s), Step: s.Step, D1: s.D1, Samples: finitePtr(fp), Reached: reached(runs, g)}
+			for _, tr := range runs {
+				var p *float64
+				if tr.First[g] >= 0 {
+					p = finitePtr(float64(tr.First[g]))
+				}
+				e.Trials = append(e.Trials, p)
+			}
+			lo, hi := medianCI(passages(runs, g))
+			e.CI = [2]*float64{finitePtr(lo), finitePtr(hi)}
+			gr.Methods[m.Label] = e
 			if m.Label == "L-SGD" || m.Label == "VR L-SGD" {
 				continue
 			}
@@ -314,4 +335,48 @@ func fmtRatio(p *float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2fx", *p)
+}
+
+// passages are the trials' first passages to gap g (never = +Inf).
+func passages(runs []trace, g int) []float64 {
+	xs := make([]float64, len(runs))
+	for i, tr := range runs {
+		xs[i] = math.Inf(1)
+		if tr.First[g] >= 0 {
+			xs[i] = float64(tr.First[g])
+		}
+	}
+	return xs
+}
+
+// ciRanks is the largest k for which the order statistics x_(k) and
+// x_(n+1-k) of n independent trials cover the median with probability at
+// least 95%, and that probability, 1 - 2 P(Binomial(n, 1/2) <= k-1).
+// k = 0 (no interval) for n < 6.
+func ciRanks(n int) (k int, coverage float64) {
+	cdf := 0.0 // P(Bin <= j-1)
+	choose := 1.0
+	for j := 1; j <= n/2; j++ {
+		if j > 1 {
+			choose = choose * float64(n-j+2) / float64(j-1)
+		}
+		cdf += choose * math.Pow(0.5, float64(n))
+		if c := 1 - 2*cdf; c >= 0.95 {
+			k, coverage = j, c
+		} else {
+			break
+		}
+	}
+	return k, coverage
+}
+
+// medianCI is the order-statistic interval of ciRanks (NaN ends without one).
+func medianCI(xs []float64) (lo, hi float64) {
+	k, _ := ciRanks(len(xs))
+	if k == 0 {
+		return math.NaN(), math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[k-1], s[len(s)-k]
 }

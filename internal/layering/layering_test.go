@@ -30,9 +30,9 @@ var layers = map[string]int{
 	"optim": 3, "model/resnet18": 3, "eval/knn": 3, "eval/linear": 3,
 	// 4: the two implementations of tensor.Backend.
 	"backend/cpu": 4, "backend/cuda": 4,
-	// 5: choosing a backend; evaluating a network; communicating between
-	// ranks (it reaches the backends' memory).
-	"backend": 5, "eval": 5, "collective": 5,
+	// 5: choosing a backend; evaluating a network; the SimCLR oracle;
+	// communicating between ranks (it reaches the backends' memory).
+	"backend": 5, "eval": 5, "contrastive": 5, "collective": 5,
 	// 6: the trainer; reports on run folders.
 	"train": 6, "report": 6,
 	// 7: programs.

@@ -49,15 +49,15 @@ type LevelsConfig struct {
 	Projections int
 	// Confidence of the telescoping z-test (default 0.999).
 	Confidence float64
-	// B and C are the rates the estimators are configured with (default 1
-	// each): vmlmc's n_l and rtmlmc's q_l in the predictions use them.
+	// B and C are the rates the estimators are configured with (Config's
+	// defaults): vmlmc's n_l and rtmlmc's q_l in the predictions use them.
 	B, C float64
 	// Previous also evaluates every draw at the previous parameters x_(t-1)
 	// and measures the VR correction Y(x_t; s) - Y(x_(t-1); s) of each
 	// level, from which the vr- estimators are predicted.
 	Previous bool
-	// D1, D2 and QE are the VR settings the vr- predictions use (defaults
-	// 1, 1, 10, as Config's).
+	// D1, D2 and QE are the VR settings the vr- predictions use (Config's
+	// defaults).
 	D1, D2, QE int
 	// Seed seeds the random directions.
 	Seed uint64
@@ -75,34 +75,21 @@ func (c LevelsConfig) withDefaults() LevelsConfig {
 	if c.Confidence == 0 {
 		c.Confidence = 0.999
 	}
-	if c.B == 0 {
-		c.B = 1
-	}
-	if c.C == 0 {
-		c.C = 1
-	}
-	if c.D1 == 0 {
-		c.D1 = 1
-	}
-	if c.D2 == 0 {
-		c.D2 = 1
-	}
-	if c.QE == 0 {
-		c.QE = 10
-	}
+	// The estimators' settings take Config's defaults, from one place.
+	est := Config{B: c.B, C: c.C, D1: c.D1, D2: c.D2, QE: c.QE}.withDefaults()
+	c.B, c.C, c.D1, c.D2, c.QE = est.B, est.C, est.D1, est.D2, est.QE
 	return c
 }
 
 func (c LevelsConfig) check(oracleMax int) error {
 	switch {
 	case c.MinLevel < 0 || c.MaxLevel < c.MinLevel:
-		return fmt.Errorf("levels %d..%d are not a range of non-negative levels: set --min-level <= --max-level",
+		return fmt.Errorf("levels %d..%d are not a range of non-negative levels: the minimum level must be at most the maximum",
 			c.MinLevel, c.MaxLevel)
 	case oracleMax != Unbounded && c.MaxLevel > oracleMax:
-		return fmt.Errorf("maximum level %d is above the largest level the oracle serves (%d): set --max-level <= %d",
-			c.MaxLevel, oracleMax, oracleMax)
+		return fmt.Errorf("maximum level %d is above the largest level the oracle serves (%d)", c.MaxLevel, oracleMax)
 	case c.Draws < 3:
-		return fmt.Errorf("%d draws per level: a variance and its standard error need at least 3 (set --draws)", c.Draws)
+		return fmt.Errorf("%d draws per level: a variance and its standard error need at least 3", c.Draws)
 	case c.Projections < 1:
 		return fmt.Errorf("%d projections: the telescoping test needs at least 1", c.Projections)
 	case c.Confidence <= 0 || c.Confidence >= 1:

@@ -23,14 +23,16 @@ func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64)
 	if len(levels) == 0 {
 		return nil
 	}
-	lsgd := Prediction{Name: "lsgd", Var: top.Var, Images: top.Images, Seconds: top.Seconds, RelImages: 1, RelSeconds: 1}
+	minL, maxL := levels[0].Level, levels[len(levels)-1].Level
+	// The estimators' allocations, as the cost model states them.
+	alloc := Config{MinLevel: minL, MaxLevel: maxL, B: b, C: c}.withDefaults()
+	lsgd := Prediction{Name: LSGD.String(), Var: top.Var, Images: top.Images, Seconds: top.Seconds, RelImages: 1, RelSeconds: 1}
 	preds := []Prediction{lsgd}
 	rel := func(p Prediction) Prediction {
 		p.RelImages = p.Var * p.Images / (lsgd.Var * lsgd.Images)
 		p.RelSeconds = p.Var * p.Seconds / (lsgd.Var * lsgd.Seconds)
 		return p
 	}
-	minL, maxL := levels[0].Level, levels[len(levels)-1].Level
 
 	vm := func(name string, n func(i int) float64) Prediction {
 		p := Prediction{Name: name}
@@ -41,10 +43,8 @@ func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64)
 		}
 		return rel(p)
 	}
-	nTop := math.Ceil(math.Exp2((b + c) * float64(maxL) / 2))
-	preds = append(preds, vm("vmlmc", func(i int) float64 {
-		return float64(VMLMCDraws(levels[i].Level, b, c, nTop))
-	}))
+	nVM := alloc.perLevel(VMLMC)
+	preds = append(preds, vm(VMLMC.String(), func(i int) float64 { return nVM(levels[i].Level) }))
 	// The optimal allocations weigh the cost in time when every level has
 	// one, else in images. The optimal n_l is scaled so that the top level
 	// has one draw; var x cost does not depend on the scale.
@@ -56,7 +56,7 @@ func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64)
 	}
 	sqrtVC := func(i int) float64 { return math.Sqrt(levels[i].Var / cost(i)) }
 	last := len(levels) - 1
-	preds = append(preds, vm("vmlmc-opt", func(i int) float64 { return sqrtVC(i) / sqrtVC(last) }))
+	preds = append(preds, vm(VMLMC.String()+optSuffix, func(i int) float64 { return sqrtVC(i) / sqrtVC(last) }))
 	if p := preds[len(preds)-1]; math.IsNaN(p.Var) {
 		preds[len(preds)-1].Note = "needs positive variances and times"
 	}
@@ -78,12 +78,12 @@ func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64)
 		p.Var -= mean2
 		return rel(p)
 	}
-	law := Truncated(minL, maxL, b, c)
+	qRT := alloc.perLevel(RTMLMC)
 	q := make([]float64, len(levels))
 	for i, st := range levels {
-		q[i] = law.Prob(st.Level)
+		q[i] = qRT(st.Level)
 	}
-	preds = append(preds, rt("rtmlmc", q))
+	preds = append(preds, rt(RTMLMC.String(), q))
 	sum := 0.0
 	for i, st := range levels {
 		q[i] = math.Sqrt(st.Moment2 / cost(i))
@@ -92,7 +92,7 @@ func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64)
 	for i := range q {
 		q[i] /= sum
 	}
-	preds = append(preds, rt("rtmlmc-opt", q))
+	preds = append(preds, rt(RTMLMC.String()+optSuffix, q))
 	return preds
 }
 
@@ -119,44 +119,60 @@ func PredictVR(base []Prediction, levels []LevelStat, top LevelStat, cfg LevelsC
 		return nil
 	}
 	minL, maxL := levels[0].Level, levels[len(levels)-1].Level
-	law := Truncated(minL, maxL, cfg.B, cfg.C)
-	nTop := math.Ceil(math.Exp2((cfg.B + cfg.C) * float64(maxL) / 2))
+	alloc := Config{MinLevel: minL, MaxLevel: maxL, B: cfg.B, C: cfg.C, D1: cfg.D1, D2: cfg.D2, QE: cfg.QE}.withDefaults()
 	var lsgd Prediction
 	for _, p := range base {
-		if p.Name == "lsgd" {
+		if m, vr, err := ParseName(p.Name); err == nil && m == LSGD && !vr {
 			lsgd = p
 		}
 	}
 	d1, d2, qe := float64(cfg.D1), float64(cfg.D2), float64(cfg.QE)
 	var out []Prediction
 	for _, p := range base {
+		// The "-opt" allocations are no estimator's: ParseName refuses them.
+		m, isVR, err := ParseName(p.Name)
+		if err != nil || isVR {
+			continue
+		}
 		var corr, prevSec float64 // E|corr|^2, and the expected time of the evaluations at x_(t-1)
-		switch p.Name {
-		case "lsgd":
+		switch m {
+		case LSGD:
 			corr, prevSec = top.CorrMoment2, top.CorrSeconds
-		case "vmlmc":
+		case VMLMC, RTMLMC:
+			n := alloc.perLevel(m)
 			for _, st := range levels {
-				n := float64(VMLMCDraws(st.Level, cfg.B, cfg.C, nTop))
-				corr += st.CorrMoment2 / n
-				prevSec += n * st.CorrSeconds
-			}
-		case "rtmlmc":
-			for _, st := range levels {
-				q := law.Prob(st.Level)
-				corr += st.CorrMoment2 / q
-				prevSec += q * st.CorrSeconds
+				nl := n(st.Level)
+				corr += st.CorrMoment2 / nl
+				prevSec += nl * st.CorrSeconds
 			}
 		default:
 			continue
 		}
-		vr := Prediction{Name: "vr-" + p.Name,
+		vr := Prediction{Name: "vr-" + m.String(),
 			Var:     p.Var/d1 + (qe-1)/2*corr/d2,
-			Images:  (d1*p.Images + (qe-1)*d2*p.Images) / qe,
-			Seconds: (d1*p.Seconds + (qe-1)*d2*(p.Seconds+prevSec)) / qe,
+			Images:  alloc.vrAverage(p.Images, p.Images),
+			Seconds: alloc.vrAverage(p.Seconds, p.Seconds+prevSec),
 			Note:    fmt.Sprintf("D1 = %d, D2 = %d, QE = %d, at the measured step x_t - x_(t-1)", cfg.D1, cfg.D2, cfg.QE)}
 		vr.RelImages = vr.Var * vr.Images / (lsgd.Var * lsgd.Images)
 		vr.RelSeconds = vr.Var * vr.Seconds / (lsgd.Var * lsgd.Seconds)
 		out = append(out, vr)
 	}
 	return out
+}
+
+// optSuffix marks the predictions of the allocations that minimise
+// variance x cost for the measured levels, which no estimator uses.
+const optSuffix = "-opt"
+
+// perLevel is the expected number of queries at each level of one base
+// estimate of method m (Config.queries, the cost model's allocation), as a
+// function of the level; 0 outside its levels.
+func (cfg Config) perLevel(m Method) func(level int) float64 {
+	from, n := cfg.queries(m, cfg.MaxLevel)
+	return func(l int) float64 {
+		if i := l - from; i >= 0 && i < len(n) {
+			return n[i]
+		}
+		return 0
+	}
 }

@@ -17,8 +17,8 @@ func verdict(rep *LevelsReport) string {
 		return p.RelImages
 	}
 	for _, p := range rep.Estimators {
-		// vr-lsgd is L-SGD with variance reduction, not MLMC.
-		if p.Name == "lsgd" || p.Name == "vr-lsgd" || math.IsNaN(relOf(p)) {
+		// L-SGD, with variance reduction or without, is not MLMC.
+		if m, _, err := ParseName(p.Name); (err == nil && m == LSGD) || math.IsNaN(relOf(p)) {
 			continue
 		}
 		if relOf(p) < relOf(best) {

@@ -205,7 +205,7 @@ func writeLevelsTable(w io.Writer, r levelsResult) error {
 
 func hasVR(preds []mlmc.Prediction) bool {
 	for _, p := range preds {
-		if strings.HasPrefix(p.Name, "vr-") {
+		if _, vr, err := mlmc.ParseName(p.Name); err == nil && vr {
 			return true
 		}
 	}

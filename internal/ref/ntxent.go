@@ -1,5 +1,5 @@
-// Package ref holds the host reference maths shared by the CPU backend and the
-// public loss and optim packages: the SimCLR NT-Xent loss and its gradient
+// Package ref holds the host reference maths the CPU backend runs and the
+// tests check against: the SimCLR NT-Xent loss and its gradient
 // (SPEC section 2), and one SGD or LARS step, all on float32 host slices. It
 // is a leaf (it imports only tensor's plain config types and the fork-join
 // loop), so the backend can run the references without importing the layers

@@ -117,7 +117,7 @@ func (o *Oracle) SetHalves(mode string) error {
 	case HalvesSeparate:
 		o.separate = true
 	default:
-		return fmt.Errorf("--halves %q: use %s or %s", mode, HalvesShared, HalvesSeparate)
+		return fmt.Errorf("halves %q: use %s or %s", mode, HalvesShared, HalvesSeparate)
 	}
 	return nil
 }

@@ -76,6 +76,9 @@ Levels, temperature and halves default to the run's settings.`,
 			if cfg.Halves == "" {
 				cfg.Halves = contrastive.HalvesShared
 			}
+			if cfg.Halves != contrastive.HalvesShared && cfg.Halves != contrastive.HalvesSeparate {
+				return fmt.Errorf("--halves %q: use %s or %s", cfg.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
+			}
 			cfg.Workers = workers
 			errw := cmd.ErrOrStderr()
 			runDir := e.run

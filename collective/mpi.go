@@ -12,7 +12,6 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -223,12 +222,13 @@ func (m *MPI) run(what string, f func() int32) error {
 	return m.check(what, rc)
 }
 
-// hostData returns buf's host memory: the CPU backend's slice itself, or a
-// staging copy downloaded from the device (then stage reports true and
-// the caller uploads the result).
+// hostData returns buf's host memory: the buffer's own elements on a
+// backend with host memory (tensor.HostMemory: the CPU backend), or a
+// staging copy downloaded from the device (then stage reports true and the
+// caller uploads the result).
 func (m *MPI) hostData(buf tensor.Buffer) (data []float32, staged bool) {
-	if cb, ok := m.b.(*cpu.Backend); ok && cb != nil {
-		return cpu.Data(buf), false
+	if hb, ok := m.b.(tensor.HostMemory); ok {
+		return hb.HostData(buf), false
 	}
 	if cap(m.host) < buf.Len() {
 		m.host = make([]float32, buf.Len())

@@ -30,7 +30,7 @@ const (
 // queued on the CUDA backend's stream, after the kernels that produced the
 // buffer and before those that read it, without a host round trip.
 type NCCL struct {
-	b          *cuda.Backend
+	b          streamBackend
 	rank, size int
 	path       string
 	version    int
@@ -46,13 +46,22 @@ type NCCL struct {
 
 var _ Comm = (*NCCL)(nil)
 
+// streamBackend is a backend NCCL can queue its operations on: the CUDA
+// backend.
+type streamBackend interface {
+	tensor.Backend
+	tensor.ExternalStream
+}
+
+var _ streamBackend = (*cuda.Backend)(nil)
+
 // OpenNCCL makes rank's member of an NCCL communicator of size ranks on the
 // CUDA backend b. exchange must hand rank 0's id (filled in before the call
 // on rank 0) to every rank: Rendezvous, or a broadcast over MPI. b's device
 // must be this rank's GPU.
 func OpenNCCL(b tensor.Backend, rank, size int, exchange func(id []byte) error) (*NCCL, error) {
-	cb, ok := b.(*cuda.Backend)
-	if !ok || cb == nil {
+	cb, ok := b.(streamBackend)
+	if !ok {
 		return nil, fmt.Errorf("--dist nccl needs the CUDA backend (this run uses %s): use --device cuda, or --dist mpi on the CPU", b.Name())
 	}
 	n := &NCCL{b: cb, rank: rank, size: size}

@@ -28,28 +28,45 @@ func ExpectedCost(name string, cfg Config, oracleMax int) (samples, evaluations 
 		return 0, 0, fmt.Errorf("estimator %s: %w", name, err)
 	}
 	levelCost := func(l int) float64 { return math.Exp2(float64(l)) }
-	// passes is the oracle evaluations of one query at level l.
+	// passes is the oracle evaluations of one query at level l: H^l above
+	// the minimum level of an MLMC estimator takes CorrectionPasses.
 	passes := func(l int) float64 {
-		if l == cfg.MinLevel {
+		if m == LSGD || l == cfg.MinLevel {
 			return 1
 		}
 		return float64(cfg.CorrectionPasses)
 	}
+	// evaluations (passes) and samples of one base estimate v(x).
+	var queries float64
+	from, n := cfg.queries(m, oracleMax)
+	for i, ni := range n {
+		l := from + i
+		queries += ni * passes(l)
+		samples += ni * levelCost(l)
+	}
+	if !vr {
+		return samples, queries, nil
+	}
+	return cfg.vrAverage(samples, samples), cfg.vrAverage(queries, 2*queries), nil
+}
+
+// queries is the allocation of one base estimate v(x) of method m (docs/definitions.md,
+// section 2 "The estimators"): n[i] is the expected number of queries at level
+// from+i, over an oracle that serves levels up to oracleMax. It is the one
+// statement of the allocations, which ExpectedCost prices in samples and
+// the per-level diagnostics in measured variance and time. cfg has its
+// defaults filled in.
+func (cfg Config) queries(m Method, oracleMax int) (from int, n []float64) {
 	top := levelCap // the largest level RU-MLMC and RR-MLMC serve
 	if oracleMax != Unbounded && oracleMax < levelCap {
 		top = oracleMax
 	}
-	// evaluations (passes) and samples of one base estimate v(x).
-	var queries float64
 	switch m {
 	case LSGD:
-		queries = float64(cfg.NL)
-		samples = queries * levelCost(cfg.MaxLevel)
+		return cfg.MaxLevel, []float64{float64(cfg.NL)}
 	case VMLMC:
 		for l := cfg.MinLevel; l <= cfg.MaxLevel; l++ {
-			n := float64(VMLMCDraws(l, cfg.B, cfg.C, cfg.N))
-			queries += n * passes(l)
-			samples += n * levelCost(l)
+			n = append(n, float64(VMLMCDraws(l, cfg.B, cfg.C, cfg.N)))
 		}
 	case RTMLMC, RUMLMC:
 		if m == RTMLMC {
@@ -58,24 +75,24 @@ func ExpectedCost(name string, cfg Config, oracleMax int) (samples, evaluations 
 		// One query at a level drawn from the (conditioned) law.
 		law := Truncated(cfg.MinLevel, top, cfg.B, cfg.C)
 		for l := cfg.MinLevel; l <= top; l++ {
-			queries += law.Prob(l) * passes(l)
-			samples += law.Prob(l) * levelCost(l)
+			n = append(n, law.Prob(l))
 		}
 	case RRMLMC:
 		// One query at every level up to the drawn top T: level l is
 		// queried with probability P(T >= l).
 		law := Truncated(cfg.MinLevel, top, cfg.B, cfg.C)
 		for l := cfg.MinLevel; l <= top; l++ {
-			queries += law.Tail(l) * passes(l)
-			samples += law.Tail(l) * levelCost(l)
+			n = append(n, law.Tail(l))
 		}
 	}
-	if !vr {
-		return samples, queries, nil
-	}
+	return cfg.MinLevel, n
+}
+
+// vrAverage is a cost per iteration of a VR estimator, averaged over a
+// cycle of QE iterations: one fresh iteration of D1 base estimates costing
+// fresh each, then QE-1 corrections of D2 base estimates costing
+// correction each (a correction evaluates its draws at x_t and x_(t-1)).
+func (cfg Config) vrAverage(fresh, correction float64) float64 {
 	qe, d1, d2 := float64(cfg.QE), float64(cfg.D1), float64(cfg.D2)
-	perCycle := func(base float64, evalsPerDraw float64) float64 {
-		return (d1*base + (qe-1)*d2*base*evalsPerDraw) / qe
-	}
-	return perCycle(samples, 1), perCycle(queries, 2), nil
+	return (d1*fresh + (qe-1)*d2*correction) / qe
 }

@@ -1,7 +1,6 @@
 package mlmc
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -50,15 +49,15 @@ type LevelsConfig struct {
 	Projections int
 	// Confidence of the telescoping z-test (default 0.999).
 	Confidence float64
-	// B and C are the rates the estimators are configured with (default 1
-	// each): vmlmc's n_l and rtmlmc's q_l in the predictions use them.
+	// B and C are the rates the estimators are configured with (Config's
+	// defaults): vmlmc's n_l and rtmlmc's q_l in the predictions use them.
 	B, C float64
 	// Previous also evaluates every draw at the previous parameters x_(t-1)
 	// and measures the VR correction Y(x_t; s) - Y(x_(t-1); s) of each
 	// level, from which the vr- estimators are predicted.
 	Previous bool
-	// D1, D2 and QE are the VR settings the vr- predictions use (defaults
-	// 1, 1, 10, as Config's).
+	// D1, D2 and QE are the VR settings the vr- predictions use (Config's
+	// defaults).
 	D1, D2, QE int
 	// Seed seeds the random directions.
 	Seed uint64
@@ -76,34 +75,21 @@ func (c LevelsConfig) withDefaults() LevelsConfig {
 	if c.Confidence == 0 {
 		c.Confidence = 0.999
 	}
-	if c.B == 0 {
-		c.B = 1
-	}
-	if c.C == 0 {
-		c.C = 1
-	}
-	if c.D1 == 0 {
-		c.D1 = 1
-	}
-	if c.D2 == 0 {
-		c.D2 = 1
-	}
-	if c.QE == 0 {
-		c.QE = 10
-	}
+	// The estimators' settings take Config's defaults, from one place.
+	est := Config{B: c.B, C: c.C, D1: c.D1, D2: c.D2, QE: c.QE}.withDefaults()
+	c.B, c.C, c.D1, c.D2, c.QE = est.B, est.C, est.D1, est.D2, est.QE
 	return c
 }
 
 func (c LevelsConfig) check(oracleMax int) error {
 	switch {
 	case c.MinLevel < 0 || c.MaxLevel < c.MinLevel:
-		return fmt.Errorf("levels %d..%d are not a range of non-negative levels: set --min-level <= --max-level",
+		return fmt.Errorf("levels %d..%d are not a range of non-negative levels: the minimum level must be at most the maximum",
 			c.MinLevel, c.MaxLevel)
 	case oracleMax != Unbounded && c.MaxLevel > oracleMax:
-		return fmt.Errorf("maximum level %d is above the largest level the oracle serves (%d): set --max-level <= %d",
-			c.MaxLevel, oracleMax, oracleMax)
+		return fmt.Errorf("maximum level %d is above the largest level the oracle serves (%d)", c.MaxLevel, oracleMax)
 	case c.Draws < 3:
-		return fmt.Errorf("%d draws per level: a variance and its standard error need at least 3 (set --draws)", c.Draws)
+		return fmt.Errorf("%d draws per level: a variance and its standard error need at least 3", c.Draws)
 	case c.Projections < 1:
 		return fmt.Errorf("%d projections: the telescoping test needs at least 1", c.Projections)
 	case c.Confidence <= 0 || c.Confidence >= 1:
@@ -114,107 +100,6 @@ func (c LevelsConfig) check(oracleMax int) error {
 		return fmt.Errorf("D1 = %d, D2 = %d, QE = %d must all be at least 1", c.D1, c.D2, c.QE)
 	}
 	return nil
-}
-
-// LevelStat is what K independent queries tell about one level's
-// estimate Y: H^l above the minimum level, h^l at it (and for the top row
-// of the telescoping check).
-type LevelStat struct {
-	Level int  `json:"level"`
-	Diff  bool `json:"diff"` // Y is H^l (true) or h^l
-	Draws int  `json:"draws"`
-	// MeanNorm is |mean of the K draws|.
-	MeanNorm float64 `json:"mean_norm"`
-	// Var is the unbiased estimate of E|Y - E Y|^2, the trace of Y's
-	// covariance; VarSE its standard error.
-	Var   float64 `json:"var"`
-	VarSE float64 `json:"var_se"`
-	// Moment2 is the mean of |Y|^2 over the draws, an unbiased estimate of
-	// E|Y|^2.
-	Moment2 float64 `json:"moment2"`
-	// Images is the mean cost of a query in samples (the oracle's count:
-	// 2^l images for SimCLR); Seconds the mean wall time of a query (draw
-	// and evaluation) with its standard error.
-	Images    float64 `json:"images"`
-	Seconds   float64 `json:"seconds"`
-	SecondsSE float64 `json:"seconds_se"`
-	// With LevelsConfig.Previous: CorrMoment2 is the mean of
-	// |Y(x_t; s) - Y(x_(t-1); s)|^2 over the draws, and CorrSeconds the mean
-	// time of the evaluation at x_(t-1).
-	CorrMoment2 float64 `json:"corr_moment2,omitempty"`
-	CorrSeconds float64 `json:"corr_seconds,omitempty"`
-}
-
-// RateFit is a rate fitted by least squares on log2: log2 y_l = k + s l,
-// with s = -b for variances and s = c for costs.
-type RateFit struct {
-	Rate float64 `json:"rate"`
-	SE   float64 `json:"se"`
-	// From and To are the levels fitted.
-	From int `json:"from"`
-	To   int `json:"to"`
-	// Note says why a fit is missing or how it was made, when not plain.
-	Note string `json:"note,omitempty"`
-}
-
-// Telescope compares D = sum_l mean Y_l with the mean of h^L: for an
-// oracle whose H^l telescope (E sum_l Y_l = E h^L) D is noise only.
-type Telescope struct {
-	// DiffNorm is |sum_l mean Y_l - mean h^L|; NoiseNorm is
-	// sqrt(E|D|^2) under exact telescoping, sqrt(sum_l Var_l/K + Var h^L/K),
-	// the size of D expected from noise alone; SumNorm is |sum_l mean Y_l|
-	// and TopNorm |mean h^L|.
-	DiffNorm  float64 `json:"diff_norm"`
-	NoiseNorm float64 `json:"noise_norm"`
-	SumNorm   float64 `json:"sum_norm"`
-	TopNorm   float64 `json:"top_norm"`
-	// Z holds D's projections on random directions, each divided by its
-	// standard error (from the projections of the single draws).
-	Z []float64 `json:"z"`
-	// Critical is the two-sided normal quantile at Confidence, Bonferroni
-	// corrected for len(Z) tests; Pass says max |Z| < Critical.
-	Confidence float64 `json:"confidence"`
-	Critical   float64 `json:"critical"`
-	Pass       bool    `json:"pass"`
-}
-
-// Prediction is an estimator's variance and expected cost per iteration,
-// computed from the measured levels.
-type Prediction struct {
-	Name string `json:"name"`
-	// Var is E|v - E v|^2; Images and Seconds the expected cost of one
-	// estimate.
-	Var     float64 `json:"var"`
-	Images  float64 `json:"images"`
-	Seconds float64 `json:"seconds"`
-	// RelImages and RelSeconds are Var x cost relative to L-SGD's (one
-	// draw of h^L): below 1 the estimator reaches the same variance at a
-	// smaller cost.
-	RelImages  float64 `json:"rel_images"`
-	RelSeconds float64 `json:"rel_seconds"`
-	Note       string  `json:"note,omitempty"`
-}
-
-// LevelsReport is MeasureLevels' result.
-type LevelsReport struct {
-	MinLevel int     `json:"min_level"`
-	MaxLevel int     `json:"max_level"`
-	Draws    int     `json:"draws"`
-	B        float64 `json:"assumed_b"`
-	C        float64 `json:"assumed_c"`
-	// D1, D2 and QE are the VR settings of the vr- predictions (zero when
-	// the corrections were not measured).
-	D1         int          `json:"d1,omitempty"`
-	D2         int          `json:"d2,omitempty"`
-	QE         int          `json:"qe,omitempty"`
-	Levels     []LevelStat  `json:"levels"`
-	Top        LevelStat    `json:"top"` // h^L, for the telescoping check and L-SGD
-	FitB       RateFit      `json:"fit_b"`
-	FitCImages RateFit      `json:"fit_c_images"`
-	FitCTime   RateFit      `json:"fit_c_seconds"`
-	Telescope  Telescope    `json:"telescope"`
-	Estimators []Prediction `json:"estimators"`
-	Verdict    string       `json:"verdict"`
 }
 
 // MeasureLevels queries the oracle K times per level MinLevel..MaxLevel (Y =
@@ -393,360 +278,4 @@ func (m *levelMeter[V]) level(l int, diff bool) (LevelStat, []float64, []float64
 		pVar[j] = math.Max(pSum2[j]-float64(k)*pMean[j]*pMean[j], 0) / float64(k-1)
 	}
 	return st, pMean, pVar, nil
-}
-
-// meanSE is the mean of xs and its standard error.
-func meanSE(xs []float64) (mean, se float64) {
-	n := float64(len(xs))
-	if n == 0 {
-		return math.NaN(), math.NaN()
-	}
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= n
-	if n < 2 {
-		return mean, math.NaN()
-	}
-	ss := 0.0
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(ss / (n - 1) / n)
-}
-
-// NormalCritical is the two-sided standard normal quantile z with
-// P(|Z| > z) = (1 - confidence)/tests: the Bonferroni-corrected critical
-// value of tests simultaneous z-tests at the given confidence.
-func NormalCritical(confidence float64, tests int) float64 {
-	return math.Sqrt2 * math.Erfinv(1-(1-confidence)/float64(tests))
-}
-
-// fitRates fits b on the variances of H^l (levels above the minimum; with
-// fewer than two of them the minimum level's h^l is included) and c on the
-// costs of every level, in images and in seconds.
-func fitRates(levels []LevelStat) (b, cImages, cTime RateFit) {
-	pts := levels
-	note := ""
-	if len(levels) >= 3 {
-		pts = levels[1:]
-	} else {
-		note = "includes the minimum level's h^l (fewer than two H^l levels)"
-	}
-	var ls, ys, ses []float64
-	for _, st := range pts {
-		ls = append(ls, float64(st.Level))
-		ys = append(ys, st.Var)
-		ses = append(ses, st.VarSE)
-	}
-	b = fitLog2(ls, ys, ses)
-	b.Rate = -b.Rate
-	if note != "" && b.Note == "" {
-		b.Note = note
-	}
-	ls, ys, ses = ls[:0], ys[:0], ses[:0]
-	var ts, tses []float64
-	for _, st := range levels {
-		ls = append(ls, float64(st.Level))
-		ys = append(ys, st.Images)
-		ses = append(ses, 0)
-		ts = append(ts, st.Seconds)
-		tses = append(tses, st.SecondsSE)
-	}
-	return b, fitLog2(ls, ys, ses), fitLog2(ls, ts, tses)
-}
-
-// fitLog2 fits log2 y = k + s x by weighted least squares, the weight of a
-// point being 1/se(log2 y)^2 with se(log2 y) = se(y)/(y ln 2) (the delta
-// method). Its standard error is the weighted fit's, inflated by
-// sqrt(chi^2/(n-2)) when the points scatter more than their standard errors
-// say (the model does not fit exactly). With no standard errors (exact
-// costs) the fit is unweighted and its standard error is the residuals'.
-func fitLog2(x, y, ySE []float64) RateFit {
-	f := RateFit{Rate: math.NaN(), SE: math.NaN()}
-	if len(x) > 0 {
-		f.From, f.To = int(x[0]), int(x[len(x)-1])
-	}
-	if len(x) < 2 {
-		f.Note = "one level: no rate"
-		return f
-	}
-	ly, w := make([]float64, len(x)), make([]float64, len(x))
-	weighted := true
-	for i := range x {
-		if !(y[i] > 0) {
-			f.Note = fmt.Sprintf("level %d: %g is not positive", int(x[i]), y[i])
-			return f
-		}
-		ly[i] = math.Log2(y[i])
-		se := ySE[i] / (y[i] * math.Ln2)
-		if !(se > 0) || math.IsInf(se, 0) {
-			weighted = false
-		}
-		w[i] = 1 / (se * se)
-	}
-	if !weighted {
-		for i := range w {
-			w[i] = 1
-		}
-	}
-	var sw, sx, sy float64
-	for i := range x {
-		sw += w[i]
-		sx += w[i] * x[i]
-		sy += w[i] * ly[i]
-	}
-	mx, my := sx/sw, sy/sw
-	var sxx, sxy float64
-	for i := range x {
-		sxx += w[i] * (x[i] - mx) * (x[i] - mx)
-		sxy += w[i] * (x[i] - mx) * (ly[i] - my)
-	}
-	f.Rate = sxy / sxx
-	chi2 := 0.0
-	for i := range x {
-		r := ly[i] - my - f.Rate*(x[i]-mx)
-		chi2 += w[i] * r * r
-	}
-	n := float64(len(x))
-	switch {
-	case weighted:
-		scale := 1.0
-		if n > 2 {
-			scale = math.Max(1, chi2/(n-2))
-		}
-		f.SE = math.Sqrt(scale / sxx)
-	case n > 2:
-		f.SE = math.Sqrt(chi2 / (n - 2) / sxx)
-	default:
-		f.SE = math.NaN()
-		f.Note = "two levels and no sampling error: no standard error"
-	}
-	return f
-}
-
-// PredictEstimators computes each estimator's variance and expected cost
-// per estimate from the levels' statistics (levels[0] is h^(l_min), the rest
-// H^l), top (h^L) and sumNorm = |sum_l mean Y_l|, with vmlmc's n_l and rtmlmc's q_l set by the rates b
-// and c as the estimators use them, and with the allocations that minimise
-// variance x cost for the measured levels ("-opt"):
-//
-//	lsgd:   Var h^L,                           cost C_L
-//	vmlmc:  sum_l Var_l / n_l,                 cost sum_l n_l C_l
-//	rtmlmc: sum_l E|Y_l|^2 / q_l - |sum_l E Y_l|^2, cost sum_l q_l C_l
-//
-// The optimal allocations are n_l proportional to sqrt(Var_l / C_l) and q_l
-// proportional to sqrt(E|Y_l|^2 / C_l) (Lagrange; the latter ignores the
-// |E v|^2 term). The VR versions need the corrections measured at x_(t-1)
-// as well: PredictVR.
-func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64) []Prediction {
-	if len(levels) == 0 {
-		return nil
-	}
-	lsgd := Prediction{Name: "lsgd", Var: top.Var, Images: top.Images, Seconds: top.Seconds, RelImages: 1, RelSeconds: 1}
-	preds := []Prediction{lsgd}
-	rel := func(p Prediction) Prediction {
-		p.RelImages = p.Var * p.Images / (lsgd.Var * lsgd.Images)
-		p.RelSeconds = p.Var * p.Seconds / (lsgd.Var * lsgd.Seconds)
-		return p
-	}
-	minL, maxL := levels[0].Level, levels[len(levels)-1].Level
-
-	vm := func(name string, n func(i int) float64) Prediction {
-		p := Prediction{Name: name}
-		for i, st := range levels {
-			p.Var += st.Var / n(i)
-			p.Images += n(i) * st.Images
-			p.Seconds += n(i) * st.Seconds
-		}
-		return rel(p)
-	}
-	nTop := math.Ceil(math.Exp2((b + c) * float64(maxL) / 2))
-	preds = append(preds, vm("vmlmc", func(i int) float64 {
-		return float64(VMLMCDraws(levels[i].Level, b, c, nTop))
-	}))
-	// The optimal allocations weigh the cost in time when every level has
-	// one, else in images. The optimal n_l is scaled so that the top level
-	// has one draw; var x cost does not depend on the scale.
-	cost := func(i int) float64 { return levels[i].Seconds }
-	for _, st := range levels {
-		if !(st.Seconds > 0) {
-			cost = func(i int) float64 { return levels[i].Images }
-		}
-	}
-	sqrtVC := func(i int) float64 { return math.Sqrt(levels[i].Var / cost(i)) }
-	last := len(levels) - 1
-	preds = append(preds, vm("vmlmc-opt", func(i int) float64 { return sqrtVC(i) / sqrtVC(last) }))
-	if p := preds[len(preds)-1]; math.IsNaN(p.Var) {
-		preds[len(preds)-1].Note = "needs positive variances and times"
-	}
-
-	// |E v|^2 of the MLMC estimators, E v = sum_l E Y_l, unbiased:
-	// |sum_l mean Y_l|^2 - sum_l Var_l / K (the levels are independent).
-	mean2 := sumNorm * sumNorm
-	for _, st := range levels {
-		mean2 -= st.Var / float64(st.Draws)
-	}
-	mean2 = math.Max(mean2, 0)
-	rt := func(name string, q []float64) Prediction {
-		p := Prediction{Name: name}
-		for i, st := range levels {
-			p.Var += st.Moment2 / q[i]
-			p.Images += q[i] * st.Images
-			p.Seconds += q[i] * st.Seconds
-		}
-		p.Var -= mean2
-		return rel(p)
-	}
-	law := Truncated(minL, maxL, b, c)
-	q := make([]float64, len(levels))
-	for i, st := range levels {
-		q[i] = law.Prob(st.Level)
-	}
-	preds = append(preds, rt("rtmlmc", q))
-	sum := 0.0
-	for i, st := range levels {
-		q[i] = math.Sqrt(st.Moment2 / cost(i))
-		sum += q[i]
-	}
-	for i := range q {
-		q[i] /= sum
-	}
-	preds = append(preds, rt("rtmlmc-opt", q))
-	return preds
-}
-
-// PredictVR predicts the vr- versions of lsgd, vmlmc and rtmlmc from the
-// base predictions and the measured corrections (levels measured with
-// LevelsConfig.Previous). Over a period of QE iterations, a fresh step's
-// mean of D1 estimates has variance Var/D1, and each correction step adds
-// the variance of a mean of D2 corrections v(x_t; s) - v(x_(t-1); s), at
-// most their second moment E|corr|^2/D2:
-//
-//	lsgd:   E|corr|^2 = E|Δh^L|^2
-//	vmlmc:  sum_l E|ΔY_l|^2 / n_l
-//	rtmlmc: sum_l E|ΔY_l|^2 / q_l
-//
-// so the variance averaged over the period is Var/D1 + (QE-1)/2 E|corr|^2/D2
-// (an upper bound, E|corr|^2 >= Var corr), and the cost per iteration is
-// (D1 C + (QE-1) D2 C)/QE images, (D1 T + (QE-1) D2 (T + T_prev))/QE
-// seconds: a correction evaluates each draw twice. The corrections scale
-// with the step |x_t - x_(t-1)| the measurement was made at: the prediction
-// holds for training at that learning rate.
-func PredictVR(base []Prediction, levels []LevelStat, top LevelStat, cfg LevelsConfig) []Prediction {
-	cfg = cfg.withDefaults()
-	if len(levels) == 0 {
-		return nil
-	}
-	minL, maxL := levels[0].Level, levels[len(levels)-1].Level
-	law := Truncated(minL, maxL, cfg.B, cfg.C)
-	nTop := math.Ceil(math.Exp2((cfg.B + cfg.C) * float64(maxL) / 2))
-	var lsgd Prediction
-	for _, p := range base {
-		if p.Name == "lsgd" {
-			lsgd = p
-		}
-	}
-	d1, d2, qe := float64(cfg.D1), float64(cfg.D2), float64(cfg.QE)
-	var out []Prediction
-	for _, p := range base {
-		var corr, prevSec float64 // E|corr|^2, and the expected time of the evaluations at x_(t-1)
-		switch p.Name {
-		case "lsgd":
-			corr, prevSec = top.CorrMoment2, top.CorrSeconds
-		case "vmlmc":
-			for _, st := range levels {
-				n := float64(VMLMCDraws(st.Level, cfg.B, cfg.C, nTop))
-				corr += st.CorrMoment2 / n
-				prevSec += n * st.CorrSeconds
-			}
-		case "rtmlmc":
-			for _, st := range levels {
-				q := law.Prob(st.Level)
-				corr += st.CorrMoment2 / q
-				prevSec += q * st.CorrSeconds
-			}
-		default:
-			continue
-		}
-		vr := Prediction{Name: "vr-" + p.Name,
-			Var:     p.Var/d1 + (qe-1)/2*corr/d2,
-			Images:  (d1*p.Images + (qe-1)*d2*p.Images) / qe,
-			Seconds: (d1*p.Seconds + (qe-1)*d2*(p.Seconds+prevSec)) / qe,
-			Note:    fmt.Sprintf("D1 = %d, D2 = %d, QE = %d, at the measured step x_t - x_(t-1)", cfg.D1, cfg.D2, cfg.QE)}
-		vr.RelImages = vr.Var * vr.Images / (lsgd.Var * lsgd.Images)
-		vr.RelSeconds = vr.Var * vr.Seconds / (lsgd.Var * lsgd.Seconds)
-		out = append(out, vr)
-	}
-	return out
-}
-
-// verdict is one line: can MLMC pay off here, judged on wall time (images
-// when no time was measured), and does the telescoping sum hold.
-func verdict(rep *LevelsReport) string {
-	best := Prediction{RelSeconds: math.Inf(1), RelImages: math.Inf(1)}
-	useTime := rep.Top.Seconds > 0
-	relOf := func(p Prediction) float64 {
-		if useTime {
-			return p.RelSeconds
-		}
-		return p.RelImages
-	}
-	for _, p := range rep.Estimators {
-		// vr-lsgd is L-SGD with variance reduction, not MLMC.
-		if p.Name == "lsgd" || p.Name == "vr-lsgd" || math.IsNaN(relOf(p)) {
-			continue
-		}
-		if relOf(p) < relOf(best) {
-			best = p
-		}
-	}
-	unit := "wall time"
-	if !useTime {
-		unit = "images"
-	}
-	var s string
-	switch r := relOf(best); {
-	case math.IsInf(r, 1):
-		s = "no MLMC estimator could be predicted"
-	case r < 1:
-		s = fmt.Sprintf("MLMC can pay off: %s reaches L-SGD's variance at %.2f of its cost (in %s)", best.Name, r, unit)
-	default:
-		s = fmt.Sprintf("MLMC cannot pay off: the best, %s, needs %.2f times L-SGD's variance x cost (in %s)",
-			best.Name, r, unit)
-	}
-	if !rep.Telescope.Pass {
-		s += fmt.Sprintf("; and the telescoping check fails (max |z| above %.2f): the MLMC estimators are biased for grad F^%d",
-			rep.Telescope.Critical, rep.MaxLevel)
-	}
-	return s
-}
-
-// finite is x, or nil for NaN and infinities, which JSON cannot hold.
-func finite(x float64) *float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return nil
-	}
-	return &x
-}
-
-// MarshalJSON writes a missing rate or standard error as null.
-func (f RateFit) MarshalJSON() ([]byte, error) {
-	type plain RateFit
-	return json.Marshal(struct {
-		plain
-		Rate *float64 `json:"rate"`
-		SE   *float64 `json:"se"`
-	}{plain(f), finite(f.Rate), finite(f.SE)})
-}
-
-// MarshalJSON writes quantities that could not be predicted as null.
-func (p Prediction) MarshalJSON() ([]byte, error) {
-	type plain Prediction
-	return json.Marshal(struct {
-		plain
-		Var        *float64 `json:"var"`
-		RelImages  *float64 `json:"rel_images"`
-		RelSeconds *float64 `json:"rel_seconds"`
-	}{plain(p), finite(p.Var), finite(p.RelImages), finite(p.RelSeconds)})
 }

@@ -19,7 +19,10 @@
 //
 // ExpectedCost is the one cost model: the expected samples and oracle
 // evaluations of an iteration, from which a run's length in samples is
-// planned. The package examples run RT-MLMC and VR RT-MLMC on a toy oracle
+// planned. Its allocation of queries to levels is the one the per-level
+// predictions price in measured variance and time. Errors name settings
+// (minimum level, draws), not command-line flags: the program that reads
+// the flags words them for its users. The package examples run RT-MLMC and VR RT-MLMC on a toy oracle
 // (a squared mean, biased like SimCLR's small batches) and show how to write
 // an Oracle. Float64Ops and Synthetic (a quadratic objective with known
 // rates a, b, c) serve tests and examples; examples/pricing is the paper's

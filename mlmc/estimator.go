@@ -208,7 +208,7 @@ func New[V any](name string, cfg Config, ops VecOps[V], o Oracle[V]) (*Estimator
 func (c Config) check(m Method, oracleMax int) error {
 	switch {
 	case c.MinLevel < 0:
-		return fmt.Errorf("minimum level %d is negative: set --min-level >= 0", c.MinLevel)
+		return fmt.Errorf("minimum level %d is negative", c.MinLevel)
 	case c.B <= 0 || c.C <= 0:
 		return fmt.Errorf("rates b = %g, c = %g must be positive", c.B, c.C)
 	case c.NL < 1 || c.D1 < 1 || c.D2 < 1 || c.QE < 1:
@@ -219,17 +219,14 @@ func (c Config) check(m Method, oracleMax int) error {
 	switch m {
 	case LSGD, VMLMC, RTMLMC:
 		if c.MaxLevel < c.MinLevel {
-			return fmt.Errorf("maximum level %d is below the minimum level %d: set --max-level >= --min-level",
-				c.MaxLevel, c.MinLevel)
+			return fmt.Errorf("maximum level %d is below the minimum level %d", c.MaxLevel, c.MinLevel)
 		}
 		if oracleMax != Unbounded && c.MaxLevel > oracleMax {
-			return fmt.Errorf("maximum level %d is above the largest level the oracle serves (%d): set --max-level <= %d",
-				c.MaxLevel, oracleMax, oracleMax)
+			return fmt.Errorf("maximum level %d is above the largest level the oracle serves (%d)", c.MaxLevel, oracleMax)
 		}
 	default:
 		if oracleMax != Unbounded && c.MinLevel > oracleMax {
-			return fmt.Errorf("minimum level %d is above the largest level the oracle serves (%d): set --min-level <= %d",
-				c.MinLevel, oracleMax, oracleMax)
+			return fmt.Errorf("minimum level %d is above the largest level the oracle serves (%d)", c.MinLevel, oracleMax)
 		}
 	}
 	return nil
@@ -427,7 +424,7 @@ func (e *Estimator[V]) UnmarshalBinary(data []byte) error {
 	}
 	have := data[0] == 1
 	if name := string(data[1:]); name != e.name {
-		return bad(fmt.Sprintf("the checkpoint is of estimator %q: resume with --estimator %s", name, name))
+		return bad(fmt.Sprintf("the saved state is of estimator %q", name))
 	}
 	if have && !e.vr {
 		return errors.New("restore state: VR state in a checkpoint of an estimator without VR")

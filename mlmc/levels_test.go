@@ -121,11 +121,11 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		oracleMax int
 		want      string
 	}{
-		{"max below min", "rtmlmc", Config{MinLevel: 3, MaxLevel: 2}, Unbounded, "--max-level >= --min-level"},
-		{"max above oracle", "lsgd", Config{MinLevel: 1, MaxLevel: 10}, 8, "--max-level <= 8"},
-		{"negative min", "vmlmc", Config{MinLevel: -1, MaxLevel: 2}, Unbounded, "--min-level >= 0"},
+		{"max below min", "rtmlmc", Config{MinLevel: 3, MaxLevel: 2}, Unbounded, "maximum level 2 is below the minimum level 3"},
+		{"max above oracle", "lsgd", Config{MinLevel: 1, MaxLevel: 10}, 8, "maximum level 10 is above the largest level the oracle serves (8)"},
+		{"negative min", "vmlmc", Config{MinLevel: -1, MaxLevel: 2}, Unbounded, "minimum level -1 is negative"},
 		{"bad D2", "vr-rtmlmc", Config{MaxLevel: 2, D2: -1}, Unbounded, "D2 = -1"},
-		{"ru min above oracle", "rumlmc", Config{MinLevel: 9}, 8, "--min-level <= 8"},
+		{"ru min above oracle", "rumlmc", Config{MinLevel: 9}, 8, "minimum level 9 is above the largest level the oracle serves (8)"},
 		{"negative rate", "rtmlmc", Config{MaxLevel: 2, B: -1}, Unbounded, "rates"},
 		{"unknown", "mlmc", Config{MaxLevel: 2}, Unbounded, "unknown estimator"},
 	}

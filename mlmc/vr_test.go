@@ -221,7 +221,7 @@ func TestUnmarshalRejectsBadState(t *testing.T) {
 		{"empty", "rtmlmc", nil, "unknown state version"},
 		{"version", "rtmlmc", append([]byte{9}, good[1:]...), "unknown state version"},
 		{"truncated", "rtmlmc", good[:5], "truncated"},
-		{"other estimator", "lsgd", good, "--estimator rtmlmc"},
+		{"other estimator", "lsgd", good, `the saved state is of estimator "rtmlmc"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

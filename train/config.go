@@ -9,6 +9,7 @@ import (
 
 	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/collective"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/mlmc"
@@ -123,7 +124,7 @@ func Defaults() Config {
 		D1:           1,
 		D2:           1,
 		QE:           10,
-		Halves:       HalvesShared,
+		Halves:       contrastive.HalvesShared,
 		PreciseBN:    true,
 		Optimizer:    "sgd",
 		Momentum:     0.9,
@@ -280,8 +281,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--log-every %d must not be negative", c.LogEvery)
 	case c.CheckpointEvery < 0:
 		return fmt.Errorf("--checkpoint-every %s must not be negative (0: only at the end and on interruption)", c.CheckpointEvery)
-	case c.Halves != "" && c.Halves != HalvesShared && c.Halves != HalvesSeparate:
-		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, HalvesShared, HalvesSeparate)
+	case c.Halves != "" && c.Halves != contrastive.HalvesShared && c.Halves != contrastive.HalvesSeparate:
+		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
 	case c.ValSplit < 0:
 		return fmt.Errorf("--val-split %d must not be negative (0: score the test set)", c.ValSplit)
 	case c.KNNK < 0:
@@ -350,7 +351,7 @@ func defaultLR(maxLevel int) float64 { return 0.06 * math.Exp2(float64(maxLevel)
 // correctionPasses is the network passes of one H^l above l_min: three
 // with separate halves, else one.
 func (c *Config) correctionPasses() int {
-	if c.Halves == HalvesSeparate {
+	if c.Halves == contrastive.HalvesSeparate {
 		return 3
 	}
 	return 1

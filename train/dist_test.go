@@ -22,6 +22,7 @@ import (
 	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/collective"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/internal/testenv"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
@@ -325,7 +326,7 @@ func referenceRun(t *testing.T, cfg Config, ranks int) [][]float32 {
 	prev := b.Alloc(params.Len())
 	b.Copy(prev, params.Flat())
 	streams := make([]*loader.Stream, ranks)
-	oracles := make([]*Oracle, ranks)
+	oracles := make([]*contrastive.Oracle, ranks)
 	ests := make([]*mlmc.Estimator[tensor.Buffer], ranks)
 	grads := make([]tensor.Buffer, ranks)
 	for r := range ranks {
@@ -334,10 +335,10 @@ func referenceRun(t *testing.T, cfg Config, ranks int) [][]float32 {
 			t.Fatal(err)
 		}
 		defer streams[r].Close()
-		oracles[r] = NewOracle(b, model, streams[r], cfg.Temperature, maxServable, prev)
+		oracles[r] = contrastive.NewOracle(b, model, streams[r], cfg.Temperature, maxServable, prev)
 		mc := cfg.mlmcConfig()
 		mc.Seed = rankSeed(mc.Seed, r)
-		if ests[r], err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, bufferOps{b: b, n: params.Len()}, oracles[r]); err != nil {
+		if ests[r], err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, contrastive.NewBufferOps(b, params.Len()), oracles[r]); err != nil {
 			t.Fatal(err)
 		}
 		grads[r] = b.Alloc(params.Len())

@@ -12,6 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/simclr-go/simclr/collective"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/runfolder"
 )
@@ -76,7 +77,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		lr := t.sched.LR(t.iter)
 		step, err := t.iterate(lr)
 		if err != nil {
-			if errors.Is(err, ErrNonFinite) {
+			if errors.Is(err, contrastive.ErrNonFinite) {
 				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", t.lastCheckpoint, cfg.Out)
 				if t.lastCheckpoint < 0 {
 					kept = "no checkpoint had been written yet"
@@ -189,7 +190,7 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 		err = t.reduceEstimate()
 	}
 	if err == nil && !t.b.AllFinite(t.grad) {
-		err = fmt.Errorf("gradient estimate: %w", ErrNonFinite)
+		err = fmt.Errorf("gradient estimate: %w", contrastive.ErrNonFinite)
 	}
 	if err != nil {
 		return step, err

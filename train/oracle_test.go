@@ -1,18 +1,19 @@
 package train
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
-	"slices"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/blas"
-	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/contrastive"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -111,101 +112,6 @@ func TestSteadyStateIterationAllocatesAlmostNothing(t *testing.T) {
 	}
 }
 
-// host copies a backend buffer.
-func host(b interface {
-	Download([]float32, tensor.Buffer)
-}, buf tensor.Buffer) []float32 {
-	out := make([]float32, buf.Len())
-	b.Download(out, buf)
-	return out
-}
-
-// TestOracleEvalAtPreviousReplaysTheDraw checks the SimCLR oracle against a
-// direct forward, loss and backward of the network: Eval adds alpha*g into
-// out; at x_{t-1} it uses the draw's own views, returns the gradient a
-// network holding x_{t-1} gives on them, leaves the parameters at x_t and
-// the batch-norm running statistics untouched; at x_t it updates them.
-func TestOracleEvalAtPreviousReplaysTheDraw(t *testing.T) {
-	for _, tc := range []struct {
-		level int
-		diff  bool
-	}{{1, false}, {2, true}, {3, false}} {
-		t.Run(fmt.Sprintf("level%d_diff%v", tc.level, tc.diff), func(t *testing.T) {
-			tr := newTestTrainer(t, "vr-lsgd")
-			b, params, o := tr.b, tr.model.Params(), tr.oracle
-			rng := rand.New(rand.NewPCG(3, uint64(tc.level)))
-			xt := host(b, params.Flat())
-			xPrev := slices.Clone(xt)
-			for i := range xPrev {
-				xPrev[i] += 0.05 * float32(rng.NormFloat64())
-			}
-			b.Upload(tr.prev, xPrev)
-
-			s, cost, err := o.Draw(tc.level)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cost != 1<<tc.level {
-				t.Fatalf("cost %d, want %d images", cost, 1<<tc.level)
-			}
-			views := slices.Clone(s.(*draw).views)
-
-			// The reference: the same views through the network at p.
-			gradAt := func(p []float32) []float32 {
-				saveP, saveS := host(b, params.Flat()), host(b, params.State())
-				b.Upload(params.Flat(), p)
-				n := 1 << tc.level
-				x := b.Alloc(2 * n * tr.model.InputLen())
-				b.Upload(x, views)
-				dz := b.Alloc(2 * n * tr.cfg.ProjDim)
-				z := tr.model.Forward(x, 2*n, true, false)
-				b.NTXent(n, tr.cfg.ProjDim, float32(tr.cfg.Temperature), tc.diff, z, dz)
-				tr.model.Backward(dz)
-				g := host(b, params.Grad())
-				b.Upload(params.Flat(), saveP)
-				b.Upload(params.State(), saveS)
-				return g
-			}
-			wantCur, wantPrev := gradAt(xt), gradAt(xPrev)
-
-			base := make([]float32, params.Len())
-			for i := range base {
-				base[i] = float32(rng.NormFloat64())
-			}
-			out := b.Alloc(params.Len())
-			check := func(at mlmc.Point, alpha float64, want []float32) {
-				t.Helper()
-				b.Upload(out, base)
-				stateBefore := host(b, params.State())
-				if err := o.Eval(s, at, tc.diff, alpha, out); err != nil {
-					t.Fatal(err)
-				}
-				got := host(b, out)
-				for i := range got {
-					w := base[i] + float32(alpha)*want[i]
-					if math.Abs(float64(got[i]-w)) > 1e-5*(1+math.Abs(float64(w))) {
-						t.Fatalf("at %s: out[%d] = %g, want base + %g*g = %g", at, i, got[i], alpha, w)
-					}
-				}
-				if !slices.Equal(host(b, params.Flat()), xt) {
-					t.Fatalf("after an evaluation at %s the parameters are not x_t", at)
-				}
-				stateChanged := !slices.Equal(host(b, params.State()), stateBefore)
-				if stateChanged != (at == mlmc.Current) {
-					t.Fatalf("evaluation at %s: running statistics changed: %v, want %v", at, stateChanged, at == mlmc.Current)
-				}
-				if !slices.Equal(s.(*draw).views, views) {
-					t.Fatalf("evaluation at %s changed the draw's views", at)
-				}
-			}
-			check(mlmc.Current, 0.5, wantCur)
-			check(mlmc.Previous, -0.25, wantPrev)
-			check(mlmc.Current, 1, wantCur)
-			o.Release(s)
-		})
-	}
-}
-
 // failingBackend is the CPU backend behaving as the CUDA backend does after a
 // device failure (out of memory, say): kernels report NaN and Sync returns
 // the failure.
@@ -229,10 +135,47 @@ func TestOracleReportsDeviceFailureWithLevel(t *testing.T) {
 	if err == nil {
 		t.Fatal("iteration on a failed device succeeded")
 	}
-	if !errors.Is(err, deviceErr) || errors.Is(err, ErrNonFinite) {
+	if !errors.Is(err, deviceErr) || errors.Is(err, contrastive.ErrNonFinite) {
 		t.Fatalf("error %q: want the device failure, not a non-finite loss", err)
 	}
 	if want := fmt.Sprintf("level %d", tr.cfg.MaxLevel); !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name the %s it happened at", err, want)
+	}
+}
+
+// A run with --halves separate counts every forward/backward pass as an
+// evaluation: three for a query of H^l (l > l_min), one for h^(l_min).
+func TestSeparateHalvesRunCountsPasses(t *testing.T) {
+	cfg := tinyConfig(t, "rtmlmc")
+	cfg.Iterations = 8
+	cfg.Halves = contrastive.HalvesSeparate
+	if _, err := Train(context.Background(), cfg, tinyHooks(syntheticSplits(64, 16, 16, 4))); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := runfolder.ReadLines[runfolder.Metrics](filepath.Join(cfg.Out, runfolder.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	sawH := false
+	for _, m := range lines {
+		for _, l := range m.Levels {
+			if l > cfg.MinLevel {
+				want += 3
+				sawH = true
+			} else {
+				want++
+			}
+		}
+		if m.Evaluations != want {
+			t.Fatalf("iteration %d (levels %v): %d evaluations, want %d", m.Iteration, m.Levels, m.Evaluations, want)
+		}
+	}
+	if !sawH {
+		t.Error("no query above the minimum level in 8 iterations: nothing tested")
+	}
+	var saved Config
+	if err := runfolder.ReadJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), &saved); err != nil || saved.Halves != contrastive.HalvesSeparate {
+		t.Errorf("config.json: halves %q (%v), want %s", saved.Halves, err, contrastive.HalvesSeparate)
 	}
 }

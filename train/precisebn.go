@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/simclr-go/simclr/augment"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/model/resnet18"
@@ -21,12 +22,9 @@ const preciseBNSeed = 0x70726563697365
 // viewTransform is the augmentation of the run's training views of set
 // (--augment) at the images' own size.
 func viewTransform(cfg *Config, set *data.Set) (augment.Config, error) {
-	c, err := cfg.augmentConfig()
+	c, err := contrastive.ViewTransform(cfg.Augment, set)
 	if err != nil {
 		return c, fmt.Errorf("--augment: %w", err)
-	}
-	if set.H != set.W {
-		c.Size = set.H
 	}
 	return c, nil
 }

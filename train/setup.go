@@ -8,6 +8,7 @@ import (
 
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/collective"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/loader"
@@ -146,14 +147,14 @@ func (t *trainer) setup(s session) error {
 		t.prev = t.b.Alloc(params.Len())
 		t.b.Copy(t.prev, params.Flat())
 	}
-	t.oracle = NewOracle(t.b, t.model, t.stream, cfg.Temperature, maxServable, t.prev)
+	t.oracle = contrastive.NewOracle(t.b, t.model, t.stream, cfg.Temperature, maxServable, t.prev)
 	if err := t.oracle.SetHalves(cfg.Halves); err != nil {
 		return err
 	}
 	if splitsBatch(cfg.Estimator, ranks) {
-		t.oracle.shard = t.comm
+		t.oracle.SetShard(t.comm)
 	}
-	ops := bufferOps{b: t.b, n: params.Len()}
+	ops := contrastive.NewBufferOps(t.b, params.Len())
 	mc := cfg.mlmcConfig()
 	mc.Seed = rankSeed(mc.Seed, rank)
 	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, ops, t.oracle)
@@ -175,7 +176,7 @@ func (t *trainer) setup(s session) error {
 		return err
 	}
 	evalNote := ""
-	if t.oracle.separate {
+	if t.oracle.Halves() == contrastive.HalvesSeparate {
 		evalNote = fmt.Sprintf(" (network passes: each correction above level %d is 3)", cfg.MinLevel)
 	}
 	scored := "test"
@@ -185,7 +186,7 @@ func (t *trainer) setup(s session) error {
 	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), "+
 		"expected per iteration %.4g images and %.4g oracle evaluations%s, lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
 		splits.Train.Name, n, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		images, evals, evalNote, cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.halvesName(), cfg.PreciseBN)
+		images, evals, evalNote, cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.Halves(), cfg.PreciseBN)
 
 	if ranks > 1 {
 		t.logf("dist: %d ranks; %s", ranks, parallelNote(cfg.Estimator, cfg.MaxLevel, ranks, netCfg.Norm))

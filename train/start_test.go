@@ -18,6 +18,7 @@ import (
 
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
@@ -299,8 +300,8 @@ func TestComparableLoss(t *testing.T) {
 		}
 		b.Upload(z, ones)
 		res := b.NTXent(n, 8, 0.5, false, z, dz)
-		if d := res.Full - LossScale(n); math.Abs(d) > 1e-6 {
-			t.Errorf("N = %d: L_B of identical embeddings %.9f, log(2N-1) %.9f", n, res.Full, LossScale(n))
+		if d := res.Full - contrastive.LossScale(n); math.Abs(d) > 1e-6 {
+			t.Errorf("N = %d: L_B of identical embeddings %.9f, log(2N-1) %.9f", n, res.Full, contrastive.LossScale(n))
 		}
 	}
 	cfg := tinyConfig(t, "lsgd")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/collective"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
@@ -244,7 +245,7 @@ type trainer struct {
 	model  *resnet18.Model
 	opt    *optim.Optimizer
 	stream *loader.Stream
-	oracle *Oracle
+	oracle *contrastive.Oracle
 	est    *mlmc.Estimator[tensor.Buffer]
 	grad   tensor.Buffer // the estimate v_t
 	prev   tensor.Buffer // x_{t-1} for VR, else nil
@@ -305,7 +306,7 @@ func (t *trainer) rankError(err error) error {
 	// Interruptions and non-finite estimates are seen by every rank at the
 	// same iteration (they are agreed on or all-reduced); a lost rank has
 	// stopped already.
-	if errors.Is(err, ErrInterrupted) || errors.Is(err, ErrNonFinite) || errors.Is(err, errRankLost) || errors.Is(err, ErrRanksDiffer) {
+	if errors.Is(err, ErrInterrupted) || errors.Is(err, contrastive.ErrNonFinite) || errors.Is(err, errRankLost) || errors.Is(err, ErrRanksDiffer) {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "%v\nstopping every rank\n", err)

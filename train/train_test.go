@@ -22,6 +22,7 @@ import (
 
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/runfolder"
 )
@@ -183,7 +184,7 @@ func TestResumeIsBitForBit(t *testing.T) {
 		// previous iteration's (head_prev_*); the resumed sessions read
 		// --norm and --augment back from config.json.
 		{"vr-rtmlmc", "group", "paper", 5, []int{3}, "", 0, false},
-		{"vr-rtmlmc", "", "", 7, []int{2, 3}, HalvesSeparate, 8, true},
+		{"vr-rtmlmc", "", "", 7, []int{2, 3}, contrastive.HalvesSeparate, 8, true},
 	} {
 		t.Run(strings.Trim(tc.estimator+"/"+tc.norm+"/"+tc.augment+"/"+tc.halves, "/"), func(t *testing.T) {
 			whole := tinyConfig(t, tc.estimator)
@@ -279,7 +280,7 @@ func TestNonFiniteLossStopsAndKeepsCheckpoint(t *testing.T) {
 	cfg.CheckpointEvery = Period(time.Nanosecond)
 	cfg.LR = 1e30
 	_, err := Train(context.Background(), cfg, tinyHooks(splits))
-	if err == nil || !errors.Is(err, ErrNonFinite) && !strings.Contains(err.Error(), "not finite") {
+	if err == nil || !errors.Is(err, contrastive.ErrNonFinite) && !strings.Contains(err.Error(), "not finite") {
 		t.Fatalf("error %v, want a non-finite loss", err)
 	}
 	for _, want := range []string{"training stopped", "last good checkpoint", "--lr"} {

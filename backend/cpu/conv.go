@@ -61,22 +61,20 @@ const (
 // output tile and input channel where im2col's GEMM needs 36, and its
 // transformed tiles (16 values per 4 outputs) are smaller than an im2col
 // matrix (9 per output), so it wins on the 3x3 stride-1 pad-1 layers
-// when its 16 GEMMs are long and deep enough. Measured per layer with
-// BenchmarkConvAlgorithms (model GFLOP per CPU-second, forward and
-// backward, 2-core development machine, OpenBLAS, 2026-11-22): Winograd
-// 92-150 against im2col's 52-76 on ResNet-18's 32x32, 16x16 and 8x8
-// layers at 4 to 128 views, and 94-150 against 69-81 on the 4x4 layer
-// from 16 views. It needs
+// when its 16 GEMMs are long and deep enough. BenchmarkConvAlgorithms
+// runs every layer both ways; its figures, which set the two thresholds
+// below, are in BENCHMARKS.md ("The figures behind the CPU convolution
+// constants"). It needs
 //   - at least minWinogradChannels input channels: the stem (3 channels)
 //     writes 16 x K transformed outputs per tile through memory to save a
-//     27-deep GEMM little (30-55 against im2col's 37-45: ahead at 4-8
-//     views, behind from 16; the stem is 0.3% of the FLOPs either way);
+//     27-deep GEMM little (ahead of im2col at a few views, behind at more;
+//     the stem is 0.3% of the FLOPs either way);
 //   - at least minWinogradTiles tiles in the batch (N x tiles per image):
 //     each of the 16 GEMMs streams its whole (K,C) share of the
 //     transformed filters, 16/9 the size of the weights, for T columns,
 //     and the filter transforms cost the same whatever T, so a few tiles
-//     make them memory-bound (the 4x4 layer at 4 views, T = 16, ran at 47
-//     against 62; at 8 views, T = 32, at 69 against 76).
+//     make them memory-bound (the 4x4 layer loses at 4 and 8 views, T = 16
+//     and 32).
 //
 // Stride-2 and 1x1 layers stay on im2col, which Winograd F(2,3) does not
 // compute. Tests and benchmarks may force either algorithm (b.convAlgo);
@@ -161,10 +159,9 @@ const (
 // take a share of the weights instead. Where the weights have fewer rows
 // than a worker's images have output positions (K < cols/2, the first
 // stages at every batch size), halving the GEMM's rows costs more than
-// the weights save: measured per layer with BenchmarkSmallBatchConvs on
-// the 2-core development machine, channels won by 10-20% of CPU time in
-// the last two stages at 4-16 views and lost up to 40% in the first. The
-// shared im2col matrix and output must fit in the workspace budget.
+// the weights save (BenchmarkSmallBatchConvs measures both splits per
+// layer; BENCHMARKS.md has the figures). The shared im2col matrix and
+// output must fit in the workspace budget.
 func (b *Backend) splitByChannels(s tensor.ConvShape) bool {
 	switch {
 	case b.convSplit == splitImages || b.threads == 1 || pointwise(s):

@@ -29,6 +29,12 @@ func Data(b tensor.Buffer) []float32 {
 	return cb.data
 }
 
+// HostData is Data: the CPU backend's buffers are host memory
+// (tensor.HostMemory).
+func (b *Backend) HostData(buf tensor.Buffer) []float32 { return Data(buf) }
+
+var _ tensor.HostMemory = (*Backend)(nil)
+
 // Backend runs tensor.Backend kernels on the host.
 type Backend struct {
 	// gemm multiplies matrices on the calling goroutine: the backend calls

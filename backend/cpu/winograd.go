@@ -73,8 +73,8 @@ type winoScratch struct {
 // buffer whose planes hold n values: n rounded up to whole cache lines,
 // plus one line. Planes exactly a power of two apart (64 x 512 tiles is
 // 128 KiB) put the 16 streams a transform reads or writes into the same
-// cache sets; the extra line staggers them (measured: the 8x8 and 4x4
-// layers at 4 and 8 views ran 1.6-2.1x faster).
+// cache sets; the extra line staggers them (BENCHMARKS.md, "The figures
+// behind the CPU convolution constants").
 func planeStride(n int) int { return (n+15)&^15 + 16 }
 
 // growTo returns buf with at least n elements, reallocating once.
@@ -104,10 +104,9 @@ func (g winoGeometry) tiles() int { return g.th * g.tw }
 // winoChunkTiles tiles, within the workspace budget (bufA and bufB each
 // hold 16 x max(C,K) x tiles per image), at least one image. A chunk of
 // about 512 tiles keeps the 64-channel layers' transformed tiles (2 MiB
-// each way) in the 2 MiB L2 caches between the transforms and the GEMMs:
-// measured on the 32x32 layer (forward and backward, 2 cores), 512-tile
-// chunks ran at 117-124 model GFLOP per CPU-second against 92-98 with
-// 2048, at 16 and at 128 views; the 16x16 layer did not care.
+// each way) in the 2 MiB L2 caches between the transforms and the GEMMs,
+// which larger chunks spill (BENCHMARKS.md, "The figures behind the CPU
+// convolution constants").
 func (b *Backend) winoChunkImages(s tensor.ConvShape, g winoGeometry) int {
 	perImage := 2 * winoTile * max(s.C, s.K) * g.tiles()
 	nb := (winoChunkTiles + g.tiles() - 1) / g.tiles()

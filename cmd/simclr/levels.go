@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/train"
 )
@@ -73,7 +74,10 @@ Levels, temperature and halves default to the run's settings.`,
 				cfg.Halves = halves
 			}
 			if cfg.Halves == "" {
-				cfg.Halves = train.HalvesShared
+				cfg.Halves = contrastive.HalvesShared
+			}
+			if cfg.Halves != contrastive.HalvesShared && cfg.Halves != contrastive.HalvesSeparate {
+				return fmt.Errorf("--halves %q: use %s or %s", cfg.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
 			}
 			cfg.Workers = workers
 			errw := cmd.ErrOrStderr()
@@ -81,7 +85,21 @@ Levels, temperature and halves default to the run's settings.`,
 			if e.randomInit {
 				runDir = "" // x_(t-1) of the run is not a step from the initial network
 			}
-			rep, err := train.MeasureLevels(b, m, splits, cfg, train.LevelsOptions{Draws: draws, RunDir: runDir,
+			n := splits.Train.Len()
+			if servable := contrastive.ServableLevel(n); cfg.MaxLevel > servable {
+				return fmt.Errorf("--max-level %d needs 2^%d = %d images per query but %s has %d: use --max-level %d or less",
+					cfg.MaxLevel, cfg.MaxLevel, 1<<cfg.MaxLevel, splits.Train.Name, n, servable)
+			}
+			if cfg.MinLevel < 1 || cfg.MinLevel > cfg.MaxLevel {
+				return fmt.Errorf("--min-level %d: levels start at 1 and must not exceed --max-level %d", cfg.MinLevel, cfg.MaxLevel)
+			}
+			if _, err := contrastive.ViewTransform(cfg.Augment, splits.Train); err != nil {
+				return fmt.Errorf("--augment: %w", err)
+			}
+			run := contrastive.Settings{MinLevel: cfg.MinLevel, MaxLevel: cfg.MaxLevel, Temperature: cfg.Temperature,
+				Halves: cfg.Halves, Augment: cfg.Augment, Seed: cfg.Seed, Workers: cfg.Workers,
+				B: cfg.B, C: cfg.C, D1: cfg.D1, D2: cfg.D2, QE: cfg.QE}
+			rep, err := contrastive.MeasureLevels(b, m, splits, run, contrastive.LevelsOptions{Draws: draws, RunDir: runDir,
 				Progress: func(level int, diff bool, k int) {
 					if k == draws {
 						name := "h"
@@ -116,7 +134,7 @@ Levels, temperature and halves default to the run's settings.`,
 	f.IntVar(&draws, "draws", 32, "independent queries per level, K (and of h^L)")
 	f.IntVar(&minLevel, "min-level", 1, "lowest level l_min (default: the run's)")
 	f.IntVar(&maxLevel, "max-level", 9, "top level L (default: the run's)")
-	f.StringVar(&halves, "halves", train.HalvesShared, "H^l construction: shared (one pass) or separate (three passes, exact with batch norm); default: the run's")
+	f.StringVar(&halves, "halves", contrastive.HalvesShared, "H^l construction: shared (one pass) or separate (three passes, exact with batch norm); default: the run's")
 	f.IntVar(&workers, "workers", 0, "augmentation goroutines (0: one per CPU)")
 	return cmd
 }
@@ -190,7 +208,7 @@ func writeLevelsTable(w io.Writer, r levelsResult) error {
 
 func hasVR(preds []mlmc.Prediction) bool {
 	for _, p := range preds {
-		if strings.HasPrefix(p.Name, "vr-") {
+		if _, vr, err := mlmc.ParseName(p.Name); err == nil && vr {
 			return true
 		}
 	}

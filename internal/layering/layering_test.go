@@ -14,7 +14,7 @@ const module = "github.com/simclr-go/simclr/"
 
 // layers gives every package of the module its layer (README "Layout"). A
 // package may import only packages of a strictly lower layer. The backends
-// are placed above the model, loss and optimizer so that those reach the
+// are placed above the model and the optimizer so that those reach the
 // hardware only through tensor.Backend; only backend (the chooser), the
 // trainer and the command line pick one.
 var layers = map[string]int{
@@ -25,15 +25,15 @@ var layers = map[string]int{
 	"internal/npy": 0,
 	// 1: the CSO oracle, the host reference maths, data readers, augmentations.
 	"cso": 1, "internal/ref": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
-	// 2: data sets by name, the loader, layers, the loss.
-	"data/datasets": 2, "loader": 2, "nn": 2, "loss": 2,
+	// 2: data sets by name, the loader, layers.
+	"data/datasets": 2, "loader": 2, "nn": 2,
 	// 3: the optimizer, the network, the classifiers on features.
 	"optim": 3, "model/resnet18": 3, "eval/knn": 3, "eval/linear": 3,
 	// 4: the two implementations of tensor.Backend.
 	"backend/cpu": 4, "backend/cuda": 4,
-	// 5: choosing a backend; evaluating a network; communicating between
-	// ranks (it reaches the backends' memory).
-	"backend": 5, "eval": 5, "collective": 5,
+	// 5: choosing a backend; evaluating a network; the SimCLR oracle;
+	// communicating between ranks (it reaches the backends' memory).
+	"backend": 5, "eval": 5, "contrastive": 5, "collective": 5,
 	// 6: the trainer; reports on run folders.
 	"train": 6, "report": 6,
 	// 7: programs.

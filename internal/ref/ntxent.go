@@ -1,10 +1,10 @@
-// Package ref holds the host reference maths shared by the CPU backend and the
-// public loss and optim packages: the SimCLR NT-Xent loss and its gradient
-// (docs/definitions.md, section 4 "Contrastive learning as a biased oracle"),
-// and one SGD or LARS step, all on float32 host slices. It is a leaf (it
-// imports only tensor's plain config types and the fork-join loop), so the
-// backend can run the references without importing the layers above it. The
-// CUDA kernels follow these transcriptions and are checked against them.
+// Package ref holds the host reference maths the CPU backend runs and the
+// tests check against: the SimCLR NT-Xent loss and its gradient
+// (docs/definitions.md, section 4 "Contrastive learning as a biased oracle"), and one SGD or LARS step, all on float32 host slices. It
+// is a leaf (it imports only tensor's plain config types and the fork-join
+// loop), so the backend can run the references without importing the layers
+// above it. The CUDA kernels follow these transcriptions and are checked
+// against them.
 package ref
 
 import (

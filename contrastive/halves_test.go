@@ -1,11 +1,9 @@
-package train
+package contrastive
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
-	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -26,7 +23,7 @@ import (
 func TestSeparateHalvesAreThreeIndependentPasses(t *testing.T) {
 	for _, level := range []int{2, 3} {
 		t.Run(fmt.Sprintf("level%d", level), func(t *testing.T) {
-			tr := newTestTrainer(t, "vr-rtmlmc")
+			tr := newTestOracle(t)
 			b, params, o, m := tr.b, tr.model.Params(), tr.oracle, tr.model
 			if err := o.SetHalves(HalvesSeparate); err != nil {
 				t.Fatal(err)
@@ -177,7 +174,7 @@ func TestRTMLMCIsUnbiasedWithSeparateHalves(t *testing.T) {
 	o := NewOracle(b, m, stream, 0.5, 3, nil)
 	defer o.Free()
 	dim := m.Params().Len()
-	ops := bufferOps{b: b, n: dim}
+	ops := NewBufferOps(b, dim)
 	cfg := mlmc.Config{MinLevel: 1, MaxLevel: 3, Seed: 5}
 	crit := mlmc.NormalCritical(0.999, 1+random)
 	out := b.Alloc(dim)
@@ -242,39 +239,88 @@ func TestRTMLMCIsUnbiasedWithSeparateHalves(t *testing.T) {
 	}
 }
 
-// A run with --halves separate counts every forward/backward pass as an
-// evaluation: three for a query of H^l (l > l_min), one for h^(l_min).
-func TestSeparateHalvesRunCountsPasses(t *testing.T) {
-	cfg := tinyConfig(t, "rtmlmc")
-	cfg.Iterations = 8
-	cfg.Halves = HalvesSeparate
-	if _, err := Train(context.Background(), cfg, tinyHooks(syntheticSplits(64, 16, 16, 4))); err != nil {
-		t.Fatal(err)
-	}
-	lines, err := runfolder.ReadLines[runfolder.Metrics](filepath.Join(cfg.Out, runfolder.MetricsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want int64
-	sawH := false
-	for _, m := range lines {
-		for _, l := range m.Levels {
-			if l > cfg.MinLevel {
-				want += 3
-				sawH = true
-			} else {
-				want++
+// TestOracleEvalAtPreviousReplaysTheDraw checks the SimCLR oracle against a
+// direct forward, loss and backward of the network: Eval adds alpha*g into
+// out; at x_{t-1} it uses the draw's own views, returns the gradient a
+// network holding x_{t-1} gives on them, leaves the parameters at x_t and
+// the batch-norm running statistics untouched; at x_t it updates them.
+func TestOracleEvalAtPreviousReplaysTheDraw(t *testing.T) {
+	for _, tc := range []struct {
+		level int
+		diff  bool
+	}{{1, false}, {2, true}, {3, false}} {
+		t.Run(fmt.Sprintf("level%d_diff%v", tc.level, tc.diff), func(t *testing.T) {
+			tr := newTestOracle(t)
+			b, params, o := tr.b, tr.model.Params(), tr.oracle
+			rng := rand.New(rand.NewPCG(3, uint64(tc.level)))
+			xt := host(b, params.Flat())
+			xPrev := slices.Clone(xt)
+			for i := range xPrev {
+				xPrev[i] += 0.05 * float32(rng.NormFloat64())
 			}
-		}
-		if m.Evaluations != want {
-			t.Fatalf("iteration %d (levels %v): %d evaluations, want %d", m.Iteration, m.Levels, m.Evaluations, want)
-		}
-	}
-	if !sawH {
-		t.Error("no query above the minimum level in 8 iterations: nothing tested")
-	}
-	var saved Config
-	if err := runfolder.ReadJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), &saved); err != nil || saved.Halves != HalvesSeparate {
-		t.Errorf("config.json: halves %q (%v), want %s", saved.Halves, err, HalvesSeparate)
+			b.Upload(tr.prev, xPrev)
+
+			s, cost, err := o.Draw(tc.level)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cost != 1<<tc.level {
+				t.Fatalf("cost %d, want %d images", cost, 1<<tc.level)
+			}
+			views := slices.Clone(s.(*draw).views)
+
+			// The reference: the same views through the network at p.
+			gradAt := func(p []float32) []float32 {
+				saveP, saveS := host(b, params.Flat()), host(b, params.State())
+				b.Upload(params.Flat(), p)
+				n := 1 << tc.level
+				x := b.Alloc(2 * n * tr.model.InputLen())
+				b.Upload(x, views)
+				dz := b.Alloc(2 * n * tr.cfg.ProjDim)
+				z := tr.model.Forward(x, 2*n, true, false)
+				b.NTXent(n, tr.cfg.ProjDim, float32(tr.cfg.Temperature), tc.diff, z, dz)
+				tr.model.Backward(dz)
+				g := host(b, params.Grad())
+				b.Upload(params.Flat(), saveP)
+				b.Upload(params.State(), saveS)
+				return g
+			}
+			wantCur, wantPrev := gradAt(xt), gradAt(xPrev)
+
+			base := make([]float32, params.Len())
+			for i := range base {
+				base[i] = float32(rng.NormFloat64())
+			}
+			out := b.Alloc(params.Len())
+			check := func(at mlmc.Point, alpha float64, want []float32) {
+				t.Helper()
+				b.Upload(out, base)
+				stateBefore := host(b, params.State())
+				if err := o.Eval(s, at, tc.diff, alpha, out); err != nil {
+					t.Fatal(err)
+				}
+				got := host(b, out)
+				for i := range got {
+					w := base[i] + float32(alpha)*want[i]
+					if math.Abs(float64(got[i]-w)) > 1e-5*(1+math.Abs(float64(w))) {
+						t.Fatalf("at %s: out[%d] = %g, want base + %g*g = %g", at, i, got[i], alpha, w)
+					}
+				}
+				if !slices.Equal(host(b, params.Flat()), xt) {
+					t.Fatalf("after an evaluation at %s the parameters are not x_t", at)
+				}
+				stateChanged := !slices.Equal(host(b, params.State()), stateBefore)
+				if stateChanged != (at == mlmc.Current) {
+					t.Fatalf("evaluation at %s: running statistics changed: %v, want %v", at, stateChanged, at == mlmc.Current)
+				}
+				if !slices.Equal(s.(*draw).views, views) {
+					t.Fatalf("evaluation at %s changed the draw's views", at)
+				}
+			}
+			check(mlmc.Current, 0.5, wantCur)
+			check(mlmc.Previous, -0.25, wantPrev)
+			check(mlmc.Current, 1, wantCur)
+			o.Release(s)
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package train
+package contrastive
 
 import (
 	"errors"
@@ -6,33 +6,35 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// bufferOps are mlmc.VecOps over backend buffers of n elements: the
+// BufferOps are mlmc.VecOps over backend buffers of n elements: the
 // estimators combine gradients where they live (on a GPU for CUDA).
-type bufferOps struct {
+type BufferOps struct {
 	b tensor.Backend
 	n int
 }
 
-func (o bufferOps) New() tensor.Buffer                   { return o.b.Alloc(o.n) }
-func (o bufferOps) Zero(v tensor.Buffer)                 { o.b.Zero(v) }
-func (o bufferOps) Copy(dst, src tensor.Buffer)          { o.b.Copy(dst, src) }
-func (o bufferOps) Scale(alpha float64, v tensor.Buffer) { o.b.Scale(v, float32(alpha)) }
-func (o bufferOps) Axpy(alpha float64, x, y tensor.Buffer) {
+// NewBufferOps are the vector operations over buffers of n elements of b.
+func NewBufferOps(b tensor.Backend, n int) BufferOps { return BufferOps{b: b, n: n} }
+
+func (o BufferOps) New() tensor.Buffer                   { return o.b.Alloc(o.n) }
+func (o BufferOps) Zero(v tensor.Buffer)                 { o.b.Zero(v) }
+func (o BufferOps) Copy(dst, src tensor.Buffer)          { o.b.Copy(dst, src) }
+func (o BufferOps) Scale(alpha float64, v tensor.Buffer) { o.b.Scale(v, float32(alpha)) }
+func (o BufferOps) Axpy(alpha float64, x, y tensor.Buffer) {
 	o.b.Axpy(y, float32(alpha), x)
 }
 
 // The mlmc.DiagOps of the per-level diagnostics: inner products on the
 // device, random directions drawn on the host and uploaded once.
-func (o bufferOps) Dot(x, y tensor.Buffer) float64 { return o.b.Dot(x, y) }
-func (o bufferOps) Free(v tensor.Buffer)           { o.b.Free(v) }
-func (o bufferOps) Normal(v tensor.Buffer, r *rand.Rand) {
+func (o BufferOps) Dot(x, y tensor.Buffer) float64 { return o.b.Dot(x, y) }
+func (o BufferOps) Free(v tensor.Buffer)           { o.b.Free(v) }
+func (o BufferOps) Normal(v tensor.Buffer, r *rand.Rand) {
 	host := make([]float32, v.Len())
 	for i := range host {
 		host[i] = float32(r.NormFloat64())
@@ -78,7 +80,7 @@ type Oracle struct {
 	// of all 2^l images, and the gradient of this rank's share is scaled
 	// by P, so that the ranks' mean (the trainer's all-reduce) is the
 	// gradient of the whole draw.
-	shard collective.Comm
+	shard Shard
 	pool  map[int][]*draw // level -> released draws, for reuse
 
 	// separate computes H^l from three passes (--halves separate).
@@ -116,12 +118,13 @@ func (o *Oracle) SetHalves(mode string) error {
 	case HalvesSeparate:
 		o.separate = true
 	default:
-		return fmt.Errorf("--halves %q: use %s or %s", mode, HalvesShared, HalvesSeparate)
+		return fmt.Errorf("halves %q: use %s or %s", mode, HalvesShared, HalvesSeparate)
 	}
 	return nil
 }
 
-func (o *Oracle) halvesName() string {
+// Halves is the construction in use: HalvesShared or HalvesSeparate.
+func (o *Oracle) Halves() string {
 	if o.separate {
 		return HalvesSeparate
 	}
@@ -151,6 +154,25 @@ func NewOracle(b tensor.Backend, m *resnet18.Model, stream *loader.Stream, tau f
 
 // MaxLevel is the largest servable level.
 func (o *Oracle) MaxLevel() int { return o.maxLevel }
+
+// Shard is what a split draw needs of the communicator between ranks
+// (collective.Comm has it).
+type Shard interface {
+	// Rank is this process's rank, 0..Size()-1.
+	Rank() int
+	// Size is the number of ranks.
+	Size() int
+	// AllReduceSum replaces buf, on every rank, with the element-wise sum
+	// of buf over the ranks.
+	AllReduceSum(buf tensor.Buffer) error
+}
+
+// SetShard splits every draw over the ranks of c (L-SGD on several ranks;
+// see the shard field). Call it before the first Draw.
+func (o *Oracle) SetShard(c Shard) { o.shard = c }
+
+// Sharded says whether draws are split over ranks.
+func (o *Oracle) Sharded() bool { return o.shard != nil }
 
 // share is the number of a draw's images at level this rank takes: all
 // of them, or its 1/P part when draws are split over P ranks.

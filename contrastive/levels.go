@@ -1,4 +1,4 @@
-package train
+package contrastive
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/loader"
@@ -15,7 +16,29 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// LevelsOptions are the settings of MeasureLevels beyond the run's Config.
+// Settings are the run's settings the oracle and the per-level
+// diagnostics use (a run's config.json holds them).
+type Settings struct {
+	// MinLevel and MaxLevel are l_min and L, the levels measured.
+	MinLevel, MaxLevel int
+	// Temperature is the NT-Xent temperature tau.
+	Temperature float64
+	// Halves is the construction of H^l: HalvesShared or HalvesSeparate.
+	Halves string
+	// Augment names the view recipe (augment.Preset; "" is simclr).
+	Augment string
+	// Seed seeds the data stream (apart from training's) and the random
+	// directions.
+	Seed uint64
+	// Workers is the number of augmentation goroutines (0: one per core).
+	Workers int
+	// B, C, D1, D2 and QE are the estimators' settings the predictions use
+	// (mlmc.Config).
+	B, C       float64
+	D1, D2, QE int
+}
+
+// LevelsOptions are the settings of MeasureLevels beyond the run's Settings.
 type LevelsOptions struct {
 	// Draws is K, the queries per level (and of h^L).
 	Draws int
@@ -27,25 +50,45 @@ type LevelsOptions struct {
 	RunDir string
 }
 
-// MeasureLevels runs the per-level diagnostics of docs/definitions.md, section
-// 4 "Contrastive learning as a biased oracle" on network m at its current
-// parameters: queries of the SimCLR oracle at levels cfg.MinLevel..cfg.MaxLevel
-// over splits' training images, with the run's augmentation, temperature and
-// halves, from a stream seeded apart from training's. The queries update m's
-// batch-norm running statistics, as training queries do; the parameters are not
-// changed.
-func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg Config, opts LevelsOptions) (*mlmc.LevelsReport, error) {
+// ViewTransform is the augmentation of training views of set by the named
+// recipe ("" is simclr) at the images' own size.
+func ViewTransform(recipe string, set *data.Set) (augment.Config, error) {
+	c := augment.SimCLR()
+	if recipe != "" {
+		var err error
+		if c, err = augment.Preset(recipe); err != nil {
+			return c, err
+		}
+	}
+	if set.H != set.W {
+		c.Size = set.H
+	}
+	return c, nil
+}
+
+// ServableLevel is the largest level whose 2^l images a set of n images
+// holds.
+func ServableLevel(n int) int { return int(math.Floor(math.Log2(float64(max(n, 1))))) }
+
+// MeasureLevels runs the per-level diagnostics of docs/definitions.md,
+// section 4 "Contrastive learning as a biased oracle", on network m at its
+// current parameters: queries of the SimCLR oracle at levels
+// cfg.MinLevel..cfg.MaxLevel over splits' training images, with the run's
+// augmentation, temperature and halves, from a stream seeded apart from
+// training's. The queries update m's batch-norm running statistics, as
+// training queries do; the parameters are not changed.
+func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg Settings, opts LevelsOptions) (*mlmc.LevelsReport, error) {
 	n := splits.Train.Len()
-	if servable := int(math.Floor(math.Log2(float64(max(n, 1))))); cfg.MaxLevel > servable {
-		return nil, fmt.Errorf("--max-level %d needs 2^%d = %d images per query but %s has %d: use --max-level %d or less",
+	if servable := ServableLevel(n); cfg.MaxLevel > servable {
+		return nil, fmt.Errorf("maximum level %d needs 2^%d = %d images per query but %s has %d: use level %d or less",
 			cfg.MaxLevel, cfg.MaxLevel, 1<<cfg.MaxLevel, splits.Train.Name, n, servable)
 	}
 	if cfg.MinLevel < 1 || cfg.MinLevel > cfg.MaxLevel {
-		return nil, fmt.Errorf("--min-level %d: levels start at 1 and must not exceed --max-level %d", cfg.MinLevel, cfg.MaxLevel)
+		return nil, fmt.Errorf("minimum level %d: levels start at 1 and must not exceed the maximum level %d", cfg.MinLevel, cfg.MaxLevel)
 	}
-	aug, err := viewTransform(&cfg, splits.Train)
+	aug, err := ViewTransform(cfg.Augment, splits.Train)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("augmentation: %w", err)
 	}
 	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, aug, cfg.Seed^levelsStreamSeed, cfg.Workers)
 	if err != nil {
@@ -64,7 +107,7 @@ func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg
 	if err := o.SetHalves(cfg.Halves); err != nil {
 		return nil, err
 	}
-	ops := bufferOps{b: b, n: m.Params().Len()}
+	ops := NewBufferOps(b, m.Params().Len())
 	rep, err := mlmc.MeasureLevels[tensor.Buffer](o, ops, mlmc.LevelsConfig{
 		MinLevel: cfg.MinLevel, MaxLevel: cfg.MaxLevel, Draws: opts.Draws, B: cfg.B, C: cfg.C,
 		Seed: cfg.Seed, Progress: opts.Progress,

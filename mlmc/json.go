@@ -1,0 +1,35 @@
+package mlmc
+
+import (
+	"encoding/json"
+	"math"
+)
+
+// finite is x, or nil for NaN and infinities, which JSON cannot hold.
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// MarshalJSON writes a missing rate or standard error as null.
+func (f RateFit) MarshalJSON() ([]byte, error) {
+	type plain RateFit
+	return json.Marshal(struct {
+		plain
+		Rate *float64 `json:"rate"`
+		SE   *float64 `json:"se"`
+	}{plain(f), finite(f.Rate), finite(f.SE)})
+}
+
+// MarshalJSON writes quantities that could not be predicted as null.
+func (p Prediction) MarshalJSON() ([]byte, error) {
+	type plain Prediction
+	return json.Marshal(struct {
+		plain
+		Var        *float64 `json:"var"`
+		RelImages  *float64 `json:"rel_images"`
+		RelSeconds *float64 `json:"rel_seconds"`
+	}{plain(p), finite(p.Var), finite(p.RelImages), finite(p.RelSeconds)})
+}

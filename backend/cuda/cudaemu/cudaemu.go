@@ -93,7 +93,7 @@ func Build(dir string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command(cc, "-std=gnu11", "-O2", "-shared", "-fPIC", "-pthread", "-Wall", "-Wno-format-truncation", "-I", dir,
+			cmd := exec.Command(cc, "-std=gnu11", "-O3", "-ffp-contract=off", "-shared", "-fPIC", "-pthread", "-Wall", "-Wno-format-truncation", "-I", dir,
 				"-o", filepath.Join(dir, l.name), in, "-ldl", "-lm")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("build %s: %v\n%s", l.name, err, out)

@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -346,87 +347,158 @@ static float* copy_in(const float* src, size_t n, int round) {
     ((((size_t)(k) * (p)->C + (c)) * (p)->R + ((p)->cv->mode == CUDNN_CONVOLUTION ? (p)->R - 1 - (r) : (r))) * (p)->S +                   \
      ((p)->cv->mode == CUDNN_CONVOLUTION ? (p)->S - 1 - (s) : (s)))
 
-// out[n,k,oh,ow] = sum_{c,r,s} x[n,c,oh*u - pad_h + r*dil_h, ow*v - pad_w + s*dil_w] w[k,c,r,s]
-static void forward(const problem* p, const float* x, const float* w, float* acc_y) {
+// span gives the output columns [*lo, *hi) whose input column o*stride +
+// off lies in [0, size).
+static void span(int off, int stride, int size, int out, int* lo, int* hi) {
+    *lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    *hi = size - 1 - off < 0 ? 0 : (size - 1 - off) / stride + 1;
+    if (*hi > out) *hi = out;
+    if (*hi < *lo) *hi = *lo;
+}
+
+// par_for runs fn(ctx, lo, hi) over [0, n) split in contiguous parts, one
+// per worker (SIMCLR_CUDA_EMU_WORKERS, default 2). Every output element is
+// computed by one part in a fixed order, so results do not depend on the
+// split.
+typedef void (*part_fn)(void* ctx, int lo, int hi);
+typedef struct part {
+    part_fn fn;
+    void* ctx;
+    int lo, hi;
+} part;
+static void* part_main(void* arg) {
+    part* p = arg;
+    p->fn(p->ctx, p->lo, p->hi);
+    return NULL;
+}
+static void par_for(int n, part_fn fn, void* ctx) {
+    const char* v = getenv("SIMCLR_CUDA_EMU_WORKERS");
+    int w = v && *v ? atoi(v) : 2;
+    if (w < 1) w = 1;
+    if (w > 64) w = 64;
+    if (w > n) w = n > 0 ? n : 1;
+    part parts[64];
+    pthread_t th[64];
+    for (int i = 0; i < w; i++) parts[i] = (part){fn, ctx, (int)((long long)n * i / w), (int)((long long)n * (i + 1) / w)};
+    for (int i = 1; i < w; i++)
+        if (pthread_create(&th[i], NULL, part_main, &parts[i]) != 0) {
+            part_main(&parts[i]);
+            th[i] = 0;
+        }
+    part_main(&parts[0]);
+    for (int i = 1; i < w; i++)
+        if (th[i]) pthread_join(th[i], NULL);
+}
+
+typedef struct loop {
+    const problem* p;
+    const float *a, *b;
+    float* out;
+} loop;
+
+// out[n,k,oh,ow] = sum_{c,r,s} x[n,c,oh*u - pad_h + r*dil_h, ow*v - pad_w + s*dil_w] w[k,c,r,s],
+// one (n, k) plane per index.
+static void forward_part(void* ctx, int lo, int hi) {
+    const loop* L = ctx;
+    const problem* p = L->p;
     const conv* cv = p->cv;
     size_t plane = (size_t)p->OH * p->OW;
-    for (int n = 0; n < p->N; n++)
-        for (int k = 0; k < p->K; k++) {
-            float* acc = acc_y + ((size_t)n * p->K + k) * plane;
-            for (size_t i = 0; i < plane; i++) acc[i] = 0;
-            for (int c = 0; c < p->C; c++) {
-                const float* xp = x + ((size_t)n * p->C + c) * p->H * p->W;
-                for (int r = 0; r < p->R; r++)
-                    for (int s = 0; s < p->S; s++) {
-                        float wv = w[WIDX(p, k, c, r, s)];
-                        for (int oh = 0; oh < p->OH; oh++) {
-                            int ih = oh * cv->u - cv->pad_h + r * cv->dil_h;
-                            if (ih < 0 || ih >= p->H) continue;
-                            const float* row = xp + (size_t)ih * p->W;
-                            float* arow = acc + (size_t)oh * p->OW;
-                            for (int ow = 0; ow < p->OW; ow++) {
-                                int iw = ow * cv->v - cv->pad_w + s * cv->dil_w;
-                                if (iw >= 0 && iw < p->W) arow[ow] += row[iw] * wv;
-                            }
-                        }
+    for (int q = lo; q < hi; q++) {
+        int n = q / p->K, k = q % p->K;
+        float* acc = L->out + ((size_t)n * p->K + k) * plane;
+        for (size_t i = 0; i < plane; i++) acc[i] = 0;
+        for (int c = 0; c < p->C; c++) {
+            const float* xp = L->a + ((size_t)n * p->C + c) * p->H * p->W;
+            for (int r = 0; r < p->R; r++) {
+                int oh_lo, oh_hi;
+                span(r * cv->dil_h - cv->pad_h, cv->u, p->H, p->OH, &oh_lo, &oh_hi);
+                for (int s = 0; s < p->S; s++) {
+                    float wv = L->b[WIDX(p, k, c, r, s)];
+                    int off = s * cv->dil_w - cv->pad_w, ow_lo, ow_hi;
+                    span(off, cv->v, p->W, p->OW, &ow_lo, &ow_hi);
+                    for (int oh = oh_lo; oh < oh_hi; oh++) {
+                        const float* row = xp + (size_t)(oh * cv->u - cv->pad_h + r * cv->dil_h) * p->W + off;
+                        float* arow = acc + (size_t)oh * p->OW;
+                        if (cv->v == 1)
+                            for (int ow = ow_lo; ow < ow_hi; ow++) arow[ow] += row[ow] * wv;
+                        else
+                            for (int ow = ow_lo; ow < ow_hi; ow++) arow[ow] += row[ow * cv->v] * wv;
                     }
+                }
             }
         }
+    }
 }
 
 // dx[n,c,ih,iw] = sum over (k, r, s, oh, ow) with ih = oh*u - pad_h + r*dil_h
-// (and alike for iw) of dy[n,k,oh,ow] w[k,c,r,s].
-static void backward_data(const problem* p, const float* w, const float* dy, float* acc_dx) {
+// (and alike for iw) of dy[n,k,oh,ow] w[k,c,r,s], one (n, c) plane per index.
+static void backward_data_part(void* ctx, int lo, int hi) {
+    const loop* L = ctx;
+    const problem* p = L->p;
     const conv* cv = p->cv;
     size_t plane = (size_t)p->H * p->W;
-    memset(acc_dx, 0, sizeof(float) * plane * p->N * p->C);
-    for (int n = 0; n < p->N; n++)
-        for (int c = 0; c < p->C; c++) {
-            float* acc = acc_dx + ((size_t)n * p->C + c) * plane;
-            for (int k = 0; k < p->K; k++) {
-                const float* g = dy + ((size_t)n * p->K + k) * p->OH * p->OW;
-                for (int r = 0; r < p->R; r++)
-                    for (int s = 0; s < p->S; s++) {
-                        float wv = w[WIDX(p, k, c, r, s)];
-                        for (int oh = 0; oh < p->OH; oh++) {
-                            int ih = oh * cv->u - cv->pad_h + r * cv->dil_h;
-                            if (ih < 0 || ih >= p->H) continue;
-                            for (int ow = 0; ow < p->OW; ow++) {
-                                int iw = ow * cv->v - cv->pad_w + s * cv->dil_w;
-                                if (iw >= 0 && iw < p->W) acc[(size_t)ih * p->W + iw] += g[(size_t)oh * p->OW + ow] * wv;
-                            }
-                        }
+    for (int q = lo; q < hi; q++) {
+        int n = q / p->C, c = q % p->C;
+        float* acc = L->out + ((size_t)n * p->C + c) * plane;
+        for (size_t i = 0; i < plane; i++) acc[i] = 0;
+        for (int k = 0; k < p->K; k++) {
+            const float* g = L->b + ((size_t)n * p->K + k) * p->OH * p->OW;
+            for (int r = 0; r < p->R; r++) {
+                int oh_lo, oh_hi;
+                span(r * cv->dil_h - cv->pad_h, cv->u, p->H, p->OH, &oh_lo, &oh_hi);
+                for (int s = 0; s < p->S; s++) {
+                    float wv = L->a[WIDX(p, k, c, r, s)];
+                    int off = s * cv->dil_w - cv->pad_w, ow_lo, ow_hi;
+                    span(off, cv->v, p->W, p->OW, &ow_lo, &ow_hi);
+                    for (int oh = oh_lo; oh < oh_hi; oh++) {
+                        float* row = acc + (size_t)(oh * cv->u - cv->pad_h + r * cv->dil_h) * p->W + off;
+                        const float* grow = g + (size_t)oh * p->OW;
+                        if (cv->v == 1)
+                            for (int ow = ow_lo; ow < ow_hi; ow++) row[ow] += grow[ow] * wv;
+                        else
+                            for (int ow = ow_lo; ow < ow_hi; ow++) row[ow * cv->v] += grow[ow] * wv;
                     }
+                }
             }
         }
+    }
 }
 
 // dw[k,c,r,s] = sum_{n,oh,ow} dy[n,k,oh,ow] x[n,c,oh*u - pad_h + r*dil_h, ow*v - pad_w + s*dil_w]
-// (at the flipped (r, s) in convolution mode).
-static void backward_filter(const problem* p, const float* x, const float* dy, float* acc_dw) {
+// (at the flipped (r, s) in convolution mode), one (k, c) pair per index;
+// the sum runs in one lane per output column, then over the lanes.
+static void backward_filter_part(void* ctx, int lo, int hi) {
+    const loop* L = ctx;
+    const problem* p = L->p;
     const conv* cv = p->cv;
     float* lanes = malloc(sizeof(float) * (size_t)p->OW);
-    for (int k = 0; k < p->K; k++)
-        for (int c = 0; c < p->C; c++)
-            for (int r = 0; r < p->R; r++)
-                for (int s = 0; s < p->S; s++) {
-                    for (int ow = 0; ow < p->OW; ow++) lanes[ow] = 0;
-                    for (int n = 0; n < p->N; n++) {
-                        const float* xp = x + ((size_t)n * p->C + c) * p->H * p->W;
-                        const float* g = dy + ((size_t)n * p->K + k) * p->OH * p->OW;
-                        for (int oh = 0; oh < p->OH; oh++) {
-                            int ih = oh * cv->u - cv->pad_h + r * cv->dil_h;
-                            if (ih < 0 || ih >= p->H) continue;
-                            for (int ow = 0; ow < p->OW; ow++) {
-                                int iw = ow * cv->v - cv->pad_w + s * cv->dil_w;
-                                if (iw >= 0 && iw < p->W) lanes[ow] += g[(size_t)oh * p->OW + ow] * xp[(size_t)ih * p->W + iw];
-                            }
-                        }
+    for (int q = lo; q < hi; q++) {
+        int k = q / p->C, c = q % p->C;
+        for (int r = 0; r < p->R; r++) {
+            int oh_lo, oh_hi;
+            span(r * cv->dil_h - cv->pad_h, cv->u, p->H, p->OH, &oh_lo, &oh_hi);
+            for (int s = 0; s < p->S; s++) {
+                int off = s * cv->dil_w - cv->pad_w, ow_lo, ow_hi;
+                span(off, cv->v, p->W, p->OW, &ow_lo, &ow_hi);
+                for (int ow = 0; ow < p->OW; ow++) lanes[ow] = 0;
+                for (int n = 0; n < p->N; n++) {
+                    const float* xp = L->a + ((size_t)n * p->C + c) * p->H * p->W;
+                    const float* g = L->b + ((size_t)n * p->K + k) * p->OH * p->OW;
+                    for (int oh = oh_lo; oh < oh_hi; oh++) {
+                        const float* row = xp + (size_t)(oh * cv->u - cv->pad_h + r * cv->dil_h) * p->W + off;
+                        const float* grow = g + (size_t)oh * p->OW;
+                        if (cv->v == 1)
+                            for (int ow = ow_lo; ow < ow_hi; ow++) lanes[ow] += grow[ow] * row[ow];
+                        else
+                            for (int ow = ow_lo; ow < ow_hi; ow++) lanes[ow] += grow[ow] * row[ow * cv->v];
                     }
-                    float sum = 0;
-                    for (int ow = 0; ow < p->OW; ow++) sum += lanes[ow];
-                    acc_dw[WIDX(p, k, c, r, s)] = sum;
                 }
+                float sum = 0;
+                for (int ow = 0; ow < p->OW; ow++) sum += lanes[ow];
+                L->out[WIDX(p, k, c, r, s)] = sum;
+            }
+        }
+    }
     free(lanes);
 }
 
@@ -456,9 +528,10 @@ static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u
     float* a = copy_in((const float*)(uintptr_t)in1, n1, round);
     float* b = copy_in((const float*)(uintptr_t)in2, n2, round);
     float* acc = malloc(no * sizeof(float));
-    if (dir == FWD) forward(p, a, b, acc);
-    else if (dir == BWD_DATA) backward_data(p, a, b, acc);
-    else backward_filter(p, a, b, acc);
+    loop L = {p, a, b, acc};
+    if (dir == FWD) par_for(p->N * p->K, forward_part, &L);
+    else if (dir == BWD_DATA) par_for(p->N * p->C, backward_data_part, &L);
+    else par_for(p->K * p->C, backward_filter_part, &L);
     if (need > 0) poison(ws, need); // the workspace holds nothing afterwards
     float* o = (float*)(uintptr_t)out;
     float al = *alpha, be = *beta;
@@ -499,8 +572,11 @@ static cudnnStatus_t find_ex(int dir, const handle* h, const problem* p, u64 out
             perf[i].status = CUDNN_STATUS_NOT_SUPPORTED;
             perf[i].time = -1;
         }
+    size_t used = 0;
+    for (int i = 0; i < *got; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory > used) used = perf[i].memory;
     poison(out, nout * sizeof(float));
-    if (ws_size > 0) poison(ws, ws_size);
+    if (used > 0) poison(ws, used);
     return CUDNN_STATUS_SUCCESS;
 }
 

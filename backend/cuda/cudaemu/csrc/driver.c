@@ -15,7 +15,7 @@
 //
 // Settings (environment): SIMCLR_CUDA_EMU_WORKERS (threads running blocks,
 // default 2), SIMCLR_CUDA_EMU_SMS (the multiprocessor count reported,
-// default 8), SIMCLR_CUDA_EMU_MEMORY_MB (the device memory, default 8192),
+// default 132, an H100 SXM), SIMCLR_CUDA_EMU_MEMORY_MB (the device memory, default 8192),
 // SIMCLR_CUDA_EMU_ORDER (ascending: run a block's threads in index order
 // between barriers instead of a fixed pseudo-random order).
 #define _GNU_SOURCE
@@ -239,7 +239,7 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
     case 6: case 7: *v = 65535; return CUDA_SUCCESS;
     case 8: *v = 49152; return CUDA_SUCCESS;       // shared memory per block
     case 10: *v = 32; return CUDA_SUCCESS;         // warp size
-    case 16: *v = env_int("SIMCLR_CUDA_EMU_SMS", 8, 1, 1024); return CUDA_SUCCESS;
+    case 16: *v = env_int("SIMCLR_CUDA_EMU_SMS", 132, 1, 1024); return CUDA_SUCCESS;
     case 75: *v = 9; return CUDA_SUCCESS; // compute capability 9.0 (Hopper)
     case 76: *v = 0; return CUDA_SUCCESS;
     }
@@ -513,18 +513,18 @@ CUresult cuMemsetD32Async(u64 dst, unsigned int v, size_t n, u64 stream) {
 #define MAX_BLOCK_THREADS 1024
 
 #if defined(__x86_64__)
-// emu_switch(save, to): saves the callee-saved registers and the SSE/x87
-// control words on the current stack, stores the stack pointer in *save,
-// and resumes the fiber whose stack pointer is to.
-void emu_switch(void** save, void* to);
+// A fiber is its saved stack pointer. emu_switch(save, to) saves the
+// callee-saved registers on the current stack, stores the stack pointer in
+// *save, and resumes the fiber whose stack pointer is to. The SSE and x87
+// control words are not switched: kernels never change them.
+typedef void* fiber;
+void emu_switch(fiber* save, fiber to);
 extern char emu_fiber_entry[];
 __asm__(".text\n"
         ".globl emu_switch\n.hidden emu_switch\n.type emu_switch,@function\n"
         "emu_switch:\n"
         "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
-        "  subq $8, %rsp\n  stmxcsr (%rsp)\n  fnstcw 4(%rsp)\n"
         "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
-        "  ldmxcsr (%rsp)\n  fldcw 4(%rsp)\n  addq $8, %rsp\n"
         "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
         "  ret\n"
         ".size emu_switch, .-emu_switch\n"
@@ -532,26 +532,43 @@ __asm__(".text\n"
         "emu_fiber_entry:\n"
         "  movq %r12, %rdi\n  callq *%r13\n  ud2\n");
 
-// fiber_init prepares a stack so that switching to it calls fn(arg).
-static void* fiber_init(char* stack_lo, size_t size, void (*fn)(void*), void* arg) {
+// fiber_make prepares a stack so that switching to it calls fn(arg). After
+// the 6 pops and the ret, rsp is top (16-byte aligned), so the call in
+// emu_fiber_entry enters fn with the ABI's alignment.
+static fiber fiber_make(fiber slot, char* stack_lo, size_t size, void (*fn)(void*), void* arg) {
+    (void)slot;
     uintptr_t top = ((uintptr_t)(stack_lo + size) & ~(uintptr_t)15) - 64;
-    u64* sp = (u64*)(top - 64);
-    sp[0] = 0x1F80ull | (0x037Full << 32); // MXCSR, x87 control word: the defaults
-    sp[1] = 0;                              // r15
-    sp[2] = 0;                              // r14
-    sp[3] = (u64)(uintptr_t)fn;             // r13
-    sp[4] = (u64)(uintptr_t)arg;            // r12
-    sp[5] = 0;                              // rbx
-    sp[6] = 0;                              // rbp
-    sp[7] = (u64)(uintptr_t)emu_fiber_entry;
+    u64* sp = (u64*)(top - 56);
+    sp[0] = 0;                   // r15
+    sp[1] = 0;                   // r14
+    sp[2] = (u64)(uintptr_t)fn;  // r13
+    sp[3] = (u64)(uintptr_t)arg; // r12
+    sp[4] = 0;                   // rbx
+    sp[5] = 0;                   // rbp
+    sp[6] = (u64)(uintptr_t)emu_fiber_entry;
     return sp;
 }
+#define FIBER_SLOT(w, t) NULL
+#define SCHED_SLOT(w) NULL
 #else
-// Elsewhere, ucontext (slower: each switch is a system call).
+// Elsewhere a fiber is a ucontext (slower: each switch is a system call).
 #include <ucontext.h>
+typedef ucontext_t* fiber;
+static void emu_switch(fiber* save, fiber to) { swapcontext(*save, to); }
+static void (*uc_fn)(void*);
+static void uc_entry(unsigned hi, unsigned lo) { uc_fn((void*)(((uintptr_t)hi << 32) | lo)); }
+static fiber fiber_make(fiber slot, char* stack_lo, size_t size, void (*fn)(void*), void* arg) {
+    getcontext(slot);
+    slot->uc_stack.ss_sp = stack_lo + 4096;
+    slot->uc_stack.ss_size = size - 4096;
+    slot->uc_link = NULL;
+    uc_fn = fn;
+    makecontext(slot, (void (*)(void))uc_entry, 2, (unsigned)((uintptr_t)arg >> 32), (unsigned)(uintptr_t)arg);
+    return slot;
+}
+#define FIBER_SLOT(w, t) (&(w)->fiber_uc[t])
+#define SCHED_SLOT(w) (&(w)->sched_uc)
 #endif
-
-enum { T_READY, T_BARRIER, T_DONE };
 
 typedef struct launch_job launch_job;
 
@@ -559,15 +576,16 @@ typedef struct worker {
     int id;
     pthread_t thread;
     char* stacks;
-    void* sched_sp;
-    void* fiber_sp[MAX_BLOCK_THREADS];
-    unsigned char status[MAX_BLOCK_THREADS];
-    unsigned short order[MAX_BLOCK_THREADS];
-    int cur;
     launch_job* job;
     emu_state* st;
+    fiber sched;
+    fiber fibers[MAX_BLOCK_THREADS];
+    // The running phase: threads run in the order t, t+step, t+2*step, ...
+    // (mod T), so the n-th to run is (first + n*step) mod T.
+    unsigned T, ran, cur, step, bx, bxy;
+    unsigned waiting, done;
 #if !defined(__x86_64__)
-    ucontext_t sched_uc;
+    ucontext_t sched_uc, dead_uc;
     ucontext_t fiber_uc[MAX_BLOCK_THREADS];
 #endif
 } worker;
@@ -598,35 +616,49 @@ static void job_fail(launch_job* j, CUresult code, const char* fmt, ...) {
     __atomic_store_n(&j->next, j->nblocks, __ATOMIC_SEQ_CST);
 }
 
+// set_thread makes t the running thread for the kernel's threadIdx.
+static inline void set_thread(worker* w, unsigned t) {
+    w->cur = t;
+    if (w->bx == w->T) { // a one-dimensional block: no divisions
+        w->st->threadIdx.x = t;
+        return;
+    }
+    w->st->threadIdx.x = t % w->bx;
+    w->st->threadIdx.y = t / w->bx % (w->bxy / w->bx);
+    w->st->threadIdx.z = t / w->bxy;
+}
+
+// next is where a thread that stops (at the barrier or at its end) hands
+// control: straight to the phase's next thread, or back to the scheduler
+// after the last.
+static inline fiber next(worker* w) {
+    if (++w->ran == w->T) return w->sched;
+    unsigned t = w->cur + w->step;
+    if (t >= w->T) t -= w->T;
+    set_thread(w, t);
+    return w->fibers[t];
+}
+
 static void barrier(void* sched) {
     worker* w = (worker*)sched;
-    int t = w->cur;
-    w->status[t] = T_BARRIER;
-#if defined(__x86_64__)
-    emu_switch(&w->fiber_sp[t], w->sched_sp);
-#else
-    swapcontext(&w->fiber_uc[t], &w->sched_uc);
-#endif
+    unsigned t = w->cur;
+    w->waiting++;
+    emu_switch(&w->fibers[t], next(w));
 }
 
 static void fiber_main(void* arg) {
     worker* w = (worker*)arg;
     launch_job* j = w->job;
     j->mod->kernels[w->id][j->kernel].launch(j->params);
-    int t = w->cur;
-    w->status[t] = T_DONE;
+    w->done++;
 #if defined(__x86_64__)
-    void* dead;
-    emu_switch(&dead, w->sched_sp);
+    fiber dead;
 #else
-    swapcontext(&w->fiber_uc[t], &w->sched_uc);
+    fiber dead = &w->dead_uc;
 #endif
+    emu_switch(&dead, next(w));
     abort(); // never resumed
 }
-
-#if !defined(__x86_64__)
-static void fiber_main_uc(unsigned hi, unsigned lo) { fiber_main((void*)(((uintptr_t)hi << 32) | lo)); }
-#endif
 
 static u64 mix(u64 x) {
     x ^= x >> 33;
@@ -637,16 +669,28 @@ static u64 mix(u64 x) {
     return x;
 }
 
+static unsigned gcd(unsigned a, unsigned b) {
+    while (b) {
+        unsigned t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 // run_block runs every thread of block b to completion, phase by phase:
-// in each phase every thread that is not waiting runs until it reaches
-// __syncthreads or returns; a phase in which some threads wait at the
-// barrier while others have returned is a fault (on a GPU it hangs or
-// corrupts), reported as a launch failure.
+// in each phase every thread runs until it reaches __syncthreads or
+// returns, in an order that changes from phase to phase (a pseudo-random
+// start and stride), so a missing barrier shows as a read of a value not
+// yet written. A phase in which some threads wait at the barrier while
+// others have returned is a fault (on a GPU it hangs or corrupts),
+// reported as a launch failure.
 static void run_block(worker* w, launch_job* j, u64 b) {
     unsigned T = j->bx * j->by * j->bz;
     emu_state* st = j->mod->state[w->id];
     char *lo = j->mod->shared_lo[w->id], *hi = j->mod->shared_hi[w->id];
     if (lo && hi > lo) memset(lo, 0xFF, (size_t)(hi - lo));
+    w->st = st;
     st->blockIdx.x = (unsigned)(b % j->gx);
     st->blockIdx.y = (unsigned)(b / j->gx % j->gy);
     st->blockIdx.z = (unsigned)(b / ((u64)j->gx * j->gy));
@@ -654,57 +698,31 @@ static void run_block(worker* w, launch_job* j, u64 b) {
     st->gridDim = (emu_uint3){j->gx, j->gy, j->gz};
     st->sync = barrier;
     st->sched = w;
-    for (unsigned t = 0; t < T; t++) {
-        w->status[t] = T_READY;
-#if defined(__x86_64__)
-        w->fiber_sp[t] = fiber_init(w->stacks + (size_t)t * FIBER_STACK, FIBER_STACK, fiber_main, w);
-#else
-        getcontext(&w->fiber_uc[t]);
-        w->fiber_uc[t].uc_stack.ss_sp = w->stacks + (size_t)t * FIBER_STACK;
-        w->fiber_uc[t].uc_stack.ss_size = FIBER_STACK;
-        w->fiber_uc[t].uc_link = NULL;
-        makecontext(&w->fiber_uc[t], (void (*)(void))fiber_main_uc, 2, (unsigned)((uintptr_t)w >> 32), (unsigned)(uintptr_t)w);
-#endif
-    }
+    w->T = T, w->bx = j->bx, w->bxy = j->bx * j->by;
+    st->threadIdx = (emu_uint3){0, 0, 0};
+    for (unsigned t = 0; t < T; t++)
+        w->fibers[t] = fiber_make(FIBER_SLOT(w, t), w->stacks + (size_t)t * FIBER_STACK, FIBER_STACK, fiber_main, w);
     for (unsigned phase = 0;; phase++) {
-        unsigned n = 0;
-        for (unsigned t = 0; t < T; t++)
-            if (w->status[t] == T_READY) w->order[n++] = (unsigned short)t;
-        if (!j->ascending) {
-            u64 s = mix(j->seq * 0x9E3779B97F4A7C15ull ^ mix(b) ^ ((u64)phase << 40));
-            for (unsigned i = n; i > 1; i--) {
-                s = mix(s + i);
-                unsigned k = (unsigned)(s % i);
-                unsigned short tmp = w->order[i - 1];
-                w->order[i - 1] = w->order[k];
-                w->order[k] = tmp;
-            }
+        unsigned first = 0, step = 1;
+        if (!j->ascending && T > 1) {
+            u64 s = mix(j->seq * 0x9E3779B97F4A7C15ull ^ mix(b + 1) ^ ((u64)phase << 40));
+            first = (unsigned)(s % T);
+            step = 1 + (unsigned)((s >> 32) % (T - 1));
+            while (gcd(step, T) != 1) step = step % (T - 1) + 1;
         }
-        for (unsigned i = 0; i < n; i++) {
-            unsigned t = w->order[i];
-            st->threadIdx.x = t % j->bx;
-            st->threadIdx.y = t / j->bx % j->by;
-            st->threadIdx.z = t / (j->bx * j->by);
-            w->cur = (int)t;
-#if defined(__x86_64__)
-            emu_switch(&w->sched_sp, w->fiber_sp[t]);
-#else
-            swapcontext(&w->sched_uc, &w->fiber_uc[t]);
+        w->step = step, w->ran = 0, w->waiting = 0, w->done = 0;
+        set_thread(w, first);
+#if !defined(__x86_64__)
+        w->sched = SCHED_SLOT(w);
 #endif
-        }
-        unsigned waiting = 0, done = 0;
-        for (unsigned t = 0; t < T; t++) {
-            if (w->status[t] == T_BARRIER) waiting++;
-            if (w->status[t] == T_DONE) done++;
-        }
-        if (waiting == 0) return;
-        if (done > 0) {
+        emu_switch(&w->sched, w->fibers[first]);
+        if (w->waiting == 0) return;
+        if (w->done > 0) {
             job_fail(j, CUDA_ERROR_LAUNCH_FAILED,
                      "kernel %s, block (%u,%u,%u): %u threads wait at __syncthreads while %u have returned (a barrier in divergent code)",
-                     j->mod->kernels[w->id][j->kernel].name, st->blockIdx.x, st->blockIdx.y, st->blockIdx.z, waiting, done);
+                     j->mod->kernels[w->id][j->kernel].name, st->blockIdx.x, st->blockIdx.y, st->blockIdx.z, w->waiting, w->done);
             return;
         }
-        for (unsigned t = 0; t < T; t++) w->status[t] = T_READY;
     }
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"io"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -119,4 +121,61 @@ func TestTrainCUDAEmulatorMatchesCPU(t *testing.T) {
 			t.Logf("%s: losses cpu %.6f ... %.6f, cuda %.6f ... %.6f", tc.estimator, mc[0].Loss, mc[len(mc)-1].Loss, mg[0].Loss, mg[len(mg)-1].Loss)
 		})
 	}
+}
+
+// TestBenchAndLevelsOnCUDAEmulator runs `simclr bench --device cuda` and
+// `simclr levels --device cuda` on the emulated CUDA stack: the bench
+// reports the emulated device and positive figures, and the per-level
+// variances levels measures at initialisation agree with the CPU's (the
+// same draws of images and views on both).
+func TestBenchAndLevelsOnCUDAEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the network on the emulator")
+	}
+	cudaemu.Use(t)
+	var out bytes.Buffer
+	o := benchOptions{device: "cuda", precision: "fp32", images: 2, steps: 1, width: 1.0 / 16,
+		inputSize: 16, tau: 0.5, multilevel: true, seed: 1, json: true}
+	if err := runBench(&out, io.Discard, o); err != nil {
+		t.Fatalf("bench --device cuda: %v", err)
+	}
+	var res benchResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("bench output is not one JSON object: %v\n%s", err, out.String())
+	}
+	if res.Device != "cuda" || !(res.StepSeconds > 0) || !(res.SgemmGFLOPSPerSec > 0) || res.Views != 4 {
+		t.Errorf("bench --device cuda: %+v", res)
+	}
+
+	data := imageFolder(t, 32, 8)
+	levels := func(device string) []float64 {
+		stdout, stderr, err := execute("levels", "--random-init", "--dataset", "folder:"+data, "--width", "0.0625",
+			"--min-level", "2", "--max-level", "3", "--draws", "3", "--device", device, "--precision", "fp32", "--json")
+		if err != nil {
+			t.Fatalf("levels --device %s: %v\n%s", device, err, stderr)
+		}
+		var r struct {
+			Levels []struct {
+				Var float64 `json:"var"`
+			} `json:"levels"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatalf("levels --json: %v\n%s", err, stdout)
+		}
+		var v []float64
+		for _, l := range r.Levels {
+			v = append(v, l.Var)
+		}
+		return v
+	}
+	vc, vg := levels("cpu"), levels("cuda")
+	if len(vc) == 0 || len(vc) != len(vg) {
+		t.Fatalf("levels: %d CPU and %d CUDA levels", len(vc), len(vg))
+	}
+	for i := range vc {
+		if d := math.Abs(vc[i] - vg[i]); !(d <= 1e-2*math.Abs(vc[i])) {
+			t.Errorf("level row %d: variance cpu %.6g, cuda %.6g", i, vc[i], vg[i])
+		}
+	}
+	t.Logf("bench: %.3g s per step on the emulator; levels variances cpu %v, cuda %v", res.StepSeconds, vc, vg)
 }

@@ -23,7 +23,7 @@ var layers = map[string]int{
 	"internal/parallel": 0, "data/internal/fsutil": 0, "eval/features": 0,
 	"internal/layering": 0, "internal/testenv": 0,
 	// 1: the host reference maths, data readers, augmentations.
-	"internal/ref": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
+	"internal/ref": 1, "backend/cuda/cudaemu": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
 	// 2: data sets by name, the loader, layers, the loss.
 	"data/datasets": 2, "loader": 2, "nn": 2, "loss": 2,
 	// 3: the optimizer, the network, the classifiers on features.

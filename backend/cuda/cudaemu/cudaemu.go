@@ -130,6 +130,16 @@ func Dir() (string, error) {
 	return shared.dir, shared.err
 }
 
+// Main runs a package's tests (call it from TestMain) and then removes the
+// folder Dir built, if any; it returns the exit code for os.Exit.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	return code
+}
+
 // Use makes t run backend/cuda on the emulator: it builds it (once per
 // process) and sets SIMCLR_CUDA_LIBS to its folder, the kernel cache
 // (CacheEnv) beside it, and XDG_CACHE_HOME to a folder of its own, so that

@@ -1,11 +1,14 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/simclr-go/simclr/backend/cuda/cudaemu"
 	"github.com/simclr-go/simclr/tensor"
@@ -144,4 +147,73 @@ func TestEmulatorCatchesKernelMutants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEmulatorIsStrict checks that the emulator refuses what a GPU would
+// fault on, so that a test passing on it means something: a host pointer
+// as a kernel argument, a copy past the end of device memory, a call with
+// no current context, and a __syncthreads that part of a block never
+// reaches.
+func TestEmulatorIsStrict(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the kernels twice")
+	}
+	cudaemu.Use(t)
+	open := func(t *testing.T) *Backend {
+		b, err := Open(Options{Precision: "fp32", CacheDir: "-"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	wantErr := func(t *testing.T, err error, code int) {
+		t.Helper()
+		var e *Error
+		if !errors.As(err, &e) || e.Code != code {
+			t.Fatalf("error %v, want CUresult %d", err, code)
+		}
+		t.Logf("refused: %v", err)
+	}
+	t.Run("host pointer argument", func(t *testing.T) {
+		b := open(t)
+		host := make([]float32, 16)
+		b.enter()
+		b.launch("k_scale", 1, 1, uint64(uintptr(unsafe.Pointer(&host[0]))), float32(2), 16)
+		b.leave()
+		runtime.KeepAlive(host)
+		wantErr(t, b.Sync(), 700) // CUDA_ERROR_ILLEGAL_ADDRESS
+	})
+	t.Run("copy past the end", func(t *testing.T) {
+		b := open(t)
+		x := b.Alloc(4).(*devBuf)
+		past := &devBuf{ptr: b.arena.chunks[0].base + b.arena.chunks[0].size - 8, n: 4}
+		b.Copy(past, x)
+		wantErr(t, b.Sync(), 1) // CUDA_ERROR_INVALID_VALUE
+	})
+	t.Run("no current context", func(t *testing.T) {
+		b := open(t)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		d := &b.libs.driver
+		if err := d.check("cuCtxSetCurrent(NULL)", mustCall(d.cuCtxSetCurrent, 0)); err != nil {
+			t.Fatal(err)
+		}
+		var free, total uint64
+		r := mustCall(d.cuMemGetInfo, uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total)))
+		wantErr(t, d.check("cuMemGetInfo", r), 201) // CUDA_ERROR_INVALID_CONTEXT
+	})
+	t.Run("divergent __syncthreads", func(t *testing.T) {
+		shipped := kernelSource
+		defer func() { kernelSource = shipped }()
+		old := "if (t < s) sh[t] += sh[t + s];\n        __syncthreads();"
+		if strings.Count(shipped, old) != 1 {
+			t.Fatal("the text to mutate is not in the kernel source once")
+		}
+		kernelSource = strings.Replace(shipped, old, "if (t < s) { sh[t] += sh[t + s]; if (t == 0) return 0; __syncthreads(); }", 1)
+		b := open(t)
+		x := b.Alloc(1000)
+		b.Dot(x, x)
+		wantErr(t, b.Sync(), 719) // CUDA_ERROR_LAUNCH_FAILED
+	})
 }

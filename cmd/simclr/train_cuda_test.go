@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/backend/cuda/cudaemu"
 	"github.com/simclr-go/simclr/runfolder"
 )
@@ -36,6 +37,22 @@ func readMetrics(t *testing.T, run string) []runfolder.Metrics {
 	return out
 }
 
+// deviceFree is the free memory of the (emulated) CUDA device, seen from a
+// backend opened and closed for the purpose.
+func deviceFree(t *testing.T) uint64 {
+	t.Helper()
+	b, _, err := backend.Open("cuda", "fp32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Close(b)
+	free, err := b.(interface{ FreeMemory() (uint64, error) }).FreeMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return free
+}
+
 // TestTrainCUDAEmulatorMatchesCPU trains with `--device cuda` on the
 // emulated CUDA stack (backend/cuda/cudaemu: the project's kernels compiled
 // for the host, cuBLAS and cuDNN as reference loops) and with `--device
@@ -55,6 +72,13 @@ func TestTrainCUDAEmulatorMatchesCPU(t *testing.T) {
 	}
 	data := imageFolder(t, 32, 16)
 	cudaemu.Use(t)
+	free := deviceFree(t)
+	// Every run gives its device memory back when it ends.
+	defer func() {
+		if after := deviceFree(t); after != free {
+			t.Errorf("device memory free: %d bytes before the runs, %d after", free, after)
+		}
+	}()
 	for _, tc := range []struct {
 		estimator string
 		iters     int
@@ -133,6 +157,12 @@ func TestBenchAndLevelsOnCUDAEmulator(t *testing.T) {
 		t.Skip("runs the network on the emulator")
 	}
 	cudaemu.Use(t)
+	free := deviceFree(t)
+	defer func() {
+		if after := deviceFree(t); after != free {
+			t.Errorf("device memory free: %d bytes before bench and levels, %d after", free, after)
+		}
+	}()
 	var out bytes.Buffer
 	o := benchOptions{device: "cuda", precision: "fp32", images: 2, steps: 1, width: 1.0 / 16,
 		inputSize: 16, tau: 0.5, multilevel: true, seed: 1, json: true}

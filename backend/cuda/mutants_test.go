@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,6 +14,21 @@ import (
 	"github.com/simclr-go/simclr/backend/cuda/cudaemu"
 	"github.com/simclr-go/simclr/tensor"
 )
+
+// useEmulator points t at the CUDA emulator. Where a real driver opens it
+// skips, unless SIMCLR_CUDA_EMULATOR=1 (as the parity tests, which run on
+// the emulator only then): the emulated libcuda.so.1 is loaded with
+// RTLD_GLOBAL and would then stand in for the real one under the real
+// cuBLAS and cuDNN of later tests.
+func useEmulator(t *testing.T) {
+	t.Helper()
+	if os.Getenv("SIMCLR_CUDA_EMULATOR") != "1" {
+		if p, ok := realDriverOpens(); ok {
+			t.Skipf("a real driver opens (%s): the emulator's own tests run with SIMCLR_CUDA_EMULATOR=1", p)
+		}
+	}
+	cudaemu.Use(t)
+}
 
 // dotCheck compares Dot on the backend with a float64 sum on the host, for
 // a length that needs many blocks and several partial sums per thread of
@@ -102,7 +118,7 @@ func TestEmulatorCatchesKernelMutants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the kernels once per mutant")
 	}
-	cudaemu.Use(t)
+	useEmulator(t)
 	mutants := []struct {
 		name     string
 		old, new string
@@ -158,7 +174,7 @@ func TestEmulatorIsStrict(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the kernels twice")
 	}
-	cudaemu.Use(t)
+	useEmulator(t)
 	open := func(t *testing.T) *Backend {
 		b, err := Open(Options{Precision: "fp32", CacheDir: "-"})
 		if err != nil {

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ebitengine/purego"
+
 	"github.com/simclr-go/simclr/internal/testenv"
 )
 
@@ -140,14 +142,35 @@ func Main(m *testing.M) int {
 	return code
 }
 
+// realDriver reports whether a real libcuda.so.1 opens, through the system
+// loader or where container runtimes mount it. The emulated one is loaded
+// with RTLD_GLOBAL: a real cuBLAS or cuDNN loaded later in the process
+// could bind to it, so a process that may use the real driver must not
+// load the emulator.
+func realDriver() (string, bool) {
+	for _, p := range []string{"libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1", "/usr/local/nvidia/lib/libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1"} {
+		if h, err := purego.Dlopen(p, purego.RTLD_LAZY|purego.RTLD_LOCAL); err == nil {
+			purego.Dlclose(h)
+			return p, true
+		}
+	}
+	return "", false
+}
+
 // Use makes t run backend/cuda on the emulator: it builds it (once per
 // process) and sets SIMCLR_CUDA_LIBS to its folder, the kernel cache
 // (CacheEnv) beside it, and XDG_CACHE_HOME to a folder of its own, so that
 // the backend's cache of compiled kernels never mixes emulator images with
 // real ones. Without a C or C++ compiler t is skipped, or fails under
-// CI=true.
+// CI=true. Where a real driver opens, t is skipped unless
+// SIMCLR_CUDA_EMULATOR=1.
 func Use(t testing.TB) string {
 	t.Helper()
+	if os.Getenv("SIMCLR_CUDA_EMULATOR") != "1" {
+		if p, ok := realDriver(); ok {
+			t.Skipf("a real CUDA driver opens (%s): the emulator runs only with SIMCLR_CUDA_EMULATOR=1 there", p)
+		}
+	}
 	dir, err := Dir()
 	if err != nil {
 		testenv.Missing(t, "cannot build the CUDA emulator: %v (install gcc and g++)", err)

@@ -24,6 +24,18 @@ func Open(device, precision string) (tensor.Backend, string, error) {
 	return OpenGPU(device, precision, 0)
 }
 
+// Close releases what a backend returned by Open holds: the CUDA backend's
+// device memory, handles and context (until then they stay taken, so a
+// program that opens backends repeatedly, as the tests do, runs out of
+// device memory); the CPU backend holds nothing. b must not be used
+// afterwards.
+func Close(b tensor.Backend) error {
+	if c, ok := b.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 // OpenGPU is Open on the GPU of the given index when the device is CUDA
 // (ranks of a data-parallel run on one node each take their own).
 func OpenGPU(device, precision string, gpu int) (tensor.Backend, string, error) {

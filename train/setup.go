@@ -344,6 +344,11 @@ func (t *trainer) close() {
 	if t.ownComm && t.comm != nil {
 		t.comm.Close()
 	}
+	// A backend the trainer opened is closed with it (one given by the
+	// caller stays the caller's).
+	if t.b != nil && t.hooks.Backend == nil {
+		backend.Close(t.b)
+	}
 }
 
 // parallelNote says what the ranks do in parallel, for the log.

@@ -124,6 +124,7 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
+	defer backend.Close(b)
 	fmt.Fprintln(stderr, logLine) // stderr, so --json output stays one object
 	res := benchResult{
 		Device: b.Name(), Backend: b.Describe(), BLAS: b.Describe(), Threads: runtime.GOMAXPROCS(0),

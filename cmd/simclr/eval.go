@@ -192,6 +192,7 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	m := resnet18.New(b, netCfg, cfg.Seed)
 	if !e.randomInit {
 		if _, err := m.Load(e.checkpoint); err != nil {
+			backend.Close(b)
 			return fail(err)
 		}
 	}
@@ -228,6 +229,7 @@ with --random-init).`,
 			if err != nil {
 				return err
 			}
+			defer backend.Close(b)
 			start := time.Now()
 			res, err := eval.LinearProbe(b, m, splits, cfg.Seed)
 			if err != nil {
@@ -277,6 +279,7 @@ monitors do. With --run the result is written to RUN/knn.json.`,
 			if err != nil {
 				return err
 			}
+			defer backend.Close(b)
 			res, err := eval.KNN(b, m, splits, k)
 			if err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/train"
@@ -54,6 +55,7 @@ Levels, temperature and halves default to the run's settings.`,
 			if err != nil {
 				return err
 			}
+			defer backend.Close(b)
 			defer m.Free()
 			// Levels, temperature, halves and rates: the run's, else the
 			// defaults.

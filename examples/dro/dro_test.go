@@ -467,7 +467,7 @@ func TestExperimentSmall(t *testing.T) {
 	saved := Levels
 	Levels = []int{0, 2}
 	defer func() { Levels = saved }()
-	res, err := tk.experiment(methodSpecs, 3)
+	res, err := tk.experiment(methodSpecs, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,6 +496,17 @@ func TestExperimentSmall(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "| toy | 1% |") {
 		t.Errorf("markdown without the toy rows:\n%s", out.String())
+	}
+	// --tuned reruns the trials with the same settings and seeds: the same
+	// results.
+	again, err := tk.experiment(methodSpecs, 3, &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(s)
+	b, _ := json.Marshal(again.summary)
+	if string(a) != string(b) {
+		t.Errorf("rerun with the tuned settings differs:\n%s\n%s", a, b)
 	}
 }
 

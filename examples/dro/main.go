@@ -5,6 +5,7 @@
 //
 //	go run ./examples/dro [--dataset NAME] [--full] [--trials N] [--budget N] [--json] [--png DIR] [--levels] [--data-dir DIR]
 //	go run ./examples/dro --markdown results/dro/summary.jsonl
+//	go run ./examples/dro --full --tuned results/dro/summary.jsonl --json   # the reported trials again, without tuning
 //
 // The convex sets (housing, mg, mpg; a linear predictor) are scored by the
 // closed form of the objective, and their optimum F* comes from Newton's
@@ -58,6 +59,7 @@ type options struct {
 	dataDir string
 	hidden  int
 	mdFrom  string
+	tuned   string
 	methods []methodSpec
 }
 
@@ -75,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "folder holding the data files (housing_scale.txt, bike_hour.csv, ...)")
 	fs.IntVar(&o.hidden, "hidden", 16, "hidden tanh units of the MLP (bike, gas)")
 	methodList := fs.String("methods", "", "comma-separated methods to run (default all ten), e.g. L-SGD,V-MLMC,RT-MLMC")
+	fs.StringVar(&o.tuned, "tuned", "", "take each method's settings from this --json output file instead of tuning, and rerun the trials")
 	fs.StringVar(&o.mdFrom, "markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -166,7 +169,22 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %s; budget %d samples; tuning %d settings x %d seeds\n",
 			name, ds.About, t.model.name(), t.f0, fStar, t.budget, countSettings(o.methods), len(tuningSeeds))
-		res, err := t.experiment(o.methods, o.trials)
+		var prior *summary
+		if o.tuned != "" {
+			sums, err := readSummaries(o.tuned)
+			if err != nil {
+				return fmt.Errorf("--tuned: %w", err)
+			}
+			for i := range sums {
+				if sums[i].Dataset == name {
+					prior = &sums[i]
+				}
+			}
+			if prior == nil {
+				return fmt.Errorf("--tuned %s has no data set %s", o.tuned, name)
+			}
+		}
+		res, err := t.experiment(o.methods, o.trials, prior)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

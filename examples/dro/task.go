@@ -110,7 +110,11 @@ type methodResult struct {
 	// FinalGap is the median over trials of the gap at the end of the
 	// budget (null: infinite, the median trial left F's domain or diverged).
 	FinalGap *float64 `json:"final_gap_median"`
-	Diverged int      `json:"trials_diverged"`
+	// FinalGapCI is the order-statistic interval of the median final gap
+	// (coverage median_ci_coverage); FinalGaps the gap of every trial.
+	FinalGapCI [2]*float64 `json:"final_gap_median_ci"`
+	FinalGaps  []*float64  `json:"final_gaps"`
+	Diverged   int         `json:"trials_diverged"`
 }
 
 // gapEntry is one method at its best setting for one gap.
@@ -160,7 +164,7 @@ func finitePtr(x float64) *float64 {
 
 // experiment tunes every method, then runs the chosen settings over the
 // reported trials (seeds 1..trials).
-func (t *task) experiment(methods []methodSpec, trials int) (*result, error) {
+func (t *task) experiment(methods []methodSpec, trials int, prior *summary) (*result, error) {
 	var settings []setting // distinct settings to run over the trials
 	seen := map[setting]int{}
 	add := func(s setting) int {
@@ -171,7 +175,13 @@ func (t *task) experiment(methods []methodSpec, trials int) (*result, error) {
 		settings = append(settings, s)
 		return len(settings) - 1
 	}
-	tn, err := t.tune(methods)
+	var tn map[string]tuned
+	var err error
+	if prior != nil {
+		tn, err = t.tunedFrom(*prior, methods)
+	} else {
+		tn, err = t.tune(methods)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +226,11 @@ func (t *task) experiment(methods []methodSpec, trials int) (*result, error) {
 			}
 		}
 		mr.FinalGap = finitePtr(median(finals))
+		lo, hi := medianCI(finals)
+		mr.FinalGapCI = [2]*float64{finitePtr(lo), finitePtr(hi)}
+		for _, f := range finals {
+			mr.FinalGaps = append(mr.FinalGaps, finitePtr(f))
+		}
 		for g, gv := range gaps {
 			mr.SamplesToGap[gapKey(gv)] = finitePtr(firstPassage(runs, g))
 			mr.TrialsReached[gapKey(gv)] = reached(runs, g)
@@ -379,4 +394,37 @@ func medianCI(xs []float64) (lo, hi float64) {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[k-1], s[len(s)-k]
+}
+
+// tunedFrom takes the chosen settings of an earlier summary instead of
+// tuning (--tuned): the reported trials run again, with the same seeds. For
+// the MLP, F* starts from the summary's.
+func (t *task) tunedFrom(prior summary, methods []methodSpec) (map[string]tuned, error) {
+	out := map[string]tuned{}
+	setting := func(m methodSpec, l *int, step float64, d1 int) setting {
+		s := setting{Method: m.Label, Estimator: m.Estimator, L: -1, Step: step, D1: d1}
+		if l != nil {
+			s.L = *l
+		}
+		return s
+	}
+	for _, m := range methods {
+		mr, ok := prior.Methods[m.Label]
+		if !ok {
+			return nil, fmt.Errorf("--tuned: data set %s has no tuned setting of %s", prior.Dataset, m.Label)
+		}
+		tu := tuned{Best: setting(m, mr.L, mr.Step, mr.D1)}
+		for _, gv := range gaps {
+			e, ok := prior.PerGap[gapKey(gv)].Methods[m.Label]
+			if !ok {
+				return nil, fmt.Errorf("--tuned: data set %s has no setting of %s for the gap %g", prior.Dataset, m.Label, gv)
+			}
+			tu.PerGap = append(tu.PerGap, setting(m, e.L, e.Step, e.D1))
+		}
+		out[m.Label] = tu
+	}
+	if !t.obj.cheap() {
+		t.fStar = prior.FStar
+	}
+	return out, nil
 }

@@ -1,0 +1,208 @@
+// An emulated libcublas for tests: handles, streams, math modes, the
+// workspace, and cublasSgemm_v2 as a reference loop (column-major, both
+// transposes, leading dimensions, alpha and beta through host pointers).
+// Arguments are checked as cuBLAS documents (CUBLAS_STATUS_INVALID_VALUE),
+// and, more strictly than cuBLAS can, every matrix must lie in device
+// memory of the emulated driver. Under CUBLAS_TF32_TENSOR_OP_MATH the
+// inputs are rounded to TF32 (10-bit mantissa) before the product, as
+// tensor cores do; the sum is in float either way.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned long long u64;
+typedef int cublasStatus_t;
+enum {
+    CUBLAS_STATUS_SUCCESS = 0,
+    CUBLAS_STATUS_NOT_INITIALIZED = 1,
+    CUBLAS_STATUS_ALLOC_FAILED = 3,
+    CUBLAS_STATUS_INVALID_VALUE = 7,
+    CUBLAS_STATUS_EXECUTION_FAILED = 13,
+};
+enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
+enum {
+    CUBLAS_DEFAULT_MATH = 0,
+    CUBLAS_TENSOR_OP_MATH = 1,
+    CUBLAS_PEDANTIC_MATH = 2,
+    CUBLAS_TF32_TENSOR_OP_MATH = 3,
+    CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16,
+};
+
+typedef struct handle {
+    unsigned magic;
+    u64 stream;
+    int math;
+    u64 workspace, workspace_size;
+    int (*device_range)(u64, u64);
+} handle;
+#define MAGIC 0xC0B1A5u
+
+static void logf_(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+#include <stdarg.h>
+static void logf_(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("cublas emulator: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static handle* get(void* h) {
+    handle* p = h;
+    return p && p->magic == MAGIC ? p : NULL;
+}
+
+cublasStatus_t cublasCreate_v2(void** out) {
+    if (!out) return CUBLAS_STATUS_INVALID_VALUE;
+    int (*range)(u64, u64) = (int (*)(u64, u64))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_device_range");
+    int (*has_ctx)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_has_context");
+    if (!range || !has_ctx) {
+        logf_("cublasCreate: the emulated driver (libcuda.so.1 of the emulator) is not loaded");
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    }
+    if (!has_ctx()) {
+        logf_("cublasCreate: no current CUDA context on the calling thread");
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    }
+    handle* p = calloc(1, sizeof *p);
+    if (!p) return CUBLAS_STATUS_ALLOC_FAILED;
+    p->magic = MAGIC;
+    p->device_range = range;
+    *out = p;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy_v2(void* h) {
+    handle* p = get(h);
+    if (!p) return CUBLAS_STATUS_NOT_INITIALIZED;
+    p->magic = 0;
+    free(p);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream_v2(void* h, u64 stream) {
+    handle* p = get(h);
+    if (!p) return CUBLAS_STATUS_NOT_INITIALIZED;
+    p->stream = stream;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(void* h, int mode) {
+    handle* p = get(h);
+    if (!p) return CUBLAS_STATUS_NOT_INITIALIZED;
+    int base = mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+    if (base < CUBLAS_DEFAULT_MATH || base > CUBLAS_TF32_TENSOR_OP_MATH) {
+        logf_("cublasSetMathMode(%d): not a cublasMath_t", mode);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    p->math = base;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace_v2(void* h, u64 ws, size_t size) {
+    handle* p = get(h);
+    if (!p) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (size > 0 && (ws == 0 || !p->device_range(ws, size) || ws % 256)) {
+        logf_("cublasSetWorkspace: %zu bytes at %#llx are not 256-byte aligned device memory", size, ws);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    p->workspace = ws;
+    p->workspace_size = size;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetProperty(int type, int* value) {
+    if (!value) return CUBLAS_STATUS_INVALID_VALUE;
+    switch (type) {
+    case 0: *value = 12; return CUBLAS_STATUS_SUCCESS;
+    case 1: *value = 8; return CUBLAS_STATUS_SUCCESS;
+    case 2: *value = 4; return CUBLAS_STATUS_SUCCESS;
+    }
+    return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t cublasGetVersion_v2(void* h, int* version) {
+    if (!get(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!version) return CUBLAS_STATUS_INVALID_VALUE;
+    *version = 120804;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+// tf32 rounds x to the nearest value with a 10-bit mantissa (ties to even).
+static float tf32(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) {
+        u += 0xfffu + ((u >> 13) & 1u);
+        u &= ~0x1fffu;
+    }
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+// op(M) is rows x cols; M is stored column-major with leading dimension ld.
+static int matrix_ok(handle* p, const char* name, u64 ptr, int op, int rows, int cols, int ld) {
+    int stored_rows = op == CUBLAS_OP_N ? rows : cols, stored_cols = op == CUBLAS_OP_N ? cols : rows;
+    if (stored_rows == 0 || stored_cols == 0) return 1;
+    u64 bytes = ((u64)ld * (u64)(stored_cols - 1) + (u64)stored_rows) * 4;
+    if (ptr == 0 || !p->device_range(ptr, bytes)) {
+        logf_("cublasSgemm: %s (%d x %d, ld %d, %llu bytes from %#llx) is not inside one device allocation", name, stored_rows,
+              stored_cols, ld, bytes, ptr);
+        return 0;
+    }
+    return 1;
+}
+
+cublasStatus_t cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha, u64 A, int lda, u64 B, int ldb,
+                              const float* beta, u64 C, int ldc) {
+    handle* p = get(h);
+    if (!p) return CUBLAS_STATUS_NOT_INITIALIZED;
+    // The checks of the cuBLAS documentation of cublas<t>gemm.
+    if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T && ta != CUBLAS_OP_C) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T && tb != CUBLAS_OP_C) ||
+        m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
+        ldb < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (m > 1 ? m : 1) || !alpha || !beta) {
+        logf_("cublasSgemm(transa %d, transb %d, m %d, n %d, k %d, lda %d, ldb %d, ldc %d): invalid arguments", ta, tb, m, n, k, lda, ldb,
+              ldc);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+    if (!matrix_ok(p, "C", C, CUBLAS_OP_N, m, n, ldc) || (k > 0 && (!matrix_ok(p, "A", A, ta, m, k, lda) || !matrix_ok(p, "B", B, tb, k, n, ldb))))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    float al = *alpha, be = *beta;
+    int round = p->math == CUBLAS_TF32_TENSOR_OP_MATH;
+    const float* a = (const float*)(uintptr_t)A;
+    const float* b = (const float*)(uintptr_t)B;
+    float* c = (float*)(uintptr_t)C;
+    // op(A) as a column-major m x k copy and op(B)'s column j as needed.
+    float* oa = malloc(sizeof(float) * (size_t)m * (size_t)(k > 0 ? k : 1));
+    float* acc = malloc(sizeof(float) * (size_t)m);
+    if (!oa || !acc) {
+        free(oa);
+        free(acc);
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    }
+    for (int l = 0; l < k; l++)
+        for (int i = 0; i < m; i++) {
+            float v = ta == CUBLAS_OP_N ? a[(size_t)l * lda + i] : a[(size_t)i * lda + l];
+            oa[(size_t)l * m + i] = round ? tf32(v) : v;
+        }
+    for (int j = 0; j < n; j++) {
+        for (int i = 0; i < m; i++) acc[i] = 0;
+        for (int l = 0; l < k; l++) {
+            float bv = tb == CUBLAS_OP_N ? b[(size_t)j * ldb + l] : b[(size_t)l * ldb + j];
+            if (round) bv = tf32(bv);
+            const float* col = oa + (size_t)l * m;
+            for (int i = 0; i < m; i++) acc[i] += col[i] * bv;
+        }
+        float* cj = c + (size_t)j * ldc;
+        // beta == 0: C is not read (it may hold NaN), as cuBLAS documents.
+        for (int i = 0; i < m; i++) cj[i] = be == 0 ? al * acc[i] : al * acc[i] + be * cj[i];
+    }
+    free(oa);
+    free(acc);
+    return CUBLAS_STATUS_SUCCESS;
+}

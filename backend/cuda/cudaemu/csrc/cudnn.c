@@ -1,0 +1,680 @@
+// An emulated libcudnn.so.9 for tests: the legacy convolution API that
+// backend/cuda calls. Tensor descriptors are 4-d NCHW float, filters
+// KCRS float, convolutions 2-d with padding, stride and dilation, as
+// cross-correlation or convolution; forward, backward data and backward
+// filter are reference loops over exactly what the descriptors say. Find
+// and get return a plausible list of algorithms (the status, time,
+// workspace and math type of each, fastest first; some unsupported), find
+// clobbers the output buffer as the real one does by running the
+// algorithms on it, and a run checks its algorithm, workspace and buffers.
+// Anything outside that (another layout, data type, group count, a
+// dimension mismatch) is CUDNN_STATUS_BAD_PARAM or
+// CUDNN_STATUS_NOT_SUPPORTED with the reason on stderr.
+//
+// Math: under CUDNN_FMA_MATH everything is fp32; under the other math types
+// the tensor-core algorithms (IMPLICIT_PRECOMP_GEMM forward, ALGO_1
+// backward) round their inputs to TF32, as Ampere and later GPUs do.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned long long u64;
+typedef int cudnnStatus_t;
+enum {
+    CUDNN_STATUS_SUCCESS = 0,
+    CUDNN_STATUS_NOT_INITIALIZED = 1001,
+    CUDNN_STATUS_BAD_PARAM = 2000,
+    CUDNN_STATUS_BAD_PARAM_NULL_POINTER = 2002,
+    CUDNN_STATUS_NOT_SUPPORTED = 3000,
+    CUDNN_STATUS_INTERNAL_ERROR = 4000,
+    CUDNN_STATUS_EXECUTION_FAILED = 5000,
+};
+enum { CUDNN_TENSOR_NCHW = 0 };
+enum { CUDNN_DATA_FLOAT = 0 };
+enum { CUDNN_CONVOLUTION = 0, CUDNN_CROSS_CORRELATION = 1 };
+enum { CUDNN_DEFAULT_MATH = 0, CUDNN_TENSOR_OP_MATH = 1, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION = 2, CUDNN_FMA_MATH = 3 };
+enum { CUDNN_NON_DETERMINISTIC = 0, CUDNN_DETERMINISTIC = 1 };
+
+// cudnnConvolutionFwdAlgoPerf_t (and the backward ones, laid out alike).
+typedef struct {
+    int algo;
+    cudnnStatus_t status;
+    float time;
+    size_t memory;
+    int determinism;
+    int mathType;
+    int reserved[3];
+} algo_perf;
+
+static void logf_(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("cudnn emulator: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+enum { K_HANDLE = 0x6d0001, K_TENSOR, K_FILTER, K_CONV };
+
+typedef struct handle {
+    int kind;
+    u64 stream;
+    int (*device_range)(u64, u64);
+} handle;
+
+typedef struct tensor {
+    int kind, set;
+    int n, c, h, w;
+} tensor;
+
+typedef struct filter {
+    int kind, set;
+    int k, c, r, s;
+} filter;
+
+typedef struct conv {
+    int kind, set;
+    int pad_h, pad_w, u, v, dil_h, dil_w, mode;
+    int math;
+} conv;
+
+#define CHECK_KIND(p, K) ((p) != NULL && *(const int*)(p) == (K))
+
+size_t cudnnGetVersion(void) { return 90800; }
+
+const char* cudnnGetErrorString(cudnnStatus_t s) {
+    switch (s) {
+    case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
+    case CUDNN_STATUS_NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
+    case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
+    case CUDNN_STATUS_BAD_PARAM_NULL_POINTER: return "CUDNN_STATUS_BAD_PARAM_NULL_POINTER";
+    case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
+    case CUDNN_STATUS_INTERNAL_ERROR: return "CUDNN_STATUS_INTERNAL_ERROR";
+    case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
+    }
+    return "CUDNN_STATUS_UNKNOWN";
+}
+
+cudnnStatus_t cudnnCreate(void** out) {
+    if (!out) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+    int (*range)(u64, u64) = (int (*)(u64, u64))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_device_range");
+    int (*has_ctx)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_has_context");
+    if (!range || !has_ctx) {
+        logf_("cudnnCreate: the emulated driver (libcuda.so.1 of the emulator) is not loaded");
+        return CUDNN_STATUS_NOT_INITIALIZED;
+    }
+    if (!has_ctx()) {
+        logf_("cudnnCreate: no current CUDA context on the calling thread");
+        return CUDNN_STATUS_NOT_INITIALIZED;
+    }
+    handle* h = calloc(1, sizeof *h);
+    h->kind = K_HANDLE;
+    h->device_range = range;
+    *out = h;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnDestroy(void* h) {
+    if (!CHECK_KIND(h, K_HANDLE)) return CUDNN_STATUS_BAD_PARAM;
+    ((handle*)h)->kind = 0;
+    free(h);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetStream(void* h, u64 stream) {
+    if (!CHECK_KIND(h, K_HANDLE)) return CUDNN_STATUS_BAD_PARAM;
+    ((handle*)h)->stream = stream;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+#define CREATE_DESTROY(Name, type, K)                                                                                                    \
+    cudnnStatus_t cudnnCreate##Name##Descriptor(void** out) {                                                                           \
+        if (!out) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;                                                                           \
+        type* d = calloc(1, sizeof(type));                                                                                              \
+        d->kind = K;                                                                                                                    \
+        *out = d;                                                                                                                       \
+        return CUDNN_STATUS_SUCCESS;                                                                                                    \
+    }                                                                                                                                   \
+    cudnnStatus_t cudnnDestroy##Name##Descriptor(void* d) {                                                                             \
+        if (d == NULL) return CUDNN_STATUS_SUCCESS;                                                                                     \
+        if (!CHECK_KIND(d, K)) return CUDNN_STATUS_BAD_PARAM;                                                                           \
+        ((type*)d)->kind = 0;                                                                                                           \
+        free(d);                                                                                                                        \
+        return CUDNN_STATUS_SUCCESS;                                                                                                    \
+    }
+CREATE_DESTROY(Tensor, tensor, K_TENSOR)
+CREATE_DESTROY(Filter, filter, K_FILTER)
+CREATE_DESTROY(Convolution, conv, K_CONV)
+
+cudnnStatus_t cudnnSetTensor4dDescriptor(void* d, int format, int dtype, int n, int c, int h, int w) {
+    if (!CHECK_KIND(d, K_TENSOR)) return CUDNN_STATUS_BAD_PARAM;
+    if (format != CUDNN_TENSOR_NCHW || dtype != CUDNN_DATA_FLOAT) {
+        logf_("cudnnSetTensor4dDescriptor: format %d, data type %d: only NCHW float is emulated", format, dtype);
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    if (n <= 0 || c <= 0 || h <= 0 || w <= 0) {
+        logf_("cudnnSetTensor4dDescriptor: dimensions %d %d %d %d", n, c, h, w);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    tensor* t = d;
+    t->n = n, t->c = c, t->h = h, t->w = w, t->set = 1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetFilter4dDescriptor(void* d, int dtype, int format, int k, int c, int r, int s) {
+    if (!CHECK_KIND(d, K_FILTER)) return CUDNN_STATUS_BAD_PARAM;
+    if (format != CUDNN_TENSOR_NCHW || dtype != CUDNN_DATA_FLOAT) {
+        logf_("cudnnSetFilter4dDescriptor: data type %d, format %d: only float KCRS (NCHW) is emulated", dtype, format);
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    if (k <= 0 || c <= 0 || r <= 0 || s <= 0) {
+        logf_("cudnnSetFilter4dDescriptor: dimensions %d %d %d %d", k, c, r, s);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    filter* f = d;
+    f->k = k, f->c = c, f->r = r, f->s = s, f->set = 1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetConvolution2dDescriptor(void* d, int pad_h, int pad_w, int u, int v, int dil_h, int dil_w, int mode, int ctype) {
+    if (!CHECK_KIND(d, K_CONV)) return CUDNN_STATUS_BAD_PARAM;
+    if (pad_h < 0 || pad_w < 0 || u <= 0 || v <= 0 || dil_h <= 0 || dil_w <= 0 || (mode != CUDNN_CONVOLUTION && mode != CUDNN_CROSS_CORRELATION)) {
+        logf_("cudnnSetConvolution2dDescriptor: pad %d %d, stride %d %d, dilation %d %d, mode %d", pad_h, pad_w, u, v, dil_h, dil_w, mode);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    if (ctype != CUDNN_DATA_FLOAT) {
+        logf_("cudnnSetConvolution2dDescriptor: compute type %d: only float is emulated", ctype);
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    conv* cv = d;
+    cv->pad_h = pad_h, cv->pad_w = pad_w, cv->u = u, cv->v = v, cv->dil_h = dil_h, cv->dil_w = dil_w, cv->mode = mode, cv->set = 1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetConvolutionMathType(void* d, int math) {
+    if (!CHECK_KIND(d, K_CONV)) return CUDNN_STATUS_BAD_PARAM;
+    if (math < CUDNN_DEFAULT_MATH || math > CUDNN_FMA_MATH) {
+        logf_("cudnnSetConvolutionMathType(%d): not a cudnnMathType_t", math);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    ((conv*)d)->math = math;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+// ---- the problem a call describes ----
+
+enum { FWD, BWD_DATA, BWD_FILTER };
+static const char* dir_name[] = {"forward", "backward data", "backward filter"};
+
+typedef struct problem {
+    int N, C, H, W, K, R, S, OH, OW;
+    const conv* cv;
+} problem;
+
+// describe checks the descriptors of one convolution and fills pr.
+static cudnnStatus_t describe(int dir, const void* h, const void* xd, const void* wd, const void* cd, const void* yd, problem* pr) {
+    if (!CHECK_KIND(h, K_HANDLE) || !CHECK_KIND(xd, K_TENSOR) || !CHECK_KIND(wd, K_FILTER) || !CHECK_KIND(cd, K_CONV) ||
+        !CHECK_KIND(yd, K_TENSOR)) {
+        logf_("%s: a handle or descriptor argument is of the wrong kind (arguments out of order?)", dir_name[dir]);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    const tensor *x = xd, *y = yd;
+    const filter* w = wd;
+    const conv* cv = cd;
+    if (!x->set || !y->set || !w->set || !cv->set) {
+        logf_("%s: a descriptor was never set", dir_name[dir]);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    if (x->c != w->c) {
+        logf_("%s: input has %d channels, filter %d (group count 1)", dir_name[dir], x->c, w->c);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    int oh = 1 + (x->h + 2 * cv->pad_h - ((w->r - 1) * cv->dil_h + 1)) / cv->u;
+    int ow = 1 + (x->w + 2 * cv->pad_w - ((w->s - 1) * cv->dil_w + 1)) / cv->v;
+    if (x->h + 2 * cv->pad_h < (w->r - 1) * cv->dil_h + 1 || x->w + 2 * cv->pad_w < (w->s - 1) * cv->dil_w + 1) {
+        logf_("%s: filter %dx%d (dilation %d,%d) larger than the padded input %dx%d", dir_name[dir], w->r, w->s, cv->dil_h, cv->dil_w,
+              x->h + 2 * cv->pad_h, x->w + 2 * cv->pad_w);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    if (y->n != x->n || y->c != w->k || y->h != oh || y->w != ow) {
+        logf_("%s: output descriptor (%d,%d,%d,%d), the convolution gives (%d,%d,%d,%d)", dir_name[dir], y->n, y->c, y->h, y->w, x->n, w->k,
+              oh, ow);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    *pr = (problem){x->n, x->c, x->h, x->w, w->k, w->r, w->s, oh, ow, cv};
+    return CUDNN_STATUS_SUCCESS;
+}
+
+// tensor_core reports whether algorithm algo of direction dir runs on
+// tensor cores under math (then in TF32).
+static int tensor_core(int dir, int algo, int math) {
+    (void)dir;
+    return math != CUDNN_FMA_MATH && algo == 1;
+}
+
+// algo_info gives algorithm algo's workspace for the problem under math, or
+// a status when it does not support the problem.
+static cudnnStatus_t algo_info(int dir, int algo, const problem* p, int math, size_t* ws) {
+    int count = dir == FWD ? 8 : dir == BWD_DATA ? 6 : 7;
+    if (algo < 0 || algo >= count) {
+        logf_("%s: algorithm %d does not exist", dir_name[dir], algo);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    size_t unit = sizeof(float);
+    size_t im2col = unit * (size_t)p->C * p->R * p->S * p->OH * p->OW;
+    int strided = p->cv->u > 1 || p->cv->v > 1 || p->cv->dil_h > 1 || p->cv->dil_w > 1;
+    switch (algo) {
+    case 0: // IMPLICIT_GEMM / ALGO_0: no workspace
+        *ws = 0;
+        return CUDNN_STATUS_SUCCESS;
+    case 1: // IMPLICIT_PRECOMP_GEMM / ALGO_1: index tables; TF32 needs a converted filter too
+        *ws = sizeof(int) * (size_t)p->C * p->R * p->S + (tensor_core(dir, algo, math) ? unit * (size_t)p->K * p->C * p->R * p->S : 0);
+        return CUDNN_STATUS_SUCCESS;
+    case 2: // GEMM (forward) / FFT (backward)
+        if (dir != FWD && strided) return CUDNN_STATUS_NOT_SUPPORTED;
+        *ws = dir == FWD ? im2col * (size_t)p->N : unit * 4 * (size_t)(p->N + p->K) * p->C * (p->H + 8) * (p->W + 8);
+        return CUDNN_STATUS_SUCCESS;
+    }
+    return CUDNN_STATUS_NOT_SUPPORTED; // the FFT, Winograd and direct variants are not emulated
+}
+
+// perf_list fills up to want records for the problem, fastest first:
+// the algorithms that run, then the ones that do not (status set).
+static int perf_list(int dir, const problem* p, int want, algo_perf* out) {
+    int math = p->cv->math;
+    int count = dir == FWD ? 8 : dir == BWD_DATA ? 6 : 7;
+    static const int fast_order[] = {1, 0, 2, 3, 4, 5, 6, 7};
+    double flops = 2.0 * p->N * p->K * p->C * p->R * p->S * p->OH * p->OW;
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < 8 && n < want; i++) {
+            int algo = fast_order[i];
+            if (algo >= count) continue;
+            size_t ws = 0;
+            cudnnStatus_t st = algo_info(dir, algo, p, math, &ws);
+            if ((pass == 0) != (st == CUDNN_STATUS_SUCCESS)) continue;
+            algo_perf* r = &out[n++];
+            memset(r, 0, sizeof *r);
+            r->algo = algo;
+            r->status = st;
+            r->time = st == CUDNN_STATUS_SUCCESS ? (float)(flops / (tensor_core(dir, algo, math) ? 4e11 : 5e10) * (1 + 0.25 * i)) : -1.0f;
+            r->memory = ws;
+            r->determinism = CUDNN_DETERMINISTIC;
+            r->mathType = tensor_core(dir, algo, math) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+        }
+    return n;
+}
+
+static cudnnStatus_t check_buffer(const handle* h, const char* what, const char* name, u64 ptr, size_t elems) {
+    if (ptr == 0 || !h->device_range(ptr, elems * sizeof(float))) {
+        logf_("%s: %s (%zu floats at %#llx) is not inside one device allocation", what, name, elems, ptr);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+static void poison(u64 ptr, size_t bytes) { memset((void*)(uintptr_t)ptr, 0xFF, bytes); }
+
+// ---- the reference loops ----
+
+static float tf32(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) {
+        u += 0xfffu + ((u >> 13) & 1u);
+        u &= ~0x1fffu;
+    }
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static float* copy_in(const float* src, size_t n, int round) {
+    float* d = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) d[i] = round ? tf32(src[i]) : src[i];
+    return d;
+}
+
+// wat is the filter element applied at (r, s): convolution mode flips it.
+#define WIDX(p, k, c, r, s)                                                                                                              \
+    ((((size_t)(k) * (p)->C + (c)) * (p)->R + ((p)->cv->mode == CUDNN_CONVOLUTION ? (p)->R - 1 - (r) : (r))) * (p)->S +                   \
+     ((p)->cv->mode == CUDNN_CONVOLUTION ? (p)->S - 1 - (s) : (s)))
+
+// span gives the output columns [*lo, *hi) whose input column o*stride +
+// off lies in [0, size).
+static void span(int off, int stride, int size, int out, int* lo, int* hi) {
+    *lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    *hi = size - 1 - off < 0 ? 0 : (size - 1 - off) / stride + 1;
+    if (*hi > out) *hi = out;
+    if (*hi < *lo) *hi = *lo;
+}
+
+// par_for runs fn(ctx, lo, hi) over [0, n) split in contiguous parts, one
+// per worker (SIMCLR_CUDA_EMU_WORKERS, default 2). Every output element is
+// computed by one part in a fixed order, so results do not depend on the
+// split.
+typedef void (*part_fn)(void* ctx, int lo, int hi);
+typedef struct part {
+    part_fn fn;
+    void* ctx;
+    int lo, hi;
+} part;
+static void* part_main(void* arg) {
+    part* p = arg;
+    p->fn(p->ctx, p->lo, p->hi);
+    return NULL;
+}
+static void par_for(int n, part_fn fn, void* ctx) {
+    const char* v = getenv("SIMCLR_CUDA_EMU_WORKERS");
+    int w = v && *v ? atoi(v) : 2;
+    if (w < 1) w = 1;
+    if (w > 64) w = 64;
+    if (w > n) w = n > 0 ? n : 1;
+    part parts[64];
+    pthread_t th[64];
+    for (int i = 0; i < w; i++) parts[i] = (part){fn, ctx, (int)((long long)n * i / w), (int)((long long)n * (i + 1) / w)};
+    for (int i = 1; i < w; i++)
+        if (pthread_create(&th[i], NULL, part_main, &parts[i]) != 0) {
+            part_main(&parts[i]);
+            th[i] = 0;
+        }
+    part_main(&parts[0]);
+    for (int i = 1; i < w; i++)
+        if (th[i]) pthread_join(th[i], NULL);
+}
+
+typedef struct loop {
+    const problem* p;
+    const float *a, *b;
+    float* out;
+} loop;
+
+// out[n,k,oh,ow] = sum_{c,r,s} x[n,c,oh*u - pad_h + r*dil_h, ow*v - pad_w + s*dil_w] w[k,c,r,s],
+// one (n, k) plane per index.
+static void forward_part(void* ctx, int lo, int hi) {
+    const loop* L = ctx;
+    const problem* p = L->p;
+    const conv* cv = p->cv;
+    size_t plane = (size_t)p->OH * p->OW;
+    for (int q = lo; q < hi; q++) {
+        int n = q / p->K, k = q % p->K;
+        float* acc = L->out + ((size_t)n * p->K + k) * plane;
+        for (size_t i = 0; i < plane; i++) acc[i] = 0;
+        for (int c = 0; c < p->C; c++) {
+            const float* xp = L->a + ((size_t)n * p->C + c) * p->H * p->W;
+            for (int r = 0; r < p->R; r++) {
+                int oh_lo, oh_hi;
+                span(r * cv->dil_h - cv->pad_h, cv->u, p->H, p->OH, &oh_lo, &oh_hi);
+                for (int s = 0; s < p->S; s++) {
+                    float wv = L->b[WIDX(p, k, c, r, s)];
+                    int off = s * cv->dil_w - cv->pad_w, ow_lo, ow_hi;
+                    span(off, cv->v, p->W, p->OW, &ow_lo, &ow_hi);
+                    for (int oh = oh_lo; oh < oh_hi; oh++) {
+                        const float* row = xp + (size_t)(oh * cv->u - cv->pad_h + r * cv->dil_h) * p->W + off;
+                        float* arow = acc + (size_t)oh * p->OW;
+                        if (cv->v == 1)
+                            for (int ow = ow_lo; ow < ow_hi; ow++) arow[ow] += row[ow] * wv;
+                        else
+                            for (int ow = ow_lo; ow < ow_hi; ow++) arow[ow] += row[ow * cv->v] * wv;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// dx[n,c,ih,iw] = sum over (k, r, s, oh, ow) with ih = oh*u - pad_h + r*dil_h
+// (and alike for iw) of dy[n,k,oh,ow] w[k,c,r,s], one (n, c) plane per index.
+static void backward_data_part(void* ctx, int lo, int hi) {
+    const loop* L = ctx;
+    const problem* p = L->p;
+    const conv* cv = p->cv;
+    size_t plane = (size_t)p->H * p->W;
+    for (int q = lo; q < hi; q++) {
+        int n = q / p->C, c = q % p->C;
+        float* acc = L->out + ((size_t)n * p->C + c) * plane;
+        for (size_t i = 0; i < plane; i++) acc[i] = 0;
+        for (int k = 0; k < p->K; k++) {
+            const float* g = L->b + ((size_t)n * p->K + k) * p->OH * p->OW;
+            for (int r = 0; r < p->R; r++) {
+                int oh_lo, oh_hi;
+                span(r * cv->dil_h - cv->pad_h, cv->u, p->H, p->OH, &oh_lo, &oh_hi);
+                for (int s = 0; s < p->S; s++) {
+                    float wv = L->a[WIDX(p, k, c, r, s)];
+                    int off = s * cv->dil_w - cv->pad_w, ow_lo, ow_hi;
+                    span(off, cv->v, p->W, p->OW, &ow_lo, &ow_hi);
+                    for (int oh = oh_lo; oh < oh_hi; oh++) {
+                        float* row = acc + (size_t)(oh * cv->u - cv->pad_h + r * cv->dil_h) * p->W + off;
+                        const float* grow = g + (size_t)oh * p->OW;
+                        if (cv->v == 1)
+                            for (int ow = ow_lo; ow < ow_hi; ow++) row[ow] += grow[ow] * wv;
+                        else
+                            for (int ow = ow_lo; ow < ow_hi; ow++) row[ow * cv->v] += grow[ow] * wv;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// dw[k,c,r,s] = sum_{n,oh,ow} dy[n,k,oh,ow] x[n,c,oh*u - pad_h + r*dil_h, ow*v - pad_w + s*dil_w]
+// (at the flipped (r, s) in convolution mode), one (k, c) pair per index;
+// the sum runs in one lane per output column, then over the lanes.
+static void backward_filter_part(void* ctx, int lo, int hi) {
+    const loop* L = ctx;
+    const problem* p = L->p;
+    const conv* cv = p->cv;
+    float* lanes = malloc(sizeof(float) * (size_t)p->OW);
+    for (int q = lo; q < hi; q++) {
+        int k = q / p->C, c = q % p->C;
+        for (int r = 0; r < p->R; r++) {
+            int oh_lo, oh_hi;
+            span(r * cv->dil_h - cv->pad_h, cv->u, p->H, p->OH, &oh_lo, &oh_hi);
+            for (int s = 0; s < p->S; s++) {
+                int off = s * cv->dil_w - cv->pad_w, ow_lo, ow_hi;
+                span(off, cv->v, p->W, p->OW, &ow_lo, &ow_hi);
+                for (int ow = 0; ow < p->OW; ow++) lanes[ow] = 0;
+                for (int n = 0; n < p->N; n++) {
+                    const float* xp = L->a + ((size_t)n * p->C + c) * p->H * p->W;
+                    const float* g = L->b + ((size_t)n * p->K + k) * p->OH * p->OW;
+                    for (int oh = oh_lo; oh < oh_hi; oh++) {
+                        const float* row = xp + (size_t)(oh * cv->u - cv->pad_h + r * cv->dil_h) * p->W + off;
+                        const float* grow = g + (size_t)oh * p->OW;
+                        if (cv->v == 1)
+                            for (int ow = ow_lo; ow < ow_hi; ow++) lanes[ow] += grow[ow] * row[ow];
+                        else
+                            for (int ow = ow_lo; ow < ow_hi; ow++) lanes[ow] += grow[ow] * row[ow * cv->v];
+                    }
+                }
+                float sum = 0;
+                for (int ow = 0; ow < p->OW; ow++) sum += lanes[ow];
+                L->out[WIDX(p, k, c, r, s)] = sum;
+            }
+        }
+    }
+    free(lanes);
+}
+
+// run checks one execution and computes out = alpha op + beta out.
+static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u64 ws, size_t ws_size, const float* alpha, const float* beta,
+                         u64 in1, u64 in2, u64 out) {
+    const char* what = dir_name[dir];
+    size_t nx = (size_t)p->N * p->C * p->H * p->W, nw = (size_t)p->K * p->C * p->R * p->S, ny = (size_t)p->N * p->K * p->OH * p->OW;
+    size_t need;
+    cudnnStatus_t st = algo_info(dir, algo, p, p->cv->math, &need);
+    if (st != CUDNN_STATUS_SUCCESS) {
+        logf_("%s: algorithm %d does not support this convolution", what, algo);
+        return st;
+    }
+    if (ws_size < need || (need > 0 && (ws == 0 || !h->device_range(ws, ws_size)))) {
+        logf_("%s: algorithm %d (math type %d) needs a %zu-byte workspace, got %zu bytes at %#llx", what, algo, p->cv->math, need, ws_size, ws);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    if (!alpha || !beta) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+    size_t n1 = dir == FWD ? nx : dir == BWD_DATA ? nw : nx;
+    size_t n2 = dir == FWD ? nw : ny;
+    size_t no = dir == FWD ? ny : dir == BWD_DATA ? nx : nw;
+    if ((st = check_buffer(h, what, "the first input", in1, n1)) || (st = check_buffer(h, what, "the second input", in2, n2)) ||
+        (st = check_buffer(h, what, "the output", out, no)))
+        return st;
+    int round = tensor_core(dir, algo, p->cv->math);
+    float* a = copy_in((const float*)(uintptr_t)in1, n1, round);
+    float* b = copy_in((const float*)(uintptr_t)in2, n2, round);
+    float* acc = malloc(no * sizeof(float));
+    loop L = {p, a, b, acc};
+    if (dir == FWD) par_for(p->N * p->K, forward_part, &L);
+    else if (dir == BWD_DATA) par_for(p->N * p->C, backward_data_part, &L);
+    else par_for(p->K * p->C, backward_filter_part, &L);
+    if (need > 0) poison(ws, need); // the workspace holds nothing afterwards
+    float* o = (float*)(uintptr_t)out;
+    float al = *alpha, be = *beta;
+    for (size_t i = 0; i < no; i++) o[i] = be == 0 ? al * acc[i] : al * acc[i] + be * o[i];
+    free(a);
+    free(b);
+    free(acc);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+// ---- find, get, workspace sizes, the three runs ----
+
+static cudnnStatus_t find_or_get(int dir, const void* h, const problem* p, int want, int* got, algo_perf* perf) {
+    (void)h;
+    if (!got || !perf) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+    if (want <= 0) {
+        logf_("%s: requestedAlgoCount %d", dir_name[dir], want);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    *got = perf_list(dir, p, want, perf);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+// find: the real one runs each algorithm on the buffers given, so the
+// output buffer holds garbage afterwards, and so does the workspace.
+static cudnnStatus_t find_ex(int dir, const handle* h, const problem* p, u64 out, size_t nout, u64 ws, size_t ws_size, int want, int* got,
+                             algo_perf* perf) {
+    cudnnStatus_t st = check_buffer(h, dir_name[dir], "the output", out, nout);
+    if (st) return st;
+    if (ws_size > 0 && (ws == 0 || !h->device_range(ws, ws_size))) {
+        logf_("%s find: workspace of %zu bytes at %#llx is not device memory", dir_name[dir], ws_size, ws);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    if ((st = find_or_get(dir, h, p, want, got, perf))) return st;
+    // Records whose algorithm needs more workspace than given could not run.
+    for (int i = 0; i < *got; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory > ws_size) {
+            perf[i].status = CUDNN_STATUS_NOT_SUPPORTED;
+            perf[i].time = -1;
+        }
+    size_t used = 0;
+    for (int i = 0; i < *got; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory > used) used = perf[i].memory;
+    poison(out, nout * sizeof(float));
+    if (used > 0) poison(ws, used);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(void* h, void* xd, u64 x, void* wd, u64 w, void* cd, void* yd, u64 y, int want,
+                                                     int* got, algo_perf* perf, u64 ws, size_t ws_size) {
+    problem p;
+    cudnnStatus_t st = describe(FWD, h, xd, wd, cd, yd, &p);
+    if (st) return st;
+    if ((st = check_buffer(h, "forward find", "x", x, (size_t)p.N * p.C * p.H * p.W)) ||
+        (st = check_buffer(h, "forward find", "w", w, (size_t)p.K * p.C * p.R * p.S)))
+        return st;
+    return find_ex(FWD, h, &p, y, (size_t)p.N * p.K * p.OH * p.OW, ws, ws_size, want, got, perf);
+}
+
+cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(void* h, void* wd, u64 w, void* dyd, u64 dy, void* cd, void* dxd, u64 dx, int want,
+                                                          int* got, algo_perf* perf, u64 ws, size_t ws_size) {
+    problem p;
+    cudnnStatus_t st = describe(BWD_DATA, h, dxd, wd, cd, dyd, &p);
+    if (st) return st;
+    if ((st = check_buffer(h, "backward data find", "w", w, (size_t)p.K * p.C * p.R * p.S)) ||
+        (st = check_buffer(h, "backward data find", "dy", dy, (size_t)p.N * p.K * p.OH * p.OW)))
+        return st;
+    return find_ex(BWD_DATA, h, &p, dx, (size_t)p.N * p.C * p.H * p.W, ws, ws_size, want, got, perf);
+}
+
+cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(void* h, void* xd, u64 x, void* dyd, u64 dy, void* cd, void* dwd, u64 dw, int want,
+                                                            int* got, algo_perf* perf, u64 ws, size_t ws_size) {
+    problem p;
+    cudnnStatus_t st = describe(BWD_FILTER, h, xd, dwd, cd, dyd, &p);
+    if (st) return st;
+    if ((st = check_buffer(h, "backward filter find", "x", x, (size_t)p.N * p.C * p.H * p.W)) ||
+        (st = check_buffer(h, "backward filter find", "dy", dy, (size_t)p.N * p.K * p.OH * p.OW)))
+        return st;
+    return find_ex(BWD_FILTER, h, &p, dw, (size_t)p.K * p.C * p.R * p.S, ws, ws_size, want, got, perf);
+}
+
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(void* h, void* xd, void* wd, void* cd, void* yd, int want, int* got, algo_perf* perf) {
+    problem p;
+    cudnnStatus_t st = describe(FWD, h, xd, wd, cd, yd, &p);
+    return st ? st : find_or_get(FWD, h, &p, want, got, perf);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(void* h, void* wd, void* dyd, void* cd, void* dxd, int want, int* got,
+                                                         algo_perf* perf) {
+    problem p;
+    cudnnStatus_t st = describe(BWD_DATA, h, dxd, wd, cd, dyd, &p);
+    return st ? st : find_or_get(BWD_DATA, h, &p, want, got, perf);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(void* h, void* xd, void* dyd, void* cd, void* dwd, int want, int* got,
+                                                           algo_perf* perf) {
+    problem p;
+    cudnnStatus_t st = describe(BWD_FILTER, h, xd, dwd, cd, dyd, &p);
+    return st ? st : find_or_get(BWD_FILTER, h, &p, want, got, perf);
+}
+
+static cudnnStatus_t ws_size(int dir, const problem* p, int algo, size_t* size) {
+    if (!size) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+    cudnnStatus_t st = algo_info(dir, algo, p, p->cv->math, size);
+    if (st) logf_("%s workspace size: algorithm %d does not support this convolution", dir_name[dir], algo);
+    return st;
+}
+
+cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(void* h, void* xd, void* wd, void* cd, void* yd, int algo, size_t* size) {
+    problem p;
+    cudnnStatus_t st = describe(FWD, h, xd, wd, cd, yd, &p);
+    return st ? st : ws_size(FWD, &p, algo, size);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(void* h, void* wd, void* dyd, void* cd, void* dxd, int algo, size_t* size) {
+    problem p;
+    cudnnStatus_t st = describe(BWD_DATA, h, dxd, wd, cd, dyd, &p);
+    return st ? st : ws_size(BWD_DATA, &p, algo, size);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(void* h, void* xd, void* dyd, void* cd, void* dwd, int algo, size_t* size) {
+    problem p;
+    cudnnStatus_t st = describe(BWD_FILTER, h, xd, dwd, cd, dyd, &p);
+    return st ? st : ws_size(BWD_FILTER, &p, algo, size);
+}
+
+cudnnStatus_t cudnnConvolutionForward(void* h, const float* alpha, void* xd, u64 x, void* wd, u64 w, void* cd, int algo, u64 ws, size_t wsb,
+                                      const float* beta, void* yd, u64 y) {
+    problem p;
+    cudnnStatus_t st = describe(FWD, h, xd, wd, cd, yd, &p);
+    return st ? st : run(FWD, h, &p, algo, ws, wsb, alpha, beta, x, w, y);
+}
+
+cudnnStatus_t cudnnConvolutionBackwardData(void* h, const float* alpha, void* wd, u64 w, void* dyd, u64 dy, void* cd, int algo, u64 ws,
+                                           size_t wsb, const float* beta, void* dxd, u64 dx) {
+    problem p;
+    cudnnStatus_t st = describe(BWD_DATA, h, dxd, wd, cd, dyd, &p);
+    return st ? st : run(BWD_DATA, h, &p, algo, ws, wsb, alpha, beta, w, dy, dx);
+}
+
+cudnnStatus_t cudnnConvolutionBackwardFilter(void* h, const float* alpha, void* xd, u64 x, void* dyd, u64 dy, void* cd, int algo, u64 ws,
+                                             size_t wsb, const float* beta, void* dwd, u64 dw) {
+    problem p;
+    cudnnStatus_t st = describe(BWD_FILTER, h, xd, dwd, cd, dyd, &p);
+    return st ? st : run(BWD_FILTER, h, &p, algo, ws, wsb, alpha, beta, x, dy, dw);
+}

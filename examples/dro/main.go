@@ -167,8 +167,12 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 		if math.IsInf(t.fStar, 1) {
 			fStar = "the lowest value any run reaches"
 		}
-		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %s; budget %d samples; tuning %d settings x %d seeds\n",
-			name, ds.About, t.model.name(), t.f0, fStar, t.budget, countSettings(o.methods), len(tuningSeeds))
+		tuning := fmt.Sprintf("tuning %d settings x %d seeds", countSettings(o.methods), len(tuningSeeds))
+		if o.tuned != "" {
+			tuning = "settings from " + o.tuned
+		}
+		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %s; budget %d samples; %s\n",
+			name, ds.About, t.model.name(), t.f0, fStar, t.budget, tuning)
 		var prior *summary
 		if o.tuned != "" {
 			sums, err := readSummaries(o.tuned)

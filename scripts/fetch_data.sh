@@ -10,6 +10,8 @@
 #   DIR/cifar10-jpeg/{train,test}/CLASS/   cifar10 from a mirror holding
 #                                          cifar10-jpeg.tar.gz (our shared
 #                                          JPEG copy of CIFAR-10)
+#   DIR/dro/*.txt, *.csv                   dro (Sinkhorn DRO regression sets,
+#                                          from a mirror folder only)
 #
 # Usage: scripts/fetch_data.sh DATASET... [--dir DIR] [--from MIRROR]
 # Run with --help for details.
@@ -24,7 +26,10 @@ usage() {
 Usage: scripts/fetch_data.sh DATASET... [--dir DIR] [--from MIRROR]
 
 Datasets: cifar10, cifar100, svhn (train and test), svhn-extra (the 531,131
-extra SVHN training images, 1.3 GB).
+extra SVHN training images, 1.3 GB), dro (the regression sets of
+examples/dro: LIBSVM housing_scale.txt, mg_scale.txt, mpg_scale.txt, UCI
+bike_hour.csv and gas_turbine_gt_2011..2015.csv; copied from --from MIRROR
+and checked against their SHA-256 sums, never downloaded).
 
   --dir DIR      where to put the data (default: data-cache, the default
                  --data-dir of simclr; kept out of git by .gitignore)
@@ -208,6 +213,34 @@ fetch_mat() {
 	say "svhn: $out"
 }
 
+# fetch_dro: the DRO regression files from the mirror into DIR/dro, each
+# checked against the SHA-256 sum of the copy the experiment was run on.
+fetch_dro() {
+	[[ -n "$mirror" ]] || die "dro: no download: name a folder holding housing_scale.txt, mg_scale.txt, mpg_scale.txt, bike_hour.csv and gas_turbine_gt_2011.csv..gt_2015.csv with --from (LIBSVM's regression sets and UCI's Bike Sharing and Gas Turbine files, renamed)"
+	command -v sha256sum >/dev/null 2>&1 || die "dro: sha256sum not found (coreutils)"
+	local src=$mirror
+	[[ -f "$src/housing_scale.txt" || ! -d "$mirror/dro" ]] || src=$mirror/dro
+	mkdir -p "$dir/dro"
+	local name sum got
+	while read -r sum name; do
+		[[ -f "$src/$name" ]] || die "dro: $src/$name not found"
+		got=$(sha256sum "$src/$name" | cut -d' ' -f1)
+		[[ "$got" == "$sum" ]] || die "dro: $src/$name has SHA-256 $got, not $sum: it is not the file the experiment uses"
+		cp "$src/$name" "$dir/dro/$name"
+	done <<'SUMS'
+bbacd2f526a038499717d5dc4b8895e6baf1e2351895b9360a84bcb31e104476 housing_scale.txt
+f6eea42e3b3e5053c34c974cf364bf51d23207de0b6ae7224bba9c5d0959a223 mg_scale.txt
+e15f343cfd6bd926596fa80c241428a3b025a82815bce8ccb88160f0d1cee71d mpg_scale.txt
+b03a2d02e8c10f435c43c7f0b358b7e34a003afea53dbc37f0183f2763295133 bike_hour.csv
+d87ceef9aa59533cc7d924d10de241b1b06ecd11f9b26bab59191ea0f8a76b9a gas_turbine_gt_2011.csv
+be54b9d0e1a7de40c55d32fa489e75de892b000c066b5a09f09a19124ee29100 gas_turbine_gt_2012.csv
+13c437bb440ec2045bd12057e6654c41dd4107a661eac16ba2e878e897a08f9e gas_turbine_gt_2013.csv
+c2a03c92c9c3207aad0c6be7de8d9b5b4bfa4720ad0efb2c1f21b6cec4d3f3fa gas_turbine_gt_2014.csv
+1563b5829506fb157f18e86cf5c30f23366e58dd4d843870da85cfe07be0c642 gas_turbine_gt_2015.csv
+SUMS
+	say "dro: $dir/dro (go run ./examples/dro --data-dir $dir/dro)"
+}
+
 main() {
 	dir=data-cache
 	mirror=""
@@ -238,19 +271,19 @@ main() {
 			usage
 			exit 0
 			;;
-		cifar10 | cifar100 | svhn | svhn-extra)
+		cifar10 | cifar100 | svhn | svhn-extra | dro)
 			sets+=("$1")
 			shift
 			;;
 		*)
 			usage >&2
-			die "unknown argument '$1' (datasets: cifar10, cifar100, svhn, svhn-extra)"
+			die "unknown argument '$1' (datasets: cifar10, cifar100, svhn, svhn-extra, dro)"
 			;;
 		esac
 	done
 	[[ ${#sets[@]} -gt 0 ]] || {
 		usage >&2
-		die "name at least one dataset: cifar10, cifar100, svhn, svhn-extra"
+		die "name at least one dataset: cifar10, cifar100, svhn, svhn-extra, dro"
 	}
 	[[ -n "$dir" ]] || die "--dir is empty: name the folder to put the data in"
 	if [[ -n "$mirror" && ! -d "$mirror" ]]; then
@@ -268,6 +301,7 @@ main() {
 			fetch_mat test_32x32.mat eb5a983be6a315427106f1b164d9cef3
 			;;
 		svhn-extra) fetch_mat extra_32x32.mat a93ce644f1a588dc4d68dda5feec44a7 ;;
+		dro) fetch_dro ;;
 		esac
 	done
 	say "done: data in $dir (simclr --data-dir $dir)"

@@ -226,7 +226,7 @@ func countSettings(methods []methodSpec) int {
 func loadData(ds dataset, dir string) (*Data, error) {
 	d, err := ds.Load(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("data set %s: %w (set --data-dir or SIMCLR_DRO_DATA to the folder holding the DRO data files; docs/definitions.md, section 9 lists them)", ds.Name, err)
+		return nil, fmt.Errorf("data set %s: %w (set --data-dir or SIMCLR_DRO_DATA to the folder holding the DRO data files, or copy them into data-cache/dro with scripts/fetch_data.sh dro --from FOLDER)", ds.Name, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("data set %s: %w", ds.Name, err)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -24,32 +23,13 @@ import (
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/internal/synthdata"
 	"github.com/simclr-go/simclr/runfolder"
 )
 
-// syntheticSplits is a small labelled image set: each class has its own
-// mean colour, so the images are learnable but not trivially equal.
+// syntheticSplits is synthdata.Splits: a small learnable labelled image set.
 func syntheticSplits(nTrain, nTest, side, classes int) *data.Splits {
-	r := rand.New(rand.NewPCG(7, 7))
-	mk := func(name string, n int) *data.Set {
-		s := &data.Set{Name: name, H: side, W: side, Pix: make([]uint8, n*3*side*side), Labels: make([]int32, n)}
-		for c := 0; c < classes; c++ {
-			s.Classes = append(s.Classes, string(rune('a'+c)))
-		}
-		for i := 0; i < n; i++ {
-			c := i % classes
-			s.Labels[i] = int32(c)
-			for ch := 0; ch < 3; ch++ {
-				base := 40 + 60*((c+ch)%3)
-				for p := 0; p < side*side; p++ {
-					s.Pix[(i*3+ch)*side*side+p] = uint8(base + r.IntN(80))
-				}
-			}
-		}
-		return s
-	}
-	return &data.Splits{Train: mk("synthetic train", nTrain), Test: mk("synthetic test", nTest),
-		Mean: [3]float32{0.5, 0.5, 0.5}, Std: [3]float32{0.25, 0.25, 0.25}}
+	return synthdata.Splits(nTrain, nTest, side, classes)
 }
 
 func tinyConfig(t *testing.T, estimator string) Config {

@@ -75,6 +75,21 @@ func (t *task) runAll(jobs []job) ([]trace, error) {
 	return out, nil
 }
 
+// runScored runs the jobs and, for an objective too costly to score every
+// iterate, lowers F* to the smallest value reached and sets the first
+// passages from the curves (docs/definitions.md, section 9).
+func (t *task) runScored(jobs []job) ([]trace, error) {
+	trs, err := t.runAll(jobs)
+	if err != nil {
+		return nil, err
+	}
+	if !t.obj.cheap() {
+		t.fStar = min(t.fStar, lowest(trs))
+		t.fillFirst(trs)
+	}
+	return trs, nil
+}
+
 // score is the tuning criterion of a run: the mean gap over the grid points
 // in the second half of the budget (+Inf if any is infinite), so that a
 // setting that reaches a small gap and stays there wins.
@@ -139,13 +154,9 @@ func (t *task) tune(methods []methodSpec) (map[string]tuned, error) {
 			}
 		}
 	}
-	trs, err := t.runAll(jobs)
+	trs, err := t.runScored(jobs)
 	if err != nil {
 		return nil, err
-	}
-	if !t.obj.cheap() {
-		t.fStar = min(t.fStar, lowest(trs))
-		t.fillFirst(trs)
 	}
 	out := map[string]tuned{}
 	ns := len(tuningSeeds)

@@ -197,13 +197,9 @@ func (t *task) experiment(methods []methodSpec, trials int, prior *summary) (*re
 			jobs = append(jobs, job{s, uint64(seed)})
 		}
 	}
-	trs, err := t.runAll(jobs)
+	trs, err := t.runScored(jobs)
 	if err != nil {
 		return nil, err
-	}
-	if !t.obj.cheap() {
-		t.fStar = min(t.fStar, lowest(trs))
-		t.fillFirst(trs)
 	}
 	runsOf := func(s setting) []trace { i := seen[s]; return trs[i*trials : (i+1)*trials] }
 	res := &result{curves: map[string][]trace{}, grid: t.grid}

@@ -80,8 +80,12 @@ type Config struct {
 	// run needs the same number.
 	Ranks int `json:"ranks,omitempty"`
 
-	Out             string `json:"out"`
-	EvalEvery       int    `json:"eval_every"` // epochs between kNN evaluations; 0: none
+	Out       string `json:"out"`
+	EvalEvery int    `json:"eval_every"` // epochs between kNN evaluations; 0: none
+	// EvalEveryIters counts the kNN period in iterations instead, for arms
+	// whose epochs differ in length (an L-SGD control at a smaller batch)
+	// but must be evaluated at the same iterations; it replaces EvalEvery.
+	EvalEveryIters  int    `json:"eval_every_iterations,omitempty"`
 	KNNK            int    `json:"knn_k"`
 	LogEvery        int    `json:"log_every"`        // iterations between metrics lines
 	CheckpointEvery Period `json:"checkpoint_every"` // wall time between checkpoints; 0: only at the end and on interruption
@@ -91,9 +95,14 @@ type Config struct {
 	// ValSplit holds out this many class-balanced training images, never
 	// trained on, which the kNN monitor and the probe score instead of the
 	// test set (for tuning).
-	ValSplit      int  `json:"val_split"`
-	Probe         bool `json:"probe"`          // run the linear probe after training
-	ProbeBaseline bool `json:"probe_baseline"` // also probe the network at initialisation
+	ValSplit int `json:"val_split"`
+	// EvalTrainSubset keeps only this many class-balanced training images
+	// as the kNN monitor's memory bank and the probe's training features
+	// (0: all). Training still draws from every training image; on a small
+	// CPU this bounds what one evaluation costs on the full data set.
+	EvalTrainSubset int  `json:"eval_train_subset,omitempty"`
+	Probe           bool `json:"probe"`          // run the linear probe after training
+	ProbeBaseline   bool `json:"probe_baseline"` // also probe the network at initialisation
 
 	Preset string `json:"preset,omitempty"`
 
@@ -273,6 +282,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--workers %d must not be negative (0: one per core)", c.Workers)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("--eval-every %d must not be negative", c.EvalEvery)
+	case c.EvalEveryIters < 0:
+		return fmt.Errorf("--eval-every-iterations %d must not be negative", c.EvalEveryIters)
+	case c.EvalEveryIters > 0 && c.EvalEvery > 0:
+		return fmt.Errorf("--eval-every %d and --eval-every-iterations %d: give one period, in epochs or in iterations", c.EvalEvery, c.EvalEveryIters)
 	case c.LogEvery < 0:
 		return fmt.Errorf("--log-every %d must not be negative", c.LogEvery)
 	case c.CheckpointEvery < 0:
@@ -281,6 +294,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, HalvesShared, HalvesSeparate)
 	case c.ValSplit < 0:
 		return fmt.Errorf("--val-split %d must not be negative (0: score the test set)", c.ValSplit)
+	case c.EvalTrainSubset < 0:
+		return fmt.Errorf("--eval-train-subset %d must not be negative (0: every training image)", c.EvalTrainSubset)
 	case c.KNNK < 0:
 		return fmt.Errorf("--knn-k %d must not be negative (0 picks 200)", c.KNNK)
 	case c.TrainSubset < 0:
@@ -356,4 +371,13 @@ func (c *Config) correctionPasses() int {
 func (c *Config) mlmcConfig() mlmc.Config {
 	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
 		NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
+}
+
+// evalPeriod is the number of iterations between kNN evaluations (0: none):
+// --eval-every-iterations, else --eval-every epochs.
+func (c *Config) evalPeriod() int {
+	if c.EvalEveryIters > 0 {
+		return c.EvalEveryIters
+	}
+	return c.EvalEvery * c.ItersPerEpoch
 }

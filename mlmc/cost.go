@@ -47,7 +47,7 @@ func ExpectedCost(name string, cfg Config, oracleMax int) (samples, evaluations 
 		samples = queries * levelCost(cfg.MaxLevel)
 	case VMLMC:
 		for l := cfg.MinLevel; l <= cfg.MaxLevel; l++ {
-			n := float64(VMLMCDraws(l, cfg.B, cfg.C, cfg.N))
+			n := float64(cfg.vmlmcDraws(l))
 			queries += n * passes(l)
 			samples += n * levelCost(l)
 		}
@@ -57,6 +57,9 @@ func ExpectedCost(name string, cfg Config, oracleMax int) (samples, evaluations 
 		}
 		// One query at a level drawn from the (conditioned) law.
 		law := Truncated(cfg.MinLevel, top, cfg.B, cfg.C)
+		if m == RTMLMC {
+			law = cfg.rtLaw()
+		}
 		for l := cfg.MinLevel; l <= top; l++ {
 			queries += law.Prob(l) * passes(l)
 			samples += law.Prob(l) * levelCost(l)

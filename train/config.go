@@ -31,10 +31,17 @@ type Config struct {
 	B         float64 `json:"b"`
 	C         float64 `json:"c"`
 	VMLMCN    float64 `json:"vmlmc_n"` // 0: 2^((b+c)L/2), so that n_L = 1
-	NL        int     `json:"lsgd_draws"`
-	D1        int     `json:"d1"`
-	D2        int     `json:"d2"`
-	QE        int     `json:"qe"`
+	// LevelLaw is "" (or "rates": q_l and n_l from B and C) or
+	// "measured:FILE", the optimal law of a `simclr levels --json` file,
+	// resolved once into LevelProbs (rtmlmc) or LevelDraws (vmlmc) and
+	// recorded with the run.
+	LevelLaw   string    `json:"level_law,omitempty"`
+	LevelProbs []float64 `json:"level_probs,omitempty"`
+	LevelDraws []int     `json:"level_draws,omitempty"`
+	NL         int       `json:"lsgd_draws"`
+	D1         int       `json:"d1"`
+	D2         int       `json:"d2"`
+	QE         int       `json:"qe"`
 	// Halves is how H^l computes its half-batch losses: "shared" (one
 	// pass) or "separate" (three passes, exact with batch norm; SPEC
 	// section 2).
@@ -305,6 +312,9 @@ func (c *Config) Validate() error {
 	case c.Out == "":
 		return fmt.Errorf("--out: give the run folder, e.g. --out runs/NAME")
 	}
+	if err := c.resolveLevelLaw(); err != nil {
+		return err
+	}
 	if err := (resnet18.Config{Width: c.Width, ProjDim: c.ProjDim}).Validate(); err != nil {
 		return fmt.Errorf("--width: %w", err)
 	}
@@ -370,7 +380,7 @@ func (c *Config) correctionPasses() int {
 // mlmcConfig is the estimator configuration of c.
 func (c *Config) mlmcConfig() mlmc.Config {
 	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
-		NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
+		LevelProbs: c.LevelProbs, LevelDraws: c.LevelDraws, NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
 }
 
 // evalPeriod is the number of iterations between kNN evaluations (0: none):

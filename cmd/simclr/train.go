@@ -67,6 +67,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.IntVar(&c.WorldSize, "world-size", c.WorldSize, "--dist nccl without mpirun: the number of ranks")
 	fs.StringVar(&c.Out, "out", c.Out, "run folder for config.json, metrics.jsonl, checkpoints and evaluations (default runs/ESTIMATOR-DATE)")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "kNN evaluation every this many epochs, appended to eval.jsonl (0: never)")
+	fs.StringVar(&c.LevelLaw, "level-law", c.LevelLaw, "level law of rtmlmc and vmlmc: rates (q_l and n_l from --b and --c) or measured:FILE (the optimal q_l or n_l of the per-level variances and costs in a `simclr levels --json` file)")
 	fs.IntVar(&c.EvalEveryIters, "eval-every-iterations", c.EvalEveryIters, "kNN evaluation every this many iterations instead (for arms whose epochs differ in length; 0: use --eval-every)")
 	fs.IntVar(&c.KNNK, "knn-k", c.KNNK, "neighbours of the kNN evaluation")
 	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "write a metrics.jsonl line every this many iterations")

@@ -66,7 +66,7 @@ func (cfg Config) queries(m Method, oracleMax int) (from int, n []float64) {
 		return cfg.MaxLevel, []float64{float64(cfg.NL)}
 	case VMLMC:
 		for l := cfg.MinLevel; l <= cfg.MaxLevel; l++ {
-			n = append(n, float64(VMLMCDraws(l, cfg.B, cfg.C, cfg.N)))
+			n = append(n, float64(cfg.vmlmcDraws(l)))
 		}
 	case RTMLMC, RUMLMC:
 		if m == RTMLMC {
@@ -74,6 +74,9 @@ func (cfg Config) queries(m Method, oracleMax int) (from int, n []float64) {
 		}
 		// One query at a level drawn from the (conditioned) law.
 		law := Truncated(cfg.MinLevel, top, cfg.B, cfg.C)
+		if m == RTMLMC {
+			law = cfg.rtLaw()
+		}
 		for l := cfg.MinLevel; l <= top; l++ {
 			n = append(n, law.Prob(l))
 		}

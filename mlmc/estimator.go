@@ -75,6 +75,11 @@ type Config struct {
 	D1, D2, QE int
 	// Seed seeds the estimator's level draws.
 	Seed uint64
+	// LevelProbs, when set, replaces RT-MLMC's law: q_l proportional to
+	// LevelProbs[l-MinLevel] on MinLevel..MaxLevel (e.g. the optimal law
+	// of measured levels). LevelDraws likewise replaces V-MLMC's n_l.
+	LevelProbs []float64
+	LevelDraws []int
 	// CorrectionPasses is what ExpectedCost counts as oracle evaluations
 	// for one correction query H^l above MinLevel: 1 when the oracle builds
 	// H^l from one network pass (the default), 3 for SimCLR's separate
@@ -185,7 +190,7 @@ func New[V any](name string, cfg Config, ops VecOps[V], o Oracle[V]) (*Estimator
 	e.rng = rand.New(e.pcg)
 	switch m {
 	case RTMLMC:
-		e.trunc = Truncated(cfg.MinLevel, cfg.MaxLevel, cfg.B, cfg.C)
+		e.trunc = cfg.rtLaw()
 	case RUMLMC, RRMLMC:
 		e.geomMax = levelCap
 		if max := o.MaxLevel(); max != Unbounded && max < levelCap {
@@ -223,6 +228,9 @@ func (c Config) check(m Method, oracleMax int) error {
 		}
 		if oracleMax != Unbounded && c.MaxLevel > oracleMax {
 			return fmt.Errorf("maximum level %d is above the largest level the oracle serves (%d)", c.MaxLevel, oracleMax)
+		}
+		if m != LSGD {
+			return c.checkExplicit()
 		}
 	default:
 		if oracleMax != Unbounded && c.MinLevel > oracleMax {
@@ -333,7 +341,7 @@ func (e *Estimator[V]) makePlan(plan []query, step *Step) []query {
 		}
 	case VMLMC:
 		for l := c.MinLevel; l <= c.MaxLevel; l++ {
-			n := VMLMCDraws(l, c.B, c.C, c.N)
+			n := c.vmlmcDraws(l)
 			for range n {
 				plan = append(plan, at(l, 1/float64(n)))
 			}

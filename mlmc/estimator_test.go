@@ -68,7 +68,7 @@ func exactMoments(s *Synthetic, m Method, cfg Config, law LevelDist) moments {
 	case VMLMC:
 		s.Grad(cfg.MaxLevel, s.X, out.mean)
 		for l := cfg.MinLevel; l <= cfg.MaxLevel; l++ {
-			n := float64(VMLMCDraws(l, cfg.B, cfg.C, cfg.N))
+			n := float64(cfg.vmlmcDraws(l))
 			_, v := g(l)
 			out.vari += v / n
 			out.cost += n * cost(l)
@@ -190,6 +190,11 @@ func TestEstimatorMomentsOnSyntheticOracle(t *testing.T) {
 		// become RT truncated at 4 (docs/definitions.md, section 2 "The estimators").
 		{"rumlmc", 4, Config{MinLevel: 1}, 4},
 		{"rrmlmc", 4, Config{MinLevel: 1}, 4},
+		// Explicit allocations (--level-law measured; last, so
+		// that the cases above keep their seeds) keep the estimators
+		// unbiased for grad F^L.
+		{"vmlmc", Unbounded, Config{MinLevel: 1, MaxLevel: 3, LevelDraws: []int{3, 1, 2}}, 3},
+		{"rtmlmc", Unbounded, Config{MinLevel: 1, MaxLevel: 3, LevelProbs: []float64{0.2, 0.5, 0.3}}, 3},
 	}
 	for ci, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -110,3 +110,77 @@ func (d LevelDist) truncate(max int) LevelDist {
 	// b + c enters the law only through ratio = 2^(-(b+c)/2).
 	return Truncated(d.Min, max, -2*math.Log2(d.ratio), 0)
 }
+
+// Explicit is a law on min..min+len(probs)-1 with q_l proportional to
+// probs[l-min], for allocations not of the form 2^(-(b+c) l/2): the
+// variance-optimal q_l of measured levels (docs/definitions.md, "Level
+// laws from measured levels"). Every entry must be positive and finite.
+func Explicit(min int, probs []float64) (LevelDist, error) {
+	if min < 0 || len(probs) == 0 {
+		return LevelDist{}, fmt.Errorf("explicit level law: %d probabilities from level %d: need at least one, from a non-negative level", len(probs), min)
+	}
+	d := LevelDist{Min: min, Max: min + len(probs) - 1}
+	d.probs = make([]float64, len(probs))
+	d.tails = make([]float64, len(probs))
+	sum := 0.0
+	for i, p := range probs {
+		if !(p > 0) || math.IsInf(p, 0) {
+			return LevelDist{}, fmt.Errorf("explicit level law: q at level %d is %g; every level needs a positive, finite probability", min+i, p)
+		}
+		sum += p
+	}
+	tail := 0.0
+	for i := len(probs) - 1; i >= 0; i-- {
+		d.probs[i] = probs[i] / sum
+		tail += d.probs[i]
+		d.tails[i] = tail
+	}
+	return d, nil
+}
+
+// rtLaw is RT-MLMC's level law: Config.LevelProbs when set, else q_l
+// proportional to 2^(-(b+c) l/2) on MinLevel..MaxLevel.
+func (c Config) rtLaw() LevelDist {
+	if c.LevelProbs != nil {
+		d, err := Explicit(c.MinLevel, c.LevelProbs)
+		if err == nil {
+			return d
+		}
+		// checkExplicit has rejected such a config before any law is built.
+		panic("mlmc: " + err.Error())
+	}
+	return Truncated(c.MinLevel, c.MaxLevel, c.B, c.C)
+}
+
+// vmlmcDraws is V-MLMC's n_l: Config.LevelDraws when set, else
+// VMLMCDraws(l, b, c, N).
+func (c Config) vmlmcDraws(l int) int {
+	if c.LevelDraws != nil {
+		return c.LevelDraws[l-c.MinLevel]
+	}
+	return VMLMCDraws(l, c.B, c.C, c.N)
+}
+
+// checkExplicit checks LevelProbs and LevelDraws against MinLevel..MaxLevel.
+func (c Config) checkExplicit() error {
+	n := c.MaxLevel - c.MinLevel + 1
+	if c.LevelProbs != nil {
+		if len(c.LevelProbs) != n {
+			return fmt.Errorf("explicit level law: %d probabilities for the %d levels %d..%d", len(c.LevelProbs), n, c.MinLevel, c.MaxLevel)
+		}
+		if _, err := Explicit(c.MinLevel, c.LevelProbs); err != nil {
+			return err
+		}
+	}
+	if c.LevelDraws != nil {
+		if len(c.LevelDraws) != n {
+			return fmt.Errorf("explicit V-MLMC draws: %d counts for the %d levels %d..%d", len(c.LevelDraws), n, c.MinLevel, c.MaxLevel)
+		}
+		for i, k := range c.LevelDraws {
+			if k < 1 {
+				return fmt.Errorf("explicit V-MLMC draws: n at level %d is %d; every level needs at least one draw", c.MinLevel+i, k)
+			}
+		}
+	}
+	return nil
+}

@@ -150,3 +150,128 @@ func TestVMLMCDefaultN(t *testing.T) {
 		}
 	}
 }
+
+func TestExplicitLaw(t *testing.T) {
+	law, err := Explicit(2, []float64{1, 2, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]float64{2: 1.0 / 8, 3: 2.0 / 8, 4: 5.0 / 8}
+	if law.Min != 2 || law.Max != 4 {
+		t.Fatalf("levels %d..%d, want 2..4", law.Min, law.Max)
+	}
+	const n = 200000
+	r := rand.New(rand.NewPCG(7, 1))
+	counts := map[int]int{}
+	for range n {
+		counts[law.Draw(r)]++
+	}
+	tail := 1.0
+	for l := 1; l <= 5; l++ {
+		if got := law.Prob(l); math.Abs(got-want[l]) > 1e-12 {
+			t.Errorf("Prob(%d) = %g, want %g", l, got, want[l])
+		}
+		if l >= 2 && l <= 4 {
+			if got := law.Tail(l); math.Abs(got-tail) > 1e-12 {
+				t.Errorf("Tail(%d) = %g, want %g", l, got, tail)
+			}
+			tail -= want[l]
+		}
+		freq := float64(counts[l]) / n
+		if se := math.Sqrt(want[l] * (1 - want[l]) / n); math.Abs(freq-want[l]) > zTol*se+1e-9 {
+			t.Errorf("level %d drawn with frequency %.5f, want %.5f (se %.5f)", l, freq, want[l], se)
+		}
+	}
+	for _, bad := range []struct {
+		min   int
+		probs []float64
+		says  string
+	}{
+		{1, nil, "need at least one"},
+		{-1, []float64{1}, "non-negative level"},
+		{1, []float64{1, 0}, "q at level 2 is 0"},
+		{1, []float64{math.NaN()}, "q at level 1 is NaN"},
+		{1, []float64{1, math.Inf(1)}, "q at level 2 is +Inf"},
+	} {
+		if _, err := Explicit(bad.min, bad.probs); err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("Explicit(%d, %v): error %v, want one saying %q", bad.min, bad.probs, err, bad.says)
+		}
+	}
+}
+
+// TestExplicitAllocations checks that Config.LevelProbs and LevelDraws reach
+// the estimators and the cost model: RT-MLMC draws its levels with the given
+// probabilities, V-MLMC queries each level the given number of times, and
+// ExpectedCost is sum_l q_l 2^l and sum_l n_l 2^l images.
+func TestExplicitAllocations(t *testing.T) {
+	o := NewSynthetic(2, 1, 2, 1, 3)
+	probs := []float64{0.1, 0.2, 0.3, 0.4} // levels 2..5
+	rt, err := New("rtmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelProbs: probs, Seed: 9}, Float64Ops{Dim: 2}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 40000
+	out := make([]float64, 2)
+	counts := map[int]int{}
+	for it := range n {
+		step, err := rt.Estimate(it, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[step.Levels[0]]++
+	}
+	wantImages := 0.0
+	for i, q := range probs {
+		l := 2 + i
+		wantImages += q * math.Exp2(float64(l))
+		freq := float64(counts[l]) / n
+		if se := math.Sqrt(q * (1 - q) / n); math.Abs(freq-q) > zTol*se {
+			t.Errorf("rtmlmc drew level %d with frequency %.4f, want %.4f (se %.4f)", l, freq, q, se)
+		}
+	}
+	if got, _, err := ExpectedCost("rtmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelProbs: probs}, Unbounded); err != nil || math.Abs(got-wantImages) > 1e-9 {
+		t.Errorf("ExpectedCost(rtmlmc) = %g, %v; want %g images", got, err, wantImages)
+	}
+
+	draws := []int{5, 1, 3, 2}
+	vm, err := New("vmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelDraws: draws}, Float64Ops{Dim: 2}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := vm.Estimate(0, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[int]int{}
+	for _, l := range step.Levels {
+		per[l]++
+	}
+	wantImages = 0
+	for i, k := range draws {
+		wantImages += float64(k) * math.Exp2(float64(2+i))
+		if per[2+i] != k {
+			t.Errorf("vmlmc queried level %d %d times, want %d", 2+i, per[2+i], k)
+		}
+	}
+	if float64(step.Samples) != wantImages {
+		t.Errorf("vmlmc step drew %d images, want %g", step.Samples, wantImages)
+	}
+	if got, _, err := ExpectedCost("vmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelDraws: draws}, Unbounded); err != nil || got != wantImages {
+		t.Errorf("ExpectedCost(vmlmc) = %g, %v; want %g images", got, err, wantImages)
+	}
+
+	for _, bad := range []struct {
+		name string
+		cfg  Config
+		says string
+	}{
+		{"rtmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelProbs: []float64{1, 1}}, "2 probabilities for the 4 levels 2..5"},
+		{"vr-rtmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelProbs: []float64{1, 1, -1, 1}}, "q at level 4 is -1"},
+		{"vmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelDraws: []int{1, 1, 1}}, "3 counts for the 4 levels 2..5"},
+		{"vmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelDraws: []int{1, 0, 1, 1}}, "n at level 3 is 0"},
+	} {
+		if _, err := New(bad.name, bad.cfg, Float64Ops{Dim: 2}, o); err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("New(%s, %+v): error %v, want one saying %q", bad.name, bad.cfg, err, bad.says)
+		}
+	}
+}

@@ -32,10 +32,17 @@ type Config struct {
 	B         float64 `json:"b"`
 	C         float64 `json:"c"`
 	VMLMCN    float64 `json:"vmlmc_n"` // 0: 2^((b+c)L/2), so that n_L = 1
-	NL        int     `json:"lsgd_draws"`
-	D1        int     `json:"d1"`
-	D2        int     `json:"d2"`
-	QE        int     `json:"qe"`
+	// LevelLaw is "" (or "rates": q_l and n_l from B and C) or
+	// "measured:FILE", the optimal law of a `simclr levels --json` file,
+	// resolved once into LevelProbs (rtmlmc) or LevelDraws (vmlmc) and
+	// recorded with the run.
+	LevelLaw   string    `json:"level_law,omitempty"`
+	LevelProbs []float64 `json:"level_probs,omitempty"`
+	LevelDraws []int     `json:"level_draws,omitempty"`
+	NL         int       `json:"lsgd_draws"`
+	D1         int       `json:"d1"`
+	D2         int       `json:"d2"`
+	QE         int       `json:"qe"`
 	// Halves is how H^l computes its half-batch losses: "shared" (one
 	// pass) or "separate" (three passes, exact with batch norm;
 	// docs/definitions.md, section 4 "Contrastive learning as a biased
@@ -82,8 +89,12 @@ type Config struct {
 	// run needs the same number.
 	Ranks int `json:"ranks,omitempty"`
 
-	Out             string `json:"out"`
-	EvalEvery       int    `json:"eval_every"` // epochs between kNN evaluations; 0: none
+	Out       string `json:"out"`
+	EvalEvery int    `json:"eval_every"` // epochs between kNN evaluations; 0: none
+	// EvalEveryIters counts the kNN period in iterations instead, for arms
+	// whose epochs differ in length (an L-SGD control at a smaller batch)
+	// but must be evaluated at the same iterations; it replaces EvalEvery.
+	EvalEveryIters  int    `json:"eval_every_iterations,omitempty"`
 	KNNK            int    `json:"knn_k"`
 	LogEvery        int    `json:"log_every"`        // iterations between metrics lines
 	CheckpointEvery Period `json:"checkpoint_every"` // wall time between checkpoints; 0: only at the end and on interruption
@@ -94,9 +105,14 @@ type Config struct {
 	// ValSplit holds out this many class-balanced training images, never
 	// trained on, which the kNN monitor and the probe score instead of the
 	// test set (for tuning).
-	ValSplit      int  `json:"val_split"`
-	Probe         bool `json:"probe"`          // run the linear probe after training
-	ProbeBaseline bool `json:"probe_baseline"` // also probe the network at initialisation
+	ValSplit int `json:"val_split"`
+	// EvalTrainSubset keeps only this many class-balanced training images
+	// as the kNN monitor's memory bank and the probe's training features
+	// (0: all). Training still draws from every training image; on a small
+	// CPU this bounds what one evaluation costs on the full data set.
+	EvalTrainSubset int  `json:"eval_train_subset,omitempty"`
+	Probe           bool `json:"probe"`          // run the linear probe after training
+	ProbeBaseline   bool `json:"probe_baseline"` // also probe the network at initialisation
 
 	Preset string `json:"preset,omitempty"`
 
@@ -277,6 +293,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--workers %d must not be negative (0: one per core)", c.Workers)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("--eval-every %d must not be negative", c.EvalEvery)
+	case c.EvalEveryIters < 0:
+		return fmt.Errorf("--eval-every-iterations %d must not be negative", c.EvalEveryIters)
+	case c.EvalEveryIters > 0 && c.EvalEvery > 0:
+		return fmt.Errorf("--eval-every %d and --eval-every-iterations %d: give one period, in epochs or in iterations", c.EvalEvery, c.EvalEveryIters)
 	case c.LogEvery < 0:
 		return fmt.Errorf("--log-every %d must not be negative", c.LogEvery)
 	case c.CheckpointEvery < 0:
@@ -285,6 +305,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
 	case c.ValSplit < 0:
 		return fmt.Errorf("--val-split %d must not be negative (0: score the test set)", c.ValSplit)
+	case c.EvalTrainSubset < 0:
+		return fmt.Errorf("--eval-train-subset %d must not be negative (0: every training image)", c.EvalTrainSubset)
 	case c.KNNK < 0:
 		return fmt.Errorf("--knn-k %d must not be negative (0 picks 200)", c.KNNK)
 	case c.TrainSubset < 0:
@@ -293,6 +315,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--test-subset %d must not be negative", c.TestSubset)
 	case c.Out == "":
 		return fmt.Errorf("--out: give the run folder, e.g. --out runs/NAME")
+	}
+	if err := c.resolveLevelLaw(); err != nil {
+		return err
 	}
 	if err := (resnet18.Config{Width: c.Width, ProjDim: c.ProjDim}).Validate(); err != nil {
 		return fmt.Errorf("--width: %w", err)
@@ -360,5 +385,14 @@ func (c *Config) correctionPasses() int {
 // mlmcConfig is the estimator configuration of c.
 func (c *Config) mlmcConfig() mlmc.Config {
 	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
-		NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
+		LevelProbs: c.LevelProbs, LevelDraws: c.LevelDraws, NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
+}
+
+// evalPeriod is the number of iterations between kNN evaluations (0: none):
+// --eval-every-iterations, else --eval-every epochs.
+func (c *Config) evalPeriod() int {
+	if c.EvalEveryIters > 0 {
+		return c.EvalEveryIters
+	}
+	return c.EvalEvery * c.ItersPerEpoch
 }

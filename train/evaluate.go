@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/runfolder"
@@ -15,13 +16,13 @@ func (t *trainer) evalKNN() error {
 	if err := t.preciseBN(); err != nil {
 		return err
 	}
-	res, err := eval.KNN(t.b, t.model, t.splits, t.cfg.KNNK)
+	res, err := eval.KNN(t.b, t.model, t.evalSplits(), t.cfg.KNNK)
 	if err != nil {
 		return err
 	}
 	rec := runfolder.Eval{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.cfg.ItersPerEpoch),
 		SamplesDrawn: t.totals.Samples, WallSeconds: t.wall(), KNNTop1: res.Top1, KNNTop5: res.Top5, K: res.K,
-		TrainImages: t.splits.Train.Len(), TestImages: t.splits.Test.Len()}
+		TrainImages: t.evalSplits().Train.Len(), TestImages: t.splits.Test.Len()}
 	app, err := runfolder.OpenAppender(filepath.Join(t.cfg.Out, runfolder.EvalFile))
 	if err != nil {
 		return err
@@ -32,6 +33,16 @@ func (t *trainer) evalKNN() error {
 	}
 	t.logf("kNN (k=%d) at iteration %d: top-1 %.2f%% top-5 %.2f%% (%.1f s)", res.K, t.iter, res.Top1, res.Top5, time.Since(start).Seconds())
 	return nil
+}
+
+// evalSplits is what the kNN monitor and the probe read: the run's splits
+// with the training images cut to --eval-train-subset (class-balanced; the
+// scored images are all kept).
+func (t *trainer) evalSplits() *data.Splits {
+	if t.cfg.EvalTrainSubset <= 0 || t.cfg.EvalTrainSubset >= t.splits.Train.Len() {
+		return t.splits
+	}
+	return t.splits.Subset(t.cfg.EvalTrainSubset, 0)
 }
 
 // preciseBN recalibrates the running statistics before an evaluation or
@@ -53,7 +64,7 @@ func (t *trainer) preciseBN() error {
 // the same network at initialisation) and writes linear_probe.json.
 func (t *trainer) linearProbe() (*runfolder.Probe, error) {
 	start := time.Now()
-	res, err := eval.LinearProbe(t.b, t.model, t.splits, t.cfg.Seed)
+	res, err := eval.LinearProbe(t.b, t.model, t.evalSplits(), t.cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +80,7 @@ func (t *trainer) linearProbe() (*runfolder.Probe, error) {
 				return nil, err
 			}
 		}
-		base, err := eval.LinearProbe(t.b, init, t.splits, t.cfg.Seed)
+		base, err := eval.LinearProbe(t.b, init, t.evalSplits(), t.cfg.Seed)
 		init.Free()
 		if err != nil {
 			return nil, err

@@ -125,7 +125,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 				t.iter, cfg.TotalIters, float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, t.lastExcess, lr, rate, eta.Round(time.Second))
 			t.lastLogTime = time.Now()
 		}
-		if lead && cfg.EvalEvery > 0 && t.iter%(cfg.EvalEvery*cfg.ItersPerEpoch) == 0 {
+		if every := cfg.evalPeriod(); lead && every > 0 && t.iter%every == 0 {
 			if err := t.evalKNN(); err != nil {
 				return nil, err
 			}

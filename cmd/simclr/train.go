@@ -67,11 +67,14 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.IntVar(&c.WorldSize, "world-size", c.WorldSize, "--dist nccl without mpirun: the number of ranks")
 	fs.StringVar(&c.Out, "out", c.Out, "run folder for config.json, metrics.jsonl, checkpoints and evaluations (default runs/ESTIMATOR-DATE)")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "kNN evaluation every this many epochs, appended to eval.jsonl (0: never)")
+	fs.StringVar(&c.LevelLaw, "level-law", c.LevelLaw, "level law of rtmlmc and vmlmc: rates (q_l and n_l from --b and --c) or measured:FILE (the optimal q_l or n_l of the per-level variances and costs in a `simclr levels --json` file)")
+	fs.IntVar(&c.EvalEveryIters, "eval-every-iterations", c.EvalEveryIters, "kNN evaluation every this many iterations instead (for arms whose epochs differ in length; 0: use --eval-every)")
 	fs.IntVar(&c.KNNK, "knn-k", c.KNNK, "neighbours of the kNN evaluation")
 	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "write a metrics.jsonl line every this many iterations")
 	fs.DurationVar((*time.Duration)(&c.CheckpointEvery), "checkpoint-every", time.Duration(c.CheckpointEvery), "checkpoint every this much wall time, e.g. 10m or 1h (0: only at the end, on interruption and on a device failure)")
 	fs.BoolVar(&c.PreciseBN, "precise-bn", c.PreciseBN, "re-estimate the batch-norm running statistics (equal-weight average over >= 2,048 augmented training views in batches of 2^L images) before every evaluation and the final checkpoint")
 	fs.IntVar(&c.ValSplit, "val-split", c.ValSplit, "hold out N class-balanced training images, never trained on, and score them instead of the test set in the kNN monitor and the probe (for tuning; 0: score the test set)")
+	fs.IntVar(&c.EvalTrainSubset, "eval-train-subset", c.EvalTrainSubset, "kNN memory bank and probe training features from only N class-balanced training images (0: all); training still uses every image")
 	fs.BoolVar(&c.Probe, "probe", c.Probe, "run the linear probe after training (writes linear_probe.json)")
 	fs.BoolVar(&c.ProbeBaseline, "probe-baseline", c.ProbeBaseline, "also probe the same network at initialisation and print both accuracies")
 }
@@ -80,7 +83,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 // it computes.
 var sessionFlags = map[string]bool{
 	"device": true, "precision": true, "workers": true, "log-every": true, "checkpoint-every": true,
-	"eval-every": true, "knn-k": true, "probe": true, "probe-baseline": true,
+	"eval-every": true, "eval-every-iterations": true, "eval-train-subset": true, "knn-k": true, "probe": true, "probe-baseline": true,
 	"dist": true, "dist-addr": true, "rank": true, "world-size": true,
 }
 

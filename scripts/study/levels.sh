@@ -22,7 +22,7 @@ main() {
 	start=$(date -u +%FT%TZ)
 	t0=$(date +%s.%N)
 	rc=0
-	"$bin" "${args[@]}" >"$root/$name.json.tmp" 2>"$root/$name.log" || rc=$?
+	nice -n 10 "$bin" "${args[@]}" >"$root/$name.json.tmp" 2>"$root/$name.log" || rc=$?
 	t1=$(date +%s.%N)
 	[[ $rc == 0 ]] && mv "$root/$name.json.tmp" "$root/$name.json"
 	load_after=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -7,6 +7,8 @@
 # skipped (run_one.sh), failed ones are reported and not retried.
 # Run it in the background so a closed session loses nothing:
 #   nohup scripts/study/queue.sh > runs/study/queue.log 2>&1 &
+# RUN_ONE names another runner with run_one.sh's interface (e.g.
+# scripts/paper/run_one.sh, with STUDY_ROOT=runs/paper).
 
 # The body is one function, parsed whole before it runs, so editing this
 # file while a queue runs cannot change a run under way.
@@ -14,6 +16,7 @@ main() {
 	set -uo pipefail
 	plan=${1:-scripts/study/plan.txt}
 	root=${STUDY_ROOT:-runs/study}
+	run_one=${RUN_ONE:-scripts/study/run_one.sh}
 	declare -A tried
 	while :; do
 		next=""
@@ -31,7 +34,7 @@ main() {
 		if [[ $name == levels-* ]]; then
 			scripts/study/levels.sh "$name" $rest || echo "queue.sh: $name FAILED (see $root/$name.log)"
 		else
-			scripts/study/run_one.sh "$name" $rest || echo "queue.sh: $name FAILED (see $root/$name.log)"
+			"$run_one" "$name" $rest || echo "queue.sh: $name FAILED (see $root/$name.log)"
 		fi
 	done
 	echo "queue.sh: $(date -u +%T) plan done"

@@ -1,0 +1,133 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// LevelLawMeasured prefixes --level-law's file form, measured:FILE.
+const LevelLawMeasured = "measured:"
+
+// resolveLevelLaw fills LevelProbs (RT-MLMC) or LevelDraws (V-MLMC) from
+// the `simclr levels --json` file that --level-law measured:FILE names,
+// once: a resumed run keeps the allocation its config.json recorded, even
+// if the file has changed since.
+func (c *Config) resolveLevelLaw() error {
+	if c.LevelLaw == "" || c.LevelLaw == "rates" {
+		if c.LevelProbs != nil || c.LevelDraws != nil {
+			return errors.New("config: explicit level probabilities or draws without --level-law measured:FILE")
+		}
+		return nil
+	}
+	path, ok := strings.CutPrefix(c.LevelLaw, LevelLawMeasured)
+	if !ok || path == "" {
+		return fmt.Errorf("--level-law %q: use rates (q_l and n_l from --b and --c, the default) or measured:FILE (the optimal law of a `simclr levels --json` file)", c.LevelLaw)
+	}
+	m, _, err := mlmc.ParseName(c.Estimator)
+	if err != nil {
+		return fmt.Errorf("--estimator: %w", err)
+	}
+	if m != mlmc.RTMLMC && m != mlmc.VMLMC {
+		return fmt.Errorf("--level-law %s: only rtmlmc and vmlmc (and their vr- versions) draw levels from a law on --min-level..--max-level; --estimator %s does not", c.LevelLaw, c.Estimator)
+	}
+	if c.LevelProbs != nil || c.LevelDraws != nil {
+		return nil
+	}
+	rep, err := readLevelsReport(path)
+	if err != nil {
+		return fmt.Errorf("--level-law: %w", err)
+	}
+	probs, draws, err := MeasuredAllocation(rep, c.MinLevel, c.MaxLevel, c.B, c.C, c.VMLMCN)
+	if err != nil {
+		return fmt.Errorf("--level-law: %s: %w", path, err)
+	}
+	if m == mlmc.RTMLMC {
+		c.LevelProbs = probs
+	} else {
+		c.LevelDraws = draws
+	}
+	return nil
+}
+
+// readLevelsReport reads a `simclr levels --json` file.
+func readLevelsReport(path string) (*mlmc.LevelsReport, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the levels file: %w (write one with `simclr levels --json > FILE`)", err)
+	}
+	var rep mlmc.LevelsReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return nil, fmt.Errorf("%s is not the JSON of `simclr levels --json`: %w", path, err)
+	}
+	return &rep, nil
+}
+
+// MeasuredAllocation is the variance-optimal allocation of the measured
+// levels minL..maxL of rep (docs/definitions.md, "Level laws from measured
+// levels"), with C_l the seconds per query when every level has one, else
+// the images:
+//
+//	RT-MLMC: q_l proportional to sqrt(E|Y_l|^2 / C_l)
+//	V-MLMC:  n_l = ceil(s sqrt(V_l / C_l) / sqrt(V_L / C_L)), s = N / 2^((b+c)L/2)
+//
+// so that with the default N (n = 0) the top level gets one draw, as the
+// default law's n_L = 1, and a larger --vmlmc-n scales every n_l alike.
+// These are the allocations `simclr levels` predicts as rtmlmc-opt and
+// vmlmc-opt. Errors say what the file lacks and how to measure it.
+func MeasuredAllocation(rep *mlmc.LevelsReport, minL, maxL int, b, c, n float64) ([]float64, []int, error) {
+	if rep.MinLevel != minL || rep.MaxLevel != maxL {
+		return nil, nil, fmt.Errorf("measures levels %d..%d, the run uses --min-level %d --max-level %d: measure with `simclr levels --min-level %d --max-level %d`",
+			rep.MinLevel, rep.MaxLevel, minL, maxL, minL, maxL)
+	}
+	k := maxL - minL + 1
+	if len(rep.Levels) != k {
+		return nil, nil, fmt.Errorf("holds %d levels, levels %d..%d are %d", len(rep.Levels), minL, maxL, k)
+	}
+	bySeconds := true
+	for i, st := range rep.Levels {
+		if st.Level != minL+i {
+			return nil, nil, fmt.Errorf("level %d is listed where level %d belongs: the levels must run %d..%d in order", st.Level, minL+i, minL, maxL)
+		}
+		if !(st.Var > 0) || !(st.Moment2 > 0) || math.IsInf(st.Var, 0) || math.IsInf(st.Moment2, 0) {
+			return nil, nil, fmt.Errorf("level %d has variance %g and second moment %g; the optimal law needs positive, finite values at every level", st.Level, st.Var, st.Moment2)
+		}
+		if !(st.Images > 0) {
+			return nil, nil, fmt.Errorf("level %d has a cost of %g images; a measured level costs at least one", st.Level, st.Images)
+		}
+		if !(st.Seconds > 0) {
+			bySeconds = false
+		}
+	}
+	cost := func(st mlmc.LevelStat) float64 {
+		if bySeconds {
+			return st.Seconds
+		}
+		return st.Images
+	}
+	probs := make([]float64, k)
+	sum := 0.0
+	for i, st := range rep.Levels {
+		probs[i] = math.Sqrt(st.Moment2 / cost(st))
+		sum += probs[i]
+	}
+	for i := range probs {
+		probs[i] /= sum
+	}
+	if n == 0 {
+		n = math.Ceil(math.Exp2((b + c) * float64(maxL) / 2))
+	}
+	scale := n / math.Exp2((b+c)*float64(maxL)/2)
+	top := rep.Levels[k-1]
+	topRatio := math.Sqrt(top.Var / cost(top))
+	draws := make([]int, k)
+	for i, st := range rep.Levels {
+		draws[i] = max(1, int(math.Ceil(scale*math.Sqrt(st.Var/cost(st))/topRatio-1e-9)))
+	}
+	return probs, draws, nil
+}

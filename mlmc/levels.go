@@ -112,9 +112,9 @@ func (d LevelDist) truncate(max int) LevelDist {
 }
 
 // Explicit is a law on min..min+len(probs)-1 with q_l proportional to
-// probs[l-min], for allocations not of the form 2^(-(b+c) l/2): the
-// variance-optimal q_l of measured levels (docs/definitions.md, "Level
-// laws from measured levels"). Every entry must be positive and finite.
+// probs[l-min], for allocations not of the form 2^(-(b+c) l/2): the variance-
+// optimal q_l of measured levels (docs/definitions.md, section 2 "The
+// estimators"). Every entry must be positive and finite.
 func Explicit(min int, probs []float64) (LevelDist, error) {
 	if min < 0 || len(probs) == 0 {
 		return LevelDist{}, fmt.Errorf("explicit level law: %d probabilities from level %d: need at least one, from a non-negative level", len(probs), min)

@@ -68,10 +68,9 @@ func readLevelsReport(path string) (*mlmc.LevelsReport, error) {
 	return &rep, nil
 }
 
-// MeasuredAllocation is the variance-optimal allocation of the measured
-// levels minL..maxL of rep (docs/definitions.md, "Level laws from measured
-// levels"), with C_l the seconds per query when every level has one, else
-// the images:
+// MeasuredAllocation is the variance-optimal allocation of the measured levels
+// minL..maxL of rep (docs/definitions.md, section 2 "The estimators"), with C_l
+// the seconds per query when every level has one, else the images:
 //
 //	RT-MLMC: q_l proportional to sqrt(E|Y_l|^2 / C_l)
 //	V-MLMC:  n_l = ceil(s sqrt(V_l / C_l) / sqrt(V_L / C_L)), s = N / 2^((b+c)L/2)

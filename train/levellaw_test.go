@@ -35,11 +35,11 @@ func levelsFile(t *testing.T, minL int, vars, secs []float64) string {
 	return path
 }
 
-// The optimal allocations in closed form (docs/definitions.md, "Level laws
-// from measured levels"): with Var = (0.64, 0.04, 0.01) and C = (0.01,
-// 0.04, 0.16) s on levels 4..6, sqrt(Var/C) = (8, 1, 0.25), so q =
-// (8, 1, 0.25)/9.25 and n_l = ceil(sqrt(Var_l/C_l)/0.25) = (32, 4, 1) with
-// the default N (n_L = 1), twice that with N = 2 x 2^((b+c)L/2).
+// The optimal allocations in closed form (docs/definitions.md, section 2 "The
+// estimators"): with Var = (0.64, 0.04, 0.01) and C = (0.01, 0.04, 0.16) s on
+// levels 4..6, sqrt(Var/C) = (8, 1, 0.25), so q = (8, 1, 0.25)/9.25 and n_l =
+// ceil(sqrt(Var_l/C_l)/0.25) = (32, 4, 1) with the default N (n_L = 1), twice
+// that with N = 2 x 2^((b+c)L/2).
 func TestMeasuredAllocationKnownLevels(t *testing.T) {
 	vars := []float64{0.64, 0.04, 0.01}
 	for _, tc := range []struct {

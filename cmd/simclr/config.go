@@ -42,6 +42,8 @@ type configSetting struct {
 var recordKeys = map[string]bool{
 	"version": true, "device_log": true, "train_images": true, "iterations_per_epoch": true,
 	"total_iterations": true, "warmup_iterations": true, "resolved_lr": true, "ranks": true,
+	// The level law of --level-law measured:FILE, resolved from that file.
+	"level_probs": true, "level_draws": true,
 }
 
 // presetKey names the preset a file starts from (config.json records it).

@@ -9,7 +9,7 @@
 // F(2x2,3x3) (winograd.go): 16 GEMMs per layer on transformed 4x4 tiles,
 // 2.25x fewer multiplications than a direct convolution, shared among the
 // workers by GEMM, with the tile transforms in AVX2 assembly where the CPU
-// has it. convAlgorithm (conv.go) says which layers, and why.
+// has it. convAlgorithm (conv_policy.go) says which layers, and why.
 //
 // The other convolutions use im2col/col2im plus GEMMs. Each worker takes
 // a contiguous share of the images and runs its own single-threaded GEMMs

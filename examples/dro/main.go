@@ -9,8 +9,9 @@
 //
 // The convex sets (housing, mg, mpg; a linear predictor) are scored by the
 // closed form of the objective, and their optimum F* comes from Newton's
-// method on it. The nonconvex sets (bike, gas; an MLP) are scored by a fixed
-// large-sample estimate, and F* is the smallest value any run reached.
+// method on it. The nonconvex sets (bike, gas; an MLP) are scored by an
+// estimate on a fixed sample of rows and inner draws (the same for every
+// point), and F* is the smallest value any run reached.
 // Each method's step size and top level L are grid-searched on tuning seeds
 // that the reported trials do not use. The report gives, per method, the
 // median over trials of the generated samples at which the relative gap

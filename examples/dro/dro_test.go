@@ -205,26 +205,32 @@ func TestClosedFormAgainstMonteCarlo(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const n = 1 << 18
 	for _, row := range []int{0, 100, 250, 400} {
-		// exp(u^2/lambda) relative to its value at the mean residual, so
-		// that the sums stay in range.
-		mu := linear{d.Dim()}.predict(xStar, d.X[row]) - d.Y[row]
-		var s1, s2 float64
-		z := make([]float64, d.Dim())
-		for range n {
-			z = p.DrawInner(r, row, z)
-			u := linear{d.Dim()}.predict(xStar, z) - d.Y[row]
-			e := math.Exp((u*u - mu*mu) / Lambda)
-			s1 += e
-			s2 += e * e
-		}
-		m := s1 / n
-		se := math.Sqrt((s2/n - m*m) / n)
+		mu, m, m2 := innerMoments(p, xStar, row, n, r)
+		se := math.Sqrt((m2 - m*m) / n)
 		mc := mu*mu + Lambda*math.Log(m)
 		seF := Lambda * se / m
 		if exact := ex.rowValue(xStar, row); math.Abs(mc-exact) > 4.4*seF {
 			t.Errorf("row %d: Monte Carlo %.6g ± %.2g, closed form %.6g", row, mc, seF, exact)
 		}
 	}
+}
+
+// innerMoments draws n inner samples of a row for the linear model at x and
+// returns the mean residual mu = w.a + w0 - b and the first two moments of
+// exp((u^2 - mu^2)/Lambda), the inner function relative to its value at
+// mu, so that the sums stay in range.
+func innerMoments(p *sinkhorn, x []float64, row, n int, r *rand.Rand) (mu, m1, m2 float64) {
+	m := linear{p.data.Dim()}
+	mu = m.predict(x, p.data.X[row]) - p.data.Y[row]
+	z := make([]float64, p.data.Dim())
+	for range n {
+		z = p.DrawInner(r, row, z)
+		u := m.predict(x, z) - p.data.Y[row]
+		e := math.Exp((u*u - mu*mu) / Lambda)
+		m1 += e / float64(n)
+		m2 += e * e / float64(n)
+	}
+	return mu, m1, m2
 }
 
 // TestMinimise checks that Newton's method stops at a stationary point and
@@ -519,18 +525,8 @@ func TestRowRho(t *testing.T) {
 	p := newSinkhorn(d, linear{d.Dim()})
 	r := rand.New(rand.NewPCG(23, 24))
 	const row, n = 3, 1 << 18
-	var s1, s2 float64
-	z := make([]float64, d.Dim())
-	mu := linear{d.Dim()}.predict(x, d.X[row]) - d.Y[row]
-	for range n {
-		z = p.DrawInner(r, row, z)
-		u := linear{d.Dim()}.predict(x, z) - d.Y[row]
-		g := math.Exp((u*u - mu*mu) / Lambda)
-		s1 += g
-		s2 += g * g
-	}
-	m := s1 / n
-	mc := (s2/n - m*m) / (m * m)
+	_, m, m2 := innerMoments(p, x, row, n, r)
+	mc := (m2 - m*m) / (m * m)
 	if want := ex.rowRho(x, row); math.Abs(mc-want) > 0.15*want {
 		t.Errorf("relative variance: Monte Carlo %.4g, closed form %.4g", mc, want)
 	}

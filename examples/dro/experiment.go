@@ -123,16 +123,7 @@ func median(xs []float64) float64 {
 
 // firstPassage is the median over traces of the samples at which gap g was
 // first reached, as float64 with never = +Inf.
-func firstPassage(trs []trace, g int) float64 {
-	xs := make([]float64, len(trs))
-	for i, tr := range trs {
-		xs[i] = math.Inf(1)
-		if tr.First[g] >= 0 {
-			xs[i] = float64(tr.First[g])
-		}
-	}
-	return median(xs)
-}
+func firstPassage(trs []trace, g int) float64 { return median(passages(trs, g)) }
 
 // tuned is what the grid search of one method chose.
 type tuned struct {

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -105,12 +106,8 @@ func (t *task) plot(res *result, path string) error {
 
 // quantile is the q-quantile of xs by the nearest rank (+Inf sorts last).
 func quantile(xs []float64, q float64) float64 {
-	s := append([]float64(nil), xs...)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
 	i := int(math.Round(q * float64(len(s)-1)))
 	return s[i]
 }

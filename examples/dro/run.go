@@ -89,9 +89,9 @@ type trace struct {
 	// gaps[g] (-1: never within the budget). With a cheap objective every
 	// iterate is checked during the run; otherwise fillFirst checks the
 	// grid points once F* is known.
-	First      []int64
-	Iterations int
-	Diverged   bool
+	First []int64
+	// Diverged says the iterate left the finite numbers.
+	Diverged bool
 }
 
 // value is F(x), +Inf where x is not finite.
@@ -139,14 +139,14 @@ func (t *task) run(s setting, seed uint64) (trace, error) {
 	if err != nil {
 		return trace{}, fmt.Errorf("%s: %w", s.Method, err)
 	}
-	x, prev, last := slices.Clone(t.x0), slices.Clone(t.x0), slices.Clone(t.x0)
+	x, prev := slices.Clone(t.x0), slices.Clone(t.x0)
 	o.SetPoints(x, prev)
 	v := make([]float64, dim)
 	tr := trace{Curve: make([]float64, len(t.grid)), First: make([]int64, len(gaps))}
 	for g := range tr.First {
 		tr.First[g] = -1
 	}
-	lastF := t.value(last) // F at last, NaN when not yet computed
+	lastF := t.value(x) // F at the current iterate x, NaN when not yet computed
 	k := 0
 	var samples int64
 	for it := 0; ; it++ {
@@ -158,7 +158,7 @@ func (t *task) run(s setting, seed uint64) (trace, error) {
 		// Grid points before this iterate's samples belong to the last one.
 		for ; k < len(t.grid) && t.grid[k] < samples; k++ {
 			if math.IsNaN(lastF) {
-				lastF = t.value(last)
+				lastF = t.value(x)
 			}
 			tr.Curve[k] = lastF
 		}
@@ -169,8 +169,6 @@ func (t *task) run(s setting, seed uint64) (trace, error) {
 		for i := range x {
 			x[i] -= s.Step * v[i]
 		}
-		tr.Iterations = it + 1
-		copy(last, x)
 		lastF = math.NaN()
 		if t.obj.cheap() {
 			lastF = t.value(x)
@@ -190,7 +188,7 @@ func (t *task) run(s setting, seed uint64) (trace, error) {
 	}
 	for ; k < len(t.grid); k++ {
 		if math.IsNaN(lastF) {
-			lastF = t.value(last)
+			lastF = t.value(x)
 		}
 		tr.Curve[k] = lastF
 	}

@@ -16,24 +16,12 @@ import (
 
 	"github.com/simclr-go/simclr/data/cifar"
 	"github.com/simclr-go/simclr/data/internal/shared"
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 // script returns the path of scripts/fetch_data.sh at the repository root.
 func script(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "scripts", "fetch_data.sh")
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = filepath.Dir(dir)
-	}
+	return filepath.Join(testenv.ModuleRoot(t), "scripts", "fetch_data.sh")
 }
 
 // runFetch runs the script and returns its combined output and error.

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 const definitions = "docs/definitions.md"
@@ -107,30 +109,12 @@ func excerpt(text string, at int) string {
 	return text[at:end]
 }
 
-// moduleRoot is the folder holding go.mod above the working directory.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = filepath.Dir(dir)
-	}
-}
-
 // TestCitationsNameExistingSections checks every Go and CUDA source file of
 // the module against docs/definitions.md as it stands, so renumbering a
 // section (or adding one before another) fails here until the citations
 // follow.
 func TestCitationsNameExistingSections(t *testing.T) {
-	root := moduleRoot(t)
+	root := testenv.ModuleRoot(t)
 	defs, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(definitions)))
 	if err != nil {
 		t.Fatal(err)

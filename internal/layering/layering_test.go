@@ -4,10 +4,11 @@ import (
 	"errors"
 	"go/build"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 const module = "github.com/simclr-go/simclr/"
@@ -40,25 +41,8 @@ var layers = map[string]int{
 	"cmd/simclr": 7, "examples/pricing": 7, "examples/dro": 7, "scripts/study/levelsplot": 7, "scripts/paper/tables": 7,
 }
 
-// moduleRoot is the folder holding go.mod above the working directory.
-func moduleRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = filepath.Dir(dir)
-	}
-}
-
 func TestImportsGoDownTheLayers(t *testing.T) {
-	root := moduleRoot(t)
+	root := testenv.ModuleRoot(t)
 	seen := map[string]bool{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -50,17 +50,24 @@ func DataDir(t testing.TB) string {
 		}
 		return abs
 	}
+	d := filepath.Join(filepath.Dir(ModuleRoot(t)), "shared", "data")
+	if _, err := os.Stat(d); err != nil {
+		Missing(t, "test data missing: no %s beside the checkout and %s unset (scripts/test.sh fetches the fixtures into a cache)", d, DataEnv)
+	}
+	return d
+}
+
+// ModuleRoot returns the repository root: the folder holding go.mod above
+// the working directory (a test's package folder).
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			d := filepath.Join(filepath.Dir(dir), "shared", "data")
-			if _, err := os.Stat(d); err != nil {
-				Missing(t, "test data missing: no %s beside the checkout and %s unset (scripts/test.sh fetches the fixtures into a cache)", d, DataEnv)
-			}
-			return d
+			return dir
 		}
 		if filepath.Dir(dir) == dir {
 			t.Fatalf("no go.mod above %s: cannot locate the repository root", wd)

@@ -19,6 +19,9 @@ main() {
 	root=${STUDY_ROOT:-runs/study}
 	bin=${SIMCLR:-./simclr}
 	data=${STUDY_DATA:-data-cache/study/val}
+	# The study's fixed flags; another study (scripts/paper/run_one.sh) sets
+	# its own, and STUDY_NICE, the niceness its runs take.
+	read -r -a fixed <<<"${STUDY_FLAGS:---dataset folder:$data --device cpu --width 0.125 --max-level 7}"
 	out=$root/$name
 	if grep -qs '"exit_code": 0' "$root/$name.study.json"; then
 		echo "run_one.sh: $name already done, skipped"
@@ -26,13 +29,12 @@ main() {
 	fi
 	rm -rf "$out"
 	mkdir -p "$root"
-	args=(train --dataset "folder:$data" --device cpu --width 0.125 --max-level 7
-		--no-progress --checkpoint-every 0 --out "$out" "$@")
+	args=(train "${fixed[@]}" --no-progress --checkpoint-every 0 --out "$out" "$@")
 	load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 	start=$(date -u +%FT%TZ)
 	t0=$(date +%s.%N)
 	rc=0
-	"$bin" "${args[@]}" >"$root/$name.log" 2>&1 || rc=$?
+	nice -n "${STUDY_NICE:-0}" "$bin" "${args[@]}" >"$root/$name.log" 2>&1 || rc=$?
 	t1=$(date +%s.%N)
 	load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 	cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')

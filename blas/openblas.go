@@ -77,8 +77,8 @@ func OpenBLAS() (Gemm, error) { return OpenBLASThreads(runtime.NumCPU()) }
 // A library exporting cblas_sgemm is used only when it is known to be
 // optimised, identified by a symbol of its own (OpenBLAS, BLIS, MKL), or
 // when a short timed product shows it faster than the built-in kernel:
-// Debian's reference BLAS (libblas3) also answers to libblas.so.3 and runs a
-// training step about 17 times slower than the built-in kernel. A refused
+// Debian's reference BLAS (libblas3) also answers to libblas.so.3 and is
+// many times slower than the built-in kernel (the timed product shows it). A refused
 // library does not end the search. With $SIMCLR_BLAS set, that library is
 // the only one tried.
 func OpenBLASThreads(threads int) (Gemm, error) {

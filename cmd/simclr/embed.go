@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/eval"
@@ -117,6 +118,7 @@ func runEmbed(cmd *cobra.Command, e *evalTarget, opt embedOptions) error {
 	if err != nil {
 		return err
 	}
+	defer backend.Close(b)
 	set := splits.Test
 	if opt.split == "train" {
 		set = splits.Train

@@ -39,10 +39,13 @@ func (t *trainer) evalKNN() error {
 // with the training images cut to --eval-train-subset (class-balanced; the
 // scored images are all kept).
 func (t *trainer) evalSplits() *data.Splits {
-	if t.cfg.EvalTrainSubset <= 0 || t.cfg.EvalTrainSubset >= t.splits.Train.Len() {
-		return t.splits
+	if t.evalSet == nil {
+		t.evalSet = t.splits
+		if n := t.cfg.EvalTrainSubset; n > 0 && n < t.splits.Train.Len() {
+			t.evalSet = t.splits.Subset(n, 0)
+		}
 	}
-	return t.splits.Subset(t.cfg.EvalTrainSubset, 0)
+	return t.evalSet
 }
 
 // preciseBN recalibrates the running statistics before an evaluation or

@@ -230,7 +230,7 @@ func (t *trainer) setup(s session) error {
 // a level-l query draws 2^l images, so never more than the set holds.
 func maxServableLevel(cfg Config, train *data.Set) (int, error) {
 	n := train.Len()
-	servable := int(math.Floor(math.Log2(float64(n))))
+	servable := contrastive.ServableLevel(n)
 	if cfg.MaxLevel > servable {
 		return 0, fmt.Errorf("--max-level %d needs 2^%d = %d images per query but %s has %d: use --max-level %d or less",
 			cfg.MaxLevel, cfg.MaxLevel, 1<<cfg.MaxLevel, train.Name, n, servable)

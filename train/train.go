@@ -242,14 +242,16 @@ type trainer struct {
 	log    io.Writer
 	b      tensor.Backend
 	splits *data.Splits
-	model  *resnet18.Model
-	opt    *optim.Optimizer
-	stream *loader.Stream
-	oracle *contrastive.Oracle
-	est    *mlmc.Estimator[tensor.Buffer]
-	grad   tensor.Buffer // the estimate v_t
-	prev   tensor.Buffer // x_{t-1} for VR, else nil
-	sched  optim.Schedule
+	// evalSet is evalSplits' result, made once (a subset copies its pixels).
+	evalSet *data.Splits
+	model   *resnet18.Model
+	opt     *optim.Optimizer
+	stream  *loader.Stream
+	oracle  *contrastive.Oracle
+	est     *mlmc.Estimator[tensor.Buffer]
+	grad    tensor.Buffer // the estimate v_t
+	prev    tensor.Buffer // x_{t-1} for VR, else nil
+	sched   optim.Schedule
 
 	comm    collective.Comm // world of the run (collective.Single for one process)
 	ownComm bool            // comm was opened here, so close it

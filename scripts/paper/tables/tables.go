@@ -211,11 +211,9 @@ func (r *Run) lastKNN() float64 {
 
 // Stats of one quantity over seeds.
 type Stats struct {
-	N              int
-	Mean, SD       float64
-	Lo, Hi         float64 // 95% t-interval of the mean
-	values         []float64
-	missingAllowed bool
+	N        int
+	Mean, SD float64
+	Lo, Hi   float64 // 95% t-interval of the mean
 }
 
 func stats(xs []float64) Stats {
@@ -225,7 +223,7 @@ func stats(xs []float64) Stats {
 			v = append(v, x)
 		}
 	}
-	s := Stats{N: len(v), values: v, Mean: math.NaN(), SD: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+	s := Stats{N: len(v), Mean: math.NaN(), SD: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	if len(v) == 0 {
 		return s
 	}
@@ -366,7 +364,6 @@ func Tables(root string) (string, string, error) {
 	type armStats struct {
 		arm                          Arm
 		images, wall, knn, val, test Stats
-		knnHalf                      Stats
 		iterations                   int
 		secPerIt                     Stats
 	}

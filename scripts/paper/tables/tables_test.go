@@ -2,18 +2,22 @@ package main
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
+
+	"github.com/simclr-go/simclr/internal/testenv"
 )
 
 // The committed tables of BENCHMARKS.md are what the committed run files
 // give: a changed result file or a hand-edited table fails here.
 func TestBenchmarksTablesMatchResults(t *testing.T) {
+	repo := testenv.ModuleRoot(t)
 	for _, root := range Roots {
-		want, tag, err := Tables("../../../" + root)
+		want, tag, err := Tables(filepath.Join(repo, root))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := committedTables("../../../BENCHMARKS.md", tag)
+		got, err := committedTables(filepath.Join(repo, "BENCHMARKS.md"), tag)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,13 +69,14 @@ func (cfg Config) queries(m Method, oracleMax int) (from int, n []float64) {
 			n = append(n, float64(cfg.vmlmcDraws(l)))
 		}
 	case RTMLMC, RUMLMC:
+		// One query at a level drawn from RT-MLMC's law on
+		// MinLevel..MaxLevel, or RU-MLMC's conditioned on the servable
+		// levels.
+		var law LevelDist
 		if m == RTMLMC {
-			top = cfg.MaxLevel
-		}
-		// One query at a level drawn from the (conditioned) law.
-		law := Truncated(cfg.MinLevel, top, cfg.B, cfg.C)
-		if m == RTMLMC {
-			law = cfg.rtLaw()
+			top, law = cfg.MaxLevel, cfg.rtLaw()
+		} else {
+			law = Truncated(cfg.MinLevel, top, cfg.B, cfg.C)
 		}
 		for l := cfg.MinLevel; l <= top; l++ {
 			n = append(n, law.Prob(l))

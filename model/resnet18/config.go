@@ -43,7 +43,7 @@ type Config struct {
 // steps. With PyTorch's 0.1 they lag by about ten steps, and in that time
 // 16-image steps move the features' common component by more than their
 // spread: at batch 16 (width 1/8, lr 0.5) the network collapsed with 0.1
-// and learned with 0.5 and 1 (BENCHMARKS.md, "Group norm at small batches").
+// and learned with 0.5 and 1 (BENCHMARKS.md, History, "The first MLMC study").
 const HeadMomentum = 0.5
 
 // Normalisations Config.Norm accepts.

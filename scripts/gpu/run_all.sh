@@ -9,18 +9,18 @@
 # a step that would overrun the overall deadline is cut short or skipped):
 #
 #   info      nvidia-smi, the machine, the CUDA libraries found and exported
-#   devices   simclr version and simclr devices (what --device auto sees)      issue 6
-#   parity    .gpu/cuda.test -test.v: CPU/GPU parity of every kernel         issue 6
-#   bench     simclr bench --device cuda --json, --images 2 8 32 128 512     issues 6, 7
+#   devices   simclr version and simclr devices (what --device auto sees)
+#   parity    .gpu/cuda.test -test.v: CPU/GPU parity of every kernel
+#   bench     simclr bench --device cuda --json, --images 2 8 32 128 512
 #             (tf32; plus --multilevel at 512)
-#   torch     benchmarks/pytorch_simclr_bench.py on the same sizes: same      issue 7
+#   torch     benchmarks/pytorch_simclr_bench.py on the same sizes: same
 #             precision as simclr (tf32), then PyTorch's fast path (bf16
 #             autocast, channels-last)
-#   train     a short simclr train on CIFAR-10 (JPEG copy) on the GPU:        issue 6
+#   train     a short simclr train on CIFAR-10 (JPEG copy) on the GPU:
 #             lsgd, max-level 8, TRAIN_ITERS iterations, then the linear probe
-#   memcheck  compute-sanitizer memcheck on a few training steps            issue 6
+#   memcheck  compute-sanitizer memcheck on a few training steps
 #             (simclr train, tiny run) and a multilevel bench step
-#   gobench   .gpu/cuda.test -test.bench: per-convolution TFLOP/s, NTXent,   issue 7
+#   gobench   .gpu/cuda.test -test.bench: per-convolution TFLOP/s, NTXent,
 #             ResNet-18 step in tf32 and fp32
 #   torch-compile  (not in the default list) the PyTorch reference with torch.compile
 #

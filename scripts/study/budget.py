@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""budget.py — equal-wall-time budgets for the MLMC study (issue 13).
+"""budget.py — equal-wall-time budgets for the MLMC study.
 
 Predicts the seconds of one training iteration of an estimator from measured
 seconds per oracle query at each level (scripts/study/bench_levels.sh output;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""levels_table.py — Markdown tables from `simclr levels --json` files (issue 13).
+"""levels_table.py — Markdown tables from `simclr levels --json` files.
 
 Usage: levels_table.py NAME=FILE.json ...
 Prints, for all files side by side: per level the variance of H^l (h^l at the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mid_table.py — one Markdown row per `simclr levels --json` file (issue 13):
+"""mid_table.py — one Markdown row per `simclr levels --json` file:
 the network's training loss where it was measured, the variance of h^(l_min)
 and of h^L, the fitted b and c (seconds), and the predicted variance x wall
 time relative to L-SGD of RT-MLMC (the run's allocation, b = c = 1) and of the best

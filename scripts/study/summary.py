@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""summary.py — the MLMC study's table (issue 13) from its run folders.
+"""summary.py — the MLMC study's table from its run folders.
 
 For every runs/study/NAME (or the folders given) it reads config.json,
 metrics.jsonl, eval.jsonl, linear_probe.json (the validation probe: the
@@ -21,7 +21,7 @@ import types
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import budget  # noqa: E402 (the study's cost model, next to this file)
 
-# The first session's per-level timings; the second session, whose machine no longer had
+# The first batch of runs' per-level timings; the second batch, whose machine no longer had
 # them, wrote the same "used" figures back as bench_used.jsonl (see plan2.txt).
 BENCH = ["runs/study/bench_levels.jsonl", "runs/study/bench_levels_r2.jsonl", "runs/study/bench_used.jsonl"]
 

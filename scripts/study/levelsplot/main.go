@@ -1,4 +1,4 @@
-// Command levelsplot draws the MLMC study's per-level diagnostics (issue 13):
+// Command levelsplot draws the MLMC study's per-level diagnostics:
 // from `simclr levels --json` files it plots log2 of the variance of H^l
 // (h^l at the lowest level) and log2 of the seconds per query against the
 // level l, one line per file, into two PNGs. Those two slopes are the rates

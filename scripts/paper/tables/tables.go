@@ -298,6 +298,14 @@ func load(info RunInfo) string {
 	return f(info.LoadBefore) + "-" + f(info.LoadAfter)
 }
 
+// armStats is one arm's statistics over its seeds.
+type armStats struct {
+	arm                          Arm
+	images, wall, knn, val, test Stats
+	iterations                   int
+	secPerIt                     Stats
+}
+
 // Tables renders the study's tables from the files under root, and the tag
 // of their block in BENCHMARKS.md.
 func Tables(root string) (string, string, error) {
@@ -361,12 +369,6 @@ func Tables(root string) (string, string, error) {
 			pct(r.lastKNN()), pct(r.Probe.Top1), test, load(r.Info))
 	}
 
-	type armStats struct {
-		arm                          Arm
-		images, wall, knn, val, test Stats
-		iterations                   int
-		secPerIt                     Stats
-	}
 	var all []armStats
 	var base *armStats
 	for _, a := range arms.Arms {
@@ -420,45 +422,33 @@ func Tables(root string) (string, string, error) {
 		byKey[all[i].arm.Key] = &all[i]
 	}
 	for _, s := range all {
-		ref := base
-		if s.arm.EqualWallTo != "" {
-			ref = byKey[s.arm.EqualWallTo]
+		var pairs [][2]*armStats // (arm, reference)
+		switch {
+		case s.arm.EqualWallTo != "":
+			ref := byKey[s.arm.EqualWallTo]
 			if ref == nil {
 				return "", "", fmt.Errorf("arms.json: arm %q: equal_wall_to %q is not an arm", s.arm.Key, s.arm.EqualWallTo)
 			}
 			// At equal wall time the question is the other arm's: read it
 			// against this one.
 			cur := s
-			s, ref = *ref, &cur
-		} else if s.arm.Key == arms.Baseline || s.arm.CompareTo == "-" {
-			continue
-		} else if s.arm.CompareTo != "" {
-			if ref = byKey[s.arm.CompareTo]; ref == nil {
-				return "", "", fmt.Errorf("arms.json: arm %q: compare_to %q is not an arm", s.arm.Key, s.arm.CompareTo)
+			pairs = append(pairs, [2]*armStats{ref, &cur})
+		case s.arm.Key == arms.Baseline || s.arm.CompareTo == "-":
+		case s.arm.CompareTo != "":
+			for _, key := range strings.Split(s.arm.CompareTo, ",") {
+				ref := byKey[key]
+				if ref == nil {
+					return "", "", fmt.Errorf("arms.json: arm %q: compare_to %q is not an arm", s.arm.Key, key)
+				}
+				cur := s
+				pairs = append(pairs, [2]*armStats{&cur, ref})
 			}
+		default:
+			cur := s
+			pairs = append(pairs, [2]*armStats{&cur, base})
 		}
-		for _, m := range []struct {
-			name string
-			a, b Stats
-		}{{"val probe", s.val, ref.val}, {"test probe", s.test, ref.test}, {"val kNN", s.knn, ref.knn}} {
-			diff, t, df, p := welch(m.a, m.b)
-			if m.a.N == 0 || m.b.N == 0 {
-				continue
-			}
-			reading := "level"
-			switch {
-			case math.IsNaN(p):
-				reading = "no test (fewer than 2 seeds)"
-			case p < 0.05 && diff < 0:
-				reading = "below"
-			case p < 0.05:
-				reading = "above"
-			}
-			if math.IsNaN(p) {
-				fmt.Fprintf(&b, "| %s | %s | %s | %+.1f |  |  |  | %s |\n", s.arm.Name, ref.arm.Name, m.name, diff, reading)
-				continue
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %+.1f | %.2f | %.1f | %.3f | %s |\n", s.arm.Name, ref.arm.Name, m.name, diff, t, df, p, reading)
+		for _, pair := range pairs {
+			writeComparisons(&b, pair[0], pair[1])
 		}
 	}
 
@@ -479,6 +469,34 @@ func Tables(root string) (string, string, error) {
 	}
 	b.WriteString("\n" + endMarker(arms.Tag) + "\n")
 	return b.String(), arms.Tag, nil
+}
+
+// writeComparisons writes Welch's test of arm s against ref on the
+// validation probe, the test probe and the validation kNN.
+func writeComparisons(b *strings.Builder, s, ref *armStats) {
+	for _, m := range []struct {
+		name string
+		a, b Stats
+	}{{"val probe", s.val, ref.val}, {"test probe", s.test, ref.test}, {"val kNN", s.knn, ref.knn}} {
+		if m.a.N == 0 || m.b.N == 0 {
+			continue
+		}
+		diff, t, df, p := welch(m.a, m.b)
+		reading := "level"
+		switch {
+		case math.IsNaN(p):
+			reading = "no test (fewer than 2 seeds)"
+		case p < 0.05 && diff < 0:
+			reading = "below"
+		case p < 0.05:
+			reading = "above"
+		}
+		if math.IsNaN(p) {
+			fmt.Fprintf(b, "| %s | %s | %s | %+.1f |  |  |  | %s |\n", s.arm.Name, ref.arm.Name, m.name, diff, reading)
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %+.1f | %.2f | %.1f | %.3f | %s |\n", s.arm.Name, ref.arm.Name, m.name, diff, t, df, p, reading)
+	}
 }
 
 // levelsTables renders every levels-NAME.json (`simclr levels --json`) of

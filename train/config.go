@@ -230,7 +230,7 @@ const maxLevelLimit = 16
 // data set's name is checked by Train and Resume (unless the caller gives
 // the data, Hooks.Splits), with checkDataset.
 func (c *Config) Validate() error {
-	if _, _, err := mlmc.ParseName(c.Estimator); err != nil {
+	if _, err := mlmc.ParseKind(c.Estimator); err != nil {
 		return fmt.Errorf("--estimator: %w", err)
 	}
 	lengths := 0

@@ -43,7 +43,11 @@ func TestStartupLinePrintsExpectedCost(t *testing.T) {
 			}
 			oracle := mlmc.NewSynthetic(1, 1, 1, 1, 3)
 			oracle.Max = maxServable
-			est, err := mlmc.New[[]float64](name, cfg.mlmcConfig(), mlmc.Float64Ops{Dim: 1}, oracle)
+			kind, err := mlmc.ParseKind(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			est, err := mlmc.New[[]float64](kind, cfg.mlmcConfig(), mlmc.Float64Ops{Dim: 1}, oracle)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,4 +105,14 @@ func TestExpectedCostOverRanks(t *testing.T) {
 			t.Errorf("%s on %d ranks: %g images, %g evaluations; want %g, %g", tc.estimator, tc.ranks, images, evals, tc.images, tc.evals)
 		}
 	}
+}
+
+// mustKind is the estimator a test names.
+func mustKind(t testing.TB, name string) mlmc.Kind {
+	t.Helper()
+	k, err := mlmc.ParseKind(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

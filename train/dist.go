@@ -34,8 +34,8 @@ func rankSeed(seed uint64, rank int) uint64 {
 // splitsBatch says whether the estimator's draws are split over the ranks
 // (L-SGD) rather than made independently by each rank (MLMC).
 func splitsBatch(estimator string, ranks int) bool {
-	m, _, _ := mlmc.ParseName(estimator)
-	return ranks > 1 && m == mlmc.LSGD
+	k, _ := mlmc.ParseKind(estimator)
+	return ranks > 1 && k.Method == mlmc.LSGD
 }
 
 // launchRank is this process's rank as far as it is known before the

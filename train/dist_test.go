@@ -338,7 +338,7 @@ func referenceRun(t *testing.T, cfg Config, ranks int) [][]float32 {
 		oracles[r] = contrastive.NewOracle(b, model, streams[r], cfg.Temperature, maxServable, prev)
 		mc := cfg.mlmcConfig()
 		mc.Seed = rankSeed(mc.Seed, r)
-		if ests[r], err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, contrastive.NewBufferOps(b, params.Len()), oracles[r]); err != nil {
+		if ests[r], err = mlmc.New[tensor.Buffer](mustKind(t, cfg.Estimator), mc, contrastive.NewBufferOps(b, params.Len()), oracles[r]); err != nil {
 			t.Fatal(err)
 		}
 		grads[r] = b.Alloc(params.Len())

@@ -29,7 +29,8 @@ func (c *Config) resolveLevelLaw() error {
 	if !ok || path == "" {
 		return fmt.Errorf("--level-law %q: use rates (q_l and n_l from --b and --c, the default) or measured:FILE (the optimal law of a `simclr levels --json` file)", c.LevelLaw)
 	}
-	m, _, err := mlmc.ParseName(c.Estimator)
+	k, err := mlmc.ParseKind(c.Estimator)
+	m := k.Method
 	if err != nil {
 		return fmt.Errorf("--estimator: %w", err)
 	}

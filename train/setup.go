@@ -142,8 +142,8 @@ func (t *trainer) setup(s session) error {
 	if err != nil {
 		return err
 	}
-	_, vr, _ := mlmc.ParseName(cfg.Estimator)
-	if vr {
+	kind, _ := mlmc.ParseKind(cfg.Estimator)
+	if kind.VR {
 		t.prev = t.b.Alloc(params.Len())
 		t.b.Copy(t.prev, params.Flat())
 	}
@@ -157,7 +157,7 @@ func (t *trainer) setup(s session) error {
 	ops := contrastive.NewBufferOps(t.b, params.Len())
 	mc := cfg.mlmcConfig()
 	mc.Seed = rankSeed(mc.Seed, rank)
-	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, ops, t.oracle)
+	t.est, err = mlmc.New[tensor.Buffer](kind, mc, ops, t.oracle)
 	if err != nil {
 		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
 	}
@@ -277,7 +277,11 @@ func (t *trainer) agreeMaxServable(mine int) (int, error) {
 // evaluations are P times one rank's, while L-SGD splits its batch over the
 // ranks and a split draw is one evaluation (as reduceStep counts it).
 func expectedCost(cfg *Config, maxServable int) (images, evals float64, err error) {
-	images, evals, err = mlmc.ExpectedCost(cfg.Estimator, cfg.mlmcConfig(), maxServable)
+	kind, err := mlmc.ParseKind(cfg.Estimator)
+	if err != nil {
+		return 0, 0, fmt.Errorf("--estimator: %w", err)
+	}
+	images, evals, err = mlmc.ExpectedCost(kind, cfg.mlmcConfig(), maxServable)
 	if err != nil {
 		return 0, 0, fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
 	}

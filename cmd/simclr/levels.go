@@ -210,7 +210,7 @@ func writeLevelsTable(w io.Writer, r levelsResult) error {
 
 func hasVR(preds []mlmc.Prediction) bool {
 	for _, p := range preds {
-		if _, vr, err := mlmc.ParseName(p.Name); err == nil && vr {
+		if k, err := mlmc.ParseKind(p.Name); err == nil && k.VR {
 			return true
 		}
 	}

@@ -28,10 +28,10 @@ func ExpectedCost(k Kind, cfg Config, oracleMax int) (samples, evaluations float
 		return 0, 0, fmt.Errorf("estimator %s: %w", k, err)
 	}
 	levelCost := func(l int) float64 { return math.Exp2(float64(l)) }
-	// passes is the oracle evaluations of one query at level l: H^l above
-	// the minimum level of an MLMC estimator takes CorrectionPasses.
+	// passes is the oracle evaluations of one query at level l: a
+	// correction H^l takes CorrectionPasses.
 	passes := func(l int) float64 {
-		if m == LSGD || l == cfg.MinLevel {
+		if !cfg.correction(m, l) {
 			return 1
 		}
 		return float64(cfg.CorrectionPasses)

@@ -348,11 +348,11 @@ func (e *Estimator[V]) accumulate(step *Step, out V, alpha float64, correction b
 // makePlan draws the levels of one base estimate (the table of docs/definitions.md, section 2 "The estimators").
 func (e *Estimator[V]) makePlan(plan []query, step *Step) []query {
 	c := e.cfg
-	at := func(l int, w float64) query { return query{level: l, diff: l > c.MinLevel, weight: w} }
+	at := func(l int, w float64) query { return query{level: l, diff: c.correction(e.method, l), weight: w} }
 	switch e.method {
 	case LSGD:
 		for range c.NL {
-			plan = append(plan, query{level: c.MaxLevel, weight: 1 / float64(c.NL)})
+			plan = append(plan, at(c.MaxLevel, 1/float64(c.NL)))
 		}
 	case VMLMC:
 		for l := c.MinLevel; l <= c.MaxLevel; l++ {
@@ -375,6 +375,13 @@ func (e *Estimator[V]) makePlan(plan []query, step *Step) []query {
 	}
 	return plan
 }
+
+// correction says whether method m queries level l as a correction H^l
+// (every level above the minimum of an MLMC estimator) rather than as
+// h^l (L-SGD's every query, and an MLMC estimator's minimum level). It is
+// the one statement of it, which the estimators' plans and ExpectedCost's
+// passes share.
+func (c Config) correction(m Method, l int) bool { return m != LSGD && l > c.MinLevel }
 
 // drawGeometric draws from the unbounded law and redraws levels the oracle
 // cannot serve, which draws from the law conditioned on T <= geomMax (e.geom).

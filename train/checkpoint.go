@@ -118,7 +118,7 @@ func (t *trainer) checkpoint() error {
 	}
 	return t.model.Save(filepath.Join(t.cfg.Out, runfolder.ModelFile), map[string]string{
 		"iteration": strconv.Itoa(t.iter), "estimator": t.est.Name(), "width": strconv.FormatFloat(t.cfg.Width, 'g', -1, 64),
-		"proj_dim": strconv.Itoa(t.cfg.ProjDim), "dataset": t.cfg.Dataset, "version": t.cfg.Version,
+		"proj_dim": strconv.Itoa(t.cfg.ProjDim), "dataset": t.cfg.Dataset, "version": t.plan.Version,
 	})
 }
 

@@ -41,13 +41,13 @@ func TestStartupLinePrintsExpectedCost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			oracle := mlmc.NewSynthetic(1, 1, 1, 1, 3)
-			oracle.Max = maxServable
-			kind, err := mlmc.ParseKind(name)
+			plan, err := Resolve(cfg, Facts{TrainImages: splits.Train.Len(), ServableLevel: maxServable, Ranks: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			est, err := mlmc.New[[]float64](kind, cfg.mlmcConfig(), mlmc.Float64Ops{Dim: 1}, oracle)
+			oracle := mlmc.NewSynthetic(1, 1, 1, 1, 3)
+			oracle.Max = maxServable
+			est, err := mlmc.New[[]float64](plan.Estimator, plan.MLMC, mlmc.Float64Ops{Dim: 1}, oracle)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,23 +96,14 @@ func TestExpectedCostOverRanks(t *testing.T) {
 		{"vmlmc", 2, 2 * 24, 2 * 7},
 	} {
 		cfg := Defaults()
-		cfg.Estimator, cfg.MinLevel, cfg.MaxLevel, cfg.Ranks = tc.estimator, 1, 3, tc.ranks
-		images, evals, err := expectedCost(&cfg, 6)
+		cfg.Estimator, cfg.MinLevel, cfg.MaxLevel, cfg.Iterations = tc.estimator, 1, 3, 1
+		plan, err := Resolve(cfg, Facts{TrainImages: 64, ServableLevel: 6, Ranks: tc.ranks})
 		if err != nil {
 			t.Fatal(err)
 		}
+		images, evals := plan.ExpectedImages, plan.ExpectedEvals
 		if math.Abs(images-tc.images) > 1e-9 || math.Abs(evals-tc.evals) > 1e-9 {
 			t.Errorf("%s on %d ranks: %g images, %g evaluations; want %g, %g", tc.estimator, tc.ranks, images, evals, tc.images, tc.evals)
 		}
 	}
-}
-
-// mustKind is the estimator a test names.
-func mustKind(t testing.TB, name string) mlmc.Kind {
-	t.Helper()
-	k, err := mlmc.ParseKind(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }

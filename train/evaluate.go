@@ -20,7 +20,7 @@ func (t *trainer) evalKNN() error {
 	if err != nil {
 		return err
 	}
-	rec := runfolder.Eval{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.cfg.ItersPerEpoch),
+	rec := runfolder.Eval{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.plan.ItersPerEpoch),
 		SamplesDrawn: t.totals.Samples, WallSeconds: t.wall(), KNNTop1: res.Top1, KNNTop5: res.Top5, K: res.K,
 		TrainImages: t.evalSplits().Train.Len(), TestImages: t.splits.Test.Len()}
 	app, err := runfolder.OpenAppender(filepath.Join(t.cfg.Out, runfolder.EvalFile))

@@ -89,7 +89,7 @@ func TestLevelLawMeasuredIsRecordedAndUsed(t *testing.T) {
 			if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
 				t.Fatal(err)
 			}
-			saved, err := LoadConfig(cfg.Out)
+			_, saved, err := LoadRun(cfg.Out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,6 +119,8 @@ func TestLevelLawMeasuredIsRecordedAndUsed(t *testing.T) {
 	}
 }
 
+// A bad --level-law measured:FILE is one error naming the file (or the
+// flag) before any data is read, and leaves no run folder.
 func TestLevelLawMeasuredBadInput(t *testing.T) {
 	dir := t.TempDir()
 	notJSON := filepath.Join(dir, "notes.txt")
@@ -144,11 +146,14 @@ func TestLevelLawMeasuredBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tinyConfig(t, tc.estimator)
 			cfg.LevelLaw = tc.law
-			err := cfg.Validate()
+			_, err := Train(context.Background(), cfg, tinyHooks(syntheticSplits(16, 8, 16, 2)))
 			for _, w := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Fatalf("error %v, want one containing %q", err, w)
 				}
+			}
+			if _, err := os.Stat(cfg.Out); !os.IsNotExist(err) {
+				t.Errorf("a refused start left %s behind (%v)", cfg.Out, err)
 			}
 		})
 	}
@@ -179,12 +184,12 @@ func TestEvalEveryIterationsAndTrainSubset(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		modify func(*Config)
+		modify func(*Settings)
 		want   string
 	}{
-		{func(c *Config) { c.EvalEvery, c.EvalEveryIters = 1, 3 }, "give one period"},
-		{func(c *Config) { c.EvalEveryIters = -1 }, "--eval-every-iterations -1"},
-		{func(c *Config) { c.EvalTrainSubset = -2 }, "--eval-train-subset -2"},
+		{func(c *Settings) { c.EvalEvery, c.EvalEveryIters = 1, 3 }, "give one period"},
+		{func(c *Settings) { c.EvalEveryIters = -1 }, "--eval-every-iterations -1"},
+		{func(c *Settings) { c.EvalTrainSubset = -2 }, "--eval-train-subset -2"},
 	} {
 		bad := tinyConfig(t, "lsgd")
 		tc.modify(&bad)

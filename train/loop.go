@@ -31,7 +31,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	}
 	var bar *progressbar.ProgressBar
 	if t.hooks.Progress {
-		bar = progressbar.NewOptions(cfg.TotalIters,
+		bar = progressbar.NewOptions(t.plan.TotalIters,
 			progressbar.OptionSetWriter(t.log),
 			progressbar.OptionSetDescription("train"),
 			progressbar.OptionShowCount(),
@@ -40,7 +40,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			progressbar.OptionFullWidth())
 		bar.Set(t.iter)
 	}
-	n := cfg.TrainImages
+	n := t.plan.TrainImages
 	sessionStart := t.iter
 	imagesAtStart := t.totals.Samples
 	t.lastCheckpoint = -1 // before the first
@@ -51,7 +51,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	t.start = time.Now()
 	t.lastLogTime = t.start
 	lastCheckpointTime := t.start
-	for t.iter < cfg.TotalIters {
+	for t.iter < t.plan.TotalIters {
 		if cfg.MaxSamples > 0 && t.totals.Samples >= cfg.MaxSamples {
 			break
 		}
@@ -83,7 +83,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 					kept = "no checkpoint had been written yet"
 				}
 				return nil, fmt.Errorf("iteration %d: %w; training stopped and %s: lower --lr (now %g) or raise --temperature and train again",
-					t.iter+1, err, kept, cfg.ResolvedLR)
+					t.iter+1, err, kept, t.plan.LR)
 			}
 			if errors.Is(err, errRankLost) {
 				return nil, t.lostRank(fmt.Errorf("iteration %d: %w", t.iter+1, err))
@@ -101,9 +101,9 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			}
 		}
 		totals := t.totals
-		last := t.iter == cfg.TotalIters || (cfg.MaxSamples > 0 && totals.Samples >= cfg.MaxSamples)
+		last := t.iter == t.plan.TotalIters || (cfg.MaxSamples > 0 && totals.Samples >= cfg.MaxSamples)
 		if lead && cfg.LogEvery > 0 && (t.iter%cfg.LogEvery == 0 || last) {
-			m := runfolder.Metrics{Iteration: t.iter, Epoch: float64(t.iter) / float64(cfg.ItersPerEpoch),
+			m := runfolder.Metrics{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.plan.ItersPerEpoch),
 				DataEpoch: float64(totals.Samples) / float64(n), Levels: step.Levels, SamplesDrawn: totals.Samples,
 				Evaluations: totals.Evals, Redraws: totals.Redraws, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
 			if excess := t.lastExcess; !math.IsNaN(excess) {
@@ -115,17 +115,17 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		}
 		if bar != nil {
 			rate := float64(totals.Samples-imagesAtStart) / time.Since(t.start).Seconds()
-			bar.Describe(fmt.Sprintf("epoch %.2f loss-log(2N-1) %.4f %.0f images/s", float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastExcess, rate))
+			bar.Describe(fmt.Sprintf("epoch %.2f loss-log(2N-1) %.4f %.0f images/s", float64(t.iter)/float64(t.plan.ItersPerEpoch), t.lastExcess, rate))
 			bar.Set(t.iter)
 		} else if time.Since(t.lastLogTime) > 10*time.Second || last || t.iter == sessionStart+1 {
 			elapsed := time.Since(t.start).Seconds()
 			rate := float64(totals.Samples-imagesAtStart) / elapsed
-			eta := time.Duration(float64(cfg.TotalIters-t.iter)*elapsed/float64(t.iter-sessionStart)) * time.Second
+			eta := time.Duration(float64(t.plan.TotalIters-t.iter)*elapsed/float64(t.iter-sessionStart)) * time.Second
 			t.logf("iter %d/%d epoch %.2f loss %.4f (L_B-log(2N-1) %.4f) lr %.4g images/s %.1f eta %s",
-				t.iter, cfg.TotalIters, float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, t.lastExcess, lr, rate, eta.Round(time.Second))
+				t.iter, t.plan.TotalIters, float64(t.iter)/float64(t.plan.ItersPerEpoch), t.lastLoss, t.lastExcess, lr, rate, eta.Round(time.Second))
 			t.lastLogTime = time.Now()
 		}
-		if every := cfg.evalPeriod(); lead && every > 0 && t.iter%every == 0 {
+		if every := t.plan.EvalPeriod; lead && every > 0 && t.iter%every == 0 {
 			if err := t.evalKNN(); err != nil {
 				return nil, err
 			}

@@ -61,7 +61,7 @@ Levels, temperature and halves default to the run's settings.`,
 			// defaults.
 			cfg := train.Defaults()
 			if e.run != "" {
-				if cfg, err = train.LoadConfig(e.run); err != nil {
+				if cfg, _, err = train.LoadRun(e.run); err != nil {
 					return err
 				}
 			}

@@ -349,8 +349,8 @@ func (c *Settings) Kind() (mlmc.Kind, error) {
 
 // checkDataset checks the --dataset name (not the files) when the trainer
 // is to load it.
-func checkDataset(c *Settings, hooks Session) error {
-	if hooks.Splits != nil {
+func checkDataset(c *Settings, sess Session) error {
+	if sess.Splits != nil {
 		return nil
 	}
 	if err := datasets.CheckName(c.Dataset); err != nil {

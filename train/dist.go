@@ -40,14 +40,14 @@ func splitsBatch(estimator mlmc.Kind, ranks int) bool {
 // launchRank is this process's rank as far as it is known before the
 // communicator is opened: the caller's communicator, the launcher's
 // environment, or --rank for a rendezvous.
-func launchRank(hooks Session) int {
-	if hooks.Comm != nil {
-		return hooks.Comm.Rank()
+func launchRank(sess Session) int {
+	if sess.Comm != nil {
+		return sess.Comm.Rank()
 	}
 	if l, err := collective.DetectLaunch(os.Getenv); err == nil && l.Size > 0 {
 		return l.Rank
 	}
-	return hooks.Rank
+	return sess.Rank
 }
 
 // localGPU is the GPU this rank uses: ranks started by mpirun take the GPU
@@ -147,8 +147,8 @@ func (g *guardedComm) Close() error {
 func (t *trainer) openComm() error {
 	cfg := &t.cfg
 	var c collective.Comm
-	if t.hooks.Comm != nil {
-		c = t.hooks.Comm
+	if t.sess.Comm != nil {
+		c = t.sess.Comm
 		t.logf("dist: given by caller: %s", c.Describe())
 	} else {
 		kind, err := collective.ParseKind(cfg.Dist)
@@ -156,7 +156,7 @@ func (t *trainer) openComm() error {
 			return err
 		}
 		var line string
-		c, line, err = collective.Open(kind, t.b, collective.Options{Addr: cfg.DistAddr, Rank: t.hooks.Rank, Size: t.hooks.WorldSize})
+		c, line, err = collective.Open(kind, t.b, collective.Options{Addr: cfg.DistAddr, Rank: t.sess.Rank, Size: t.sess.WorldSize})
 		if err != nil {
 			return err
 		}
@@ -166,12 +166,12 @@ func (t *trainer) openComm() error {
 	// The folder and the log were set up for launchRank's guess; a world
 	// that disagrees (--rank or --world-size without a launcher or
 	// rendezvous that provides them) would leave no rank 0 or two.
-	if want := launchRank(t.hooks); c.Rank() != want || (t.hooks.WorldSize > 0 && c.Size() != t.hooks.WorldSize) {
+	if want := launchRank(t.sess); c.Rank() != want || (t.sess.WorldSize > 0 && c.Size() != t.sess.WorldSize) {
 		if t.ownComm {
 			c.Close()
 		}
 		return fmt.Errorf("--rank %d --world-size %d (or the launcher) disagree with the communicator, %s, which is rank %d of %d: give --rank and --world-size only with --dist nccl --dist-addr, or start the ranks with mpirun",
-			want, t.hooks.WorldSize, c.Describe(), c.Rank(), c.Size())
+			want, t.sess.WorldSize, c.Describe(), c.Rank(), c.Size())
 	}
 	t.comm = c
 	if c.Size() > 1 {

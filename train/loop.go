@@ -23,14 +23,14 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	var metrics *runfolder.Appender
 	if lead {
 		var err error
-		metrics, err = runfolder.OpenAppender(filepath.Join(cfg.Out, runfolder.MetricsFile))
+		metrics, err = runfolder.OpenAppender(filepath.Join(t.plan.Out, runfolder.MetricsFile))
 		if err != nil {
 			return nil, err
 		}
 		defer metrics.Close()
 	}
 	var bar *progressbar.ProgressBar
-	if t.hooks.Progress {
+	if t.sess.Progress {
 		bar = progressbar.NewOptions(t.plan.TotalIters,
 			progressbar.OptionSetWriter(t.log),
 			progressbar.OptionSetDescription("train"),
@@ -56,7 +56,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			break
 		}
 		// Every rank stops at the same iteration, when any rank is told to.
-		atLimit := t.hooks.StopAfter > 0 && t.iter-sessionStart >= t.hooks.StopAfter
+		atLimit := t.sess.StopAfter > 0 && t.iter-sessionStart >= t.sess.StopAfter
 		stop, err := collective.Agree(t.comm, ctx.Err() != nil || atLimit)
 		if err != nil {
 			return nil, t.lostRank(err)
@@ -71,14 +71,14 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			if atLimit && ctx.Err() == nil {
 				why, what = ErrIterationsLimit, "stopped at the iterations limit"
 			}
-			t.logf("\n%s at iteration %d: checkpoint saved; continue with: simclr train --resume %s", what, t.iter, cfg.Out)
-			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", why, t.iter, cfg.Out)
+			t.logf("\n%s at iteration %d: checkpoint saved; continue with: simclr train --resume %s", what, t.iter, t.plan.Out)
+			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", why, t.iter, t.plan.Out)
 		}
 		lr := t.sched.LR(t.iter)
 		step, err := t.iterate(lr)
 		if err != nil {
 			if errors.Is(err, contrastive.ErrNonFinite) {
-				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", t.lastCheckpoint, cfg.Out)
+				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", t.lastCheckpoint, t.plan.Out)
 				if t.lastCheckpoint < 0 {
 					kept = "no checkpoint had been written yet"
 				}
@@ -95,8 +95,8 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			return nil, fmt.Errorf("iteration %d: %w", t.iter+1, err)
 		}
 		t.iter++
-		if t.hooks.OnStep != nil {
-			if err := t.hooks.OnStep(t.iter, t.model.Params().Flat(), t.model.Params().State()); err != nil {
+		if t.sess.OnStep != nil {
+			if err := t.sess.OnStep(t.iter, t.model.Params().Flat(), t.model.Params().State()); err != nil {
 				return nil, fmt.Errorf("iteration %d: %w", t.iter, err)
 			}
 		}
@@ -165,7 +165,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	}
 	sum := t.summary()
 	t.logf("done: %d iterations, %d images drawn, %d evaluations, loss %.4f, %.1f s; checkpoint %s",
-		sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds, filepath.Join(cfg.Out, runfolder.ModelFile))
+		sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds, filepath.Join(t.plan.Out, runfolder.ModelFile))
 	if cfg.Probe && lead {
 		probe, err := t.linearProbe()
 		if err != nil {
@@ -224,7 +224,7 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 
 func (t *trainer) summary() *Summary {
 	tot := t.totals
-	return &Summary{Out: t.cfg.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: tot.Evals,
+	return &Summary{Out: t.plan.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: tot.Evals,
 		Loss: t.lastLoss, LossExcess: t.lastExcess, WallSeconds: t.wall(), Rank: t.comm.Rank()}
 }
 
@@ -250,7 +250,7 @@ func (t *trainer) checkpointAfterFailure() string {
 		return fmt.Sprintf("saving a checkpoint failed too (%v); the last one stands", err)
 	}
 	return fmt.Sprintf("checkpoint of iteration %d saved: continue with simclr train --resume %s (the failing level comes again only if drawn again), or start anew with a lower --max-servable-level",
-		t.iter, t.cfg.Out)
+		t.iter, t.plan.Out)
 }
 
 // lostRank explains an error of a run whose other ranks stopped answering
@@ -270,7 +270,7 @@ func (t *trainer) keptCheckpoint() string {
 		return "no checkpoint had been written yet: start the run again"
 	}
 	return fmt.Sprintf("the last checkpoint (iteration %d) in %s is intact: resume it with mpirun -np %d simclr train --resume %s",
-		t.lastCheckpoint, t.cfg.Out, t.comm.Size(), t.cfg.Out)
+		t.lastCheckpoint, t.plan.Out, t.comm.Size(), t.plan.Out)
 }
 
 // stalled is told when a stop (a signal) arrives while this rank waits for

@@ -34,7 +34,7 @@ func newTestTrainerOn(t *testing.T, estimator string, b tensor.Backend) *trainer
 	}
 	hooks := tinyHooks(syntheticSplits(64, 8, 16, 4))
 	hooks.Backend = b
-	tr := &trainer{cfg: cfg, hooks: hooks, log: ioDiscard{}}
+	tr := &trainer{cfg: cfg, sess: hooks, log: ioDiscard{}}
 	if err := tr.setup(opening{}); err != nil {
 		t.Fatal(err)
 	}

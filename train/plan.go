@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -11,6 +12,10 @@ import (
 // data, the levels this machine (and every rank) can serve, the world, the
 // measured level law, and on resume the plan the run was made with.
 type Facts struct {
+	// Out is the run folder every rank writes to or reads: rank 0's
+	// --out, whose default names the start time each rank read apart
+	// ("": Settings.Out).
+	Out string
 	// TrainImages is n, the training images the run draws from.
 	TrainImages int
 	// ServableLevel is the largest level a query may use here: the
@@ -38,6 +43,8 @@ type Facts struct {
 // fields with a JSON key are recorded in config.json (record); the others
 // are derived again from the settings on resume.
 type Plan struct {
+	// Out is the run folder (Facts.Out).
+	Out string `json:"-"`
 	// Estimator is --estimator, read once.
 	Estimator mlmc.Kind `json:"-"`
 	// MLMC is the estimator's configuration (with the level law of
@@ -91,7 +98,7 @@ func Resolve(s Settings, f Facts) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	p := Plan{Estimator: k, MaxServable: f.ServableLevel, TrainImages: f.TrainImages, Ranks: max(f.Ranks, 1),
+	p := Plan{Out: cmp.Or(f.Out, s.Out), Estimator: k, MaxServable: f.ServableLevel, TrainImages: f.TrainImages, Ranks: max(f.Ranks, 1),
 		Version: f.Version, DeviceLog: f.DeviceLog}
 	p.SplitBatch = splitsBatch(k, p.Ranks)
 	if p.SplitBatch && (1<<s.MaxLevel)%p.Ranks != 0 {
@@ -174,6 +181,6 @@ type record struct {
 
 // newRecord is the config.json of a run with settings s and plan p.
 func newRecord(s Settings, p Plan) record {
-	s.MaxServable = p.MaxServable
+	s.Out, s.MaxServable = p.Out, p.MaxServable
 	return record{Settings: s, Plan: p}
 }

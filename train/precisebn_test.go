@@ -115,7 +115,7 @@ func TestValSplitIsNeverTrainedOn(t *testing.T) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tr := &trainer{cfg: cfg, hooks: tinyHooks(splits), log: ioDiscard{}}
+	tr := &trainer{cfg: cfg, sess: tinyHooks(splits), log: ioDiscard{}}
 	if err := tr.setup(opening{}); err != nil {
 		t.Fatal(err)
 	}

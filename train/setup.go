@@ -60,7 +60,7 @@ func ModelConfig(cfg Settings, splits *data.Splits) (resnet18.Config, error) {
 // restores the checkpoint (resume) or writes config.json.
 func (t *trainer) setup(s opening) error {
 	cfg := &t.cfg
-	splits, err := LoadSplits(*cfg, t.hooks.Splits)
+	splits, err := LoadSplits(*cfg, t.sess.Splits)
 	if err != nil {
 		return err
 	}
@@ -78,9 +78,9 @@ func (t *trainer) setup(s opening) error {
 		return err
 	}
 
-	facts := Facts{TrainImages: n, Levels: s.levels, Previous: s.previous, Version: t.hooks.Version}
-	if t.hooks.Backend != nil {
-		t.b = t.hooks.Backend
+	facts := Facts{Out: cfg.Out, TrainImages: n, Levels: s.levels, Previous: s.previous, Version: t.sess.Version}
+	if t.sess.Backend != nil {
+		t.b = t.sess.Backend
 		facts.DeviceLog = "device given by caller: " + t.b.Describe()
 	} else {
 		b, line, err := backend.OpenGPU(cfg.Device, cfg.Precision, localGPU(*cfg))
@@ -103,7 +103,7 @@ func (t *trainer) setup(s opening) error {
 		if err != nil {
 			return fmt.Errorf("agree on the run folder: %w", err)
 		}
-		cfg.Out = string(out)
+		facts.Out = string(out)
 	}
 
 	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
@@ -117,7 +117,7 @@ func (t *trainer) setup(s opening) error {
 	if err != nil {
 		return err
 	}
-	meminfo := t.hooks.Meminfo
+	meminfo := t.sess.Meminfo
 	if meminfo == "" {
 		meminfo = "/proc/meminfo"
 	}
@@ -188,7 +188,7 @@ func (t *trainer) setup(s opening) error {
 		if err := t.restore(); err != nil {
 			return err
 		}
-		t.logf("resumed %s at iteration %d of %d", cfg.Out, t.iter, plan.TotalIters)
+		t.logf("resumed %s at iteration %d of %d", plan.Out, t.iter, plan.TotalIters)
 		if s.extendedFrom > 0 {
 			// The cosine schedule now spans the new length, so the
 			// learning rate jumps up where the run continues.
@@ -199,7 +199,7 @@ func (t *trainer) setup(s opening) error {
 			}
 		}
 		if t.iter >= plan.TotalIters {
-			t.logf("%s had finished training; running the linear probe it lacks", cfg.Out)
+			t.logf("%s had finished training; running the linear probe it lacks", plan.Out)
 		}
 		return nil
 	}
@@ -211,7 +211,7 @@ func (t *trainer) setup(s opening) error {
 	if rank == 0 {
 		// Last, once everything the run needs has opened: a start that
 		// fails leaves no folder behind.
-		if err := prepareFolder(cfg.Out); err != nil {
+		if err := prepareFolder(plan.Out); err != nil {
 			return err
 		}
 		return t.writeRecord()
@@ -221,7 +221,7 @@ func (t *trainer) setup(s opening) error {
 
 // writeRecord writes the run's config.json: its settings and its plan.
 func (t *trainer) writeRecord() error {
-	return runfolder.WriteJSON(filepath.Join(t.cfg.Out, runfolder.ConfigFile), newRecord(t.cfg, t.plan))
+	return runfolder.WriteJSON(filepath.Join(t.plan.Out, runfolder.ConfigFile), newRecord(t.cfg, t.plan))
 }
 
 // maxServableLevel is the largest level the oracle serves for cfg on train:
@@ -293,7 +293,7 @@ func (t *trainer) close() {
 	}
 	// A backend the trainer opened is closed with it (one given by the
 	// caller stays the caller's).
-	if t.b != nil && t.hooks.Backend == nil {
+	if t.b != nil && t.sess.Backend == nil {
 		backend.Close(t.b)
 	}
 }

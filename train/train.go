@@ -95,24 +95,24 @@ type Summary struct {
 // a run already. Every setting is checked before any data is read, and the
 // folder is created only once the run can start (setup), so a failed start
 // leaves nothing behind.
-func Train(ctx context.Context, cfg Settings, hooks Session) (*Summary, error) {
+func Train(ctx context.Context, cfg Settings, sess Session) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := hooks.validate(); err != nil {
+	if err := sess.validate(); err != nil {
 		return nil, err
 	}
 	levels, err := readLevelLaw(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDataset(&cfg, hooks); err != nil {
+	if err := checkDataset(&cfg, sess); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Out, runfolder.StateFile)); err == nil {
 		return nil, fmt.Errorf("run folder %s already holds a run: continue it with --resume %s, or choose another --out", cfg.Out, cfg.Out)
 	}
-	return run(ctx, cfg, opening{levels: levels}, hooks)
+	return run(ctx, cfg, opening{levels: levels}, sess)
 }
 
 // validate reports a rank outside the world, naming the flags.
@@ -142,7 +142,7 @@ type opening struct {
 // Iterations, MaxSamples; exactly one set) must make the run longer: that
 // extends it, a finished run too. Resuming a finished run without that is
 // an error, unless it still lacks its linear probe.
-func Resume(ctx context.Context, dir string, override func(*Settings) error, hooks Session) (*Summary, error) {
+func Resume(ctx context.Context, dir string, override func(*Settings) error, sess Session) (*Summary, error) {
 	cfg, prev, err := LoadRun(dir)
 	if err != nil {
 		return nil, err
@@ -164,13 +164,13 @@ func Resume(ctx context.Context, dir string, override func(*Settings) error, hoo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := hooks.validate(); err != nil {
+	if err := sess.validate(); err != nil {
 		return nil, err
 	}
 	if _, _, err := levelLaw(cfg, nil, &prev); err != nil {
 		return nil, err
 	}
-	if err := checkDataset(&cfg, hooks); err != nil {
+	if err := checkDataset(&cfg, sess); err != nil {
 		return nil, err
 	}
 	s, err := checkResumeLength(old, prev, cfg, meta, dir)
@@ -178,7 +178,7 @@ func Resume(ctx context.Context, dir string, override func(*Settings) error, hoo
 		return nil, err
 	}
 	s.previous = &prev
-	return run(ctx, cfg, s, hooks)
+	return run(ctx, cfg, s, sess)
 }
 
 // checkResumeLength compares the length of a resumed run (cfg) with the one
@@ -278,7 +278,7 @@ func prepareFolder(out string) error {
 type trainer struct {
 	cfg    Settings
 	plan   Plan // Resolve's, made in setup
-	hooks  Session
+	sess   Session
 	log    io.Writer
 	b      tensor.Backend
 	splits *data.Splits
@@ -314,12 +314,12 @@ func (t *trainer) logf(format string, args ...any) {
 
 func (t *trainer) wall() float64 { return t.wallOffset + time.Since(t.start).Seconds() }
 
-func run(ctx context.Context, cfg Settings, s opening, hooks Session) (sum *Summary, err error) {
-	t := &trainer{cfg: cfg, hooks: hooks, log: hooks.Log, start: time.Now(), comm: collective.Single{}}
+func run(ctx context.Context, cfg Settings, s opening, sess Session) (sum *Summary, err error) {
+	t := &trainer{cfg: cfg, sess: sess, log: sess.Log, start: time.Now(), comm: collective.Single{}}
 	if t.log == nil {
 		t.log = os.Stderr
 	}
-	rank := launchRank(hooks)
+	rank := launchRank(sess)
 	if rank != 0 {
 		// Rank 0 speaks for the run; the others report only their errors.
 		t.log = io.Discard

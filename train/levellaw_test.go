@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -196,5 +197,52 @@ func TestEvalEveryIterationsAndTrainSubset(t *testing.T) {
 		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want one containing %q", err, tc.want)
 		}
+	}
+}
+
+// A resumed run keeps the level law its config.json recorded, even when
+// the levels file has changed since (here it is gone); a config.json that
+// names the file but records no law reads the file again.
+func TestLevelLawMeasuredKeptOnResume(t *testing.T) {
+	splits := syntheticSplits(32, 16, 16, 2)
+	file := levelsFile(t, 1, []float64{0.64, 0.04, 0.01}, []float64{0.01, 0.04, 0.16})
+	cfg := tinyConfig(t, "rtmlmc")
+	cfg.LevelLaw = LevelLawMeasured + file
+	sess := tinyHooks(splits)
+	sess.StopAfter = 2
+	if _, err := Train(context.Background(), cfg, sess); !errors.Is(err, ErrIterationsLimit) {
+		t.Fatalf("first session: %v, want ErrIterationsLimit", err)
+	}
+	_, before, err := LoadRun(cfg.Out)
+	if err != nil || len(before.LevelProbs) != 3 {
+		t.Fatalf("config.json level_probs %v (%v), want 3", before.LevelProbs, err)
+	}
+	moved := file + ".moved"
+	if err := os.Rename(file, moved); err != nil {
+		t.Fatal(err)
+	}
+	sess.StopAfter = 1
+	if _, err := Resume(context.Background(), cfg.Out, nil, sess); !errors.Is(err, ErrIterationsLimit) {
+		t.Fatalf("resume without the levels file: %v, want ErrIterationsLimit", err)
+	}
+
+	// Without the recorded law the file is needed, and read.
+	var rec map[string]any
+	path := filepath.Join(cfg.Out, runfolder.ConfigFile)
+	if err := runfolder.ReadJSON(path, &rec); err != nil {
+		t.Fatal(err)
+	}
+	delete(rec, "level_probs")
+	if err := runfolder.WriteJSON(path, rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(context.Background(), cfg.Out, nil, tinyHooks(splits)); err == nil || !strings.Contains(err.Error(), file) {
+		t.Fatalf("resume without a recorded law or its file: %v, want an error naming %s", err, file)
+	}
+	if err := os.Rename(moved, file); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(context.Background(), cfg.Out, nil, tinyHooks(splits)); err != nil {
+		t.Fatalf("resume reading the levels file again: %v", err)
 	}
 }

@@ -167,7 +167,15 @@ func Resume(ctx context.Context, dir string, override func(*Settings) error, ses
 	if err := sess.validate(); err != nil {
 		return nil, err
 	}
-	if _, _, err := levelLaw(cfg, nil, &prev); err != nil {
+	// The run keeps the measured level law its config.json recorded; one
+	// without it (written before the law was recorded) reads the file.
+	var levels *mlmc.LevelsReport
+	if prev.LevelProbs == nil && prev.LevelDraws == nil {
+		if levels, err = readLevelLaw(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := levelLaw(cfg, levels, &prev); err != nil {
 		return nil, err
 	}
 	if err := checkDataset(&cfg, sess); err != nil {
@@ -177,7 +185,7 @@ func Resume(ctx context.Context, dir string, override func(*Settings) error, ses
 	if err != nil {
 		return nil, err
 	}
-	s.previous = &prev
+	s.levels, s.previous = levels, &prev
 	return run(ctx, cfg, s, sess)
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/simclr-go/simclr/backend/cuda"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -46,14 +45,14 @@ type NCCL struct {
 
 var _ Comm = (*NCCL)(nil)
 
-// streamBackend is a backend NCCL can queue its operations on: the CUDA
-// backend.
+// streamBackend is a backend NCCL can queue its operations on (the CUDA
+// backend), which also says where it found the CUDA libraries, so that
+// NCCL is looked for beside them.
 type streamBackend interface {
 	tensor.Backend
 	tensor.ExternalStream
+	LibraryDirs() []string
 }
-
-var _ streamBackend = (*cuda.Backend)(nil)
 
 // OpenNCCL makes rank's member of an NCCL communicator of size ranks on the
 // CUDA backend b. exchange must hand rank 0's id (filled in before the call
@@ -65,7 +64,7 @@ func OpenNCCL(b tensor.Backend, rank, size int, exchange func(id []byte) error) 
 		return nil, fmt.Errorf("--dist nccl needs the CUDA backend (this run uses %s): use --device cuda, or --dist mpi on the CPU", b.Name())
 	}
 	n := &NCCL{b: cb, rank: rank, size: size}
-	if err := n.load(); err != nil {
+	if err := n.load(cb.LibraryDirs()); err != nil {
 		return nil, err
 	}
 	var v int32
@@ -92,11 +91,15 @@ func OpenNCCL(b tensor.Backend, rank, size int, exchange func(id []byte) error) 
 	return n, nil
 }
 
-// ncclAvailable reports whether libnccl.so.2 can be loaded, before MPI is
-// initialised (it cannot be initialised twice, so --dist auto must choose
-// first).
-func ncclAvailable() error {
-	return (&NCCL{}).load()
+// ncclAvailable reports whether libnccl.so.2 can be loaded for backend b,
+// before MPI is initialised (it cannot be initialised twice, so --dist auto
+// must choose first).
+func ncclAvailable(b tensor.Backend) error {
+	sb, ok := b.(streamBackend)
+	if !ok {
+		return fmt.Errorf("NCCL needs the CUDA backend, not %s", b.Name())
+	}
+	return (&NCCL{}).load(sb.LibraryDirs())
 }
 
 // openNCCLOverMPI makes the NCCL communicator of ranks started by mpirun:
@@ -148,14 +151,16 @@ func (n *NCCL) commInitRank(id []byte) int32 {
 	return -1
 }
 
-func (n *NCCL) load() error {
+// load opens libnccl.so.2: SIMCLR_NCCL_LIB, else the first found in dirs
+// (the CUDA backend's library folders), else the loader's search.
+func (n *NCCL) load(dirs []string) error {
 	var tried []string
 	var lib uintptr
 	candidates := []string{}
 	if p := os.Getenv("SIMCLR_NCCL_LIB"); p != "" {
 		candidates = append(candidates, p)
 	}
-	for _, d := range cuda.LibraryDirs() {
+	for _, d := range dirs {
 		if p := filepath.Join(d, "libnccl.so.2"); fileExists(p) {
 			candidates = append(candidates, p)
 		}

@@ -10,6 +10,6 @@ import (
 
 var errNoNCCL = errors.New("NCCL is available on Linux only")
 
-func ncclAvailable() error                                     { return errNoNCCL }
+func ncclAvailable(tensor.Backend) error                       { return errNoNCCL }
 func openNCCLOverMPI(tensor.Backend) (Comm, error)             { return nil, errNoNCCL }
 func openNCCLRendezvous(tensor.Backend, Options) (Comm, error) { return nil, errNoNCCL }

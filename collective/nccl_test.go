@@ -10,6 +10,10 @@ import (
 	"github.com/simclr-go/simclr/backend/cuda"
 )
 
+// The CUDA backend is one NCCL can run on (checked here: the package
+// itself imports no backend).
+var _ streamBackend = (*cuda.Backend)(nil)
+
 // TestNCCLSingleRank runs every collective on an NCCL communicator of one
 // rank on the GPU. It skips, saying why, without a GPU or NCCL: it then
 // did not run, under CI as anywhere.

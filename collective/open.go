@@ -37,7 +37,7 @@ func Open(kind Kind, b tensor.Backend, opts Options) (Comm, string, error) {
 		switch {
 		case !underMPI && opts.Addr == "":
 			kind = KindNone
-		case b.Name() == "cuda" && ncclAvailable() == nil:
+		case b.Name() == "cuda" && ncclAvailable(b) == nil:
 			kind = KindNCCL
 		case !underMPI:
 			// Only NCCL has a rendezvous; MPI outside mpirun would make
@@ -45,7 +45,7 @@ func Open(kind Kind, b tensor.Backend, opts Options) (Comm, string, error) {
 			// rank 0 of the run folder.
 			why := "the CPU backend"
 			if b.Name() == "cuda" {
-				why = fmt.Sprintf("no NCCL here (%v)", ncclAvailable())
+				why = fmt.Sprintf("no NCCL here (%v)", ncclAvailable(b))
 			}
 			return nil, "", fmt.Errorf("--dist-addr %s is NCCL's rendezvous, which needs a CUDA backend and libnccl.so.2, but this process has %s: start the ranks with mpirun instead (--dist auto or mpi)", opts.Addr, why)
 		default:

@@ -181,7 +181,11 @@ func TestRTMLMCIsUnbiasedWithSeparateHalves(t *testing.T) {
 	defer b.Free(out)
 
 	run := func(name string, o mlmc.Oracle[tensor.Buffer], k int, each func([]float32)) {
-		e, err := mlmc.New[tensor.Buffer](name, cfg, ops, o)
+		kind, err := mlmc.ParseKind(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := mlmc.New[tensor.Buffer](kind, cfg, ops, o)
 		if err != nil {
 			t.Fatal(err)
 		}

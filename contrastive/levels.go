@@ -38,6 +38,17 @@ type Settings struct {
 	D1, D2, QE int
 }
 
+// SettingError is a field of Settings that MeasureLevels cannot use:
+// Setting names the field ("MinLevel", "MaxLevel", "Halves", "Augment"),
+// so that a command can word the error with its own flag.
+type SettingError struct {
+	Setting string
+	Err     error
+}
+
+func (e *SettingError) Error() string { return e.Err.Error() }
+func (e *SettingError) Unwrap() error { return e.Err }
+
 // LevelsOptions are the settings of MeasureLevels beyond the run's Settings.
 type LevelsOptions struct {
 	// Draws is K, the queries per level (and of h^L).
@@ -80,15 +91,15 @@ func ServableLevel(n int) int { return int(math.Floor(math.Log2(float64(max(n, 1
 func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg Settings, opts LevelsOptions) (*mlmc.LevelsReport, error) {
 	n := splits.Train.Len()
 	if servable := ServableLevel(n); cfg.MaxLevel > servable {
-		return nil, fmt.Errorf("maximum level %d needs 2^%d = %d images per query but %s has %d: use level %d or less",
-			cfg.MaxLevel, cfg.MaxLevel, 1<<cfg.MaxLevel, splits.Train.Name, n, servable)
+		return nil, &SettingError{"MaxLevel", fmt.Errorf("maximum level %d needs 2^%d = %d images per query but %s has %d: use level %d or less",
+			cfg.MaxLevel, cfg.MaxLevel, 1<<cfg.MaxLevel, splits.Train.Name, n, servable)}
 	}
 	if cfg.MinLevel < 1 || cfg.MinLevel > cfg.MaxLevel {
-		return nil, fmt.Errorf("minimum level %d: levels start at 1 and must not exceed the maximum level %d", cfg.MinLevel, cfg.MaxLevel)
+		return nil, &SettingError{"MinLevel", fmt.Errorf("minimum level %d: levels start at 1 and must not exceed the maximum level %d", cfg.MinLevel, cfg.MaxLevel)}
 	}
 	aug, err := ViewTransform(cfg.Augment, splits.Train)
 	if err != nil {
-		return nil, fmt.Errorf("augmentation: %w", err)
+		return nil, &SettingError{"Augment", fmt.Errorf("augmentation: %w", err)}
 	}
 	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, aug, cfg.Seed^levelsStreamSeed, cfg.Workers)
 	if err != nil {
@@ -105,7 +116,7 @@ func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg
 	o := NewOracle(b, m, stream, cfg.Temperature, cfg.MaxLevel, prev)
 	defer o.Free()
 	if err := o.SetHalves(cfg.Halves); err != nil {
-		return nil, err
+		return nil, &SettingError{"Halves", err}
 	}
 	ops := NewBufferOps(b, m.Params().Len())
 	rep, err := mlmc.MeasureLevels[tensor.Buffer](o, ops, mlmc.LevelsConfig{

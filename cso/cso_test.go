@@ -144,7 +144,7 @@ func TestRRMLMCUnbiased(t *testing.T) {
 	}
 	x := []float64{0.5}
 	o.SetPoints(x, x)
-	e, err := mlmc.New("rrmlmc", mlmc.Config{B: 2, C: 1, Seed: 3}, mlmc.Float64Ops{Dim: 1}, o)
+	e, err := mlmc.New(mlmc.Kind{Method: mlmc.RRMLMC}, mlmc.Config{B: 2, C: 1, Seed: 3}, mlmc.Float64Ops{Dim: 1}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func Example() {
 	}
 	x, prev := []float64{3}, []float64{3}
 	o.SetPoints(x, prev)
-	e, err := mlmc.New("rtmlmc", mlmc.Config{MaxLevel: 10, B: 2, C: 1, Seed: 2}, mlmc.Float64Ops{Dim: 1}, o)
+	e, err := mlmc.New(mlmc.Kind{Method: mlmc.RTMLMC}, mlmc.Config{MaxLevel: 10, B: 2, C: 1, Seed: 2}, mlmc.Float64Ops{Dim: 1}, o)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -7,7 +7,7 @@ import (
 
 // ExpectedCost is the one cost model of the estimators (docs/definitions.md,
 // section 3 "Cost accounting"): the expected samples drawn and oracle evaluations of one
-// iteration of the named estimator ("lsgd", ..., "vr-rrmlmc") with cfg
+// iteration of the estimator k with cfg
 // (zero fields take New's defaults), over an oracle that serves levels up to
 // oracleMax (Unbounded for any level). A level-l draw costs 2^l samples, as
 // in SimCLR (2^l images) and the pricing model (2^l simulated steps).
@@ -18,20 +18,20 @@ import (
 // fresh iteration of D1 base estimates, then QE-1 corrections of D2 base
 // estimates each evaluated twice (at x_t and x_{t-1}) on the same draws.
 // The error is New's for the same arguments.
-func ExpectedCost(name string, cfg Config, oracleMax int) (samples, evaluations float64, err error) {
-	m, vr, err := ParseName(name)
-	if err != nil {
-		return 0, 0, err
+func ExpectedCost(k Kind, cfg Config, oracleMax int) (samples, evaluations float64, err error) {
+	if k.Method < 0 || int(k.Method) >= len(methodNames) {
+		return 0, 0, fmt.Errorf("unknown estimator %v", k.Method)
 	}
+	m, vr := k.Method, k.VR
 	cfg = cfg.withDefaults()
 	if err := cfg.check(m, oracleMax); err != nil {
-		return 0, 0, fmt.Errorf("estimator %s: %w", name, err)
+		return 0, 0, fmt.Errorf("estimator %s: %w", k, err)
 	}
 	levelCost := func(l int) float64 { return math.Exp2(float64(l)) }
-	// passes is the oracle evaluations of one query at level l: H^l above
-	// the minimum level of an MLMC estimator takes CorrectionPasses.
+	// passes is the oracle evaluations of one query at level l: a
+	// correction H^l takes CorrectionPasses.
 	passes := func(l int) float64 {
-		if m == LSGD || l == cfg.MinLevel {
+		if !cfg.correction(m, l) {
 			return 1
 		}
 		return float64(cfg.CorrectionPasses)

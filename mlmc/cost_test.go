@@ -31,13 +31,13 @@ func TestExpectedCostMatchesEstimators(t *testing.T) {
 	const iters = 8000 // a multiple of every QE above
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			wantSamples, wantEvals, err := ExpectedCost(tc.name, tc.cfg, tc.oracleMax)
+			wantSamples, wantEvals, err := ExpectedCost(mustKind(tc.name), tc.cfg, tc.oracleMax)
 			if err != nil {
 				t.Fatal(err)
 			}
 			s := NewSynthetic(2, 1, 1, 1, 5)
 			s.Max = tc.oracleMax
-			e, err := New[[]float64](tc.name, tc.cfg, Float64Ops{Dim: 2}, s)
+			e, err := New[[]float64](mustKind(tc.name), tc.cfg, Float64Ops{Dim: 2}, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestExpectedCostValues(t *testing.T) {
 		{"vmlmc", Config{MinLevel: 1, MaxLevel: 3}, Unbounded, 24, 7},
 	}
 	for _, tc := range cases {
-		s, e, err := ExpectedCost(tc.name, tc.cfg, tc.oracleMax)
+		s, e, err := ExpectedCost(mustKind(tc.name), tc.cfg, tc.oracleMax)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -94,10 +94,10 @@ func TestExpectedCostValues(t *testing.T) {
 			t.Errorf("%s: ExpectedCost = %g samples, %g evaluations; want %g, %g", tc.name, s, e, tc.wantSamples, tc.wantEvals)
 		}
 	}
-	if _, _, err := ExpectedCost("sgd", Config{}, Unbounded); err == nil {
-		t.Error("ExpectedCost accepted an unknown estimator name")
+	if _, _, err := ExpectedCost(Kind{Method: Method(len(methodNames))}, Config{}, Unbounded); err == nil {
+		t.Error("ExpectedCost accepted an unknown method")
 	}
-	if _, _, err := ExpectedCost("rtmlmc", Config{MinLevel: 1, MaxLevel: 9}, 6); err == nil {
+	if _, _, err := ExpectedCost(mustKind("rtmlmc"), Config{MinLevel: 1, MaxLevel: 9}, 6); err == nil {
 		t.Error("ExpectedCost accepted a maximum level above the oracle's")
 	}
 }

@@ -41,16 +41,31 @@ func Names() []string {
 	return names
 }
 
-// ParseName splits an estimator name ("rtmlmc", "vr-rtmlmc", ...) into its
-// base method and whether it is variance reduced.
-func ParseName(name string) (m Method, vr bool, err error) {
+// Kind is an estimator: a base method of the table, variance reduced
+// (docs/definitions.md, section 2 "The estimators") or not. Its String is
+// the name New's callers know it by ("rtmlmc", "vr-rtmlmc", ...).
+type Kind struct {
+	Method Method
+	VR     bool
+}
+
+func (k Kind) String() string {
+	if k.VR {
+		return "vr-" + k.Method.String()
+	}
+	return k.Method.String()
+}
+
+// ParseKind reads an estimator name ("rtmlmc", "vr-rtmlmc", ...; any
+// case): the one parser of the names.
+func ParseKind(name string) (Kind, error) {
 	base, vr := strings.CutPrefix(strings.ToLower(strings.TrimSpace(name)), "vr-")
 	for i, n := range methodNames {
 		if base == n {
-			return Method(i), vr, nil
+			return Kind{Method: Method(i), VR: vr}, nil
 		}
 	}
-	return 0, false, fmt.Errorf("unknown estimator %q: use one of %s", name, strings.Join(Names(), ", "))
+	return Kind{}, fmt.Errorf("unknown estimator %q: use one of %s", name, strings.Join(Names(), ", "))
 }
 
 // Config holds an estimator's settings. Zero values take the defaults
@@ -170,20 +185,20 @@ type Estimator[V any] struct {
 	plan []query // scratch
 }
 
-// New makes the named estimator ("lsgd", ..., "vr-rrmlmc") over oracle o.
-// Errors name the setting to change.
-func New[V any](name string, cfg Config, ops VecOps[V], o Oracle[V]) (*Estimator[V], error) {
-	m, vr, err := ParseName(name)
-	if err != nil {
-		return nil, err
+// New makes the estimator k over oracle o. Errors name the setting to
+// change in this package's terms (minimum level, b, c, QE, ...); a command
+// words them as its flags.
+func New[V any](k Kind, cfg Config, ops VecOps[V], o Oracle[V]) (*Estimator[V], error) {
+	if k.Method < 0 || int(k.Method) >= len(methodNames) {
+		return nil, fmt.Errorf("unknown estimator %v", k.Method)
 	}
+	m, vr := k.Method, k.VR
 	cfg = cfg.withDefaults()
 	if err := cfg.check(m, o.MaxLevel()); err != nil {
-		return nil, fmt.Errorf("estimator %s: %w", name, err)
+		return nil, fmt.Errorf("estimator %s: %w", k, err)
 	}
-	e := &Estimator[V]{name: m.String(), method: m, vr: vr, cfg: cfg, ops: ops, oracle: o}
+	e := &Estimator[V]{name: k.String(), method: m, vr: vr, cfg: cfg, ops: ops, oracle: o}
 	if vr {
-		e.name = "vr-" + e.name
 		e.state = ops.New()
 	}
 	e.pcg = rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)
@@ -333,11 +348,11 @@ func (e *Estimator[V]) accumulate(step *Step, out V, alpha float64, correction b
 // makePlan draws the levels of one base estimate (the table of docs/definitions.md, section 2 "The estimators").
 func (e *Estimator[V]) makePlan(plan []query, step *Step) []query {
 	c := e.cfg
-	at := func(l int, w float64) query { return query{level: l, diff: l > c.MinLevel, weight: w} }
+	at := func(l int, w float64) query { return query{level: l, diff: c.correction(e.method, l), weight: w} }
 	switch e.method {
 	case LSGD:
 		for range c.NL {
-			plan = append(plan, query{level: c.MaxLevel, weight: 1 / float64(c.NL)})
+			plan = append(plan, at(c.MaxLevel, 1/float64(c.NL)))
 		}
 	case VMLMC:
 		for l := c.MinLevel; l <= c.MaxLevel; l++ {
@@ -360,6 +375,13 @@ func (e *Estimator[V]) makePlan(plan []query, step *Step) []query {
 	}
 	return plan
 }
+
+// correction says whether method m queries level l as a correction H^l
+// (every level above the minimum of an MLMC estimator) rather than as
+// h^l (L-SGD's every query, and an MLMC estimator's minimum level). It is
+// the one statement of it, which the estimators' plans and ExpectedCost's
+// passes share.
+func (c Config) correction(m Method, l int) bool { return m != LSGD && l > c.MinLevel }
 
 // drawGeometric draws from the unbounded law and redraws levels the oracle
 // cannot serve, which draws from the law conditioned on T <= geomMax (e.geom).

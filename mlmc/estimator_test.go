@@ -204,11 +204,11 @@ func TestEstimatorMomentsOnSyntheticOracle(t *testing.T) {
 			copy(o.X, []float64{0.5, -0.5, 0})
 			cfg := tc.cfg
 			cfg.B, cfg.C, cfg.Seed = 2, 1, uint64(ci)
-			e, err := New(tc.name, cfg, Float64Ops{Dim: 3}, o)
+			e, err := New(mustKind(tc.name), cfg, Float64Ops{Dim: 3}, o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, _, _ := ParseName(tc.name)
+			m := mustKind(tc.name).Method
 			law := e.trunc
 			if m == RUMLMC || m == RRMLMC {
 				law = e.geom

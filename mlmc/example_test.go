@@ -57,14 +57,14 @@ func (o *squaredMean) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float6
 
 func (o *squaredMean) Release(mlmc.Sample) {}
 
-// train runs iters steps of x <- x - 0.05 v_t from x = 0 with the named
-// estimator and reports the mean iterate over the second half of the run
+// train runs iters steps of x <- x - 0.05 v_t from x = 0 with estimator k
+// and reports the mean iterate over the second half of the run
 // (the steps keep their noise; the mean shows where they settle) and what
 // the run cost against mlmc.ExpectedCost.
-func train(name string, cfg mlmc.Config, iters int) {
+func train(k mlmc.Kind, cfg mlmc.Config, iters int) {
 	x, xPrev := 0.0, 0.0
 	oracle := &squaredMean{x: &x, xPrev: &xPrev, rng: rand.New(rand.NewPCG(1, 2))}
-	est, err := mlmc.New[[]float64](name, cfg, mlmc.Float64Ops{Dim: 1}, oracle)
+	est, err := mlmc.New[[]float64](k, cfg, mlmc.Float64Ops{Dim: 1}, oracle)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -82,7 +82,7 @@ func train(name string, cfg mlmc.Config, iters int) {
 			tail += x
 		}
 	}
-	samples, evals, _ := mlmc.ExpectedCost(name, cfg, mlmc.Unbounded)
+	samples, evals, _ := mlmc.ExpectedCost(k, cfg, mlmc.Unbounded)
 	tot := est.Totals()
 	fmt.Printf("%s: mean x over iterations %d..%d = %.2f (minimiser 1)\n", est.Name(), iters/2, iters, tail/float64(iters-iters/2))
 	fmt.Printf("samples per iteration %.1f (expected %.1f), evaluations %.2f (expected %.2f)\n",
@@ -95,7 +95,7 @@ func train(name string, cfg mlmc.Config, iters int) {
 // few small batches (8 samples per iteration here, where L-SGD at L = 8
 // would draw 256).
 func ExampleNew() {
-	train("rtmlmc", mlmc.Config{MinLevel: 1, MaxLevel: 8, Seed: 3}, 10000)
+	train(mlmc.Kind{Method: mlmc.RTMLMC}, mlmc.Config{MinLevel: 1, MaxLevel: 8, Seed: 3}, 10000)
 	// Output:
 	// rtmlmc: mean x over iterations 5000..10000 = 1.02 (minimiser 1)
 	// samples per iteration 7.9 (expected 8.0), evaluations 1.00 (expected 1.00)
@@ -106,7 +106,7 @@ func ExampleNew() {
 // x_{t-1} to x_t on the same draws, which the oracle evaluates at both
 // points (hence two evaluations per draw).
 func ExampleNew_varianceReduced() {
-	train("vr-rtmlmc", mlmc.Config{MinLevel: 1, MaxLevel: 8, D1: 4, D2: 1, QE: 5, Seed: 3}, 10000)
+	train(mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, mlmc.Config{MinLevel: 1, MaxLevel: 8, D1: 4, D2: 1, QE: 5, Seed: 3}, 10000)
 	// Output:
 	// vr-rtmlmc: mean x over iterations 5000..10000 = 1.02 (minimiser 1)
 	// samples per iteration 12.7 (expected 12.9), evaluations 2.40 (expected 2.40)
@@ -118,7 +118,12 @@ func ExampleNew_varianceReduced() {
 func ExampleExpectedCost() {
 	cfg := mlmc.Config{MinLevel: 1, MaxLevel: 9}
 	for _, name := range []string{"lsgd", "vmlmc", "rtmlmc", "rrmlmc", "vr-rtmlmc"} {
-		samples, evals, err := mlmc.ExpectedCost(name, cfg, 12)
+		k, err := mlmc.ParseKind(name)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		samples, evals, err := mlmc.ExpectedCost(k, cfg, 12)
 		if err != nil {
 			fmt.Println(err)
 			return

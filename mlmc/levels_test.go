@@ -81,7 +81,7 @@ func TestGeometricConditionedIsTruncated(t *testing.T) {
 	}
 }
 
-func TestParseName(t *testing.T) {
+func TestParseKind(t *testing.T) {
 	cases := []struct {
 		name string
 		m    Method
@@ -100,12 +100,15 @@ func TestParseName(t *testing.T) {
 		{"vr-vr-rtmlmc", 0, false, true},
 	}
 	for _, tc := range cases {
-		m, vr, err := ParseName(tc.name)
-		if (err != nil) != tc.err || (err == nil && (m != tc.m || vr != tc.vr)) {
-			t.Errorf("ParseName(%q) = %v, %v, %v; want %v, %v, error %v", tc.name, m, vr, err, tc.m, tc.vr, tc.err)
+		k, err := ParseKind(tc.name)
+		if (err != nil) != tc.err || (err == nil && (k.Method != tc.m || k.VR != tc.vr)) {
+			t.Errorf("ParseKind(%q) = %v, %v; want %v, %v, error %v", tc.name, k, err, tc.m, tc.vr, tc.err)
 		}
 		if err != nil && !strings.Contains(err.Error(), "vr-rrmlmc") {
-			t.Errorf("ParseName(%q) error %q does not list the valid names", tc.name, err)
+			t.Errorf("ParseKind(%q) error %q does not list the valid names", tc.name, err)
+		}
+		if err == nil && k.String() != strings.ToLower(tc.name) {
+			t.Errorf("ParseKind(%q).String() = %q, want the name back", tc.name, k)
 		}
 	}
 	if len(Names()) != 10 {
@@ -127,13 +130,12 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"bad D2", "vr-rtmlmc", Config{MaxLevel: 2, D2: -1}, Unbounded, "D2 = -1"},
 		{"ru min above oracle", "rumlmc", Config{MinLevel: 9}, 8, "minimum level 9 is above the largest level the oracle serves (8)"},
 		{"negative rate", "rtmlmc", Config{MaxLevel: 2, B: -1}, Unbounded, "rates"},
-		{"unknown", "mlmc", Config{MaxLevel: 2}, Unbounded, "unknown estimator"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewSynthetic(2, 1, 1, 1, 1)
 			o.Max = tc.oracleMax
-			_, err := New(tc.estimator, tc.cfg, Float64Ops{Dim: 2}, o)
+			_, err := New(mustKind(tc.estimator), tc.cfg, Float64Ops{Dim: 2}, o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -206,7 +208,7 @@ func TestExplicitLaw(t *testing.T) {
 func TestExplicitAllocations(t *testing.T) {
 	o := NewSynthetic(2, 1, 2, 1, 3)
 	probs := []float64{0.1, 0.2, 0.3, 0.4} // levels 2..5
-	rt, err := New("rtmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelProbs: probs, Seed: 9}, Float64Ops{Dim: 2}, o)
+	rt, err := New(mustKind("rtmlmc"), Config{MinLevel: 2, MaxLevel: 5, LevelProbs: probs, Seed: 9}, Float64Ops{Dim: 2}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,12 +231,12 @@ func TestExplicitAllocations(t *testing.T) {
 			t.Errorf("rtmlmc drew level %d with frequency %.4f, want %.4f (se %.4f)", l, freq, q, se)
 		}
 	}
-	if got, _, err := ExpectedCost("rtmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelProbs: probs}, Unbounded); err != nil || math.Abs(got-wantImages) > 1e-9 {
+	if got, _, err := ExpectedCost(mustKind("rtmlmc"), Config{MinLevel: 2, MaxLevel: 5, LevelProbs: probs}, Unbounded); err != nil || math.Abs(got-wantImages) > 1e-9 {
 		t.Errorf("ExpectedCost(rtmlmc) = %g, %v; want %g images", got, err, wantImages)
 	}
 
 	draws := []int{5, 1, 3, 2}
-	vm, err := New("vmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelDraws: draws}, Float64Ops{Dim: 2}, o)
+	vm, err := New(mustKind("vmlmc"), Config{MinLevel: 2, MaxLevel: 5, LevelDraws: draws}, Float64Ops{Dim: 2}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func TestExplicitAllocations(t *testing.T) {
 	if float64(step.Samples) != wantImages {
 		t.Errorf("vmlmc step drew %d images, want %g", step.Samples, wantImages)
 	}
-	if got, _, err := ExpectedCost("vmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelDraws: draws}, Unbounded); err != nil || got != wantImages {
+	if got, _, err := ExpectedCost(mustKind("vmlmc"), Config{MinLevel: 2, MaxLevel: 5, LevelDraws: draws}, Unbounded); err != nil || got != wantImages {
 		t.Errorf("ExpectedCost(vmlmc) = %g, %v; want %g images", got, err, wantImages)
 	}
 
@@ -270,8 +272,18 @@ func TestExplicitAllocations(t *testing.T) {
 		{"vmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelDraws: []int{1, 1, 1}}, "3 counts for the 4 levels 2..5"},
 		{"vmlmc", Config{MinLevel: 2, MaxLevel: 5, LevelDraws: []int{1, 0, 1, 1}}, "n at level 3 is 0"},
 	} {
-		if _, err := New(bad.name, bad.cfg, Float64Ops{Dim: 2}, o); err == nil || !strings.Contains(err.Error(), bad.says) {
+		if _, err := New(mustKind(bad.name), bad.cfg, Float64Ops{Dim: 2}, o); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("New(%s, %+v): error %v, want one saying %q", bad.name, bad.cfg, err, bad.says)
 		}
 	}
+}
+
+// mustKind is the estimator a test names; a misspelt name is the test's
+// own bug.
+func mustKind(name string) Kind {
+	k, err := ParseKind(name)
+	if err != nil {
+		panic(err)
+	}
+	return k
 }

@@ -122,16 +122,17 @@ func PredictVR(base []Prediction, levels []LevelStat, top LevelStat, cfg LevelsC
 	alloc := Config{MinLevel: minL, MaxLevel: maxL, B: cfg.B, C: cfg.C, D1: cfg.D1, D2: cfg.D2, QE: cfg.QE}.withDefaults()
 	var lsgd Prediction
 	for _, p := range base {
-		if m, vr, err := ParseName(p.Name); err == nil && m == LSGD && !vr {
+		if k, err := ParseKind(p.Name); err == nil && k == (Kind{Method: LSGD}) {
 			lsgd = p
 		}
 	}
 	d1, d2, qe := float64(cfg.D1), float64(cfg.D2), float64(cfg.QE)
 	var out []Prediction
 	for _, p := range base {
-		// The "-opt" allocations are no estimator's: ParseName refuses them.
-		m, isVR, err := ParseName(p.Name)
-		if err != nil || isVR {
+		// The "-opt" allocations are no estimator's: ParseKind refuses them.
+		k, err := ParseKind(p.Name)
+		m := k.Method
+		if err != nil || k.VR {
 			continue
 		}
 		var corr, prevSec float64 // E|corr|^2, and the expected time of the evaluations at x_(t-1)

@@ -18,7 +18,7 @@ func verdict(rep *LevelsReport) string {
 	}
 	for _, p := range rep.Estimators {
 		// L-SGD, with variance reduction or without, is not MLMC.
-		if m, _, err := ParseName(p.Name); (err == nil && m == LSGD) || math.IsNaN(relOf(p)) {
+		if k, err := ParseKind(p.Name); (err == nil && k.Method == LSGD) || math.IsNaN(relOf(p)) {
 			continue
 		}
 		if relOf(p) < relOf(best) {

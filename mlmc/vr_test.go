@@ -17,7 +17,7 @@ func TestVRFreshStepIsMeanOfD1Estimates(t *testing.T) {
 			o.Ma = 2
 			copy(o.X, []float64{0.5, -0.5, 0})
 			cfg := Config{MinLevel: 1, MaxLevel: 3, B: 2, C: 1, D1: 3, QE: 1, Seed: uint64(ci)}
-			e, err := New(name, cfg, Float64Ops{Dim: 3}, o)
+			e, err := New(mustKind(name), cfg, Float64Ops{Dim: 3}, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestVRCorrectionHasExpectedMean(t *testing.T) {
 			o := NewSynthetic(3, 1, 2, 1, uint64(300+ci))
 			o.Ma = 2
 			cfg := Config{MinLevel: 1, MaxLevel: 3, B: 2, C: 1, D2: 2, QE: 1000, Seed: uint64(ci)}
-			e, err := New(name, cfg, Float64Ops{Dim: 3}, o)
+			e, err := New(mustKind(name), cfg, Float64Ops{Dim: 3}, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestVRCorrectionHasExpectedMean(t *testing.T) {
 
 func TestVRCorrectionNeedsState(t *testing.T) {
 	o := NewSynthetic(2, 1, 1, 1, 1)
-	e, err := New("vr-rtmlmc", Config{MinLevel: 1, MaxLevel: 3, QE: 5}, Float64Ops{Dim: 2}, o)
+	e, err := New(mustKind("vr-rtmlmc"), Config{MinLevel: 1, MaxLevel: 3, QE: 5}, Float64Ops{Dim: 2}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestMarshalResumesExactly(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := Config{MinLevel: 1, MaxLevel: 4, QE: 3, D1: 2, D2: 2, Seed: 7}
 			o1 := NewSynthetic(2, 1, 1.5, 1, 9)
-			e1, err := New(name, cfg, Float64Ops{Dim: 2}, o1)
+			e1, err := New(mustKind(name), cfg, Float64Ops{Dim: 2}, o1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +174,7 @@ func TestMarshalResumesExactly(t *testing.T) {
 				o2.Draw(0)
 			}
 			copy(o2.X, savedX)
-			e2, err := New(name, cfg, Float64Ops{Dim: 2}, o2)
+			e2, err := New(mustKind(name), cfg, Float64Ops{Dim: 2}, o2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,7 +202,7 @@ func TestMarshalResumesExactly(t *testing.T) {
 func TestUnmarshalRejectsBadState(t *testing.T) {
 	o := NewSynthetic(2, 1, 1, 1, 1)
 	mk := func(name string) *Estimator[[]float64] {
-		e, err := New(name, Config{MinLevel: 1, MaxLevel: 3}, Float64Ops{Dim: 2}, o)
+		e, err := New(mustKind(name), Config{MinLevel: 1, MaxLevel: 3}, Float64Ops{Dim: 2}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,12 +235,12 @@ func TestUnmarshalRejectsBadState(t *testing.T) {
 
 func FuzzUnmarshalBinary(f *testing.F) {
 	o := NewSynthetic(2, 1, 1, 1, 1)
-	e, _ := New("vr-rrmlmc", Config{MinLevel: 1}, Float64Ops{Dim: 2}, o)
+	e, _ := New(mustKind("vr-rrmlmc"), Config{MinLevel: 1}, Float64Ops{Dim: 2}, o)
 	good, _ := e.MarshalBinary()
 	f.Add(good)
 	f.Add([]byte{1, 200, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, _ := New("vr-rrmlmc", Config{MinLevel: 1}, Float64Ops{Dim: 2}, o)
+		e, _ := New(mustKind("vr-rrmlmc"), Config{MinLevel: 1}, Float64Ops{Dim: 2}, o)
 		_ = e.UnmarshalBinary(data) // must return an error or succeed, never panic
 	})
 }

@@ -113,21 +113,21 @@ func (t *trainer) checkpoint() error {
 				checkpoint.Tensor{Name: "head_prev_var", Shape: []int{variance.Len()}, Data: download(variance)})
 		}
 	}
-	if err := checkpoint.Write(filepath.Join(t.cfg.Out, runfolder.StateFile), tensors, meta); err != nil {
+	if err := checkpoint.Write(filepath.Join(t.plan.Out, runfolder.StateFile), tensors, meta); err != nil {
 		return err
 	}
-	return t.model.Save(filepath.Join(t.cfg.Out, runfolder.ModelFile), map[string]string{
+	return t.model.Save(filepath.Join(t.plan.Out, runfolder.ModelFile), map[string]string{
 		"iteration": strconv.Itoa(t.iter), "estimator": t.est.Name(), "width": strconv.FormatFloat(t.cfg.Width, 'g', -1, 64),
-		"proj_dim": strconv.Itoa(t.cfg.ProjDim), "dataset": t.cfg.Dataset, "version": t.cfg.Version,
+		"proj_dim": strconv.Itoa(t.cfg.ProjDim), "dataset": t.cfg.Dataset, "version": t.plan.Version,
 	})
 }
 
 // restore loads state.safetensors into the session.
 func (t *trainer) restore() error {
-	path := filepath.Join(t.cfg.Out, runfolder.StateFile)
+	path := filepath.Join(t.plan.Out, runfolder.StateFile)
 	if t.comm.Rank() == 0 {
 		checkpoint.RemoveStale(path)
-		checkpoint.RemoveStale(filepath.Join(t.cfg.Out, runfolder.ModelFile))
+		checkpoint.RemoveStale(filepath.Join(t.plan.Out, runfolder.ModelFile))
 	}
 	f, err := checkpoint.Read(path)
 	if err != nil {
@@ -205,7 +205,7 @@ func (t *trainer) restore() error {
 	}
 	if ranks != t.comm.Size() {
 		return bad("%w: the run trained on %d rank(s) and this session has %d; resume it with the same number (mpirun -np %d simclr train --resume %s, or without mpirun for 1), since each rank continues its own draws",
-			ErrRanksDiffer, ranks, t.comm.Size(), ranks, t.cfg.Out)
+			ErrRanksDiffer, ranks, t.comm.Size(), ranks, t.plan.Out)
 	}
 	mine := rankState{EstimatorRNG: f.Metadata["estimator_rng"], Loader: f.Metadata["loader"]}
 	if s := f.Metadata["rank_states"]; s != "" {
@@ -268,7 +268,7 @@ func (t *trainer) restore() error {
 		return nil
 	}
 	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile} {
-		if err := runfolder.TruncateAfter(filepath.Join(t.cfg.Out, name), t.iter); err != nil {
+		if err := runfolder.TruncateAfter(filepath.Join(t.plan.Out, name), t.iter); err != nil {
 			return err
 		}
 	}

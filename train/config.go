@@ -16,9 +16,13 @@ import (
 	"github.com/simclr-go/simclr/model/resnet18"
 )
 
-// Config is every setting of a training run, resolved (defaults filled in)
-// before training and saved as the run's config.json.
-type Config struct {
+// Settings is what a user asks of a training run: every flag and
+// config-file key that changes what the run computes or where it writes.
+// Resolve completes it, with what setup learns (Facts), into the run's
+// Plan; config.json records both, flat (record), so that the settings
+// repeat the run and the plan explains it. Nothing changes Settings during
+// a run.
+type Settings struct {
 	Dataset string `json:"dataset"`  // cifar10, cifar100, svhn, folder:PATH
 	DataDir string `json:"data_dir"` // where the data sets live
 	// TrainSubset and TestSubset keep only this many images of each split,
@@ -34,15 +38,13 @@ type Config struct {
 	VMLMCN    float64 `json:"vmlmc_n"` // 0: 2^((b+c)L/2), so that n_L = 1
 	// LevelLaw is "" (or "rates": q_l and n_l from B and C) or
 	// "measured:FILE", the optimal law of a `simclr levels --json` file,
-	// resolved once into LevelProbs (rtmlmc) or LevelDraws (vmlmc) and
-	// recorded with the run.
-	LevelLaw   string    `json:"level_law,omitempty"`
-	LevelProbs []float64 `json:"level_probs,omitempty"`
-	LevelDraws []int     `json:"level_draws,omitempty"`
-	NL         int       `json:"lsgd_draws"`
-	D1         int       `json:"d1"`
-	D2         int       `json:"d2"`
-	QE         int       `json:"qe"`
+	// resolved once into Plan.LevelProbs (rtmlmc) or Plan.LevelDraws
+	// (vmlmc) and recorded with the run.
+	LevelLaw string `json:"level_law,omitempty"`
+	NL       int    `json:"lsgd_draws"`
+	D1       int    `json:"d1"`
+	D2       int    `json:"d2"`
+	QE       int    `json:"qe"`
 	// Halves is how H^l computes its half-batch losses: "shared" (one
 	// pass) or "separate" (three passes, exact with batch norm;
 	// docs/definitions.md, section 4 "Contrastive learning as a biased
@@ -50,7 +52,9 @@ type Config struct {
 	Halves string `json:"halves"`
 	// MaxServable is the largest level the oracle serves (RU/RR redraw
 	// levels above it); 0 means min(floor(log2 n), MaxLevel+3), since a
-	// level-l query holds 2^(l+1) views in memory.
+	// level-l query holds 2^(l+1) views in memory. config.json records
+	// the plan's level under this key (record), so that a resumed run
+	// serves the same levels.
 	MaxServable int `json:"max_servable_level"`
 
 	// Length: exactly one of Epochs, Iterations, MaxSamples is set.
@@ -79,15 +83,11 @@ type Config struct {
 	Workers   int    `json:"workers"`
 
 	// Dist is the communication of data-parallel training: auto, none,
-	// mpi or nccl (package collective). DistAddr, Rank and WorldSize are
-	// NCCL's TCP rendezvous when no launcher started the ranks.
-	Dist      string `json:"dist"`
-	DistAddr  string `json:"dist_addr,omitempty"`
-	Rank      int    `json:"-"`
-	WorldSize int    `json:"-"`
-	// Ranks is the number of ranks the run trains on (resolved); a resumed
-	// run needs the same number.
-	Ranks int `json:"ranks,omitempty"`
+	// mpi or nccl (package collective). DistAddr, with Session.Rank and
+	// Session.WorldSize, is NCCL's TCP rendezvous when no launcher started
+	// the ranks.
+	Dist     string `json:"dist"`
+	DistAddr string `json:"dist_addr,omitempty"`
 
 	Out       string `json:"out"`
 	EvalEvery int    `json:"eval_every"` // epochs between kNN evaluations; 0: none
@@ -115,21 +115,12 @@ type Config struct {
 	ProbeBaseline   bool `json:"probe_baseline"` // also probe the network at initialisation
 
 	Preset string `json:"preset,omitempty"`
-
-	// Filled in by Resolve / the trainer, for the record.
-	Version       string  `json:"version"`
-	DeviceLog     string  `json:"device_log,omitempty"`
-	TrainImages   int     `json:"train_images,omitempty"`
-	ItersPerEpoch int     `json:"iterations_per_epoch,omitempty"`
-	TotalIters    int     `json:"total_iterations,omitempty"`
-	WarmupIters   int     `json:"warmup_iterations,omitempty"`
-	ResolvedLR    float64 `json:"resolved_lr,omitempty"`
 }
 
 // Defaults is the reference recipe of docs/definitions.md, section 6 "Training
 // recipe" with L = 9 (batch 512).
-func Defaults() Config {
-	return Config{
+func Defaults() Settings {
+	return Settings{
 		Dataset:      "cifar10",
 		Estimator:    "lsgd",
 		MinLevel:     1,
@@ -206,7 +197,7 @@ func (p *Period) UnmarshalJSON(b []byte) error {
 // has the measured accuracies, with the command and machine).
 // The learning rate is 0.5 rather than the recipe's 0.06 x 128/512: so
 // short a run needs a larger step.
-func Quick() Config {
+func Quick() Settings {
 	c := Defaults()
 	c.Preset = "quick"
 	c.TrainSubset = 5000
@@ -228,10 +219,10 @@ const maxLevelLimit = 16
 // Validate reports the first setting that cannot work, naming the flag. It
 // reads no file, so a command can run it before loading any data. The
 // data set's name is checked by Train and Resume (unless the caller gives
-// the data, Hooks.Splits), with checkDataset.
-func (c *Config) Validate() error {
-	if _, _, err := mlmc.ParseName(c.Estimator); err != nil {
-		return fmt.Errorf("--estimator: %w", err)
+// the data, Session.Splits), with checkDataset.
+func (c *Settings) Validate() error {
+	if _, err := c.Kind(); err != nil {
+		return err
 	}
 	lengths := 0
 	for _, set := range []bool{c.Epochs > 0, c.Iterations > 0, c.MaxSamples > 0} {
@@ -316,7 +307,7 @@ func (c *Config) Validate() error {
 	case c.Out == "":
 		return fmt.Errorf("--out: give the run folder, e.g. --out runs/NAME")
 	}
-	if err := c.resolveLevelLaw(); err != nil {
+	if _, err := c.measuredLawPath(); err != nil {
 		return err
 	}
 	if err := (resnet18.Config{Width: c.Width, ProjDim: c.ProjDim}).Validate(); err != nil {
@@ -343,16 +334,23 @@ func (c *Config) Validate() error {
 	if _, err := collective.ParseKind(c.Dist); err != nil {
 		return err
 	}
-	if c.WorldSize < 0 || c.Rank < 0 || (c.WorldSize > 0 && c.Rank >= c.WorldSize) {
-		return fmt.Errorf("--rank %d of --world-size %d: give a rank from 0 to world size - 1", c.Rank, c.WorldSize)
-	}
 	return nil
+}
+
+// Kind is the estimator --estimator names: the one place the name is
+// read.
+func (c *Settings) Kind() (mlmc.Kind, error) {
+	k, err := mlmc.ParseKind(c.Estimator)
+	if err != nil {
+		return k, fmt.Errorf("--estimator: %w", err)
+	}
+	return k, nil
 }
 
 // checkDataset checks the --dataset name (not the files) when the trainer
 // is to load it.
-func checkDataset(c *Config, hooks Hooks) error {
-	if hooks.Splits != nil {
+func checkDataset(c *Settings, sess Session) error {
+	if sess.Splits != nil {
 		return nil
 	}
 	if err := datasets.CheckName(c.Dataset); err != nil {
@@ -362,7 +360,7 @@ func checkDataset(c *Config, hooks Hooks) error {
 }
 
 // augmentConfig is the view recipe named by Augment ("" is simclr).
-func (c *Config) augmentConfig() (augment.Config, error) {
+func (c *Settings) augmentConfig() (augment.Config, error) {
 	if c.Augment == "" {
 		return augment.SimCLR(), nil
 	}
@@ -375,24 +373,16 @@ func defaultLR(maxLevel int) float64 { return 0.06 * math.Exp2(float64(maxLevel)
 
 // correctionPasses is the network passes of one H^l above l_min: three
 // with separate halves, else one.
-func (c *Config) correctionPasses() int {
+func (c *Settings) correctionPasses() int {
 	if c.Halves == contrastive.HalvesSeparate {
 		return 3
 	}
 	return 1
 }
 
-// mlmcConfig is the estimator configuration of c.
-func (c *Config) mlmcConfig() mlmc.Config {
+// mlmcConfig is the estimator configuration of c, with the level law of
+// --level-law measured:FILE (probs or draws; nil for the rates' law).
+func (c *Settings) mlmcConfig(probs []float64, draws []int) mlmc.Config {
 	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
-		LevelProbs: c.LevelProbs, LevelDraws: c.LevelDraws, NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
-}
-
-// evalPeriod is the number of iterations between kNN evaluations (0: none):
-// --eval-every-iterations, else --eval-every epochs.
-func (c *Config) evalPeriod() int {
-	if c.EvalEveryIters > 0 {
-		return c.EvalEveryIters
-	}
-	return c.EvalEvery * c.ItersPerEpoch
+		LevelProbs: probs, LevelDraws: draws, NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
 }

@@ -41,9 +41,13 @@ func TestStartupLinePrintsExpectedCost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			plan, err := Resolve(cfg, Facts{TrainImages: splits.Train.Len(), ServableLevel: maxServable, Ranks: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
 			oracle := mlmc.NewSynthetic(1, 1, 1, 1, 3)
 			oracle.Max = maxServable
-			est, err := mlmc.New[[]float64](name, cfg.mlmcConfig(), mlmc.Float64Ops{Dim: 1}, oracle)
+			est, err := mlmc.New[[]float64](plan.Estimator, plan.MLMC, mlmc.Float64Ops{Dim: 1}, oracle)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,11 +96,12 @@ func TestExpectedCostOverRanks(t *testing.T) {
 		{"vmlmc", 2, 2 * 24, 2 * 7},
 	} {
 		cfg := Defaults()
-		cfg.Estimator, cfg.MinLevel, cfg.MaxLevel, cfg.Ranks = tc.estimator, 1, 3, tc.ranks
-		images, evals, err := expectedCost(&cfg, 6)
+		cfg.Estimator, cfg.MinLevel, cfg.MaxLevel, cfg.Iterations = tc.estimator, 1, 3, 1
+		plan, err := Resolve(cfg, Facts{TrainImages: 64, ServableLevel: 6, Ranks: tc.ranks})
 		if err != nil {
 			t.Fatal(err)
 		}
+		images, evals := plan.ExpectedImages, plan.ExpectedEvals
 		if math.Abs(images-tc.images) > 1e-9 || math.Abs(evals-tc.evals) > 1e-9 {
 			t.Errorf("%s on %d ranks: %g images, %g evaluations; want %g, %g", tc.estimator, tc.ranks, images, evals, tc.images, tc.evals)
 		}

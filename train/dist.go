@@ -33,29 +33,28 @@ func rankSeed(seed uint64, rank int) uint64 {
 
 // splitsBatch says whether the estimator's draws are split over the ranks
 // (L-SGD) rather than made independently by each rank (MLMC).
-func splitsBatch(estimator string, ranks int) bool {
-	m, _, _ := mlmc.ParseName(estimator)
-	return ranks > 1 && m == mlmc.LSGD
+func splitsBatch(estimator mlmc.Kind, ranks int) bool {
+	return ranks > 1 && estimator.Method == mlmc.LSGD
 }
 
 // launchRank is this process's rank as far as it is known before the
 // communicator is opened: the caller's communicator, the launcher's
 // environment, or --rank for a rendezvous.
-func launchRank(cfg Config, hooks Hooks) int {
-	if hooks.Comm != nil {
-		return hooks.Comm.Rank()
+func launchRank(sess Session) int {
+	if sess.Comm != nil {
+		return sess.Comm.Rank()
 	}
 	if l, err := collective.DetectLaunch(os.Getenv); err == nil && l.Size > 0 {
 		return l.Rank
 	}
-	return cfg.Rank
+	return sess.Rank
 }
 
 // localGPU is the GPU this rank uses: ranks started by mpirun take the GPU
 // of their rank on the node (OMPI_COMM_WORLD_LOCAL_RANK), so that P ranks
 // on a node of P GPUs use one each, unless the launcher already gave each
 // rank one GPU through CUDA_VISIBLE_DEVICES; otherwise GPU 0.
-func localGPU(cfg Config) int {
+func localGPU(cfg Settings) int {
 	if kind, err := collective.ParseKind(cfg.Dist); err != nil || kind == collective.KindNone {
 		return 0
 	}
@@ -143,12 +142,13 @@ func (g *guardedComm) Close() error {
 }
 
 // openComm opens the communicator of the run (the caller's, or the one
-// --dist asks for) and checks the world against the settings.
+// --dist asks for) and checks the world against the session's rank and
+// world size.
 func (t *trainer) openComm() error {
 	cfg := &t.cfg
 	var c collective.Comm
-	if t.hooks.Comm != nil {
-		c = t.hooks.Comm
+	if t.sess.Comm != nil {
+		c = t.sess.Comm
 		t.logf("dist: given by caller: %s", c.Describe())
 	} else {
 		kind, err := collective.ParseKind(cfg.Dist)
@@ -156,7 +156,7 @@ func (t *trainer) openComm() error {
 			return err
 		}
 		var line string
-		c, line, err = collective.Open(kind, t.b, collective.Options{Addr: cfg.DistAddr, Rank: cfg.Rank, Size: cfg.WorldSize})
+		c, line, err = collective.Open(kind, t.b, collective.Options{Addr: cfg.DistAddr, Rank: t.sess.Rank, Size: t.sess.WorldSize})
 		if err != nil {
 			return err
 		}
@@ -166,22 +166,17 @@ func (t *trainer) openComm() error {
 	// The folder and the log were set up for launchRank's guess; a world
 	// that disagrees (--rank or --world-size without a launcher or
 	// rendezvous that provides them) would leave no rank 0 or two.
-	if want := launchRank(*cfg, t.hooks); c.Rank() != want || (cfg.WorldSize > 0 && c.Size() != cfg.WorldSize) {
+	if want := launchRank(t.sess); c.Rank() != want || (t.sess.WorldSize > 0 && c.Size() != t.sess.WorldSize) {
 		if t.ownComm {
 			c.Close()
 		}
 		return fmt.Errorf("--rank %d --world-size %d (or the launcher) disagree with the communicator, %s, which is rank %d of %d: give --rank and --world-size only with --dist nccl --dist-addr, or start the ranks with mpirun",
-			want, cfg.WorldSize, c.Describe(), c.Rank(), c.Size())
+			want, t.sess.WorldSize, c.Describe(), c.Rank(), c.Size())
 	}
 	t.comm = c
 	if c.Size() > 1 {
 		t.comm = &guardedComm{Comm: c}
 	}
-	if p := c.Size(); splitsBatch(cfg.Estimator, p) && (1<<cfg.MaxLevel)%p != 0 {
-		return fmt.Errorf("%s splits its 2^%d = %d images over the ranks, which %d ranks cannot do evenly: use a number of ranks that divides %d",
-			cfg.Estimator, cfg.MaxLevel, 1<<cfg.MaxLevel, p, 1<<cfg.MaxLevel)
-	}
-	cfg.Ranks = c.Size()
 	return nil
 }
 

@@ -48,7 +48,7 @@ const (
 // distConfig is the tiny run every rank and the reference train: 8 images
 // per L-SGD draw (4 per rank on 2 ranks), levels 1..3, QE 2 so that VR
 // alternates fresh estimates and corrections.
-func distConfig(out, estimator string, iterations int) Config {
+func distConfig(out, estimator string, iterations int) Settings {
 	cfg := Defaults()
 	cfg.Dataset = "synthetic"
 	cfg.Estimator = estimator
@@ -147,7 +147,7 @@ func TestDistWorker(t *testing.T) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	b := serialCPU()
-	hooks := Hooks{Log: os.Stderr, Splits: syntheticSplits(64, 16, 16, 4), Backend: b}
+	hooks := Session{Log: os.Stderr, Splits: syntheticSplits(64, 16, 16, 4), Backend: b}
 	hooks.StopAfter, _ = strconv.Atoi(os.Getenv(envDistStop))
 	rank, _ := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_RANK"))
 	hooks.OnStep = func(iter int, params, state tensor.Buffer) error {
@@ -300,7 +300,7 @@ func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 // states set to the mean). L-SGD: rank r's share of each draw is
 // normalised on its own, the projections of all shares make one loss,
 // and the gradient is that of the whole loss.
-func referenceRun(t *testing.T, cfg Config, ranks int) [][]float32 {
+func referenceRun(t *testing.T, cfg Settings, ranks int) [][]float32 {
 	t.Helper()
 	b := serialCPU()
 	splits := syntheticSplits(64, 16, 16, 4)
@@ -312,11 +312,11 @@ func referenceRun(t *testing.T, cfg Config, ranks int) [][]float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Ranks = ranks
-	plan := &trainer{cfg: cfg, log: ioDiscard{}}
-	if err := plan.planLength(splits.Train.Len(), maxServable); err != nil {
+	plan, err := Resolve(cfg, Facts{TrainImages: splits.Train.Len(), ServableLevel: maxServable, Ranks: ranks})
+	if err != nil {
 		t.Fatal(err)
 	}
+	sched := optim.Schedule{BaseLR: float32(plan.LR), WarmupSteps: plan.WarmupIters, TotalSteps: plan.TotalIters}
 	model := resnet18.New(b, netCfg, cfg.Seed)
 	params := model.Params()
 	opt, err := optim.New(b, params, optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
@@ -336,9 +336,9 @@ func referenceRun(t *testing.T, cfg Config, ranks int) [][]float32 {
 		}
 		defer streams[r].Close()
 		oracles[r] = contrastive.NewOracle(b, model, streams[r], cfg.Temperature, maxServable, prev)
-		mc := cfg.mlmcConfig()
+		mc := plan.MLMC
 		mc.Seed = rankSeed(mc.Seed, r)
-		if ests[r], err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, contrastive.NewBufferOps(b, params.Len()), oracles[r]); err != nil {
+		if ests[r], err = mlmc.New[tensor.Buffer](plan.Estimator, mc, contrastive.NewBufferOps(b, params.Len()), oracles[r]); err != nil {
 			t.Fatal(err)
 		}
 		grads[r] = b.Alloc(params.Len())
@@ -365,7 +365,7 @@ func referenceRun(t *testing.T, cfg Config, ranks int) [][]float32 {
 		}
 		b.Copy(prev, params.Flat())
 		b.Copy(params.Grad(), grad)
-		opt.Step(plan.sched.LR(it))
+		opt.Step(sched.LR(it))
 		out = append(out, append([]float32(nil), cpu.Data(params.Flat())...))
 	}
 	return out
@@ -374,7 +374,7 @@ func referenceRun(t *testing.T, cfg Config, ranks int) [][]float32 {
 // lsgdSplitGradient writes into grad the gradient of the loss of one
 // L-SGD draw of 2^L images made of the ranks' shares, each share
 // normalised by batch norm on its own.
-func lsgdSplitGradient(b tensor.Backend, model *resnet18.Model, streams []*loader.Stream, cfg Config, grad tensor.Buffer) {
+func lsgdSplitGradient(b tensor.Backend, model *resnet18.Model, streams []*loader.Stream, cfg Settings, grad tensor.Buffer) {
 	ranks := len(streams)
 	n := 1 << cfg.MaxLevel
 	share, pd := n/ranks, cfg.ProjDim
@@ -431,7 +431,7 @@ func TestDistKilledRankStopsTheOthers(t *testing.T) {
 	}
 
 	// One process cannot continue two ranks' draws.
-	_, err = Resume(context.Background(), out, func(c *Config) error { c.Dist = "none"; return nil }, tinyHooks(syntheticSplits(64, 16, 16, 4)))
+	_, err = Resume(context.Background(), out, func(c *Settings) error { c.Dist = "none"; return nil }, tinyHooks(syntheticSplits(64, 16, 16, 4)))
 	if !errors.Is(err, ErrRanksDiffer) || !strings.Contains(err.Error(), "mpirun -np 2") {
 		t.Fatalf("resume on 1 rank: err = %v, want ErrRanksDiffer naming mpirun -np 2", err)
 	}
@@ -498,8 +498,9 @@ func TestLSGDNeedsRanksThatDivideItsBatch(t *testing.T) {
 // rank 1 (no run folder, no log) of a world of one.
 func TestRankWithoutAWorldIsAnError(t *testing.T) {
 	cfg := tinyConfig(t, "rtmlmc")
-	cfg.Rank, cfg.WorldSize = 1, 2
-	_, err := Train(context.Background(), cfg, tinyHooks(syntheticSplits(16, 8, 16, 2)))
+	sess := tinyHooks(syntheticSplits(16, 8, 16, 2))
+	sess.Rank, sess.WorldSize = 1, 2
+	_, err := Train(context.Background(), cfg, sess)
 	if err == nil || !strings.Contains(err.Error(), "--rank 1 --world-size 2") || !strings.Contains(err.Error(), "rank 0 of 1") {
 		t.Fatalf("err = %v, want one naming --rank 1 --world-size 2 and the world of one", err)
 	}

@@ -20,10 +20,10 @@ func (t *trainer) evalKNN() error {
 	if err != nil {
 		return err
 	}
-	rec := runfolder.Eval{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.cfg.ItersPerEpoch),
+	rec := runfolder.Eval{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.plan.ItersPerEpoch),
 		SamplesDrawn: t.totals.Samples, WallSeconds: t.wall(), KNNTop1: res.Top1, KNNTop5: res.Top5, K: res.K,
 		TrainImages: t.evalSplits().Train.Len(), TestImages: t.splits.Test.Len()}
-	app, err := runfolder.OpenAppender(filepath.Join(t.cfg.Out, runfolder.EvalFile))
+	app, err := runfolder.OpenAppender(filepath.Join(t.plan.Out, runfolder.EvalFile))
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (t *trainer) linearProbe() (*runfolder.Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := eval.ProbeRecord(res, filepath.Join(t.cfg.Out, runfolder.ModelFile), t.cfg.Dataset, t.iter, time.Since(start).Seconds())
+	rec := eval.ProbeRecord(res, filepath.Join(t.plan.Out, runfolder.ModelFile), t.cfg.Dataset, t.iter, time.Since(start).Seconds())
 	t.logf("linear probe: top-1 %.2f%% top-5 %.2f%% (l2 %g, %d train / %d test images, %.1f s)",
 		res.Top1, res.Top5, res.L2, res.Train, res.Test, rec.Seconds)
 	if t.cfg.ProbeBaseline {
@@ -92,7 +92,7 @@ func (t *trainer) linearProbe() (*runfolder.Probe, error) {
 		t.logf("linear probe of the same network at initialisation: top-1 %.2f%% (trained: %.2f%%, %+.2f points)",
 			base.Top1, res.Top1, res.Top1-base.Top1)
 	}
-	if err := runfolder.WriteJSON(filepath.Join(t.cfg.Out, runfolder.ProbeFile), rec); err != nil {
+	if err := runfolder.WriteJSON(filepath.Join(t.plan.Out, runfolder.ProbeFile), rec); err != nil {
 		return nil, err
 	}
 	return rec, nil

@@ -14,45 +14,76 @@ import (
 // LevelLawMeasured prefixes --level-law's file form, measured:FILE.
 const LevelLawMeasured = "measured:"
 
-// resolveLevelLaw fills LevelProbs (RT-MLMC) or LevelDraws (V-MLMC) from
-// the `simclr levels --json` file that --level-law measured:FILE names,
-// once: a resumed run keeps the allocation its config.json recorded, even
-// if the file has changed since.
-func (c *Config) resolveLevelLaw() error {
+// measuredLawPath is the file of --level-law measured:FILE ("" for the
+// rates' law), after checking that the estimator draws its levels from a
+// law on --min-level..--max-level. It reads no file.
+func (c *Settings) measuredLawPath() (string, error) {
 	if c.LevelLaw == "" || c.LevelLaw == "rates" {
-		if c.LevelProbs != nil || c.LevelDraws != nil {
-			return errors.New("config: explicit level probabilities or draws without --level-law measured:FILE")
-		}
-		return nil
+		return "", nil
 	}
 	path, ok := strings.CutPrefix(c.LevelLaw, LevelLawMeasured)
 	if !ok || path == "" {
-		return fmt.Errorf("--level-law %q: use rates (q_l and n_l from --b and --c, the default) or measured:FILE (the optimal law of a `simclr levels --json` file)", c.LevelLaw)
+		return "", fmt.Errorf("--level-law %q: use rates (q_l and n_l from --b and --c, the default) or measured:FILE (the optimal law of a `simclr levels --json` file)", c.LevelLaw)
 	}
-	m, _, err := mlmc.ParseName(c.Estimator)
+	k, err := c.Kind()
 	if err != nil {
-		return fmt.Errorf("--estimator: %w", err)
+		return "", err
 	}
-	if m != mlmc.RTMLMC && m != mlmc.VMLMC {
-		return fmt.Errorf("--level-law %s: only rtmlmc and vmlmc (and their vr- versions) draw levels from a law on --min-level..--max-level; --estimator %s does not", c.LevelLaw, c.Estimator)
+	if k.Method != mlmc.RTMLMC && k.Method != mlmc.VMLMC {
+		return "", fmt.Errorf("--level-law %s: only rtmlmc and vmlmc (and their vr- versions) draw levels from a law on --min-level..--max-level; --estimator %s does not", c.LevelLaw, c.Estimator)
 	}
-	if c.LevelProbs != nil || c.LevelDraws != nil {
-		return nil
+	return path, nil
+}
+
+// readLevelLaw reads the `simclr levels --json` file of --level-law
+// measured:FILE for a new run (nil for the rates' law), checking that it
+// measures the run's levels, so that a bad file stops the run before any
+// data is read. A resumed run keeps the law its config.json recorded
+// instead (Facts.Previous), even if the file has changed since.
+func readLevelLaw(s Settings) (*mlmc.LevelsReport, error) {
+	path, err := s.measuredLawPath()
+	if err != nil || path == "" {
+		return nil, err
 	}
 	rep, err := readLevelsReport(path)
 	if err != nil {
-		return fmt.Errorf("--level-law: %w", err)
+		return nil, fmt.Errorf("--level-law: %w", err)
 	}
-	probs, draws, err := MeasuredAllocation(rep, c.MinLevel, c.MaxLevel, c.B, c.C, c.VMLMCN)
+	if _, _, err := levelLaw(s, rep, nil); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// levelLaw is the level law of --level-law measured:FILE: RT-MLMC's q_l
+// or V-MLMC's n_l (the other nil; both nil for the rates' law), from the
+// previous plan of a resumed run when it holds one, else from rep, the
+// file's report.
+func levelLaw(s Settings, rep *mlmc.LevelsReport, prev *Plan) (probs []float64, draws []int, err error) {
+	path, err := s.measuredLawPath()
 	if err != nil {
-		return fmt.Errorf("--level-law: %s: %w", path, err)
+		return nil, nil, err
 	}
-	if m == mlmc.RTMLMC {
-		c.LevelProbs = probs
-	} else {
-		c.LevelDraws = draws
+	if path == "" {
+		if prev != nil && (prev.LevelProbs != nil || prev.LevelDraws != nil) {
+			return nil, nil, errors.New("config: explicit level probabilities or draws without --level-law measured:FILE")
+		}
+		return nil, nil, nil
 	}
-	return nil
+	if prev != nil && (prev.LevelProbs != nil || prev.LevelDraws != nil) {
+		return prev.LevelProbs, prev.LevelDraws, nil
+	}
+	if rep == nil {
+		return nil, nil, fmt.Errorf("--level-law %s: the levels file was not read", s.LevelLaw)
+	}
+	probs, draws, err = MeasuredAllocation(rep, s.MinLevel, s.MaxLevel, s.B, s.C, s.VMLMCN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--level-law: %s: %w", path, err)
+	}
+	if k, _ := s.Kind(); k.Method == mlmc.RTMLMC {
+		return probs, nil, nil
+	}
+	return nil, draws, nil
 }
 
 // readLevelsReport reads a `simclr levels --json` file.

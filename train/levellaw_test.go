@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -89,7 +90,7 @@ func TestLevelLawMeasuredIsRecordedAndUsed(t *testing.T) {
 			if _, err := Train(context.Background(), cfg, tinyHooks(splits)); err != nil {
 				t.Fatal(err)
 			}
-			saved, err := LoadConfig(cfg.Out)
+			_, saved, err := LoadRun(cfg.Out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,6 +120,8 @@ func TestLevelLawMeasuredIsRecordedAndUsed(t *testing.T) {
 	}
 }
 
+// A bad --level-law measured:FILE is one error naming the file (or the
+// flag) before any data is read, and leaves no run folder.
 func TestLevelLawMeasuredBadInput(t *testing.T) {
 	dir := t.TempDir()
 	notJSON := filepath.Join(dir, "notes.txt")
@@ -144,11 +147,14 @@ func TestLevelLawMeasuredBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tinyConfig(t, tc.estimator)
 			cfg.LevelLaw = tc.law
-			err := cfg.Validate()
+			_, err := Train(context.Background(), cfg, tinyHooks(syntheticSplits(16, 8, 16, 2)))
 			for _, w := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Fatalf("error %v, want one containing %q", err, w)
 				}
+			}
+			if _, err := os.Stat(cfg.Out); !os.IsNotExist(err) {
+				t.Errorf("a refused start left %s behind (%v)", cfg.Out, err)
 			}
 		})
 	}
@@ -179,17 +185,64 @@ func TestEvalEveryIterationsAndTrainSubset(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		modify func(*Config)
+		modify func(*Settings)
 		want   string
 	}{
-		{func(c *Config) { c.EvalEvery, c.EvalEveryIters = 1, 3 }, "give one period"},
-		{func(c *Config) { c.EvalEveryIters = -1 }, "--eval-every-iterations -1"},
-		{func(c *Config) { c.EvalTrainSubset = -2 }, "--eval-train-subset -2"},
+		{func(c *Settings) { c.EvalEvery, c.EvalEveryIters = 1, 3 }, "give one period"},
+		{func(c *Settings) { c.EvalEveryIters = -1 }, "--eval-every-iterations -1"},
+		{func(c *Settings) { c.EvalTrainSubset = -2 }, "--eval-train-subset -2"},
 	} {
 		bad := tinyConfig(t, "lsgd")
 		tc.modify(&bad)
 		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want one containing %q", err, tc.want)
 		}
+	}
+}
+
+// A resumed run keeps the level law its config.json recorded, even when
+// the levels file has changed since (here it is gone); a config.json that
+// names the file but records no law reads the file again.
+func TestLevelLawMeasuredKeptOnResume(t *testing.T) {
+	splits := syntheticSplits(32, 16, 16, 2)
+	file := levelsFile(t, 1, []float64{0.64, 0.04, 0.01}, []float64{0.01, 0.04, 0.16})
+	cfg := tinyConfig(t, "rtmlmc")
+	cfg.LevelLaw = LevelLawMeasured + file
+	sess := tinyHooks(splits)
+	sess.StopAfter = 2
+	if _, err := Train(context.Background(), cfg, sess); !errors.Is(err, ErrIterationsLimit) {
+		t.Fatalf("first session: %v, want ErrIterationsLimit", err)
+	}
+	_, before, err := LoadRun(cfg.Out)
+	if err != nil || len(before.LevelProbs) != 3 {
+		t.Fatalf("config.json level_probs %v (%v), want 3", before.LevelProbs, err)
+	}
+	moved := file + ".moved"
+	if err := os.Rename(file, moved); err != nil {
+		t.Fatal(err)
+	}
+	sess.StopAfter = 1
+	if _, err := Resume(context.Background(), cfg.Out, nil, sess); !errors.Is(err, ErrIterationsLimit) {
+		t.Fatalf("resume without the levels file: %v, want ErrIterationsLimit", err)
+	}
+
+	// Without the recorded law the file is needed, and read.
+	var rec map[string]any
+	path := filepath.Join(cfg.Out, runfolder.ConfigFile)
+	if err := runfolder.ReadJSON(path, &rec); err != nil {
+		t.Fatal(err)
+	}
+	delete(rec, "level_probs")
+	if err := runfolder.WriteJSON(path, rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(context.Background(), cfg.Out, nil, tinyHooks(splits)); err == nil || !strings.Contains(err.Error(), file) {
+		t.Fatalf("resume without a recorded law or its file: %v, want an error naming %s", err, file)
+	}
+	if err := os.Rename(moved, file); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(context.Background(), cfg.Out, nil, tinyHooks(splits)); err != nil {
+		t.Fatalf("resume reading the levels file again: %v", err)
 	}
 }

@@ -23,15 +23,15 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	var metrics *runfolder.Appender
 	if lead {
 		var err error
-		metrics, err = runfolder.OpenAppender(filepath.Join(cfg.Out, runfolder.MetricsFile))
+		metrics, err = runfolder.OpenAppender(filepath.Join(t.plan.Out, runfolder.MetricsFile))
 		if err != nil {
 			return nil, err
 		}
 		defer metrics.Close()
 	}
 	var bar *progressbar.ProgressBar
-	if t.hooks.Progress {
-		bar = progressbar.NewOptions(cfg.TotalIters,
+	if t.sess.Progress {
+		bar = progressbar.NewOptions(t.plan.TotalIters,
 			progressbar.OptionSetWriter(t.log),
 			progressbar.OptionSetDescription("train"),
 			progressbar.OptionShowCount(),
@@ -40,7 +40,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			progressbar.OptionFullWidth())
 		bar.Set(t.iter)
 	}
-	n := cfg.TrainImages
+	n := t.plan.TrainImages
 	sessionStart := t.iter
 	imagesAtStart := t.totals.Samples
 	t.lastCheckpoint = -1 // before the first
@@ -51,12 +51,12 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	t.start = time.Now()
 	t.lastLogTime = t.start
 	lastCheckpointTime := t.start
-	for t.iter < cfg.TotalIters {
+	for t.iter < t.plan.TotalIters {
 		if cfg.MaxSamples > 0 && t.totals.Samples >= cfg.MaxSamples {
 			break
 		}
 		// Every rank stops at the same iteration, when any rank is told to.
-		atLimit := t.hooks.StopAfter > 0 && t.iter-sessionStart >= t.hooks.StopAfter
+		atLimit := t.sess.StopAfter > 0 && t.iter-sessionStart >= t.sess.StopAfter
 		stop, err := collective.Agree(t.comm, ctx.Err() != nil || atLimit)
 		if err != nil {
 			return nil, t.lostRank(err)
@@ -71,19 +71,19 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			if atLimit && ctx.Err() == nil {
 				why, what = ErrIterationsLimit, "stopped at the iterations limit"
 			}
-			t.logf("\n%s at iteration %d: checkpoint saved; continue with: simclr train --resume %s", what, t.iter, cfg.Out)
-			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", why, t.iter, cfg.Out)
+			t.logf("\n%s at iteration %d: checkpoint saved; continue with: simclr train --resume %s", what, t.iter, t.plan.Out)
+			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", why, t.iter, t.plan.Out)
 		}
 		lr := t.sched.LR(t.iter)
 		step, err := t.iterate(lr)
 		if err != nil {
 			if errors.Is(err, contrastive.ErrNonFinite) {
-				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", t.lastCheckpoint, cfg.Out)
+				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", t.lastCheckpoint, t.plan.Out)
 				if t.lastCheckpoint < 0 {
 					kept = "no checkpoint had been written yet"
 				}
 				return nil, fmt.Errorf("iteration %d: %w; training stopped and %s: lower --lr (now %g) or raise --temperature and train again",
-					t.iter+1, err, kept, cfg.ResolvedLR)
+					t.iter+1, err, kept, t.plan.LR)
 			}
 			if errors.Is(err, errRankLost) {
 				return nil, t.lostRank(fmt.Errorf("iteration %d: %w", t.iter+1, err))
@@ -95,15 +95,15 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			return nil, fmt.Errorf("iteration %d: %w", t.iter+1, err)
 		}
 		t.iter++
-		if t.hooks.OnStep != nil {
-			if err := t.hooks.OnStep(t.iter, t.model.Params().Flat(), t.model.Params().State()); err != nil {
+		if t.sess.OnStep != nil {
+			if err := t.sess.OnStep(t.iter, t.model.Params().Flat(), t.model.Params().State()); err != nil {
 				return nil, fmt.Errorf("iteration %d: %w", t.iter, err)
 			}
 		}
 		totals := t.totals
-		last := t.iter == cfg.TotalIters || (cfg.MaxSamples > 0 && totals.Samples >= cfg.MaxSamples)
+		last := t.iter == t.plan.TotalIters || (cfg.MaxSamples > 0 && totals.Samples >= cfg.MaxSamples)
 		if lead && cfg.LogEvery > 0 && (t.iter%cfg.LogEvery == 0 || last) {
-			m := runfolder.Metrics{Iteration: t.iter, Epoch: float64(t.iter) / float64(cfg.ItersPerEpoch),
+			m := runfolder.Metrics{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.plan.ItersPerEpoch),
 				DataEpoch: float64(totals.Samples) / float64(n), Levels: step.Levels, SamplesDrawn: totals.Samples,
 				Evaluations: totals.Evals, Redraws: totals.Redraws, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
 			if excess := t.lastExcess; !math.IsNaN(excess) {
@@ -115,17 +115,17 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		}
 		if bar != nil {
 			rate := float64(totals.Samples-imagesAtStart) / time.Since(t.start).Seconds()
-			bar.Describe(fmt.Sprintf("epoch %.2f loss-log(2N-1) %.4f %.0f images/s", float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastExcess, rate))
+			bar.Describe(fmt.Sprintf("epoch %.2f loss-log(2N-1) %.4f %.0f images/s", float64(t.iter)/float64(t.plan.ItersPerEpoch), t.lastExcess, rate))
 			bar.Set(t.iter)
 		} else if time.Since(t.lastLogTime) > 10*time.Second || last || t.iter == sessionStart+1 {
 			elapsed := time.Since(t.start).Seconds()
 			rate := float64(totals.Samples-imagesAtStart) / elapsed
-			eta := time.Duration(float64(cfg.TotalIters-t.iter)*elapsed/float64(t.iter-sessionStart)) * time.Second
+			eta := time.Duration(float64(t.plan.TotalIters-t.iter)*elapsed/float64(t.iter-sessionStart)) * time.Second
 			t.logf("iter %d/%d epoch %.2f loss %.4f (L_B-log(2N-1) %.4f) lr %.4g images/s %.1f eta %s",
-				t.iter, cfg.TotalIters, float64(t.iter)/float64(cfg.ItersPerEpoch), t.lastLoss, t.lastExcess, lr, rate, eta.Round(time.Second))
+				t.iter, t.plan.TotalIters, float64(t.iter)/float64(t.plan.ItersPerEpoch), t.lastLoss, t.lastExcess, lr, rate, eta.Round(time.Second))
 			t.lastLogTime = time.Now()
 		}
-		if every := cfg.evalPeriod(); lead && every > 0 && t.iter%every == 0 {
+		if every := t.plan.EvalPeriod; lead && every > 0 && t.iter%every == 0 {
 			if err := t.evalKNN(); err != nil {
 				return nil, err
 			}
@@ -165,7 +165,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	}
 	sum := t.summary()
 	t.logf("done: %d iterations, %d images drawn, %d evaluations, loss %.4f, %.1f s; checkpoint %s",
-		sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds, filepath.Join(cfg.Out, runfolder.ModelFile))
+		sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds, filepath.Join(t.plan.Out, runfolder.ModelFile))
 	if cfg.Probe && lead {
 		probe, err := t.linearProbe()
 		if err != nil {
@@ -224,7 +224,7 @@ func (t *trainer) iterate(lr float32) (mlmc.Step, error) {
 
 func (t *trainer) summary() *Summary {
 	tot := t.totals
-	return &Summary{Out: t.cfg.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: tot.Evals,
+	return &Summary{Out: t.plan.Out, Iterations: t.iter, SamplesDrawn: tot.Samples, Evaluations: tot.Evals,
 		Loss: t.lastLoss, LossExcess: t.lastExcess, WallSeconds: t.wall(), Rank: t.comm.Rank()}
 }
 
@@ -250,7 +250,7 @@ func (t *trainer) checkpointAfterFailure() string {
 		return fmt.Sprintf("saving a checkpoint failed too (%v); the last one stands", err)
 	}
 	return fmt.Sprintf("checkpoint of iteration %d saved: continue with simclr train --resume %s (the failing level comes again only if drawn again), or start anew with a lower --max-servable-level",
-		t.iter, t.cfg.Out)
+		t.iter, t.plan.Out)
 }
 
 // lostRank explains an error of a run whose other ranks stopped answering
@@ -270,7 +270,7 @@ func (t *trainer) keptCheckpoint() string {
 		return "no checkpoint had been written yet: start the run again"
 	}
 	return fmt.Sprintf("the last checkpoint (iteration %d) in %s is intact: resume it with mpirun -np %d simclr train --resume %s",
-		t.lastCheckpoint, t.cfg.Out, t.comm.Size(), t.cfg.Out)
+		t.lastCheckpoint, t.plan.Out, t.comm.Size(), t.plan.Out)
 }
 
 // stalled is told when a stop (a signal) arrives while this rank waits for

@@ -34,8 +34,8 @@ func newTestTrainerOn(t *testing.T, estimator string, b tensor.Backend) *trainer
 	}
 	hooks := tinyHooks(syntheticSplits(64, 8, 16, 4))
 	hooks.Backend = b
-	tr := &trainer{cfg: cfg, hooks: hooks, log: ioDiscard{}}
-	if err := tr.setup(session{}); err != nil {
+	tr := &trainer{cfg: cfg, sess: hooks, log: ioDiscard{}}
+	if err := tr.setup(opening{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.close)
@@ -174,7 +174,7 @@ func TestSeparateHalvesRunCountsPasses(t *testing.T) {
 	if !sawH {
 		t.Error("no query above the minimum level in 8 iterations: nothing tested")
 	}
-	var saved Config
+	var saved Settings
 	if err := runfolder.ReadJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), &saved); err != nil || saved.Halves != contrastive.HalvesSeparate {
 		t.Errorf("config.json: halves %q (%v), want %s", saved.Halves, err, contrastive.HalvesSeparate)
 	}

@@ -21,7 +21,7 @@ const preciseBNSeed = 0x70726563697365
 
 // viewTransform is the augmentation of the run's training views of set
 // (--augment) at the images' own size.
-func viewTransform(cfg *Config, set *data.Set) (augment.Config, error) {
+func viewTransform(cfg *Settings, set *data.Set) (augment.Config, error) {
 	c, err := contrastive.ViewTransform(cfg.Augment, set)
 	if err != nil {
 		return c, fmt.Errorf("--augment: %w", err)
@@ -37,7 +37,7 @@ func viewTransform(cfg *Config, set *data.Set) (augment.Config, error) {
 // own, seeded by the run's seed and the iteration: the training stream and its
 // position are untouched, and a resumed run recalibrates exactly as an
 // uninterrupted one.
-func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Config, iter int) error {
+func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Settings, iter int) error {
 	views, batches := 2<<cfg.MaxLevel, preciseBNBatches(cfg.MaxLevel)
 	seed := cfg.Seed ^ preciseBNSeed ^ (uint64(iter) * 0x9e3779b97f4a7c15)
 	aug, err := viewTransform(cfg, splits.Train)

@@ -23,7 +23,7 @@ import (
 // resnet18.TestRecalibrateBNMatchesPopulationStatistics.
 func TestPreciseBNLeavesTrainingUntouched(t *testing.T) {
 	splits := syntheticSplits(48, 16, 16, 3)
-	runs := map[bool]Config{}
+	runs := map[bool]Settings{}
 	for _, precise := range []bool{true, false} {
 		cfg := tinyConfig(t, "vr-rtmlmc")
 		cfg.Iterations = 12
@@ -53,7 +53,7 @@ func TestPreciseBNLeavesTrainingUntouched(t *testing.T) {
 	}
 
 	b := cpu.New()
-	load := func(cfg Config) *resnet18.Model {
+	load := func(cfg Settings) *resnet18.Model {
 		netCfg, err := ModelConfig(cfg, splits)
 		if err != nil {
 			t.Fatal(err)
@@ -115,8 +115,8 @@ func TestValSplitIsNeverTrainedOn(t *testing.T) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tr := &trainer{cfg: cfg, hooks: tinyHooks(splits), log: ioDiscard{}}
-	if err := tr.setup(session{}); err != nil {
+	tr := &trainer{cfg: cfg, sess: tinyHooks(splits), log: ioDiscard{}}
+	if err := tr.setup(opening{}); err != nil {
 		t.Fatal(err)
 	}
 	defer tr.close()
@@ -143,7 +143,7 @@ func TestValSplitIsNeverTrainedOn(t *testing.T) {
 	if len(seen) != n-val {
 		t.Errorf("the stream drew %d distinct images, want all %d training images", len(seen), n-val)
 	}
-	var saved Config
+	var saved Settings
 	if err := runfolder.ReadJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), &saved); err != nil || saved.ValSplit != val {
 		t.Errorf("config.json: val_split %d (%v), want %d", saved.ValSplit, err, val)
 	}

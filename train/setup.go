@@ -3,7 +3,6 @@ package train
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"path/filepath"
 
 	"github.com/simclr-go/simclr/backend"
@@ -24,7 +23,7 @@ import (
 // N held-out training images replace the test set, which is then not
 // touched: the kNN monitor and the probe score them, and the training
 // subset is taken from the remaining images.
-func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
+func LoadSplits(cfg Settings, given *data.Splits) (*data.Splits, error) {
 	splits := given
 	if splits == nil {
 		var err error
@@ -46,7 +45,7 @@ func LoadSplits(cfg Config, given *data.Splits) (*data.Splits, error) {
 // ModelConfig is the network cfg builds for the images of splits, checked, so
 // that an image folder of tiny images or a bad width is an error rather than
 // resnet18.New's panic.
-func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
+func ModelConfig(cfg Settings, splits *data.Splits) (resnet18.Config, error) {
 	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: cfg.Norm}
 	if err := net.Validate(); err != nil {
 		return net, fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
@@ -56,12 +55,12 @@ func ModelConfig(cfg Config, splits *data.Splits) (resnet18.Config, error) {
 }
 
 // setup opens everything a session needs (data, backend, network,
-// optimizer, loader stream, oracle, estimator), resolves the run's length
-// and schedule into t.cfg, and either restores the checkpoint (resume) or
-// writes config.json.
-func (t *trainer) setup(s session) error {
+// optimizer, loader stream, oracle, estimator), learns the Facts of this
+// session, resolves the run's Plan into t.plan (Resolve), and either
+// restores the checkpoint (resume) or writes config.json.
+func (t *trainer) setup(s opening) error {
 	cfg := &t.cfg
-	splits, err := LoadSplits(*cfg, t.hooks.Splits)
+	splits, err := LoadSplits(*cfg, t.sess.Splits)
 	if err != nil {
 		return err
 	}
@@ -79,22 +78,24 @@ func (t *trainer) setup(s session) error {
 		return err
 	}
 
-	if t.hooks.Backend != nil {
-		t.b = t.hooks.Backend
-		cfg.DeviceLog = "device given by caller: " + t.b.Describe()
+	facts := Facts{Out: cfg.Out, TrainImages: n, Levels: s.levels, Previous: s.previous, Version: t.sess.Version}
+	if t.sess.Backend != nil {
+		t.b = t.sess.Backend
+		facts.DeviceLog = "device given by caller: " + t.b.Describe()
 	} else {
 		b, line, err := backend.OpenGPU(cfg.Device, cfg.Precision, localGPU(*cfg))
 		if err != nil {
 			return err
 		}
 		t.b = b
-		cfg.DeviceLog = line
+		facts.DeviceLog = line
 	}
-	t.logf("%s", cfg.DeviceLog)
+	t.logf("%s", facts.DeviceLog)
 	if err := t.openComm(); err != nil {
 		return err
 	}
 	rank, ranks := t.comm.Rank(), t.comm.Size()
+	facts.Ranks = ranks
 	if ranks > 1 && !s.resume {
 		// The default --out names the start time, which the ranks read
 		// separately: rank 0's name is the run's.
@@ -102,7 +103,7 @@ func (t *trainer) setup(s session) error {
 		if err != nil {
 			return fmt.Errorf("agree on the run folder: %w", err)
 		}
-		cfg.Out = string(out)
+		facts.Out = string(out)
 	}
 
 	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
@@ -116,24 +117,20 @@ func (t *trainer) setup(s session) error {
 	if err != nil {
 		return err
 	}
-	meminfo := t.hooks.Meminfo
+	meminfo := t.sess.Meminfo
 	if meminfo == "" {
 		meminfo = "/proc/meminfo"
 	}
 	if maxServable, err = t.capByMemory(maxServable, meminfo); err != nil {
 		return err
 	}
-	if maxServable, err = t.agreeMaxServable(maxServable); err != nil {
+	if facts.ServableLevel, err = t.agreeMaxServable(maxServable); err != nil {
 		return err
 	}
-	if s.resume && maxServable < cfg.MaxServable {
-		t.logf("note: this session serves levels up to %d, the run's earlier sessions up to %d: RU-MLMC and RR-MLMC redraw differently from here, so the run no longer continues exactly as one session would",
-			maxServable, cfg.MaxServable)
+	if t.plan, err = Resolve(*cfg, facts); err != nil {
+		return err
 	}
-	// config.json records the cap in force, so that a session resumed
-	// where more memory is free serves the same levels: RU-MLMC's and
-	// RR-MLMC's level law, and a --max-samples length, depend on it.
-	cfg.MaxServable = maxServable
+	plan := &t.plan
 	augCfg, err := viewTransform(cfg, splits.Train)
 	if err != nil {
 		return err
@@ -142,39 +139,35 @@ func (t *trainer) setup(s session) error {
 	if err != nil {
 		return err
 	}
-	_, vr, _ := mlmc.ParseName(cfg.Estimator)
-	if vr {
+	if plan.Estimator.VR {
 		t.prev = t.b.Alloc(params.Len())
 		t.b.Copy(t.prev, params.Flat())
 	}
-	t.oracle = contrastive.NewOracle(t.b, t.model, t.stream, cfg.Temperature, maxServable, t.prev)
+	t.oracle = contrastive.NewOracle(t.b, t.model, t.stream, cfg.Temperature, plan.MaxServable, t.prev)
 	if err := t.oracle.SetHalves(cfg.Halves); err != nil {
 		return err
 	}
-	if splitsBatch(cfg.Estimator, ranks) {
+	if plan.SplitBatch {
 		t.oracle.SetShard(t.comm)
 	}
 	ops := contrastive.NewBufferOps(t.b, params.Len())
-	mc := cfg.mlmcConfig()
+	mc := plan.MLMC
 	mc.Seed = rankSeed(mc.Seed, rank)
-	t.est, err = mlmc.New[tensor.Buffer](cfg.Estimator, mc, ops, t.oracle)
+	t.est, err = mlmc.New[tensor.Buffer](plan.Estimator, mc, ops, t.oracle)
 	if err != nil {
-		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+		return fmt.Errorf("--estimator %s: %w", plan.Estimator, err)
+	}
+	for _, note := range plan.Notes {
+		t.logf("note: %s", note)
 	}
 	for _, note := range t.est.Notes() {
 		t.logf("note: %s", note)
 	}
 	t.grad = t.b.Alloc(params.Len())
+	t.sched = optim.Schedule{BaseLR: float32(plan.LR), WarmupSteps: plan.WarmupIters, TotalSteps: plan.TotalIters}
 
-	if err := t.planLength(n, maxServable); err != nil {
-		return err
-	}
 	// The cost model's figures, so that a reader sees what an iteration
 	// costs before it runs (VR estimators: averaged over a Q_E cycle).
-	images, evals, err := expectedCost(cfg, maxServable)
-	if err != nil {
-		return err
-	}
 	evalNote := ""
 	if t.oracle.Halves() == contrastive.HalvesSeparate {
 		evalNote = fmt.Sprintf(" (network passes: each correction above level %d is 3)", cfg.MinLevel)
@@ -185,28 +178,28 @@ func (t *trainer) setup(s session) error {
 	}
 	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), "+
 		"expected per iteration %.4g images and %.4g oracle evaluations%s, lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
-		splits.Train.Name, n, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, cfg.TotalIters, cfg.ItersPerEpoch,
-		images, evals, evalNote, cfg.ResolvedLR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.Halves(), cfg.PreciseBN)
+		splits.Train.Name, n, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, plan.TotalIters, plan.ItersPerEpoch,
+		plan.ExpectedImages, plan.ExpectedEvals, evalNote, plan.LR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.Halves(), cfg.PreciseBN)
 
 	if ranks > 1 {
-		t.logf("dist: %d ranks; %s", ranks, parallelNote(cfg.Estimator, cfg.MaxLevel, ranks, netCfg.Norm))
+		t.logf("dist: %d ranks; %s", ranks, parallelNote(plan.Estimator, plan.SplitBatch, cfg.MaxLevel, ranks, netCfg.Norm))
 	}
 	if s.resume {
 		if err := t.restore(); err != nil {
 			return err
 		}
-		t.logf("resumed %s at iteration %d of %d", cfg.Out, t.iter, cfg.TotalIters)
+		t.logf("resumed %s at iteration %d of %d", plan.Out, t.iter, plan.TotalIters)
 		if s.extendedFrom > 0 {
 			// The cosine schedule now spans the new length, so the
 			// learning rate jumps up where the run continues.
 			t.logf("extended from %d to %d iterations: the learning-rate schedule now spans %d iterations (%.4g at iteration %d)",
-				s.extendedFrom, cfg.TotalIters, cfg.TotalIters, t.sched.LR(t.iter), t.iter)
+				s.extendedFrom, plan.TotalIters, plan.TotalIters, t.sched.LR(t.iter), t.iter)
 			if rank == 0 {
-				return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
+				return t.writeRecord()
 			}
 		}
-		if t.iter >= cfg.TotalIters {
-			t.logf("%s had finished training; running the linear probe it lacks", cfg.Out)
+		if t.iter >= plan.TotalIters {
+			t.logf("%s had finished training; running the linear probe it lacks", plan.Out)
 		}
 		return nil
 	}
@@ -218,17 +211,22 @@ func (t *trainer) setup(s session) error {
 	if rank == 0 {
 		// Last, once everything the run needs has opened: a start that
 		// fails leaves no folder behind.
-		if err := prepareFolder(cfg.Out); err != nil {
+		if err := prepareFolder(plan.Out); err != nil {
 			return err
 		}
-		return runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), cfg)
+		return t.writeRecord()
 	}
 	return nil
 }
 
+// writeRecord writes the run's config.json: its settings and its plan.
+func (t *trainer) writeRecord() error {
+	return runfolder.WriteJSON(filepath.Join(t.plan.Out, runfolder.ConfigFile), newRecord(t.cfg, t.plan))
+}
+
 // maxServableLevel is the largest level the oracle serves for cfg on train:
 // a level-l query draws 2^l images, so never more than the set holds.
-func maxServableLevel(cfg Config, train *data.Set) (int, error) {
+func maxServableLevel(cfg Settings, train *data.Set) (int, error) {
 	n := train.Len()
 	servable := contrastive.ServableLevel(n)
 	if cfg.MaxLevel > servable {
@@ -271,57 +269,6 @@ func (t *trainer) agreeMaxServable(mine int) (int, error) {
 	return least, nil
 }
 
-// expectedCost is mlmc.ExpectedCost for the whole job, the one cost model
-// of the start-up line and of --max-samples: with several ranks the MLMC
-// estimators draw and evaluate on every rank independently, so images and
-// evaluations are P times one rank's, while L-SGD splits its batch over the
-// ranks and a split draw is one evaluation (as reduceStep counts it).
-func expectedCost(cfg *Config, maxServable int) (images, evals float64, err error) {
-	images, evals, err = mlmc.ExpectedCost(cfg.Estimator, cfg.mlmcConfig(), maxServable)
-	if err != nil {
-		return 0, 0, fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
-	}
-	if splitsBatch(cfg.Estimator, cfg.Ranks) {
-		return images, evals, nil
-	}
-	ranks := float64(max(cfg.Ranks, 1))
-	return images * ranks, evals * ranks, nil
-}
-
-// planLength resolves the run's length, warm-up and learning rate into
-// t.cfg and builds the schedule (docs/definitions.md, section 5 "Epochs and run
-// length": an epoch is ceil(n/2^L) iterations, n the training images).
-func (t *trainer) planLength(n, maxServable int) error {
-	cfg := &t.cfg
-	cfg.TrainImages = n
-	cfg.ItersPerEpoch = (n + (1 << cfg.MaxLevel) - 1) >> cfg.MaxLevel
-	switch {
-	case cfg.Epochs > 0:
-		cfg.TotalIters = cfg.Epochs * cfg.ItersPerEpoch
-	case cfg.Iterations > 0:
-		cfg.TotalIters = cfg.Iterations
-	default:
-		// A sample budget: as many iterations as the expected cost allows.
-		perIter, _, err := expectedCost(cfg, maxServable)
-		if err != nil {
-			return err
-		}
-		cfg.TotalIters = int(math.Ceil(float64(cfg.MaxSamples) / perIter))
-	}
-	cfg.WarmupIters = int(math.Round(cfg.WarmupEpochs * float64(cfg.ItersPerEpoch)))
-	if cfg.WarmupIters > cfg.TotalIters/10 {
-		t.logf("note: warm-up of %g epochs (%d iterations) shortened to a tenth of the run (%d iterations)",
-			cfg.WarmupEpochs, cfg.WarmupIters, cfg.TotalIters/10)
-		cfg.WarmupIters = cfg.TotalIters / 10
-	}
-	cfg.ResolvedLR = cfg.LR
-	if cfg.ResolvedLR == 0 {
-		cfg.ResolvedLR = defaultLR(cfg.MaxLevel)
-	}
-	t.sched = optim.Schedule{BaseLR: float32(cfg.ResolvedLR), WarmupSteps: cfg.WarmupIters, TotalSteps: cfg.TotalIters}
-	return nil
-}
-
 // close frees what setup opened; it is safe after a partial setup.
 func (t *trainer) close() {
 	if t.stream != nil {
@@ -346,14 +293,14 @@ func (t *trainer) close() {
 	}
 	// A backend the trainer opened is closed with it (one given by the
 	// caller stays the caller's).
-	if t.b != nil && t.hooks.Backend == nil {
+	if t.b != nil && t.sess.Backend == nil {
 		backend.Close(t.b)
 	}
 }
 
 // parallelNote says what the ranks do in parallel, for the log.
-func parallelNote(estimator string, maxLevel, ranks int, norm string) string {
-	if splitsBatch(estimator, ranks) {
+func parallelNote(estimator mlmc.Kind, splitBatch bool, maxLevel, ranks int, norm string) string {
+	if splitBatch {
 		how := "batch norm over each rank's share"
 		if norm == resnet18.NormGroup {
 			how = "group norm, so the split changes no embedding of the step (the head's running statistics then move by the mean of the ranks' updates)"

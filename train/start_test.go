@@ -31,26 +31,26 @@ import (
 func TestFailedStartLeavesNothingBehind(t *testing.T) {
 	tests := []struct {
 		name   string
-		modify func(*Config)
+		modify func(*Settings)
 		want   string
 	}{
-		{"b", func(c *Config) { c.B = 0 }, "--b 0"},
-		{"c", func(c *Config) { c.C = -1 }, "--c -1"},
-		{"lsgd-draws", func(c *Config) { c.NL = -2 }, "--lsgd-draws -2"},
-		{"min-level", func(c *Config) { c.MinLevel = 0 }, "--min-level 0"},
-		{"max-level", func(c *Config) { c.MaxLevel = 17 }, "--max-level 17"},
-		{"max-servable-level below", func(c *Config) { c.MaxServable = 2 }, "--max-servable-level 2"},
-		{"max-servable-level negative", func(c *Config) { c.MaxServable = -1 }, "--max-servable-level -1"},
-		{"d1", func(c *Config) { c.D1 = 0 }, "--d1 0"},
-		{"d2", func(c *Config) { c.D2 = 0 }, "--d2 0"},
-		{"qe", func(c *Config) { c.QE = 0 }, "--qe 0"},
-		{"workers", func(c *Config) { c.Workers = -1 }, "--workers -1"},
-		{"proj-dim", func(c *Config) { c.ProjDim = -4 }, "--proj-dim -4"},
-		{"checkpoint-every", func(c *Config) { c.CheckpointEvery = Period(-time.Second) }, "--checkpoint-every -1s"},
-		{"weight-decay", func(c *Config) { c.WeightDecay = math.NaN() }, "--weight-decay"},
-		{"iterations", func(c *Config) { c.Iterations = -3 }, "--iterations -3"},
-		{"dataset name", func(c *Config) { c.Dataset = "cifar10:extra" }, "--dataset"},
-		{"missing data", func(c *Config) {}, "fetch_data.sh cifar10"},
+		{"b", func(c *Settings) { c.B = 0 }, "--b 0"},
+		{"c", func(c *Settings) { c.C = -1 }, "--c -1"},
+		{"lsgd-draws", func(c *Settings) { c.NL = -2 }, "--lsgd-draws -2"},
+		{"min-level", func(c *Settings) { c.MinLevel = 0 }, "--min-level 0"},
+		{"max-level", func(c *Settings) { c.MaxLevel = 17 }, "--max-level 17"},
+		{"max-servable-level below", func(c *Settings) { c.MaxServable = 2 }, "--max-servable-level 2"},
+		{"max-servable-level negative", func(c *Settings) { c.MaxServable = -1 }, "--max-servable-level -1"},
+		{"d1", func(c *Settings) { c.D1 = 0 }, "--d1 0"},
+		{"d2", func(c *Settings) { c.D2 = 0 }, "--d2 0"},
+		{"qe", func(c *Settings) { c.QE = 0 }, "--qe 0"},
+		{"workers", func(c *Settings) { c.Workers = -1 }, "--workers -1"},
+		{"proj-dim", func(c *Settings) { c.ProjDim = -4 }, "--proj-dim -4"},
+		{"checkpoint-every", func(c *Settings) { c.CheckpointEvery = Period(-time.Second) }, "--checkpoint-every -1s"},
+		{"weight-decay", func(c *Settings) { c.WeightDecay = math.NaN() }, "--weight-decay"},
+		{"iterations", func(c *Settings) { c.Iterations = -3 }, "--iterations -3"},
+		{"dataset name", func(c *Settings) { c.Dataset = "cifar10:extra" }, "--dataset"},
+		{"missing data", func(c *Settings) {}, "fetch_data.sh cifar10"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +58,7 @@ func TestFailedStartLeavesNothingBehind(t *testing.T) {
 			cfg.Dataset = "cifar10"
 			cfg.DataDir = t.TempDir() // empty: loading would fail
 			tc.modify(&cfg)
-			_, err := Train(context.Background(), cfg, Hooks{Log: ioDiscard{}, Backend: cpu.New()})
+			_, err := Train(context.Background(), cfg, Session{Log: ioDiscard{}, Backend: cpu.New()})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one naming %q", err, tc.want)
 			}
@@ -257,27 +257,27 @@ func TestResumeExtendsOrSaysFinished(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "has finished") || !strings.Contains(err.Error(), "--iterations 2") {
 		t.Fatalf("resuming a finished run: %v, want it to say so", err)
 	}
-	iterations := func(n int) func(*Config) error {
-		return func(c *Config) error { c.Epochs, c.Iterations, c.MaxSamples = 0, n, 0; return nil }
+	iterations := func(n int) func(*Settings) error {
+		return func(c *Settings) error { c.Epochs, c.Iterations, c.MaxSamples = 0, n, 0; return nil }
 	}
 	if _, err := Resume(context.Background(), cfg.Out, iterations(1), tinyHooks(splits)); err == nil || !strings.Contains(err.Error(), "--iterations 1 does not extend") {
 		t.Fatalf("a shorter length: %v, want a refusal", err)
 	}
-	epochs := func(c *Config) error { c.Epochs, c.Iterations = 1, 0; return nil } // 4 iterations of 8 images
+	epochs := func(c *Settings) error { c.Epochs, c.Iterations = 1, 0; return nil } // 4 iterations of 8 images
 	sum, err := Resume(context.Background(), cfg.Out, epochs, tinyHooks(splits))
 	if err != nil || sum.Iterations != 4 {
 		t.Fatalf("extending to 1 epoch: %v, %+v", err, sum)
 	}
-	saved, err := LoadConfig(cfg.Out)
-	if err != nil || saved.Epochs != 1 || saved.Iterations != 0 || saved.TotalIters != 4 {
-		t.Errorf("config.json after extending: %+v, %v", saved, err)
+	saved, plan, err := LoadRun(cfg.Out)
+	if err != nil || saved.Epochs != 1 || saved.Iterations != 0 || plan.TotalIters != 4 {
+		t.Errorf("config.json after extending: %+v, %+v, %v", saved, plan, err)
 	}
 	lines, err := runfolder.ReadLines[runfolder.Metrics](filepath.Join(cfg.Out, runfolder.MetricsFile))
 	if err != nil || len(lines) != 4 || lines[3].Iteration != 4 {
 		t.Errorf("metrics.jsonl after extending: %d lines, %v", len(lines), err)
 	}
 	// Finished, without its probe: the session runs the probe only.
-	probe := func(c *Config) error { c.Probe = true; return nil }
+	probe := func(c *Settings) error { c.Probe = true; return nil }
 	sum, err = Resume(context.Background(), cfg.Out, probe, tinyHooks(splits))
 	if err != nil || sum.Iterations != 4 || sum.Probe == nil {
 		t.Fatalf("probe of a finished run: %v, %+v", err, sum)
@@ -408,7 +408,7 @@ func TestResumeKeepsTheMemoryCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	capped := uint64(float64(queryBytes(resnet18.New(cpu.New(), net, 1), cpu.New(), 3))/memoryHeadroom) + 1
-	hooks := func(free uint64, stop int, log *logBuffer) Hooks {
+	hooks := func(free uint64, stop int, log *logBuffer) Session {
 		h := tinyHooks(splits)
 		h.Backend, h.StopAfter, h.Log = memBackend{Backend: cpu.New(), free: free}, stop, log
 		return h
@@ -423,7 +423,7 @@ func TestResumeKeepsTheMemoryCap(t *testing.T) {
 	if _, err := Train(context.Background(), parts, hooks(capped, 4, &firstLog)); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("first session: %v, want ErrInterrupted", err)
 	}
-	if saved, err := LoadConfig(parts.Out); err != nil || saved.MaxServable != 3 {
+	if saved, _, err := LoadRun(parts.Out); err != nil || saved.MaxServable != 3 {
 		t.Fatalf("config.json: max_servable_level %d (%v), want the cap 3", saved.MaxServable, err)
 	}
 	if _, err := Resume(context.Background(), parts.Out, nil, hooks(1<<40, 0, &resumedLog)); err != nil {

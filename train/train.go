@@ -27,17 +27,27 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// Hooks adapt a run for the command line and for tests. The zero value
-// loads the configured data set and backend and logs to stderr.
-type Hooks struct {
+// Session is what one session of a run is given beyond its Settings: this
+// process's place among the ranks, how it reports and when it stops, and
+// for tests and embedding programs the data, backend or communicator to
+// use instead of opening them. It is never saved: a resumed session may
+// differ. The zero value is one process that loads the configured data set
+// and backend and logs to stderr.
+type Session struct {
+	// Rank and WorldSize are this process's rank and the number of ranks
+	// for --dist nccl's TCP rendezvous (Settings.DistAddr) when no launcher
+	// started the ranks (0, 0: not given).
+	Rank, WorldSize int
+	// Version is the program's version, recorded in config.json.
+	Version string
 	// Log receives the run's log lines (default os.Stderr).
 	Log io.Writer
 	// Progress shows a progress bar on Log instead of periodic log lines
 	// (for a terminal).
 	Progress bool
-	// Splits replaces loading Config.Dataset (tests use synthetic data).
+	// Splits replaces loading Settings.Dataset (tests use synthetic data).
 	Splits *data.Splits
-	// Backend replaces opening Config.Device.
+	// Backend replaces opening Settings.Device.
 	Backend tensor.Backend
 	// Meminfo replaces /proc/meminfo, where a backend that does not report
 	// its free memory (the CPU) finds the available RAM.
@@ -46,7 +56,7 @@ type Hooks struct {
 	// this many iterations have completed in this session, and Train or
 	// Resume then returns ErrIterationsLimit; 0 never does.
 	StopAfter int
-	// Comm replaces opening the communicator of Config.Dist (the caller
+	// Comm replaces opening the communicator of Settings.Dist (the caller
 	// keeps it and closes it).
 	Comm collective.Comm
 	// OnStep, when set, is called after every optimizer step with the
@@ -57,11 +67,11 @@ type Hooks struct {
 }
 
 // ErrInterrupted is returned (wrapped) when a run stops early on a signal
-// or Hooks.StopAfter, after saving a checkpoint it can resume from.
+// or Session.StopAfter, after saving a checkpoint it can resume from.
 var ErrInterrupted = errors.New("training interrupted")
 
 // ErrIterationsLimit is returned (wrapped) when a session stops because it
-// reached Hooks.StopAfter, as asked, rather than on a signal. It wraps
+// reached Session.StopAfter, as asked, rather than on a signal. It wraps
 // ErrInterrupted, so errors.Is(err, ErrInterrupted) holds for both.
 var ErrIterationsLimit = fmt.Errorf("%w: iterations limit reached", ErrInterrupted)
 
@@ -85,25 +95,44 @@ type Summary struct {
 // a run already. Every setting is checked before any data is read, and the
 // folder is created only once the run can start (setup), so a failed start
 // leaves nothing behind.
-func Train(ctx context.Context, cfg Config, hooks Hooks) (*Summary, error) {
+func Train(ctx context.Context, cfg Settings, sess Session) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkDataset(&cfg, hooks); err != nil {
+	if err := sess.validate(); err != nil {
+		return nil, err
+	}
+	levels, err := readLevelLaw(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDataset(&cfg, sess); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Out, runfolder.StateFile)); err == nil {
 		return nil, fmt.Errorf("run folder %s already holds a run: continue it with --resume %s, or choose another --out", cfg.Out, cfg.Out)
 	}
-	return run(ctx, cfg, session{}, hooks)
+	return run(ctx, cfg, opening{levels: levels}, sess)
 }
 
-// session says how a session of a run starts.
-type session struct {
+// validate reports a rank outside the world, naming the flags.
+func (s Session) validate() error {
+	if s.WorldSize < 0 || s.Rank < 0 || (s.WorldSize > 0 && s.Rank >= s.WorldSize) {
+		return fmt.Errorf("--rank %d of --world-size %d: give a rank from 0 to world size - 1", s.Rank, s.WorldSize)
+	}
+	return nil
+}
+
+// opening says how a session of a run starts.
+type opening struct {
 	resume bool
 	// extendedFrom is the run's length in iterations before a resume that
 	// made it longer (0: not extended).
 	extendedFrom int
+	// levels is the measured level law of a new run (Facts.Levels);
+	// previous is the plan of a resumed one (Facts.Previous).
+	levels   *mlmc.LevelsReport
+	previous *Plan
 }
 
 // Resume continues the run in dir from its last checkpoint with the
@@ -113,8 +142,8 @@ type session struct {
 // Iterations, MaxSamples; exactly one set) must make the run longer: that
 // extends it, a finished run too. Resuming a finished run without that is
 // an error, unless it still lacks its linear probe.
-func Resume(ctx context.Context, dir string, override func(*Config) error, hooks Hooks) (*Summary, error) {
-	cfg, err := LoadConfig(dir)
+func Resume(ctx context.Context, dir string, override func(*Settings) error, sess Session) (*Summary, error) {
+	cfg, prev, err := LoadRun(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -135,22 +164,37 @@ func Resume(ctx context.Context, dir string, override func(*Config) error, hooks
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkDataset(&cfg, hooks); err != nil {
+	if err := sess.validate(); err != nil {
 		return nil, err
 	}
-	s, err := checkResumeLength(old, cfg, meta, dir)
+	// The run keeps the measured level law its config.json recorded; one
+	// without it (written before the law was recorded) reads the file.
+	var levels *mlmc.LevelsReport
+	if prev.LevelProbs == nil && prev.LevelDraws == nil {
+		if levels, err = readLevelLaw(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := levelLaw(cfg, levels, &prev); err != nil {
+		return nil, err
+	}
+	if err := checkDataset(&cfg, sess); err != nil {
+		return nil, err
+	}
+	s, err := checkResumeLength(old, prev, cfg, meta, dir)
 	if err != nil {
 		return nil, err
 	}
-	return run(ctx, cfg, s, hooks)
+	s.levels, s.previous = levels, &prev
+	return run(ctx, cfg, s, sess)
 }
 
 // checkResumeLength compares the length of a resumed run (cfg) with the one
-// it had (old) and its checkpoint's metadata: a new length must be longer,
-// and a finished run needs one (or a missing linear probe) to have anything
-// to do.
-func checkResumeLength(old, cfg Config, meta map[string]string, dir string) (session, error) {
-	s := session{resume: true}
+// it had (old, planned as prev) and its checkpoint's metadata: a new length
+// must be longer, and a finished run needs one (or a missing linear probe)
+// to have anything to do.
+func checkResumeLength(old Settings, prev Plan, cfg Settings, meta map[string]string, dir string) (opening, error) {
+	s := opening{resume: true}
 	state := filepath.Join(dir, runfolder.StateFile)
 	done, err := checkpoint.RequireMeta[int](state, meta, "iteration")
 	if err != nil {
@@ -161,7 +205,7 @@ func checkResumeLength(old, cfg Config, meta map[string]string, dir string) (ses
 		return s, err
 	}
 	if !known { // checkpoints older than the field
-		finished = old.TotalIters > 0 && done >= old.TotalIters
+		finished = prev.TotalIters > 0 && done >= prev.TotalIters
 	}
 	if cfg.Epochs == old.Epochs && cfg.Iterations == old.Iterations && cfg.MaxSamples == old.MaxSamples {
 		if !finished {
@@ -177,9 +221,9 @@ func checkResumeLength(old, cfg Config, meta map[string]string, dir string) (ses
 	var longer bool
 	switch {
 	case cfg.Iterations > 0:
-		longer = cfg.Iterations > old.TotalIters
+		longer = cfg.Iterations > prev.TotalIters
 	case cfg.Epochs > 0:
-		longer = cfg.Epochs*old.ItersPerEpoch > old.TotalIters
+		longer = cfg.Epochs*prev.ItersPerEpoch > prev.TotalIters
 	default:
 		if old.MaxSamples == 0 {
 			return s, fmt.Errorf("--max-samples: %s was given its length as %s; extend it with --epochs or --iterations", dir, lengthString(old))
@@ -188,14 +232,14 @@ func checkResumeLength(old, cfg Config, meta map[string]string, dir string) (ses
 	}
 	if !longer {
 		return s, fmt.Errorf("%s does not extend %s: it is already %s (%d iterations, %d done); give a larger value",
-			lengthString(cfg), dir, lengthString(old), old.TotalIters, done)
+			lengthString(cfg), dir, lengthString(old), prev.TotalIters, done)
 	}
-	s.extendedFrom = old.TotalIters
+	s.extendedFrom = prev.TotalIters
 	return s, nil
 }
 
 // lengthString is a run's length as its flag.
-func lengthString(c Config) string {
+func lengthString(c Settings) string {
 	switch {
 	case c.Epochs > 0:
 		return fmt.Sprintf("--epochs %d", c.Epochs)
@@ -205,17 +249,20 @@ func lengthString(c Config) string {
 	return fmt.Sprintf("--max-samples %d", c.MaxSamples)
 }
 
-// LoadConfig reads a run folder's config.json.
-func LoadConfig(dir string) (Config, error) {
-	var cfg Config
+// LoadRun reads a run folder's config.json: the run's settings and the
+// plan it last ran with. The settings' MaxServable is the level the run
+// served (record).
+func LoadRun(dir string) (Settings, Plan, error) {
+	var rec record
 	path := filepath.Join(dir, runfolder.ConfigFile)
-	if err := runfolder.ReadJSON(path, &cfg); err != nil {
+	if err := runfolder.ReadJSON(path, &rec); err != nil {
 		if os.IsNotExist(err) {
-			return cfg, fmt.Errorf("%s is not a run folder: it has no %s (give the folder passed to --out)", dir, runfolder.ConfigFile)
+			return rec.Settings, rec.Plan, fmt.Errorf("%s is not a run folder: it has no %s (give the folder passed to --out)", dir, runfolder.ConfigFile)
 		}
-		return cfg, err
+		return rec.Settings, rec.Plan, err
 	}
-	return cfg, nil
+	rec.Plan.MaxServable = rec.Settings.MaxServable
+	return rec.Settings, rec.Plan, nil
 }
 
 // prepareFolder makes the run folder of a new run (rank 0 only: it alone
@@ -237,8 +284,9 @@ func prepareFolder(out string) error {
 
 // trainer holds one session of a run.
 type trainer struct {
-	cfg    Config
-	hooks  Hooks
+	cfg    Settings
+	plan   Plan // Resolve's, made in setup
+	sess   Session
 	log    io.Writer
 	b      tensor.Backend
 	splits *data.Splits
@@ -274,12 +322,12 @@ func (t *trainer) logf(format string, args ...any) {
 
 func (t *trainer) wall() float64 { return t.wallOffset + time.Since(t.start).Seconds() }
 
-func run(ctx context.Context, cfg Config, s session, hooks Hooks) (sum *Summary, err error) {
-	t := &trainer{cfg: cfg, hooks: hooks, log: hooks.Log, start: time.Now(), comm: collective.Single{}}
+func run(ctx context.Context, cfg Settings, s opening, sess Session) (sum *Summary, err error) {
+	t := &trainer{cfg: cfg, sess: sess, log: sess.Log, start: time.Now(), comm: collective.Single{}}
 	if t.log == nil {
 		t.log = os.Stderr
 	}
-	rank := launchRank(cfg, hooks)
+	rank := launchRank(sess)
 	if rank != 0 {
 		// Rank 0 speaks for the run; the others report only their errors.
 		t.log = io.Discard

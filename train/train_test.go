@@ -32,7 +32,7 @@ func syntheticSplits(nTrain, nTest, side, classes int) *data.Splits {
 	return synthdata.Splits(nTrain, nTest, side, classes)
 }
 
-func tinyConfig(t *testing.T, estimator string) Config {
+func tinyConfig(t *testing.T, estimator string) Settings {
 	cfg := Defaults()
 	cfg.Dataset = "synthetic"
 	cfg.Estimator = estimator
@@ -50,8 +50,8 @@ func tinyConfig(t *testing.T, estimator string) Config {
 	return cfg
 }
 
-func tinyHooks(splits *data.Splits) Hooks {
-	return Hooks{Log: ioDiscard{}, Splits: splits, Backend: cpu.New()}
+func tinyHooks(splits *data.Splits) Session {
+	return Session{Log: ioDiscard{}, Splits: splits, Backend: cpu.New()}
 }
 
 type ioDiscard struct{}
@@ -203,7 +203,7 @@ func TestResumeIsBitForBit(t *testing.T) {
 				}
 			}
 			if tc.norm != "" {
-				saved, err := LoadConfig(parts.Out)
+				saved, _, err := LoadRun(parts.Out)
 				if err != nil || saved.Norm != tc.norm || saved.Augment != tc.augment {
 					t.Fatalf("config.json records norm %q and augment %q (%v), want %q and %q", saved.Norm, saved.Augment, err, tc.norm, tc.augment)
 				}
@@ -284,31 +284,34 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 	splits := syntheticSplits(16, 8, 16, 2)
 	for _, tc := range []struct {
 		name   string
-		modify func(*Config)
+		modify func(*Settings, *Session)
 		want   string
 	}{
-		{"unknown estimator", func(c *Config) { c.Estimator = "sgd2" }, "--estimator"},
-		{"two lengths", func(c *Config) { c.Epochs = 3 }, "exactly one of"},
-		{"level too large", func(c *Config) { c.MaxLevel = 6 }, "--max-level 6"},
-		{"min above max", func(c *Config) { c.MinLevel = 4 }, "--min-level"},
-		{"bad optimizer", func(c *Config) { c.Optimizer = "adam" }, "--optimizer"},
-		{"zero temperature", func(c *Config) { c.Temperature = 0 }, "--temperature"},
-		{"bad device", func(c *Config) { c.Device = "tpu" }, "--device"},
-		{"no out", func(c *Config) { c.Out = "" }, "--out"},
-		{"negative knn-k", func(c *Config) { c.KNNK = -5 }, "--knn-k -5"},
-		{"unknown dist", func(c *Config) { c.Dist = "gloo" }, "--dist"},
-		{"rank beyond world", func(c *Config) { c.Rank, c.WorldSize = 2, 2 }, "--rank 2"},
-		{"nccl on the CPU", func(c *Config) { c.Dist, c.DistAddr, c.Rank, c.WorldSize = "nccl", "127.0.0.1:1", 1, 2 }, "needs the CUDA backend"},
-		{"unknown halves", func(c *Config) { c.Halves = "both" }, "--halves"},
-		{"negative val-split", func(c *Config) { c.ValSplit = -1 }, "--val-split -1"},
-		{"val-split of every image", func(c *Config) { c.ValSplit = 16 }, "--val-split"},
-		{"bad norm", func(c *Config) { c.Norm = "layer" }, "--norm \"layer\""},
-		{"bad augment", func(c *Config) { c.Augment = "byol" }, "--augment"},
+		{"unknown estimator", func(c *Settings, _ *Session) { c.Estimator = "sgd2" }, "--estimator"},
+		{"two lengths", func(c *Settings, _ *Session) { c.Epochs = 3 }, "exactly one of"},
+		{"level too large", func(c *Settings, _ *Session) { c.MaxLevel = 6 }, "--max-level 6"},
+		{"min above max", func(c *Settings, _ *Session) { c.MinLevel = 4 }, "--min-level"},
+		{"bad optimizer", func(c *Settings, _ *Session) { c.Optimizer = "adam" }, "--optimizer"},
+		{"zero temperature", func(c *Settings, _ *Session) { c.Temperature = 0 }, "--temperature"},
+		{"bad device", func(c *Settings, _ *Session) { c.Device = "tpu" }, "--device"},
+		{"no out", func(c *Settings, _ *Session) { c.Out = "" }, "--out"},
+		{"negative knn-k", func(c *Settings, _ *Session) { c.KNNK = -5 }, "--knn-k -5"},
+		{"unknown dist", func(c *Settings, _ *Session) { c.Dist = "gloo" }, "--dist"},
+		{"rank beyond world", func(_ *Settings, s *Session) { s.Rank, s.WorldSize = 2, 2 }, "--rank 2"},
+		{"nccl on the CPU", func(c *Settings, s *Session) {
+			c.Dist, c.DistAddr, s.Rank, s.WorldSize = "nccl", "127.0.0.1:1", 1, 2
+		}, "needs the CUDA backend"},
+		{"unknown halves", func(c *Settings, _ *Session) { c.Halves = "both" }, "--halves"},
+		{"negative val-split", func(c *Settings, _ *Session) { c.ValSplit = -1 }, "--val-split -1"},
+		{"val-split of every image", func(c *Settings, _ *Session) { c.ValSplit = 16 }, "--val-split"},
+		{"bad norm", func(c *Settings, _ *Session) { c.Norm = "layer" }, "--norm \"layer\""},
+		{"bad augment", func(c *Settings, _ *Session) { c.Augment = "byol" }, "--augment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tinyConfig(t, "lsgd")
-			tc.modify(&cfg)
-			_, err := Train(context.Background(), cfg, tinyHooks(splits))
+			sess := tinyHooks(splits)
+			tc.modify(&cfg, &sess)
+			_, err := Train(context.Background(), cfg, sess)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one naming %q", err, tc.want)
 			}
@@ -330,7 +333,7 @@ func TestMissingDataNamesFetchCommand(t *testing.T) {
 	cfg := tinyConfig(t, "lsgd")
 	cfg.Dataset = "cifar10"
 	cfg.DataDir = t.TempDir()
-	_, err := Train(context.Background(), cfg, Hooks{Log: ioDiscard{}, Backend: cpu.New()})
+	_, err := Train(context.Background(), cfg, Session{Log: ioDiscard{}, Backend: cpu.New()})
 	if err == nil || !strings.Contains(err.Error(), "fetch_data.sh") {
 		t.Fatalf("error %v, want one naming scripts/fetch_data.sh", err)
 	}
@@ -347,7 +350,7 @@ func TestResumeRejectsDamagedCheckpoint(t *testing.T) {
 	data, _ := os.ReadFile(state)
 	os.WriteFile(state, data[:len(data)/2], 0o644)
 	// The run has finished: extend it, so that the session reads the state.
-	longer := func(c *Config) error { c.Iterations = 4; return nil }
+	longer := func(c *Settings) error { c.Iterations = 4; return nil }
 	_, err := Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
 	if err == nil || !strings.Contains(err.Error(), state) {
 		t.Fatalf("error %v, want one naming %s", err, state)
@@ -565,7 +568,7 @@ func resumeGroupNormWithState(t *testing.T, estimator string, edit func(*checkpo
 	if err := checkpoint.Write(state, edit(f), f.Metadata); err != nil {
 		t.Fatal(err)
 	}
-	longer := func(c *Config) error { c.Iterations = 4; return nil }
+	longer := func(c *Settings) error { c.Iterations = 4; return nil }
 	_, err = Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
 	return state, err
 }
@@ -655,7 +658,7 @@ func TestResumeRefusesCorruptMetadata(t *testing.T) {
 			if err := checkpoint.Write(state, good.Tensors, meta); err != nil {
 				t.Fatal(err)
 			}
-			longer := func(c *Config) error { c.Iterations = 4; return nil }
+			longer := func(c *Settings) error { c.Iterations = 4; return nil }
 			_, err := Resume(context.Background(), cfg.Out, longer, tinyHooks(splits))
 			if err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("resume: %v, want an error naming %s and containing %q", err, state, tc.want)

@@ -19,5 +19,6 @@ func (b *Backend) RunExternal(f func(stream uintptr, addr func(tensor.Buffer) ui
 
 // LibraryDirs is the ordered list of folders searched for the CUDA
 // libraries (SIMCLR_CUDA_LIBS, LD_LIBRARY_PATH, the toolkit, Python wheels,
-// the system folders), for NVIDIA libraries loaded beside them (NCCL).
-func LibraryDirs() []string { return defaultSearchEnv().dirs() }
+// the system folders), for NVIDIA libraries a caller loads beside them
+// (collective's NCCL).
+func (b *Backend) LibraryDirs() []string { return defaultSearchEnv().dirs() }

@@ -75,7 +75,7 @@ func readConfigFile(path string) ([]configSetting, error) {
 		}
 		return path
 	}
-	var scratch train.Config
+	var scratch train.Settings
 	fs := pflag.NewFlagSet("config", pflag.ContinueOnError)
 	defineTrainFlags(fs, &scratch)
 	seen := map[string]configSetting{}
@@ -191,6 +191,12 @@ func parseJSONSettings(raw []byte) ([]configSetting, error) {
 	}
 	var out []configSetting
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if recordKeys[k] {
+			// Not applied (readConfigFile), whatever its value: a
+			// measured level law is a list.
+			out = append(out, configSetting{key: k})
+			continue
+		}
 		v := bytes.TrimSpace(obj[k])
 		s := string(v)
 		switch {
@@ -229,7 +235,7 @@ func presetOf(settings []configSetting) (string, bool) {
 
 // applySettings sets the file's settings on c. A file that gives a length
 // replaces the length c had (a preset's), whatever its unit.
-func applySettings(c *train.Config, path string, settings []configSetting) error {
+func applySettings(c *train.Settings, path string, settings []configSetting) error {
 	for _, s := range settings {
 		if lengthFlags[s.flag] {
 			c.Epochs, c.Iterations, c.MaxSamples = 0, 0, 0

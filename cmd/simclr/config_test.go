@@ -17,7 +17,7 @@ import (
 )
 
 // trainFlagSet is train's command-line flag set, parsed from args.
-func trainFlagSet(t *testing.T, args ...string) (*pflag.FlagSet, train.Config, string, string) {
+func trainFlagSet(t *testing.T, args ...string) (*pflag.FlagSet, train.Settings, string, string) {
 	t.Helper()
 	cfg := train.Defaults()
 	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
@@ -32,7 +32,7 @@ func trainFlagSet(t *testing.T, args ...string) (*pflag.FlagSet, train.Config, s
 
 // resolveWith resolves train's settings from args (which may name a
 // --config file).
-func resolveWith(t *testing.T, args ...string) (train.Config, error) {
+func resolveWith(t *testing.T, args ...string) (train.Settings, error) {
 	t.Helper()
 	fs, cfg, preset, config := trainFlagSet(t, args...)
 	return resolveTrainConfig(fs, cfg, preset, config)
@@ -48,26 +48,30 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 // Every key of config.json is one a config file accepts: a train flag
-// (max_level for --max-level), the preset, or a record of what the run
-// derived; every setting flag is a key of config.json, except the rank
-// and world size of one process. So a run's config.json sets every
-// setting of the run.
+// (max_level for --max-level) or the preset (train.Settings), or a record
+// of what the run derived (train.Plan); every setting flag is a key of
+// config.json. So a run's config.json sets every setting of the run.
 func TestConfigKeysCoverConfigJSON(t *testing.T) {
 	fs, _, _, _ := trainFlagSet(t)
 	jsonKeys := map[string]bool{}
-	typ := reflect.TypeOf(train.Config{})
-	for i := range typ.NumField() {
-		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		jsonKeys[name] = true
-		flag := strings.ReplaceAll(name, "_", "-")
-		if fs.Lookup(flag) == nil && name != presetKey && !recordKeys[name] {
-			t.Errorf("config.json key %s is neither a train flag (--%s), the preset nor a record key", name, flag)
-		}
-		if fs.Lookup(flag) != nil && recordKeys[name] {
-			t.Errorf("config.json key %s is a flag and a record key", name)
+	for _, typ := range []reflect.Type{reflect.TypeOf(train.Settings{}), reflect.TypeOf(train.Plan{})} {
+		plan := typ == reflect.TypeOf(train.Plan{})
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			if jsonKeys[name] {
+				t.Errorf("config.json key %s is in train.Settings and train.Plan", name)
+			}
+			jsonKeys[name] = true
+			flag := strings.ReplaceAll(name, "_", "-")
+			if !plan && fs.Lookup(flag) == nil && name != presetKey {
+				t.Errorf("config.json key %s of train.Settings is neither a train flag (--%s) nor the preset", name, flag)
+			}
+			if plan != recordKeys[name] {
+				t.Errorf("config.json key %s: in train.Plan %v, a record key %v", name, plan, recordKeys[name])
+			}
 		}
 	}
 	for name := range recordKeys {
@@ -79,7 +83,7 @@ func TestConfigKeysCoverConfigJSON(t *testing.T) {
 		if f.Name == "preset" || f.Name == "config" {
 			return
 		}
-		if key := strings.ReplaceAll(f.Name, "-", "_"); !jsonKeys[key] && f.Name != "rank" && f.Name != "world-size" {
+		if key := strings.ReplaceAll(f.Name, "-", "_"); !jsonKeys[key] {
 			t.Errorf("--%s is not saved in config.json (as %s)", f.Name, key)
 		}
 	})
@@ -90,7 +94,7 @@ func TestConfigKeysCoverConfigJSON(t *testing.T) {
 // from its default (a 64-bit seed, a duration, false booleans, a preset),
 // and the record keys recomputed rather than applied.
 func TestConfigJSONRoundTrip(t *testing.T) {
-	for _, base := range []train.Config{train.Defaults(), train.Quick()} {
+	for _, base := range []train.Settings{train.Defaults(), train.Quick()} {
 		c := base
 		c.Dataset, c.DataDir, c.TrainSubset, c.TestSubset = "folder:/data/photos", "/data", 1234, 56
 		c.Estimator, c.MinLevel, c.MaxLevel, c.B, c.C, c.VMLMCN = "vr-rtmlmc", 2, 6, 1.25, 0.75, 3.5
@@ -103,13 +107,17 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 		c.CheckpointEvery = train.Period(90 * time.Second)
 		c.PreciseBN, c.ValSplit, c.Probe, c.ProbeBaseline = false, 500, false, !base.ProbeBaseline
 		want := c
-		want.Version = versionString()
-		// What the trainer adds for the record.
-		c.Version, c.DeviceLog, c.TrainImages, c.ItersPerEpoch = "simclr 0.0.1", "device cpu", 1000, 16
-		c.TotalIters, c.WarmupIters, c.ResolvedLR, c.Ranks = 80, 4, 0.5, 2
+		// What the trainer adds for the record: config.json is the
+		// settings and the plan, flat.
+		plan := train.Plan{Version: "simclr 0.0.1", DeviceLog: "device cpu", TrainImages: 1000, ItersPerEpoch: 16,
+			TotalIters: 80, WarmupIters: 4, LR: 0.5, Ranks: 2, LevelDraws: []int{4, 2, 1}}
+		record := struct {
+			train.Settings
+			train.Plan
+		}{c, plan}
 
 		path := filepath.Join(t.TempDir(), runfolder.ConfigFile)
-		if err := runfolder.WriteJSON(path, c); err != nil {
+		if err := runfolder.WriteJSON(path, record); err != nil {
 			t.Fatal(err)
 		}
 		got, err := resolveWith(t, "--config", path)

@@ -52,7 +52,7 @@ func (e *evalTarget) define(cmd *cobra.Command) {
 }
 
 // runSettings are the settings of a run's config.json that evaluation needs,
-// under train.Config's JSON names (a test in train_test.go keeps the two in
+// under train.Settings' JSON names (a test in train_test.go keeps the two in
 // step), so that evaluating a saved model does not go through the trainer.
 type runSettings struct {
 	Dataset     string  `json:"dataset"`

@@ -8,7 +8,7 @@ import (
 )
 
 // simclr eval reads a run's config.json into its own runSettings so that it
-// need not import the trainer; the JSON names must stay those train.Config
+// need not import the trainer; the JSON names must stay those train.Settings
 // writes, and the defaults those of train.Defaults.
 func TestRunSettingsReadTrainConfig(t *testing.T) {
 	cfg := train.Defaults()

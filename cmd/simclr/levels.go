@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/train"
 )
 
@@ -61,7 +64,7 @@ Levels, temperature and halves default to the run's settings.`,
 			// defaults.
 			cfg := train.Defaults()
 			if e.run != "" {
-				if cfg, err = train.LoadConfig(e.run); err != nil {
+				if cfg, _, err = train.LoadRun(e.run); err != nil {
 					return err
 				}
 			}
@@ -78,25 +81,11 @@ Levels, temperature and halves default to the run's settings.`,
 			if cfg.Halves == "" {
 				cfg.Halves = contrastive.HalvesShared
 			}
-			if cfg.Halves != contrastive.HalvesShared && cfg.Halves != contrastive.HalvesSeparate {
-				return fmt.Errorf("--halves %q: use %s or %s", cfg.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
-			}
 			cfg.Workers = workers
 			errw := cmd.ErrOrStderr()
 			runDir := e.run
 			if e.randomInit {
 				runDir = "" // x_(t-1) of the run is not a step from the initial network
-			}
-			n := splits.Train.Len()
-			if servable := contrastive.ServableLevel(n); cfg.MaxLevel > servable {
-				return fmt.Errorf("--max-level %d needs 2^%d = %d images per query but %s has %d: use --max-level %d or less",
-					cfg.MaxLevel, cfg.MaxLevel, 1<<cfg.MaxLevel, splits.Train.Name, n, servable)
-			}
-			if cfg.MinLevel < 1 || cfg.MinLevel > cfg.MaxLevel {
-				return fmt.Errorf("--min-level %d: levels start at 1 and must not exceed --max-level %d", cfg.MinLevel, cfg.MaxLevel)
-			}
-			if _, err := contrastive.ViewTransform(cfg.Augment, splits.Train); err != nil {
-				return fmt.Errorf("--augment: %w", err)
 			}
 			run := contrastive.Settings{MinLevel: cfg.MinLevel, MaxLevel: cfg.MaxLevel, Temperature: cfg.Temperature,
 				Halves: cfg.Halves, Augment: cfg.Augment, Seed: cfg.Seed, Workers: cfg.Workers,
@@ -112,7 +101,7 @@ Levels, temperature and halves default to the run's settings.`,
 					}
 				}})
 			if err != nil {
-				return err
+				return levelsSettingError(err, cfg, e.run)
 			}
 			ckpt := e.checkpoint
 			if e.randomInit {
@@ -208,9 +197,30 @@ func writeLevelsTable(w io.Writer, r levelsResult) error {
 	return err
 }
 
+// levelsSettingError words an error of contrastive.MeasureLevels about
+// one of its settings as the flag that set it (or, for the augmentation,
+// the run's config.json, which alone sets it).
+func levelsSettingError(err error, cfg train.Settings, run string) error {
+	var bad *contrastive.SettingError
+	if !errors.As(err, &bad) {
+		return err
+	}
+	switch bad.Setting {
+	case "MinLevel":
+		return fmt.Errorf("--min-level %d: %w", cfg.MinLevel, err)
+	case "MaxLevel":
+		return fmt.Errorf("--max-level %d: %w", cfg.MaxLevel, err)
+	case "Halves":
+		return fmt.Errorf("--halves %q: %w", cfg.Halves, err)
+	case "Augment":
+		return fmt.Errorf("augment %q of %s: %w", cfg.Augment, filepath.Join(run, runfolder.ConfigFile), err)
+	}
+	return err
+}
+
 func hasVR(preds []mlmc.Prediction) bool {
 	for _, p := range preds {
-		if _, vr, err := mlmc.ParseName(p.Name); err == nil && vr {
+		if k, err := mlmc.ParseKind(p.Name); err == nil && k.VR {
 			return true
 		}
 	}

@@ -80,8 +80,9 @@ func TestLevelsEndToEnd(t *testing.T) {
 		want string
 	}{
 		{[]string{"levels", "--run", run, "--draws", "2"}, "--draws 2"},
-		{[]string{"levels", "--run", run, "--max-level", "9", "--device", "cpu"}, "--max-level 9"},
+		{[]string{"levels", "--run", run, "--max-level", "9", "--device", "cpu"}, "--max-level 9: maximum level 9 needs"},
 		{[]string{"levels", "--run", run, "--halves", "both", "--device", "cpu"}, "--halves"},
+		{[]string{"levels", "--run", run, "--min-level", "0", "--device", "cpu"}, "--min-level 0: minimum level 0: levels start at 1"},
 		{[]string{"levels"}, "give --run"},
 	} {
 		if _, _, err := execute(tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {

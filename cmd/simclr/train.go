@@ -27,7 +27,7 @@ import (
 // defineTrainFlags binds the settings of a run to fs, with c's values as
 // defaults. It is called twice when a preset is used: once for the command
 // line, once to carry the flags the user set over onto the preset.
-func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
+func defineTrainFlags(fs *pflag.FlagSet, c *train.Settings) {
 	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "data set: cifar10, cifar100 (cifar100:coarse for the 20 superclasses), svhn, or folder:PATH (PATH/train/CLASS/*.png|jpg and PATH/test/...)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets, as scripts/fetch_data.sh lays them out (empty: "+datasets.DefaultDir+")")
 	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only N training images, class-balanced (0: all)")
@@ -63,8 +63,6 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 	fs.IntVar(&c.Workers, "workers", c.Workers, "augmentation goroutines (0: one per core)")
 	fs.StringVar(&c.Dist, "dist", c.Dist, "data-parallel communication: auto (mpi under mpirun, nccl there on a GPU, else none), none, mpi (Open MPI) or nccl; start P ranks with mpirun -np P simclr train ...")
 	fs.StringVar(&c.DistAddr, "dist-addr", c.DistAddr, "--dist nccl without mpirun: host:port where rank 0 hands out NCCL's id (with --rank and --world-size)")
-	fs.IntVar(&c.Rank, "rank", c.Rank, "--dist nccl without mpirun: this process's rank, 0 to --world-size - 1")
-	fs.IntVar(&c.WorldSize, "world-size", c.WorldSize, "--dist nccl without mpirun: the number of ranks")
 	fs.StringVar(&c.Out, "out", c.Out, "run folder for config.json, metrics.jsonl, checkpoints and evaluations (default runs/ESTIMATOR-DATE)")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "kNN evaluation every this many epochs, appended to eval.jsonl (0: never)")
 	fs.StringVar(&c.LevelLaw, "level-law", c.LevelLaw, "level law of rtmlmc and vmlmc: rates (q_l and n_l from --b and --c) or measured:FILE (the optimal q_l or n_l of the per-level variances and costs in a `simclr levels --json` file)")
@@ -84,7 +82,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Config) {
 var sessionFlags = map[string]bool{
 	"device": true, "precision": true, "workers": true, "log-every": true, "checkpoint-every": true,
 	"eval-every": true, "eval-every-iterations": true, "eval-train-subset": true, "knn-k": true, "probe": true, "probe-baseline": true,
-	"dist": true, "dist-addr": true, "rank": true, "world-size": true,
+	"dist": true, "dist-addr": true,
 }
 
 func newTrainCmd() *cobra.Command {
@@ -96,6 +94,7 @@ func newTrainCmd() *cobra.Command {
 		stopAfter  int
 		noProgress bool
 		cpuProfile string
+		session    train.Session
 	)
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -146,8 +145,10 @@ and of the untrained network; flags given with it override the preset.`,
 				return err
 			}
 			defer stopProfile()
-			hooks := train.Hooks{Log: cmd.ErrOrStderr(), StopAfter: stopAfter,
-				Progress: !noProgress && term.IsTerminal(int(os.Stderr.Fd()))}
+			hooks := session
+			hooks.Version = versionString()
+			hooks.Log, hooks.StopAfter = cmd.ErrOrStderr(), stopAfter
+			hooks.Progress = !noProgress && term.IsTerminal(int(os.Stderr.Fd()))
 
 			var sum *train.Summary
 			if resume != "" {
@@ -157,8 +158,7 @@ and of the untrained network; flags given with it override the preset.`,
 				if err := checkResumeFlags(cmd.Flags(), resume); err != nil {
 					return err
 				}
-				sum, err = train.Resume(ctx, resume, func(c *train.Config) error {
-					c.Version = versionString()
+				sum, err = train.Resume(ctx, resume, func(c *train.Settings) error {
 					if lengthGiven(cmd.Flags()) {
 						// The new length replaces the old, whatever its unit.
 						c.Epochs, c.Iterations, c.MaxSamples = 0, 0, 0
@@ -166,7 +166,7 @@ and of the untrained network; flags given with it override the preset.`,
 					return applyFlags(cmd.Flags(), c, func(name string) bool { return sessionFlags[name] || lengthFlags[name] })
 				}, hooks)
 			} else {
-				var run train.Config
+				var run train.Settings
 				if run, err = resolveTrainConfig(cmd.Flags(), cfg, preset, configFile); err != nil {
 					return err
 				}
@@ -185,6 +185,8 @@ and of the untrained network; flags given with it override the preset.`,
 	cmd.Flags().IntVar(&stopAfter, "iterations-limit", 0, "stop with a checkpoint and exit status 0 after this many iterations in this session (--resume continues); 0: no limit")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "print log lines instead of a progress bar on a terminal")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
+	cmd.Flags().IntVar(&session.Rank, "rank", 0, "--dist nccl without mpirun: this process's rank, 0 to --world-size - 1")
+	cmd.Flags().IntVar(&session.WorldSize, "world-size", 0, "--dist nccl without mpirun: the number of ranks")
 	return cmd
 }
 
@@ -230,10 +232,11 @@ func lengthGiven(flags *pflag.FlagSet) bool {
 	return flags.Changed("epochs") || flags.Changed("iterations") || flags.Changed("max-samples")
 }
 
-// resumeOnlyFlags are the flags of this session alone, never saved in
-// config.json, so they may accompany --resume (and a config file cannot
-// set them).
-var resumeOnlyFlags = map[string]bool{"resume": true, "iterations-limit": true, "no-progress": true, "cpuprofile": true}
+// resumeOnlyFlags are the flags of this session alone (train.Session),
+// never saved in config.json, so they may accompany --resume (and a config
+// file cannot set them).
+var resumeOnlyFlags = map[string]bool{"resume": true, "iterations-limit": true, "no-progress": true, "cpuprofile": true,
+	"rank": true, "world-size": true}
 
 // checkResumeFlags refuses a resumed run any flag that would change what the
 // run computes: it continues with the settings in its config.json.
@@ -254,7 +257,7 @@ func checkResumeFlags(flags *pflag.FlagSet, dir string) error {
 // applyFlags sets on c the flags given on the command line that keep
 // accepts. defineTrainFlags is the one map from flag names to Config
 // fields, so the values are replayed onto a flag set bound to c.
-func applyFlags(flags *pflag.FlagSet, c *train.Config, keep func(name string) bool) error {
+func applyFlags(flags *pflag.FlagSet, c *train.Settings, keep func(name string) bool) error {
 	onto := pflag.NewFlagSet("config", pflag.ContinueOnError)
 	defineTrainFlags(onto, c)
 	var err error
@@ -284,7 +287,7 @@ func sessionFlagList() string {
 // config file's settings (configPath; "" for none), then the flags the
 // user set. A length given by the file or the flags replaces the one
 // before it, whatever its unit.
-func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset, configPath string) (train.Config, error) {
+func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Settings, preset, configPath string) (train.Settings, error) {
 	cfg := fromFlags
 	var file []configSetting
 	if configPath != "" {
@@ -328,7 +331,6 @@ func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Config, preset, co
 		}
 		cfg.Out = fmt.Sprintf("runs/%s-%s", name, time.Now().Format("20060102-150405"))
 	}
-	cfg.Version = versionString()
 	return cfg, nil
 }
 

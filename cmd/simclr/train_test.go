@@ -87,9 +87,9 @@ func TestTrainEvalReportEndToEnd(t *testing.T) {
 	if err := runfolder.ReadJSON(filepath.Join(run, runfolder.ProbeFile), &probe); err != nil || probe.BaselineTop1 == nil {
 		t.Errorf("linear_probe.json: %v %+v", err, probe)
 	}
-	cfg, err := train.LoadConfig(run)
-	if err != nil || cfg.Version == "" || cfg.DeviceLog == "" || cfg.TotalIters != 3 {
-		t.Errorf("config.json: %v %+v", err, cfg)
+	_, plan, err := train.LoadRun(run)
+	if err != nil || plan.Version == "" || plan.DeviceLog == "" || plan.TotalIters != 3 {
+		t.Errorf("config.json: %v %+v", err, plan)
 	}
 
 	stdout, stderr, err = execute("eval", "knn", "--run", run, "--device", "cpu", "--knn-k", "5", "--json")
@@ -223,7 +223,7 @@ func TestPresetFlagsOverride(t *testing.T) {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
 		if got.Iterations != tc.iters || got.Epochs != tc.ep || got.Width != tc.width || got.LR != tc.lr ||
-			got.Estimator != tc.estimator || got.ProbeBaseline != tc.probeBase || got.Out == "" || got.Version == "" {
+			got.Estimator != tc.estimator || got.ProbeBaseline != tc.probeBase || got.Out == "" {
 			t.Errorf("%v: resolved %+v", tc.args, got)
 		}
 		if *preset == "" && got.MaxLevel != 8 {
@@ -246,7 +246,7 @@ func TestTrainGroupNormPaperAugmentThenEval(t *testing.T) {
 	if !strings.Contains(stderr, "group norm, paper augmentation") {
 		t.Errorf("the log does not state the norm and augmentation:\n%s", stderr)
 	}
-	cfg, err := train.LoadConfig(run)
+	cfg, _, err := train.LoadRun(run)
 	if err != nil || cfg.Norm != "group" || cfg.Augment != "paper" {
 		t.Fatalf("config.json: %v, norm %q, augment %q", err, cfg.Norm, cfg.Augment)
 	}

@@ -380,7 +380,11 @@ func TestEstimatorsUnbiased(t *testing.T) {
 		}
 		o.SetPoints(x, x)
 		cfg.Seed = seed
-		e, err := mlmc.New(name, cfg, mlmc.Float64Ops{Dim: dim}, o)
+		kind, err := mlmc.ParseKind(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := mlmc.New(kind, cfg, mlmc.Float64Ops{Dim: dim}, o)
 		if err != nil {
 			t.Fatal(err)
 		}

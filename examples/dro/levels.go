@@ -152,7 +152,11 @@ func (t *task) endPoint(s setting, budget int64, seed uint64) ([]float64, error)
 	if err != nil {
 		return nil, err
 	}
-	e, err := mlmc.New(s.Estimator, s.config(seed), mlmc.Float64Ops{Dim: p.Dim()}, o)
+	k, err := mlmc.ParseKind(s.Estimator)
+	if err != nil {
+		return nil, err
+	}
+	e, err := mlmc.New(k, s.config(seed), mlmc.Float64Ops{Dim: p.Dim()}, o)
 	if err != nil {
 		return nil, err
 	}

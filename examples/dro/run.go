@@ -39,8 +39,8 @@ type setting struct {
 
 // unbounded says the method draws levels from a law on 0..infinity.
 func unbounded(est string) bool {
-	m, _, _ := mlmc.ParseName(est)
-	return m == mlmc.RUMLMC || m == mlmc.RRMLMC
+	k, _ := mlmc.ParseKind(est)
+	return k.Method == mlmc.RUMLMC || k.Method == mlmc.RRMLMC
 }
 
 // config is the estimator configuration of a setting (docs/definitions.md,
@@ -50,7 +50,7 @@ func unbounded(est string) bool {
 // Q_E = 10.
 func (s setting) config(seed uint64) mlmc.Config {
 	cfg := mlmc.Config{MinLevel: 0, MaxLevel: max(s.L, 0), Seed: seed, D1: max(s.D1, 1)}
-	if m, _, _ := mlmc.ParseName(s.Estimator); m == mlmc.RTMLMC || m == mlmc.RUMLMC || m == mlmc.RRMLMC {
+	if k, _ := mlmc.ParseKind(s.Estimator); k.Method == mlmc.RTMLMC || k.Method == mlmc.RUMLMC || k.Method == mlmc.RRMLMC {
 		cfg.B, cfg.C = 2, 1
 	}
 	return cfg
@@ -135,7 +135,11 @@ func (t *task) run(s setting, seed uint64) (trace, error) {
 		return trace{}, err
 	}
 	dim := p.Dim()
-	e, err := mlmc.New(s.Estimator, s.config(seed), mlmc.Float64Ops{Dim: dim}, o)
+	kind, err := mlmc.ParseKind(s.Estimator)
+	if err != nil {
+		return trace{}, fmt.Errorf("%s: %w", s.Method, err)
+	}
+	e, err := mlmc.New(kind, s.config(seed), mlmc.Float64Ops{Dim: dim}, o)
 	if err != nil {
 		return trace{}, fmt.Errorf("%s: %w", s.Method, err)
 	}

@@ -111,7 +111,11 @@ func run(law Law, kind oracleKind, m method, xStar [2]float64, maxLevel int, see
 	o := newQueueOracle(law, kind, maxLevel, seed)
 	cfg := m.Config
 	cfg.Seed = seed
-	e, err := mlmc.New(m.Estimator, cfg, mlmc.Float64Ops{Dim: 2}, o)
+	est, err := mlmc.ParseKind(m.Estimator)
+	if err != nil {
+		return trace{}, fmt.Errorf("%s: %w", m.Label, err)
+	}
+	e, err := mlmc.New(est, cfg, mlmc.Float64Ops{Dim: 2}, o)
 	if err != nil {
 		return trace{}, fmt.Errorf("%s: %w", m.Label, err)
 	}

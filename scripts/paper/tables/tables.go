@@ -68,6 +68,10 @@ type Arms struct {
 	// Baseline is the key of the arm the others are compared with (L-SGD).
 	Baseline string `json:"baseline"`
 	Arms     []Arm  `json:"arms"`
+	// WallCurve asks for the equal-wall-time reading of the baseline's own
+	// kNN curve: its accuracy at the last evaluation within each arm's
+	// wall time (instead of separate shorter baseline runs).
+	WallCurve bool `json:"wall_curve,omitempty"`
 }
 
 // Arm is one final configuration and its seeds.
@@ -207,6 +211,18 @@ func (r *Run) lastKNN() float64 {
 		return math.NaN()
 	}
 	return r.Evals[len(r.Evals)-1].KNNTop1
+}
+
+// knnAtOrBefore is r's validation kNN accuracy at its last evaluation at
+// or before iteration n, and that iteration (NaN and 0 when it has none).
+func knnAtOrBefore(r *Run, n float64) (float64, int) {
+	knn, at := math.NaN(), 0
+	for _, e := range r.Evals {
+		if float64(e.Iteration) <= n {
+			knn, at = e.KNNTop1, e.Iteration
+		}
+	}
+	return knn, at
 }
 
 // Stats of one quantity over seeds.
@@ -462,6 +478,36 @@ func Tables(root string) (string, string, error) {
 		b.WriteString("|---|---:|---:|---:|---:|\n")
 		for _, s := range all {
 			fmt.Fprintf(&b, "| %s | %.0f s | %.0f | %s | %s |\n", s.arm.Name, s.wall.Mean, s.wall.Mean/base.secPerIt.Mean, s.knn, s.val)
+		}
+	}
+	if arms.WallCurve {
+		b.WriteString("\n**Equal wall time, on the baseline's own curve** (each arm's train wall in " + base.arm.Name + "'s mean seconds per iteration, and the baseline's validation kNN at its last evaluation within that many iterations, per seed; mid-run, so at a learning rate its cosine schedule had not yet lowered; Welch's test of the arm's final kNN against it):\n\n")
+		b.WriteString("| arm | train wall | baseline iterations in that time | baseline evaluated at | baseline val kNN then | arm val kNN (end) | arm − baseline (points) | p | reading |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, s := range all {
+			if s.arm.Key == arms.Baseline {
+				continue
+			}
+			n := s.wall.Mean / base.secPerIt.Mean
+			var then []float64
+			at := 0
+			for _, name := range base.arm.Runs {
+				knn, it := knnAtOrBefore(runs[name], n)
+				then = append(then, knn)
+				at = max(at, it)
+			}
+			ref := stats(then)
+			diff, _, _, p := welch(s.knn, ref)
+			reading := "level"
+			switch {
+			case math.IsNaN(p):
+				reading = "no test (fewer than 2 seeds)"
+			case p < 0.05 && diff < 0:
+				reading = "below"
+			case p < 0.05:
+				reading = "above"
+			}
+			fmt.Fprintf(&b, "| %s | %.0f s | %.0f | %d | %s | %s | %+.1f | %.3f | %s |\n", s.arm.Name, s.wall.Mean, n, at, ref, s.knn, diff, p, reading)
 		}
 	}
 	if err := levelsTables(&b, root); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/runfolder"
 )
 
 // The committed tables of BENCHMARKS.md are what the committed run files
@@ -57,5 +58,21 @@ func TestStatsClosedForms(t *testing.T) {
 	}
 	if _, _, _, p := welch(stats([]float64{1}), s); !math.IsNaN(p) {
 		t.Errorf("p = %g with one seed, want none (NaN)", p)
+	}
+}
+
+// The equal-wall-time reading takes the last evaluation at or before the
+// iteration count, never a later one.
+func TestKNNAtOrBefore(t *testing.T) {
+	r := &Run{Evals: []runfolder.Eval{{Iteration: 44, KNNTop1: 30}, {Iteration: 88, KNNTop1: 35}, {Iteration: 132, KNNTop1: 38}}}
+	for _, c := range []struct {
+		n      float64
+		knn    float64
+		atIter int
+	}{{43.9, math.NaN(), 0}, {44, 30, 44}, {131.9, 35, 88}, {1000, 38, 132}} {
+		knn, at := knnAtOrBefore(r, c.n)
+		if at != c.atIter || !(knn == c.knn || math.IsNaN(knn) && math.IsNaN(c.knn)) {
+			t.Errorf("knnAtOrBefore(%g) = %g at %d, want %g at %d", c.n, knn, at, c.knn, c.atIter)
+		}
 	}
 }

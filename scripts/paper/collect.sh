@@ -15,6 +15,14 @@ commit=$(cat "$bin.commit" 2>/dev/null || git rev-parse --short HEAD)
 for name in "$@"; do
 	run=$src/$name
 	[[ -f $src/$name.study.json ]] || { echo "collect.sh: $src/$name.study.json missing: the run has not finished" >&2; exit 1; }
+	if [[ $name == levels-* ]]; then
+		# simclr levels (scripts/study/levels.sh): the report and its record.
+		cp "$src/$name.json" "$dst/$name.json"
+		python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r["commit"] = sys.argv[3]; json.dump(r, open(sys.argv[2], "w"), indent=1)' \
+			"$src/$name.study.json" "$dst/$name.run.json" "$commit"
+		echo "collect.sh: $name -> $dst/$name.json"
+		continue
+	fi
 	mkdir -p "$dst/$name"
 	for f in config.json eval.jsonl linear_probe.json test_probe.json; do
 		[[ -f $run/$f ]] && cp "$run/$f" "$dst/$name/$f"

@@ -55,7 +55,7 @@ func main() {
 }
 
 // Roots are the results folders whose tables BENCHMARKS.md carries.
-var Roots = []string{"results/paper", "results/small"}
+var Roots = []string{"results/paper5", "results/paper", "results/small"}
 
 // Arms is results/paper/arms.json: which runs form each arm.
 type Arms struct {
@@ -507,7 +507,11 @@ func Tables(root string) (string, string, error) {
 			case p < 0.05:
 				reading = "above"
 			}
-			fmt.Fprintf(&b, "| %s | %.0f s | %.0f | %d | %s | %s | %+.1f | %.3f | %s |\n", s.arm.Name, s.wall.Mean, n, at, ref, s.knn, diff, p, reading)
+			pText := ""
+			if !math.IsNaN(p) {
+				pText = fmt.Sprintf("%.3f", p)
+			}
+			fmt.Fprintf(&b, "| %s | %.0f s | %.0f | %d | %s | %s | %+.1f | %s | %s |\n", s.arm.Name, s.wall.Mean, n, at, ref, s.knn, diff, pText, reading)
 		}
 	}
 	if err := levelsTables(&b, root); err != nil {

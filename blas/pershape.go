@@ -1,0 +1,184 @@
+package blas
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// PerShape returns a Gemm that sends each product to lib or to ours,
+// whichever a short timed race on that product's shape found faster. A
+// system BLAS is not fastest at every shape: its kernels may be older than
+// the CPU (OpenBLAS 0.3.21 on an AVX-512 CPU told OPENBLAS_CORETYPE=Haswell
+// runs 256-bit kernels where the built-in kernel uses 512-bit ones), and
+// the small products of a few-image training step sit where packing and
+// call overhead decide. The first call with a new shape (transposes, m, n,
+// k, strides, and whether beta is zero) races the two on scratch operands
+// of that shape, alternating, and keeps the winner for the rest of the
+// process; lib, the default, keeps every shape ours does not beat by
+// perShapeMargin, so that near-ties (whose winner a noisy timing could
+// flip) stay with one implementation.
+//
+// The choices are shared by every PerShape over the same pair of
+// implementations in the process (looked up by their names), so that all
+// backends of a process compute each shape with the same kernel: a run
+// resumed in the same process repeats the uninterrupted one bit for bit.
+// Both lib and ours must be safe for concurrent use.
+func PerShape(lib, ours Gemm) Gemm {
+	key := lib.Name() + "\x00" + ours.Name()
+	perShapeTables.mu.Lock()
+	defer perShapeTables.mu.Unlock()
+	t, ok := perShapeTables.byPair[key]
+	if !ok {
+		t = &shapeTable{choice: map[shapeKey]bool{}}
+		perShapeTables.byPair[key] = t
+	}
+	return &perShape{lib: lib, ours: ours, table: t}
+}
+
+// perShapeMargin is how much faster than lib ours must be on a shape to
+// get it: its best time below perShapeMargin times lib's.
+const perShapeMargin = 0.9
+
+// perShapeTables holds the per-process choices of every pair of
+// implementations PerShape was given: the measurement is made once per
+// process and shape, as the choice must be the same for every backend.
+var perShapeTables = struct {
+	mu     sync.Mutex
+	byPair map[string]*shapeTable
+}{byPair: map[string]*shapeTable{}}
+
+// shapeKey is what the speed of a product depends on.
+type shapeKey struct {
+	transA, transB bool
+	m, n, k        int
+	lda, ldb, ldc  int
+	beta           bool // beta != 0: C is read
+}
+
+// shapeTable maps a shape to true when ours computes it. measure
+// serialises the races, so that two workers meeting a new shape together
+// do not race it twice.
+type shapeTable struct {
+	mu      sync.RWMutex
+	choice  map[shapeKey]bool
+	measure sync.Mutex
+}
+
+type perShape struct {
+	lib, ours Gemm
+	table     *shapeTable
+}
+
+func (g *perShape) Name() string {
+	return fmt.Sprintf("%s and %s, the faster per product shape", g.lib.Name(), g.ours.Name())
+}
+
+func (g *perShape) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkArgs(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	key := shapeKey{transA, transB, m, n, k, lda, ldb, ldc, beta != 0}
+	if g.useOurs(key) {
+		g.ours.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	g.lib.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// useOurs returns the choice for key, racing the two implementations the
+// first time.
+func (g *perShape) useOurs(key shapeKey) bool {
+	t := g.table
+	t.mu.RLock()
+	ours, ok := t.choice[key]
+	t.mu.RUnlock()
+	if ok {
+		return ours
+	}
+	t.measure.Lock()
+	defer t.measure.Unlock()
+	t.mu.RLock()
+	ours, ok = t.choice[key]
+	t.mu.RUnlock()
+	if ok { // another worker raced it while this one waited
+		return ours
+	}
+	ours = raceShape(g.lib, g.ours, key)
+	t.mu.Lock()
+	t.choice[key] = ours
+	t.mu.Unlock()
+	return ours
+}
+
+// Choices reports how many of the shapes met so far each implementation
+// computes.
+func (g *perShape) Choices() (lib, ours int) {
+	g.table.mu.RLock()
+	defer g.table.mu.RUnlock()
+	for _, o := range g.table.choice {
+		if o {
+			ours++
+		} else {
+			lib++
+		}
+	}
+	return lib, ours
+}
+
+// raceShape times the product of shape key on lib and on ours with
+// scratch operands, one warm-up call each and then the best of three,
+// alternating (the best time is the least disturbed by other work), and
+// reports whether ours wins by perShapeMargin. Empty products stay with
+// lib.
+func raceShape(lib, ours Gemm, key shapeKey) bool {
+	if key.m == 0 || key.n == 0 || key.k == 0 {
+		return false
+	}
+	aRows, bRows := key.m, key.k
+	if key.transA {
+		aRows = key.k
+	}
+	if key.transB {
+		bRows = key.n
+	}
+	a := make([]float32, aRows*key.lda)
+	b := make([]float32, bRows*key.ldb)
+	c := make([]float32, key.m*key.ldc)
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	for i := range b {
+		b[i] = float32(i%5) - 2
+	}
+	beta := float32(0)
+	if key.beta {
+		beta = 1
+	}
+	run := func(g Gemm) time.Duration {
+		start := time.Now()
+		g.Sgemm(key.transA, key.transB, key.m, key.n, key.k, 1, a, key.lda, b, key.ldb, beta, c, key.ldc)
+		return time.Since(start)
+	}
+	run(lib)
+	run(ours)
+	bestLib, bestOurs := time.Duration(1<<62), time.Duration(1<<62)
+	for range 3 {
+		bestLib = min(bestLib, run(lib))
+		bestOurs = min(bestOurs, run(ours))
+	}
+	return float64(bestOurs) < perShapeMargin*float64(bestLib)
+}
+
+// ChoosePerShape is Choose, with the system library it picks (if any)
+// wrapped by PerShape against the built-in kernel with the same thread
+// count, where that kernel is a SIMD one (the portable kernel wins no
+// shape worth a race).
+func ChoosePerShape(threads int) Choice {
+	c := Choose(threads)
+	if _, builtin := c.Gemm.(*pureGo); builtin || bestKernel().name == genericKernel.name {
+		return c
+	}
+	return Choice{
+		Gemm: PerShape(c.Gemm, PureGo(threads)),
+		Why:  c.Why + "; each product shape raced against the built-in kernel, the faster kept",
+	}
+}

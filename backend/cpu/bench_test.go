@@ -247,3 +247,19 @@ func BenchmarkConvAlgorithms(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWinoFilters times the filter transform of a 256-channel 3x3
+// layer (ResNet-18's third stage), which runs every forward and backward
+// call of a Winograd layer whatever the batch.
+func BenchmarkWinoFilters(b *testing.B) {
+	const K, C = 256, 256
+	w := make([]float32, K*C*9)
+	for i := range w {
+		w[i] = float32(i%11) - 5
+	}
+	u := make([]float32, winoTile*planeStride(K*C))
+	for b.Loop() {
+		winoFilters(w, K, C, 0, K, u)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(K*C), "ns/filter")
+}

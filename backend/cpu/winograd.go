@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/simclr-go/simclr/internal/parallel"
 	"github.com/simclr-go/simclr/tensor"
@@ -522,12 +523,21 @@ func winoGradTile(src []float32, g winoGeometry, h, w int, d []float32, stride, 
 }
 
 // barrier makes n goroutines wait for one another, phase after phase.
+// A waiter first spins for up to barrierSpins loads of the phase, then
+// sleeps on the condition variable: at MLMC's small batches a Winograd
+// layer's phases take tens of microseconds, about what waking a sleeping
+// thread costs, so the spin lets the two workers meet without a sleep
+// and a wake whenever they finish a phase close together.
 type barrier struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	n, seen int
-	phase   uint64
+	phase   atomic.Uint64 // written under mu, read by spinning waiters
 }
+
+// barrierSpins bounds a waiter's spin: some ten microseconds of atomic
+// loads, after which it sleeps.
+const barrierSpins = 1 << 14
 
 // reset prepares the barrier for n goroutines; nobody may be waiting.
 func (br *barrier) reset(n int) {
@@ -541,16 +551,24 @@ func (br *barrier) wait() {
 		return
 	}
 	br.mu.Lock()
-	phase := br.phase
+	phase := br.phase.Load()
 	br.seen++
 	if br.seen == br.n {
 		br.seen = 0
-		br.phase++
+		br.phase.Add(1)
+		br.mu.Unlock()
 		br.cond.Broadcast()
-	} else {
-		for phase == br.phase {
-			br.cond.Wait()
+		return
+	}
+	br.mu.Unlock()
+	for range barrierSpins {
+		if br.phase.Load() != phase {
+			return
 		}
+	}
+	br.mu.Lock()
+	for phase == br.phase.Load() {
+		br.cond.Wait()
 	}
 	br.mu.Unlock()
 }

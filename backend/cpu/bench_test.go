@@ -263,3 +263,31 @@ func BenchmarkWinoFilters(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(K*C), "ns/filter")
 }
+
+// BenchmarkBatchNormAddReLU times the training-mode batch norm, residual
+// add and ReLU after a first-stage ResNet-18 convolution at 4 and 16
+// views, as three kernels and fused into one.
+//
+//	go test ./backend/cpu -run '^$' -bench BatchNormAddReLU
+func BenchmarkBatchNormAddReLU(b *testing.B) {
+	be := New()
+	for _, views := range []int{4, 16} {
+		s := tensor.BNShape{N: views, C: 64, HW: 32 * 32, Eps: 1e-5, Momentum: 0.1}
+		rng := rand.New(rand.NewPCG(1, 2))
+		n := s.N * s.C * s.HW
+		x, res, y := upload(be, randSlice(rng, n)), upload(be, randSlice(rng, n)), be.Alloc(n)
+		g, bt, m, is := upload(be, randSlice(rng, s.C)), upload(be, randSlice(rng, s.C)), be.Alloc(s.C), be.Alloc(s.C)
+		b.Run(fmt.Sprintf("views%d/separate", views), func(b *testing.B) {
+			for b.Loop() {
+				be.BatchNormForwardTrain(s, x, g, bt, y, m, is, nil, nil)
+				be.Add(y, y, res)
+				be.ReLUForward(y, y)
+			}
+		})
+		b.Run(fmt.Sprintf("views%d/fused", views), func(b *testing.B) {
+			for b.Loop() {
+				be.BatchNormAddReLUForwardTrain(s, x, g, bt, res, y, m, is, nil, nil)
+			}
+		})
+	}
+}

@@ -40,6 +40,11 @@ func PerShape(lib, ours Gemm) Gemm {
 // get it: its best time below perShapeMargin times lib's.
 const perShapeMargin = 0.9
 
+// maxRaceElements bounds the scratch operands of a race: 16 Mi floats,
+// 64 MiB (the largest product of a 64-image ResNet-18 step, the last
+// stage's im2col product split over channels, needs under 12 Mi).
+const maxRaceElements = 1 << 24
+
 // perShapeTables holds the per-process choices of every pair of
 // implementations PerShape was given: the measurement is made once per
 // process and shape, as the choice must be the same for every backend.
@@ -127,8 +132,10 @@ func (g *perShape) Choices() (lib, ours int) {
 // raceShape times the product of shape key on lib and on ours with
 // scratch operands, one warm-up call each and then the best of three,
 // alternating (the best time is the least disturbed by other work), and
-// reports whether ours wins by perShapeMargin. Empty products stay with
-// lib.
+// reports whether ours wins by perShapeMargin. Empty products, and
+// products whose scratch operands would exceed maxRaceElements, stay with
+// lib: a training step's products are far below that, and a race must not
+// double the memory of a large one-off product.
 func raceShape(lib, ours Gemm, key shapeKey) bool {
 	if key.m == 0 || key.n == 0 || key.k == 0 {
 		return false
@@ -139,6 +146,9 @@ func raceShape(lib, ours Gemm, key shapeKey) bool {
 	}
 	if key.transB {
 		bRows = key.n
+	}
+	if aRows*key.lda+bRows*key.ldb+key.m*key.ldc > maxRaceElements {
+		return false
 	}
 	a := make([]float32, aRows*key.lda)
 	b := make([]float32, bRows*key.ldb)

@@ -41,8 +41,8 @@ func PerShape(lib, ours Gemm) Gemm {
 const perShapeMargin = 0.9
 
 // maxRaceElements bounds the scratch operands of a race: 16 Mi floats,
-// 64 MiB (the largest product of a 64-image ResNet-18 step, the last
-// stage's im2col product split over channels, needs under 12 Mi).
+// 64 MiB (the largest product of a 64-image ResNet-18 training step at
+// full width needs 5.6 Mi).
 const maxRaceElements = 1 << 24
 
 // perShapeTables holds the per-process choices of every pair of

@@ -13,8 +13,8 @@ import (
 // runs 256-bit kernels where the built-in kernel uses 512-bit ones), and
 // the small products of a few-image training step sit where packing and
 // call overhead decide. The first call with a new shape (transposes, m, n,
-// k, strides, and whether beta is zero) races the two on scratch operands
-// of that shape, alternating, and keeps the winner for the rest of the
+// k, strides, and whether beta is zero) races the two on that call's A
+// and B and a scratch C, alternating, and keeps the winner for the rest of the
 // process; lib, the default, keeps every shape ours does not beat by
 // perShapeMargin, so that near-ties (whose winner a noisy timing could
 // flip) stay with one implementation.
@@ -40,9 +40,9 @@ func PerShape(lib, ours Gemm) Gemm {
 // get it: its best time below perShapeMargin times lib's.
 const perShapeMargin = 0.9
 
-// maxRaceElements bounds the scratch operands of a race: 16 Mi floats,
-// 64 MiB (the largest product of a 64-image ResNet-18 training step at
-// full width needs 5.6 Mi).
+// maxRaceElements bounds the scratch C of a race: 16 Mi floats, 64 MiB
+// (a full-width ResNet-18 training step needs 2.25 Mi at 64 images, 4.5
+// Mi at 256); larger products stay with lib without a race.
 const maxRaceElements = 1 << 24
 
 // perShapeTables holds the per-process choices of every pair of
@@ -63,11 +63,15 @@ type shapeKey struct {
 
 // shapeTable maps a shape to true when ours computes it. measure
 // serialises the races, so that two workers meeting a new shape together
-// do not race it twice.
+// do not race it twice, and guards scratch, the races' C, grown to the
+// largest and reused (a C per race would be garbage that the collector,
+// pacing itself on a training step's large live heap, leaves in place
+// until after the memory peak).
 type shapeTable struct {
 	mu      sync.RWMutex
 	choice  map[shapeKey]bool
 	measure sync.Mutex
+	scratch []float32
 }
 
 type perShape struct {
@@ -82,16 +86,16 @@ func (g *perShape) Name() string {
 func (g *perShape) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkArgs(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	key := shapeKey{transA, transB, m, n, k, lda, ldb, ldc, beta != 0}
-	if g.useOurs(key) {
+	if g.useOurs(key, a, b) {
 		g.ours.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	g.lib.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// useOurs returns the choice for key, racing the two implementations the
-// first time.
-func (g *perShape) useOurs(key shapeKey) bool {
+// useOurs returns the choice for key, racing the two implementations on
+// the operands a and b of the call the first time.
+func (g *perShape) useOurs(key shapeKey, a, b []float32) bool {
 	t := g.table
 	t.mu.RLock()
 	ours, ok := t.choice[key]
@@ -107,7 +111,10 @@ func (g *perShape) useOurs(key shapeKey) bool {
 	if ok { // another worker raced it while this one waited
 		return ours
 	}
-	ours = raceShape(g.lib, g.ours, key)
+	if key.m*key.ldc <= maxRaceElements {
+		c := growTo(&t.scratch, key.m*key.ldc)
+		ours = raceShape(g.lib, g.ours, key, a, b, c)
+	}
 	t.mu.Lock()
 	t.choice[key] = ours
 	t.mu.Unlock()
@@ -129,35 +136,14 @@ func (g *perShape) Choices() (lib, ours int) {
 	return lib, ours
 }
 
-// raceShape times the product of shape key on lib and on ours with
-// scratch operands, one warm-up call each and then the best of three,
-// alternating (the best time is the least disturbed by other work), and
-// reports whether ours wins by perShapeMargin. Empty products, and
-// products whose scratch operands would exceed maxRaceElements, stay with
-// lib: a training step's products are far below that, and a race must not
-// double the memory of a large one-off product.
-func raceShape(lib, ours Gemm, key shapeKey) bool {
+// raceShape times the product of shape key on lib and on ours, with the
+// call's operands a and b and the scratch c (m x ldc), one warm-up call
+// each and then the best of three, alternating (the best time is the least
+// disturbed by other work), and reports whether ours wins by
+// perShapeMargin. Empty products stay with lib.
+func raceShape(lib, ours Gemm, key shapeKey, a, b, c []float32) bool {
 	if key.m == 0 || key.n == 0 || key.k == 0 {
 		return false
-	}
-	aRows, bRows := key.m, key.k
-	if key.transA {
-		aRows = key.k
-	}
-	if key.transB {
-		bRows = key.n
-	}
-	if aRows*key.lda+bRows*key.ldb+key.m*key.ldc > maxRaceElements {
-		return false
-	}
-	a := make([]float32, aRows*key.lda)
-	b := make([]float32, bRows*key.ldb)
-	c := make([]float32, key.m*key.ldc)
-	for i := range a {
-		a[i] = float32(i%7) - 3
-	}
-	for i := range b {
-		b[i] = float32(i%5) - 2
 	}
 	beta := float32(0)
 	if key.beta {
@@ -176,6 +162,14 @@ func raceShape(lib, ours Gemm, key shapeKey) bool {
 		bestOurs = min(bestOurs, run(ours))
 	}
 	return float64(bestOurs) < perShapeMargin*float64(bestLib)
+}
+
+// growTo returns buf with n elements, reallocating when it holds fewer.
+func growTo(buf *[]float32, n int) []float32 {
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	return (*buf)[:n]
 }
 
 // ChoosePerShape is Choose, with the system library it picks (if any)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""simclr against PyTorch on the same CPU cores, alternating runs (issue 14).
+"""simclr against PyTorch on the same CPU cores, alternating runs.
 
 For each round, each batch size and each loss (plain NT-Xent, multilevel
 correction) it runs `simclr bench --device cpu --json` and then
@@ -9,12 +9,17 @@ Alternating matters on a shared machine: other load slows both programs of a
 pair alike, so the ratio of a pair is steadier than either time.
 
 It prints every run as a JSON line on stderr and then a Markdown table:
-median and range over the rounds of each program's step time, the median
-and range of the per-round speed ratio (PyTorch step / simclr step, above 1
-when simclr is faster), the same for the process CPU time per step (all
-threads: the step's own cost, whatever share of the cores it got) and each
-program's peak resident memory (largest over the rounds). `uptime` is
-recorded before and after. PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless
+each program's best step time over the rounds (the least disturbed by other
+work on the machine) and the ratio of the two bests (PyTorch / simclr, above
+1 when simclr is faster), then the median and range over the rounds of
+each program's step time and of the per-round speed ratio, the same for
+the process CPU time per step (all threads: the step's own cost, whatever
+share of the cores it got) and each program's peak resident memory
+(largest over the rounds). `uptime` is recorded before and after, with the
+CPU model name (/proc/cpuinfo) and OPENBLAS_CORETYPE. Every run, the
+table and the machine go to a JSON file (--out, by default
+results/cpu/compare-<UTC time>.json in the repository) and the table to
+the same name with .md. PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless
 --omp-wait-policy says otherwise: GNU OpenMP's default spin-waiting makes
 its steps up to ten times slower on cores other processes also use.
 
@@ -24,8 +29,10 @@ its steps up to ten times slower on cores other processes also use.
 """
 
 import argparse
+import datetime
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -47,6 +54,9 @@ def parse_args():
     p.add_argument("--step-budget", type=float, default=1.5,
                    help="approximate seconds of timed steps per run at the issue's step times; "
                         "steps = clamp(budget / (0.08 s x images), 2, 10) (default %(default)s)")
+    p.add_argument("--out", default="",
+                   help="JSON file of every run and the table (default results/cpu/compare-<UTC time>.json "
+                        "in the repository; the table also goes to the same name with .md)")
     a = p.parse_args()
     a.image_list = [int(v) for v in a.images.split(",") if v.strip()]
     a.mode_list = [m.strip() for m in a.modes.split(",") if m.strip()]
@@ -76,6 +86,18 @@ def uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                if key.strip() == "model name" and val.strip():
+                    return val.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def fmt_range(vals, scale=1.0, digits=0):
     f = "%%.%df" % digits
     return (f + " (" + f + "-" + f + ")") % (statistics.median(vals) * scale, min(vals) * scale, max(vals) * scale)
@@ -88,7 +110,13 @@ def main():
     torch_env = dict(os.environ)
     if a.omp_wait_policy != "default":
         torch_env["OMP_WAIT_POLICY"] = a.omp_wait_policy
-    print("before: " + uptime(), file=sys.stderr, flush=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    out_json = a.out or os.path.join(os.path.dirname(here), "results", "cpu",
+                                     "compare-" + started.strftime("%Y%m%dT%H%MZ") + ".json")
+    machine = {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(),
+               "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
+               "uptime_before": uptime(), "started_utc": started.isoformat(timespec="seconds")}
+    print("before: " + machine["uptime_before"], file=sys.stderr, flush=True)
     results = {}  # (images, mode) -> {"simclr": [...], "pytorch": [...]}
     for rnd in range(a.rounds):
         for images in a.image_list:
@@ -108,15 +136,25 @@ def main():
                     res["round"] = rnd
                     print(json.dumps(res), file=sys.stderr, flush=True)
                     slot[name].append(res)
-    print("after: " + uptime(), file=sys.stderr, flush=True)
+    machine["uptime_after"] = uptime()
+    machine["finished_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    print("after: " + machine["uptime_after"], file=sys.stderr, flush=True)
 
     first = results[(a.image_list[0], a.mode_list[0])]
-    print("simclr:  " + first["simclr"][0].get("backend", "?"))
-    print("PyTorch: " + first["pytorch"][0].get("backend", "?") + ", OMP_WAIT_POLICY " + a.omp_wait_policy)
-    print()
-    print("| images (views) | loss | simclr step, ms | PyTorch step, ms | speed ratio | "
-          "simclr CPU ms/step | PyTorch CPU ms/step | CPU-time ratio | simclr peak RSS, MB | PyTorch peak RSS, MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    lines = [
+        "CPU: %s (%d logical CPUs), OPENBLAS_CORETYPE=%s; %s to %s UTC; load before: %s; after: %s" % (
+            machine["cpu_model"], machine["cpu_count"], machine["openblas_coretype"] or "(unset)",
+            machine["started_utc"], machine["finished_utc"], machine["uptime_before"], machine["uptime_after"]),
+        "simclr:  " + first["simclr"][0].get("backend", "?"),
+        "PyTorch: " + first["pytorch"][0].get("backend", "?") + ", OMP_WAIT_POLICY " + a.omp_wait_policy,
+        "%d alternating rounds; best = fastest round, median (range) over the rounds" % a.rounds,
+        "",
+        "| images (views) | loss | simclr best step, ms | PyTorch best step, ms | ratio of bests | "
+        "simclr step, ms | PyTorch step, ms | speed ratio per round | "
+        "simclr CPU ms/step | PyTorch CPU ms/step | CPU-time ratio | simclr peak RSS, MB | PyTorch peak RSS, MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    table = []
     for images in a.image_list:
         for mode in a.mode_list:
             slot = results[(images, mode)]
@@ -126,10 +164,31 @@ def main():
             ocpu = [r["cpu_seconds_per_step"] for r in slot["simclr"]]
             tcpu = [r["cpu_seconds_per_step"] for r in slot["pytorch"]]
             cratios = [t / o for o, t in zip(ocpu, tcpu)]
-            print("| %d (%d) | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |" % (
-                images, 2 * images, mode, fmt_range(ours, 1e3), fmt_range(theirs, 1e3), fmt_range(ratios, 1, 2),
+            row = {"images": images, "views": 2 * images, "loss": mode,
+                   "simclr_best_step_seconds": min(ours), "pytorch_best_step_seconds": min(theirs),
+                   "ratio_of_bests": min(theirs) / min(ours),
+                   "simclr_step_seconds": ours, "pytorch_step_seconds": theirs, "speed_ratios": ratios,
+                   "simclr_cpu_seconds_per_step": ocpu, "pytorch_cpu_seconds_per_step": tcpu,
+                   "simclr_peak_rss_mb": max(r["peak_rss_mb"] for r in slot["simclr"]),
+                   "pytorch_peak_rss_mb": max(r["peak_rss_mb"] for r in slot["pytorch"])}
+            table.append(row)
+            lines.append("| %d (%d) | %s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %.0f | %.0f |" % (
+                images, 2 * images, mode, min(ours) * 1e3, min(theirs) * 1e3, row["ratio_of_bests"],
+                fmt_range(ours, 1e3), fmt_range(theirs, 1e3), fmt_range(ratios, 1, 2),
                 fmt_range(ocpu, 1e3), fmt_range(tcpu, 1e3), fmt_range(cratios, 1, 2),
-                max(r["peak_rss_mb"] for r in slot["simclr"]), max(r["peak_rss_mb"] for r in slot["pytorch"])))
+                row["simclr_peak_rss_mb"], row["pytorch_peak_rss_mb"]))
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    runs = [r for slot in results.values() for name in ("simclr", "pytorch") for r in slot[name]]
+    os.makedirs(os.path.dirname(os.path.abspath(out_json)), exist_ok=True)
+    with open(out_json, "w") as f:
+        json.dump({"command": sys.argv, "machine": machine, "rounds": a.rounds, "table": table, "runs": runs},
+                  f, indent=1)
+        f.write("\n")
+    md = os.path.splitext(out_json)[0] + ".md"
+    with open(md, "w") as f:
+        f.write("    " + " ".join(sys.argv) + "\n\n" + text)
+    print("wrote %s and %s" % (out_json, md), file=sys.stderr)
     return 0
 
 

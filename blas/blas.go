@@ -10,6 +10,9 @@
 // BLIS or MKL, or when a short timed product shows it faster than the
 // pure-Go kernel; otherwise (Debian's reference BLAS, for one) the search
 // goes on, and ends with the pure-Go kernel. Choice.Why says which and why.
+// ChoosePerShape goes further: it sends each product shape to the system
+// library or the pure-Go kernel, whichever a race on that shape found
+// faster (PerShape).
 // Unless OPENBLAS_CORETYPE is already set, it is set from the CPU's
 // instruction sets before loading, because OpenBLAS releases older than the
 // CPU fall back to their slowest kernels.

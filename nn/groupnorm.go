@@ -20,6 +20,9 @@ type Norm interface {
 	// statistics in saved; updateRunning updates running statistics, if
 	// the layer keeps any.
 	ForwardTrain(b tensor.Backend, s tensor.BNShape, x, y tensor.Buffer, saved BNSaved, updateRunning bool)
+	// ForwardTrainAddReLU is ForwardTrain followed by y += residual
+	// (unless residual is nil) and y = max(y, 0).
+	ForwardTrainAddReLU(b tensor.Backend, s tensor.BNShape, x, residual, y tensor.Buffer, saved BNSaved, updateRunning bool)
 	// ForwardEval normalises x into y as in evaluation mode.
 	ForwardEval(b tensor.Backend, s tensor.BNShape, x, y tensor.Buffer)
 	// Backward writes dx and the weight and bias gradients from dy, the
@@ -95,6 +98,16 @@ func (gn *GroupNorm) SavedLen(n int) int { return n * gn.G }
 // inverse standard deviations in saved; updateRunning has nothing to update.
 func (gn *GroupNorm) ForwardTrain(b tensor.Backend, s tensor.BNShape, x, y tensor.Buffer, saved BNSaved, _ bool) {
 	b.GroupNormForward(gn.GNShape(s), x, gn.Weight.Value, gn.Bias.Value, y, saved.Mean, saved.InvStd)
+}
+
+// ForwardTrainAddReLU is ForwardTrain, then the residual add and the ReLU
+// as separate kernels (the backends fuse them for batch norm only).
+func (gn *GroupNorm) ForwardTrainAddReLU(b tensor.Backend, s tensor.BNShape, x, residual, y tensor.Buffer, saved BNSaved, updateRunning bool) {
+	gn.ForwardTrain(b, s, x, y, saved, updateRunning)
+	if residual != nil {
+		b.Add(y, y, residual)
+	}
+	b.ReLUForward(y, y)
 }
 
 // ForwardEval computes the same function as ForwardTrain, saving nothing.

@@ -98,6 +98,19 @@ func (bn *BatchNorm) ForwardTrain(b tensor.Backend, s tensor.BNShape, x, y tenso
 	b.BatchNormForwardTrain(s, x, bn.Weight.Value, bn.Bias.Value, y, saved.Mean, saved.InvStd, runMean, runVar)
 }
 
+// ForwardTrainAddReLU is ForwardTrain followed by y += residual (unless
+// residual is nil) and y = max(y, 0), fused into the pass that writes y
+// (tensor.Backend.BatchNormAddReLUForwardTrain).
+func (bn *BatchNorm) ForwardTrainAddReLU(b tensor.Backend, s tensor.BNShape, x, residual, y tensor.Buffer, saved BNSaved, updateRunning bool) {
+	var runMean, runVar tensor.Buffer
+	s.Momentum = bn.Momentum // as ForwardTrain
+	if updateRunning {
+		runMean, runVar = bn.RunningMean.Value, bn.RunningVar.Value
+		b.Axpy(bn.NumBatchesTracked.Value, 1, bn.params.One())
+	}
+	b.BatchNormAddReLUForwardTrain(s, x, bn.Weight.Value, bn.Bias.Value, residual, y, saved.Mean, saved.InvStd, runMean, runVar)
+}
+
 // ForwardEval normalises x with the running statistics into y.
 func (bn *BatchNorm) ForwardEval(b tensor.Backend, s tensor.BNShape, x, y tensor.Buffer) {
 	b.BatchNormForwardEval(s, x, bn.Weight.Value, bn.Bias.Value, bn.RunningMean.Value, bn.RunningVar.Value, y)

@@ -134,6 +134,11 @@ type Backend interface {
 	// as torch.nn.BatchNorm2d does in training mode. Statistics accumulate in
 	// float64.
 	BatchNormForwardTrain(s BNShape, x, gamma, beta, y, mean, invStd, runMean, runVar Buffer)
+	// BatchNormAddReLUForwardTrain is BatchNormForwardTrain into y
+	// followed, in the same pass over y, by y += residual (unless residual
+	// is nil) and y = max(y, 0): the batch norm, residual add and ReLU
+	// after a ResNet convolution. y must not alias x or residual.
+	BatchNormAddReLUForwardTrain(s BNShape, x, gamma, beta, residual, y, mean, invStd, runMean, runVar Buffer)
 	// BatchNormForwardEval uses the running statistics: y = gamma (x - runMean) / sqrt(runVar + eps) + beta.
 	BatchNormForwardEval(s BNShape, x, gamma, beta, runMean, runVar, y Buffer)
 	// BatchNormBackward writes dx, dgamma and dbeta (C each) from dy, the

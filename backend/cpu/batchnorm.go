@@ -34,7 +34,27 @@ func checkChannels(s tensor.BNShape, what string, bufs ...[]float32) {
 // 1/sqrt(biased var + eps); runMean and runVar, when not nil, move towards
 // the batch mean and the unbiased batch variance by Momentum.
 func (b *Backend) BatchNormForwardTrain(s tensor.BNShape, x, gamma, beta, y, mean, invStd, runMean, runVar tensor.Buffer) {
+	b.batchNormForwardTrain(s, x, gamma, beta, nil, y, mean, invStd, runMean, runVar, false)
+}
+
+// BatchNormAddReLUForwardTrain is BatchNormForwardTrain whose pass
+// writing y also adds residual (unless nil) and applies the ReLU: one
+// pass over y where the separate kernels make three. The result is the
+// separate kernels' bit for bit (the same float32 operations in the same
+// order).
+func (b *Backend) BatchNormAddReLUForwardTrain(s tensor.BNShape, x, gamma, beta, residual, y, mean, invStd, runMean, runVar tensor.Buffer) {
+	b.batchNormForwardTrain(s, x, gamma, beta, residual, y, mean, invStd, runMean, runVar, true)
+}
+
+// batchNormForwardTrain is both: with relu, y = max(bn(x) + residual, 0),
+// residual nil meaning none.
+func (b *Backend) batchNormForwardTrain(s tensor.BNShape, x, gamma, beta, residual, y, mean, invStd, runMean, runVar tensor.Buffer, relu bool) {
 	xd, yd := Data(x), Data(y)
+	var rd []float32
+	if residual != nil {
+		rd = Data(residual)
+		checkBN(s, rd, "residual")
+	}
 	checkBN(s, xd, "input x")
 	checkBN(s, yd, "output y")
 	gd, bd, md, id := Data(gamma), Data(beta), Data(mean), Data(invStd)
@@ -70,9 +90,25 @@ func (b *Backend) BatchNormForwardTrain(s tensor.BNShape, x, gamma, beta, y, mea
 			scale := float64(gd[c]) * inv
 			sc, sh := float32(scale), float32(float64(bd[c])-mu*scale)
 			for n := 0; n < N; n++ {
-				src, dst := xd[(n*C+c)*HW:(n*C+c+1)*HW], yd[(n*C+c)*HW:(n*C+c+1)*HW]
-				for j, v := range src {
-					dst[j] = v*sc + sh
+				lo, hi := (n*C+c)*HW, (n*C+c+1)*HW
+				src, dst := xd[lo:hi], yd[lo:hi]
+				switch {
+				case !relu:
+					for j, v := range src {
+						dst[j] = v*sc + sh
+					}
+				case rd == nil:
+					for j, v := range src {
+						t := v*sc + sh
+						dst[j] = math.Float32frombits(math.Float32bits(t) & positiveMask(t))
+					}
+				default:
+					res := rd[lo:hi]
+					for j, v := range src {
+						t := v*sc + sh
+						t += res[j]
+						dst[j] = math.Float32frombits(math.Float32bits(t) & positiveMask(t))
+					}
 				}
 			}
 			if rmd != nil {

@@ -148,3 +148,63 @@ func TestBatchNormBackwardFiniteDifferences(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchNormAddReLUIsTheSeparateKernels: the fused forward equals
+// BatchNormForwardTrain, Add and ReLUForward run one after the other, bit
+// for bit, with and without a residual, on shapes split over the workers
+// and not, and it updates the statistics and running statistics alike.
+func TestBatchNormAddReLUIsTheSeparateKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, s := range []tensor.BNShape{
+		{N: 2, C: 3, HW: 5, Eps: 1e-5, Momentum: 0.1},
+		{N: 4, C: 64, HW: 256, Eps: 1e-5, Momentum: 0.1}, // split over the workers
+	} {
+		n := s.N * s.C * s.HW
+		x, res := randSlice(rng, n), randSlice(rng, n)
+		gamma, beta := randSlice(rng, s.C), randSlice(rng, s.C)
+		for _, tb := range testBackends() {
+			for _, withResidual := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/C=%d/residual=%v", tb.name, s.C, withResidual), func(t *testing.T) {
+					b := tb.b
+					xb, gb, bb, rb := upload(b, x), upload(b, gamma), upload(b, beta), upload(b, res)
+					want, wantMean, wantInv := b.Alloc(n), b.Alloc(s.C), b.Alloc(s.C)
+					wantRM, wantRV := filled(b, s.C, 0.5), filled(b, s.C, 2)
+					b.BatchNormForwardTrain(s, xb, gb, bb, want, wantMean, wantInv, wantRM, wantRV)
+					var residual tensor.Buffer
+					if withResidual {
+						residual = rb
+						b.Add(want, want, rb)
+					}
+					b.ReLUForward(want, want)
+
+					got, mean, inv := filled(b, n, 7), b.Alloc(s.C), b.Alloc(s.C)
+					rm, rv := filled(b, s.C, 0.5), filled(b, s.C, 2)
+					b.BatchNormAddReLUForwardTrain(s, xb, gb, bb, residual, got, mean, inv, rm, rv)
+					for _, c := range []struct {
+						what      string
+						got, want tensor.Buffer
+					}{{"y", got, want}, {"mean", mean, wantMean}, {"invStd", inv, wantInv}, {"running mean", rm, wantRM}, {"running var", rv, wantRV}} {
+						g, w := download(b, c.got), download(b, c.want)
+						for i := range w {
+							if math.Float32bits(g[i]) != math.Float32bits(w[i]) {
+								t.Fatalf("%s[%d] = %v fused, %v separate", c.what, i, g[i], w[i])
+							}
+						}
+					}
+					if y := download(b, got); !slicesHaveZeroAndPositive(y) {
+						t.Fatalf("the ReLU output has no zeros or no positives: the test would not see a missing ReLU")
+					}
+				})
+			}
+		}
+	}
+}
+
+func slicesHaveZeroAndPositive(y []float32) bool {
+	var zero, positive bool
+	for _, v := range y {
+		zero = zero || v == 0
+		positive = positive || v > 0
+	}
+	return zero && positive
+}

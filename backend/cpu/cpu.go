@@ -78,9 +78,11 @@ const defaultChunkBudget = 8 << 20
 // its own single-threaded SGEMMs: the system BLAS that blas.Choose accepts,
 // set to one thread (OpenBLAS's own threads would spin-wait between
 // products while the workers lower the next chunk, burning a third of the
-// CPU), else the pure-Go kernel. Describe says which and why.
+// CPU), else the pure-Go kernel. With a system BLAS, each product shape
+// goes to the library or the pure-Go kernel, whichever a race at its first
+// call found faster (blas.ChoosePerShape). Describe says which and why.
 func New() *Backend {
-	c := blas.Choose(1)
+	c := blas.ChoosePerShape(1)
 	b := NewWith(c.Gemm, runtime.NumCPU())
 	b.gemmWhy = c.Why
 	return b

@@ -1,9 +1,10 @@
 // Package cpu is the CPU implementation of tensor.Backend: buffers are Go
 // float32 slices, matrix products go through a blas.Gemm (OpenBLAS when the
-// system has it, else the pure-Go kernel), and every kernel runs on a few
-// worker goroutines, one per core. It is the readable reference the CUDA
-// backend is checked against, and it trains ResNet-18 at a usable speed on
-// a small machine.
+// system has it, else the pure-Go kernel; with OpenBLAS, each product shape
+// goes to whichever of the two a race at its first call found faster), and
+// every kernel runs on a few worker goroutines, one per core. It is the
+// readable reference the CUDA backend is checked against, and it trains
+// ResNet-18 at a usable speed on a small machine.
 //
 // The 3x3 stride-1 convolutions (most of ResNet-18's FLOPs) use Winograd
 // F(2x2,3x3) (winograd.go): 16 GEMMs per layer on transformed 4x4 tiles,

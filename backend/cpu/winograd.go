@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/simclr-go/simclr/internal/parallel"
 	"github.com/simclr-go/simclr/tensor"
@@ -284,36 +285,51 @@ var winoRotated = [winoTile]int{15, 13, 14, 12, 7, 5, 6, 4, 11, 9, 10, 8, 3, 1, 
 // into u: u[e,k,c] = (G w[k,c] G^T)[e]. At small batches this runs once
 // per layer call for few tiles, so it is written for the compiler: nine
 // loads, the sums in locals, sixteen stores, filters in memory order.
+// The stores go to a block of winoFilterBlock filters on the stack first
+// and then to the 16 planes of u a block at a time: sixteen stores a
+// filter straight into planes a whole layer apart ran at a few GB/s.
 func winoFilters(w []float32, K, C, lo, hi int, u []float32) {
 	stride := planeStride(K * C)
 	u = u[:16*stride]
-	for row := lo * C; row < hi*C; row++ {
-		f := w[row*9 : row*9+9 : row*9+9]
-		f0, f1, f2, f3, f4, f5, f6, f7, f8 := f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]
-		// Columns of G f (4x3): rows f0-2, (sum)/2, (alternating)/2, f6-8.
-		a0, a1, a2 := f0, f1, f2
-		b0, b1, b2 := 0.5*(f0+f3+f6), 0.5*(f1+f4+f7), 0.5*(f2+f5+f8)
-		c0, c1, c2 := 0.5*(f0-f3+f6), 0.5*(f1-f4+f7), 0.5*(f2-f5+f8)
-		d0, d1, d2 := f6, f7, f8
-		// Then (G f) G^T row by row.
-		u[row] = a0
-		u[stride+row] = 0.5 * (a0 + a1 + a2)
-		u[2*stride+row] = 0.5 * (a0 - a1 + a2)
-		u[3*stride+row] = a2
-		u[4*stride+row] = b0
-		u[5*stride+row] = 0.5 * (b0 + b1 + b2)
-		u[6*stride+row] = 0.5 * (b0 - b1 + b2)
-		u[7*stride+row] = b2
-		u[8*stride+row] = c0
-		u[9*stride+row] = 0.5 * (c0 + c1 + c2)
-		u[10*stride+row] = 0.5 * (c0 - c1 + c2)
-		u[11*stride+row] = c2
-		u[12*stride+row] = d0
-		u[13*stride+row] = 0.5 * (d0 + d1 + d2)
-		u[14*stride+row] = 0.5 * (d0 - d1 + d2)
-		u[15*stride+row] = d2
+	var blk [winoTile][winoFilterBlock]float32
+	for row0 := lo * C; row0 < hi*C; row0 += winoFilterBlock {
+		n := min(winoFilterBlock, hi*C-row0)
+		for j := 0; j < n; j++ {
+			row := row0 + j
+			f := w[row*9 : row*9+9 : row*9+9]
+			f0, f1, f2, f3, f4, f5, f6, f7, f8 := f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]
+			// Columns of G f (4x3): rows f0-2, (sum)/2, (alternating)/2, f6-8.
+			a0, a1, a2 := f0, f1, f2
+			b0, b1, b2 := 0.5*(f0+f3+f6), 0.5*(f1+f4+f7), 0.5*(f2+f5+f8)
+			c0, c1, c2 := 0.5*(f0-f3+f6), 0.5*(f1-f4+f7), 0.5*(f2-f5+f8)
+			d0, d1, d2 := f6, f7, f8
+			// Then (G f) G^T row by row.
+			blk[0][j] = a0
+			blk[1][j] = 0.5 * (a0 + a1 + a2)
+			blk[2][j] = 0.5 * (a0 - a1 + a2)
+			blk[3][j] = a2
+			blk[4][j] = b0
+			blk[5][j] = 0.5 * (b0 + b1 + b2)
+			blk[6][j] = 0.5 * (b0 - b1 + b2)
+			blk[7][j] = b2
+			blk[8][j] = c0
+			blk[9][j] = 0.5 * (c0 + c1 + c2)
+			blk[10][j] = 0.5 * (c0 - c1 + c2)
+			blk[11][j] = c2
+			blk[12][j] = d0
+			blk[13][j] = 0.5 * (d0 + d1 + d2)
+			blk[14][j] = 0.5 * (d0 - d1 + d2)
+			blk[15][j] = d2
+		}
+		for e := range blk {
+			copy(u[e*stride+row0:e*stride+row0+n], blk[e][:n])
+		}
 	}
 }
+
+// winoFilterBlock is the number of filters winoFilters transforms on the
+// stack before storing them (16 x 64 floats, 4 KiB, in L1).
+const winoFilterBlock = 64
 
 // winoFilterGrad writes dw[k,c] = G^T dW[.,k,c] G (3x3) for output
 // channels [lo,hi). G^T maps (m0, m1, m2, m3) to (m0 + (m1+m2)/2,
@@ -507,12 +523,21 @@ func winoGradTile(src []float32, g winoGeometry, h, w int, d []float32, stride, 
 }
 
 // barrier makes n goroutines wait for one another, phase after phase.
+// A waiter first spins for up to barrierSpins loads of the phase, then
+// sleeps on the condition variable: at MLMC's small batches a Winograd
+// layer's phases take tens of microseconds, about what waking a sleeping
+// thread costs, so the spin lets the two workers meet without a sleep
+// and a wake whenever they finish a phase close together.
 type barrier struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	n, seen int
-	phase   uint64
+	phase   atomic.Uint64 // written under mu, read by spinning waiters
 }
+
+// barrierSpins bounds a waiter's spin: some ten microseconds of atomic
+// loads, after which it sleeps.
+const barrierSpins = 1 << 14
 
 // reset prepares the barrier for n goroutines; nobody may be waiting.
 func (br *barrier) reset(n int) {
@@ -526,16 +551,24 @@ func (br *barrier) wait() {
 		return
 	}
 	br.mu.Lock()
-	phase := br.phase
+	phase := br.phase.Load()
 	br.seen++
 	if br.seen == br.n {
 		br.seen = 0
-		br.phase++
+		br.phase.Add(1)
+		br.mu.Unlock()
 		br.cond.Broadcast()
-	} else {
-		for phase == br.phase {
-			br.cond.Wait()
+		return
+	}
+	br.mu.Unlock()
+	for range barrierSpins {
+		if br.phase.Load() != phase {
+			return
 		}
+	}
+	br.mu.Lock()
+	for phase == br.phase.Load() {
+		br.cond.Wait()
 	}
 	br.mu.Unlock()
 }

@@ -38,9 +38,22 @@ func checkBN(op string, s tensor.BNShape, perElem []tensor.Buffer, perChan []ten
 // (float64 sums), saves mean and invStd, and updates the running statistics
 // when runMean and runVar are given.
 func (b *Backend) BatchNormForwardTrain(s tensor.BNShape, x, gamma, beta, y, mean, invStd, runMean, runVar tensor.Buffer) {
-	checkBN("BatchNormForwardTrain", s, []tensor.Buffer{x, y}, []tensor.Buffer{gamma, beta, mean, invStd, runMean, runVar})
+	b.batchNormForwardTrain("BatchNormForwardTrain", s, x, gamma, beta, nil, y, mean, invStd, runMean, runVar, false)
+}
+
+// BatchNormAddReLUForwardTrain is BatchNormForwardTrain whose last kernel
+// also adds residual (unless nil) and applies the ReLU (k_bn_apply_relu).
+func (b *Backend) BatchNormAddReLUForwardTrain(s tensor.BNShape, x, gamma, beta, residual, y, mean, invStd, runMean, runVar tensor.Buffer) {
+	b.batchNormForwardTrain("BatchNormAddReLUForwardTrain", s, x, gamma, beta, residual, y, mean, invStd, runMean, runVar, true)
+}
+
+func (b *Backend) batchNormForwardTrain(op string, s tensor.BNShape, x, gamma, beta, residual, y, mean, invStd, runMean, runVar tensor.Buffer, relu bool) {
+	checkBN(op, s, []tensor.Buffer{x, y}, []tensor.Buffer{gamma, beta, mean, invStd, runMean, runVar})
+	if residual != nil {
+		checkBN(op, s, []tensor.Buffer{residual}, nil)
+	}
 	if (runMean == nil) != (runVar == nil) {
-		panic("cuda: BatchNormForwardTrain: runMean and runVar must both be given or both be nil")
+		panic("cuda: " + op + ": runMean and runVar must both be given or both be nil")
 	}
 	b.enter()
 	defer b.leave()
@@ -51,6 +64,10 @@ func (b *Backend) BatchNormForwardTrain(s tensor.BNShape, x, gamma, beta, y, mea
 	update := runMean != nil
 	b.launch("k_bn_finalize", gridFor(s.C, b.sms), 1, partial, s.C, splits, m, s.Eps, s.Momentum, update,
 		b.buf(mean), b.buf(invStd), b.ptr(runMean), b.ptr(runVar))
+	if relu {
+		b.launch("k_bn_apply_relu", gridFor(m*s.C, b.sms), 1, b.buf(x), b.ptr(residual), b.buf(y), b.buf(gamma), b.buf(beta), b.buf(mean), b.buf(invStd), s.N, s.C, s.HW)
+		return
+	}
 	b.launch("k_bn_apply", gridFor(m*s.C, b.sms), 1, b.buf(x), b.buf(y), b.buf(gamma), b.buf(beta), b.buf(mean), b.buf(invStd), s.N, s.C, s.HW)
 }
 

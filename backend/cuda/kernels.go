@@ -66,6 +66,7 @@ var kernelSigs = map[string]string{
 	"k_bn_partial":      "piiiip",
 	"k_bn_finalize":     "piiiffipppp",
 	"k_bn_apply":        "ppppppiii",
+	"k_bn_apply_relu":   "pppppppiii",
 	"k_bn_eval":         "ppppppfiii",
 	"k_bn_bwd_partial":  "ppppiiiip",
 	"k_bn_bwd_finalize": "piippp",

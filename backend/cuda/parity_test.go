@@ -304,6 +304,17 @@ func TestParityBatchNorm(t *testing.T) {
 			p.check(t, "train y (no running update)", yg, yc, tolOwn)
 			p.check(t, "running mean untouched", rmg, rmc, tolOwn)
 
+			// Fused with the ReLU, without and with a residual.
+			resg, resc := p.both(p.randn(n, 1))
+			p.gpu.BatchNormAddReLUForwardTrain(s, xg, gammag, betag, nil, yg, mg, ig, rmg, rvg)
+			p.cpu.BatchNormAddReLUForwardTrain(s, xc, gammac, betac, nil, yc, mc, ic, rmc, rvc)
+			p.check(t, "train relu(y)", yg, yc, tolOwn)
+			p.check(t, "running mean (fused)", rmg, rmc, tolOwn)
+			p.check(t, "running var (fused)", rvg, rvc, tolOwn)
+			p.gpu.BatchNormAddReLUForwardTrain(s, xg, gammag, betag, resg, yg, mg, ig, nil, nil)
+			p.cpu.BatchNormAddReLUForwardTrain(s, xc, gammac, betac, resc, yc, mc, ic, nil, nil)
+			p.check(t, "train relu(y + residual)", yg, yc, tolOwn)
+
 			p.gpu.BatchNormForwardEval(s, xg, gammag, betag, rmg, rvg, yg)
 			p.cpu.BatchNormForwardEval(s, xc, gammac, betac, rmc, rvc, yc)
 			p.check(t, "eval y", yg, yc, tolOwn)

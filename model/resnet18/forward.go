@@ -18,26 +18,28 @@ func (m *Model) backbone(pl *plan, x tensor.Buffer, train, updateRunning bool) {
 	pl.x = x
 	m.conv1.Forward(b, pl.stemS, x, pl.c0)
 	if train {
-		m.bn1.ForwardTrain(b, pl.stemBN, pl.c0, pl.out0, pl.stemSaved, updateRunning)
+		// Batch norm and ReLU in one pass over the output.
+		m.bn1.ForwardTrainAddReLU(b, pl.stemBN, pl.c0, nil, pl.out0, pl.stemSaved, updateRunning)
 	} else {
 		m.bn1.ForwardEval(b, pl.stemBN, pl.c0, pl.out0)
+		b.ReLUForward(pl.out0, pl.out0)
 	}
-	b.ReLUForward(pl.out0, pl.out0)
 	for i, bl := range m.blocks {
 		a := &pl.blocks[i]
 		bl.conv1.Forward(b, a.s1, a.in, a.c1)
 		if train {
-			bl.bn1.ForwardTrain(b, a.bnS, a.c1, a.r1, a.saved1, updateRunning)
+			bl.bn1.ForwardTrainAddReLU(b, a.bnS, a.c1, nil, a.r1, a.saved1, updateRunning)
 		} else {
 			bl.bn1.ForwardEval(b, a.bnS, a.c1, a.r1)
+			b.ReLUForward(a.r1, a.r1)
 		}
-		b.ReLUForward(a.r1, a.r1)
 		bl.conv2.Forward(b, a.s2, a.r1, a.c2)
-		if train {
-			bl.bn2.ForwardTrain(b, a.bnS, a.c2, a.out, a.saved2, updateRunning)
-		} else {
+		if !train {
+			// Evaluation shares one buffer among c2 and cd (plan.go), so
+			// bn2 reads c2 before the downsample convolution writes cd.
 			bl.bn2.ForwardEval(b, a.bnS, a.c2, a.out)
 		}
+		shortcut := a.in
 		if bl.down != nil {
 			bl.down.Forward(b, a.sd, a.in, a.cd)
 			if train {
@@ -45,11 +47,17 @@ func (m *Model) backbone(pl *plan, x tensor.Buffer, train, updateRunning bool) {
 			} else {
 				bl.downBN.ForwardEval(b, a.bnS, a.cd, a.dsOut)
 			}
-			b.Add(a.out, a.out, a.dsOut)
-		} else {
-			b.Add(a.out, a.out, a.in)
+			shortcut = a.dsOut
 		}
-		b.ReLUForward(a.out, a.out)
+		if train {
+			// In training every activation has its own buffer: bn2, the
+			// residual add and the ReLU go in one pass once the shortcut
+			// is ready.
+			bl.bn2.ForwardTrainAddReLU(b, a.bnS, a.c2, shortcut, a.out, a.saved2, updateRunning)
+		} else {
+			b.Add(a.out, a.out, shortcut)
+			b.ReLUForward(a.out, a.out)
+		}
 	}
 	last := pl.blocks[len(pl.blocks)-1].out
 	b.GlobalAvgPoolForward(pl.views, m.featDim, m.lastHW*m.lastHW, last, pl.feat)

@@ -56,6 +56,19 @@ extern "C" __global__ void k_bn_apply(const float* x, float* y, const float* gam
     }
 }
 
+// k_bn_apply_relu is k_bn_apply followed by y += residual (unless residual
+// is null) and y = max(y, 0), in the order of the separate kernels.
+extern "C" __global__ void k_bn_apply_relu(const float* x, const float* residual, float* y, const float* gamma,
+                                           const float* beta, const float* mean, const float* invstd, int N, int C,
+                                           int HW) {
+    GRID_STRIDE(i, (long long)N * C * HW) {
+        int c = (int)((i / HW) % C);
+        float v = (x[i] - mean[c]) * invstd[c] * gamma[c] + beta[c];
+        if (residual) v = v + residual[i];
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+
 extern "C" __global__ void k_bn_eval(const float* x, float* y, const float* gamma, const float* beta,
                                      const float* run_mean, const float* run_var, float eps, int N, int C, int HW) {
     GRID_STRIDE(i, (long long)N * C * HW) {

@@ -497,6 +497,10 @@ func Tables(root string) (string, string, error) {
 				at = max(at, it)
 			}
 			ref := stats(then)
+			if ref.N == 0 {
+				fmt.Fprintf(&b, "| %s | %.0f s | %.0f | before its first evaluation |  | %s |  |  |  |\n", s.arm.Name, s.wall.Mean, n, s.knn)
+				continue
+			}
 			diff, _, _, p := welch(s.knn, ref)
 			reading := "level"
 			switch {

@@ -12,7 +12,9 @@
 // goes on, and ends with the pure-Go kernel. Choice.Why says which and why.
 // ChoosePerShape goes further: it sends each product shape to the system
 // library or the pure-Go kernel, whichever a race on that shape found
-// faster (PerShape).
+// faster (PerShape); the CPU backend uses it only with
+// $SIMCLR_GEMM_PER_SHAPE=1, as the race's winners, and so the rounding, can
+// differ between processes.
 // Unless OPENBLAS_CORETYPE is already set, it is set from the CPU's
 // instruction sets before loading, because OpenBLAS releases older than the
 // CPU fall back to their slowest kernels.

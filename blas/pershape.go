@@ -172,6 +172,10 @@ func growTo(buf *[]float32, n int) []float32 {
 	return (*buf)[:n]
 }
 
+// EnvPerShape names the environment variable that, set to 1, makes the CPU
+// backend use ChoosePerShape instead of Choose.
+const EnvPerShape = "SIMCLR_GEMM_PER_SHAPE"
+
 // ChoosePerShape is Choose, with the system library it picks (if any)
 // wrapped by PerShape against the built-in kernel with the same thread
 // count, where that kernel is a SIMD one (the portable kernel wins no

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 
@@ -78,11 +79,18 @@ const defaultChunkBudget = 8 << 20
 // its own single-threaded SGEMMs: the system BLAS that blas.Choose accepts,
 // set to one thread (OpenBLAS's own threads would spin-wait between
 // products while the workers lower the next chunk, burning a third of the
-// CPU), else the pure-Go kernel. With a system BLAS, each product shape
-// goes to the library or the pure-Go kernel, whichever a race at its first
-// call found faster (blas.ChoosePerShape). Describe says which and why.
+// CPU), else the pure-Go kernel. With $SIMCLR_GEMM_PER_SHAPE=1 and a
+// system BLAS, each product shape goes to the library or the pure-Go
+// kernel, whichever a race at its first call found faster
+// (blas.ChoosePerShape). That is opt-in because the race's winner can
+// differ between processes, and the two kernels round differently: a run
+// resumed in a new process would no longer repeat the uninterrupted one
+// bit for bit. Describe says which and why.
 func New() *Backend {
-	c := blas.ChoosePerShape(1)
+	c := blas.Choose(1)
+	if os.Getenv(blas.EnvPerShape) == "1" {
+		c = blas.ChoosePerShape(1)
+	}
 	b := NewWith(c.Gemm, runtime.NumCPU())
 	b.gemmWhy = c.Why
 	return b

@@ -502,20 +502,11 @@ func Tables(root string) (string, string, error) {
 				continue
 			}
 			diff, _, _, p := welch(s.knn, ref)
-			reading := "level"
-			switch {
-			case math.IsNaN(p):
-				reading = "no test (fewer than 2 seeds)"
-			case p < 0.05 && diff < 0:
-				reading = "below"
-			case p < 0.05:
-				reading = "above"
-			}
 			pText := ""
 			if !math.IsNaN(p) {
 				pText = fmt.Sprintf("%.3f", p)
 			}
-			fmt.Fprintf(&b, "| %s | %.0f s | %.0f | %d | %s | %s | %+.1f | %s | %s |\n", s.arm.Name, s.wall.Mean, n, at, ref, s.knn, diff, pText, reading)
+			fmt.Fprintf(&b, "| %s | %.0f s | %.0f | %d | %s | %s | %+.1f | %s | %s |\n", s.arm.Name, s.wall.Mean, n, at, ref, s.knn, diff, pText, reading(diff, p))
 		}
 	}
 	if err := levelsTables(&b, root); err != nil {
@@ -523,6 +514,20 @@ func Tables(root string) (string, string, error) {
 	}
 	b.WriteString("\n" + endMarker(arms.Tag) + "\n")
 	return b.String(), arms.Tag, nil
+}
+
+// reading words Welch's test of a difference diff with two-sided p:
+// "level" when it is inside the seed noise (p >= 0.05).
+func reading(diff, p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return "no test (fewer than 2 seeds)"
+	case p < 0.05 && diff < 0:
+		return "below"
+	case p < 0.05:
+		return "above"
+	}
+	return "level"
 }
 
 // writeComparisons writes Welch's test of arm s against ref on the
@@ -536,20 +541,11 @@ func writeComparisons(b *strings.Builder, s, ref *armStats) {
 			continue
 		}
 		diff, t, df, p := welch(m.a, m.b)
-		reading := "level"
-		switch {
-		case math.IsNaN(p):
-			reading = "no test (fewer than 2 seeds)"
-		case p < 0.05 && diff < 0:
-			reading = "below"
-		case p < 0.05:
-			reading = "above"
-		}
 		if math.IsNaN(p) {
-			fmt.Fprintf(b, "| %s | %s | %s | %+.1f |  |  |  | %s |\n", s.arm.Name, ref.arm.Name, m.name, diff, reading)
+			fmt.Fprintf(b, "| %s | %s | %s | %+.1f |  |  |  | %s |\n", s.arm.Name, ref.arm.Name, m.name, diff, reading(diff, p))
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %+.1f | %.2f | %.1f | %.3f | %s |\n", s.arm.Name, ref.arm.Name, m.name, diff, t, df, p, reading)
+		fmt.Fprintf(b, "| %s | %s | %s | %+.1f | %.2f | %.1f | %.3f | %s |\n", s.arm.Name, ref.arm.Name, m.name, diff, t, df, p, reading(diff, p))
 	}
 }
 

@@ -111,9 +111,17 @@ func race(a, b Gemm) (time.Duration, time.Duration) {
 	for i := range y {
 		y[i] = float32(i%5) - 2
 	}
+	return bestOfThree(a, b, func(g Gemm) {
+		g.Sgemm(false, false, checkM, checkN, checkK, 1, x, checkK, y, checkN, 0, z, checkN)
+	})
+}
+
+// bestOfThree times call on a and on b, alternating: one warm-up call each,
+// then the best of three for each.
+func bestOfThree(a, b Gemm, call func(Gemm)) (time.Duration, time.Duration) {
 	run := func(g Gemm) time.Duration {
 		start := time.Now()
-		g.Sgemm(false, false, checkM, checkN, checkK, 1, x, checkK, y, checkN, 0, z, checkN)
+		call(g)
 		return time.Since(start)
 	}
 	run(a)

@@ -3,7 +3,6 @@ package blas
 import (
 	"fmt"
 	"sync"
-	"time"
 )
 
 // PerShape returns a Gemm that sends each product to lib or to ours,
@@ -149,18 +148,9 @@ func raceShape(lib, ours Gemm, key shapeKey, a, b, c []float32) bool {
 	if key.beta {
 		beta = 1
 	}
-	run := func(g Gemm) time.Duration {
-		start := time.Now()
+	bestLib, bestOurs := bestOfThree(lib, ours, func(g Gemm) {
 		g.Sgemm(key.transA, key.transB, key.m, key.n, key.k, 1, a, key.lda, b, key.ldb, beta, c, key.ldc)
-		return time.Since(start)
-	}
-	run(lib)
-	run(ours)
-	bestLib, bestOurs := time.Duration(1<<62), time.Duration(1<<62)
-	for range 3 {
-		bestLib = min(bestLib, run(lib))
-		bestOurs = min(bestOurs, run(ours))
-	}
+	})
 	return float64(bestOurs) < perShapeMargin*float64(bestLib)
 }
 

@@ -108,3 +108,39 @@ func BenchmarkKernel(b *testing.B) {
 		})
 	}
 }
+
+// stepShapes are SGEMMs of a full-width ResNet-18 training step on 8 images
+// (16 views), as the CPU backend calls them on one worker: Winograd point
+// products of the first and last stages, their weight gradients (B
+// transposed), the projection head's products with 8 rows, and a stride-2
+// convolution lowered through im2col.
+var stepShapes = []benchShape{
+	{"wino64_NN_64x512x64", false, false, 64, 512, 64},
+	{"wino64_TN_64x512x64", true, false, 64, 512, 64},
+	{"wino64_dW_NT_64x64x512", false, true, 64, 64, 512},
+	{"wino512_NN_512x64x512", false, false, 512, 64, 512},
+	{"wino128_dW_NT_128x128x512", false, true, 128, 128, 512},
+	{"head_NT_8x512x512", false, true, 8, 512, 512},
+	{"head_NN_8x512x512", false, false, 8, 512, 512},
+	{"im2col_NT_256x2304x256", false, true, 256, 2304, 256},
+}
+
+// BenchmarkSgemmStep times the step's shapes on one thread, as the CPU
+// backend's workers call them.
+func BenchmarkSgemmStep(b *testing.B) {
+	impls := []struct {
+		name string
+		g    Gemm
+	}{{"PureGo1", PureGo(1)}}
+	if g, err := OpenBLASThreads(1); err == nil {
+		impls = append(impls, struct {
+			name string
+			g    Gemm
+		}{"OpenBLAS1", g})
+	}
+	for _, impl := range impls {
+		for _, s := range stepShapes {
+			b.Run(fmt.Sprintf("%s/%s", impl.name, s.name), func(b *testing.B) { benchGemm(b, impl.g, s) })
+		}
+	}
+}

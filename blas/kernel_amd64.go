@@ -2,7 +2,11 @@
 
 package blas
 
-import "golang.org/x/sys/cpu"
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
 
 // The SIMD micro-kernels keep the C tile in vector registers and use fused
 // multiply-adds, which the Go compiler does not emit for float32 loops. They
@@ -32,7 +36,39 @@ var avx512Kernel = kernel{name: "avx512", mr: 12, nr: 32, mc: 144, kc: 192, nc: 
 	_ = b[32*kc-1]
 	_ = c[11*ldc+31]
 	tile12x32AVX512(kc, &a[0], &b[0], &c[0], ldc)
+}, gather: gatherSliver, strided: func(kc int, a []float32, aRow, aStep int, b []float32, bStep int, c []float32, ldc int, overwrite bool) {
+	_ = a[11*aRow+(kc-1)*aStep]
+	_ = b[(kc-1)*bStep+31]
+	_ = c[11*ldc+31]
+	tile12x32StridedAVX512(kc, &a[0], aRow, aStep, &b[0], bStep, &c[0], ldc, overwrite)
 }}
+
+//go:noescape
+func tile12x32StridedAVX512(kc int, a *float32, aRow, aStep int, b *float32, bStep int, c *float32, ldc int, overwrite bool)
+
+//go:noescape
+func gatherSliverAVX512(dst, src *float32, idx *int32, steps, width, gLo, gHi, sLo, sHi int, alpha float32)
+
+// gatherSliver is the kernel's gather with AVX-512 gathers: one step of up
+// to 32 rows in two gathers, where the scalar loop writes one element a
+// cache line apart at a time. It declines widths over 32 and strides whose
+// offsets do not fit the gathers' 32-bit indices.
+func gatherSliver(dst, src []float32, stride, rows, steps, width int, alpha float32) bool {
+	if width > 32 || rows > width || rows < 1 || steps < 1 || stride > math.MaxInt32/32 {
+		return false
+	}
+	// Bounds checks the assembly cannot make.
+	_ = dst[steps*width-1]
+	_ = src[(rows-1)*stride+steps-1]
+	var idx [32]int32
+	for i := range rows {
+		idx[i] = int32(i * stride)
+	}
+	lo, hi := min(rows, 16), max(rows-16, 0)
+	gatherSliverAVX512(&dst[0], &src[0], &idx[0], steps, width,
+		1<<lo-1, 1<<hi-1, 1<<min(width, 16)-1, 1<<max(width-16, 0)-1, alpha)
+	return true
+}
 
 // kernels lists the micro-kernels this machine can run, fastest first.
 func kernels() []kernel {

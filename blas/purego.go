@@ -47,6 +47,17 @@ type kernel struct {
 	// c[ldc], ...: a holds kc steps of mr values of op(A) (alpha applied),
 	// b holds kc steps of nr values of op(B).
 	tile func(kc int, a, b, c []float32, ldc int)
+	// gather, when not nil, packs a sliver whose source runs across the
+	// packed order (op(A) not transposed, op(B) transposed): for p < steps
+	// and i < rows, dst[p*width+i] = alpha src[i*stride+p], and zero for
+	// rows <= i < width. It reports false when it cannot (the packing loops
+	// then do it), so it may decline shapes it was not built for.
+	gather func(dst, src []float32, stride, rows, steps, width int, alpha float32) bool
+	// strided, when not nil, is tile reading A's element (i, p) at
+	// a[i*aRow+p*aStep] and B's step p at b[p*bStep:], so that operands
+	// can be read in place; with overwrite it stores the tile into C
+	// instead of adding it.
+	strided func(kc int, a []float32, aRow, aStep int, b []float32, bStep int, c []float32, ldc int, overwrite bool)
 }
 
 // minWorkPerPart is the multiply-add count below which another goroutine
@@ -142,6 +153,13 @@ func (call *gemmCall) partition(threads int, k kernel) int {
 
 // runPart computes the part-th range of C: beta scaling, then the blocked
 // product over kc x nc panels of op(B) and mc x kc blocks of op(A).
+//
+// With a kernel that reads its operands through strides (kernel.strided),
+// packing is skipped where it would cost more than it saves: op(A) is read
+// in place when the part has few columns (each packed element of A would be
+// used by at most directMaxSlivers slivers of B) and alpha is 1, op(B) when
+// B is not transposed and the part has few rows; and a product with beta = 0
+// stores its first block of k into C instead of clearing C first.
 func (call *gemmCall) runPart(part int, ws *workspace, k kernel) {
 	i0, i1, j0, j1 := 0, call.m, 0, call.n
 	if call.splitRows {
@@ -149,42 +167,98 @@ func (call *gemmCall) runPart(part int, ws *workspace, k kernel) {
 	} else {
 		j0, j1 = part*call.chunk, min(call.n, (part+1)*call.chunk)
 	}
-	scaleC(i1-i0, j1-j0, call.beta, call.c[i0*call.ldc+j0:], call.ldc)
+	var plan blockPlan
+	if k.strided != nil {
+		plan.overwrite = call.beta == 0
+		plan.directA = call.alpha == 1 && j1-j0 <= directMaxSlivers*k.nr
+		plan.directB = !call.transB && i1-i0 <= directMaxSlivers*k.mr
+	}
+	if !plan.overwrite {
+		scaleC(i1-i0, j1-j0, call.beta, call.c[i0*call.ldc+j0:], call.ldc)
+	}
 	ws.grow(k, min(i1-i0, k.mc), min(j1-j0, k.nc), min(call.k, k.kc))
 	for jc := j0; jc < j1; jc += k.nc {
 		nc := min(k.nc, j1-jc)
 		for pc := 0; pc < call.k; pc += k.kc {
 			kc := min(k.kc, call.k-pc)
-			packB(ws.packB, call.b, call.ldb, call.transB, pc, kc, jc, nc, k.nr)
+			if plan.directB {
+				// Only a last sliver narrower than nr is packed.
+				if full := nc / k.nr * k.nr; full < nc {
+					packB(ws.packB[full*kc:], call.b, call.ldb, call.transB, pc, kc, jc+full, nc-full, k)
+				}
+			} else {
+				packB(ws.packB, call.b, call.ldb, call.transB, pc, kc, jc, nc, k)
+			}
 			for ic := i0; ic < i1; ic += k.mc {
 				mc := min(k.mc, i1-ic)
-				packA(ws.packA, call.a, call.lda, call.transA, ic, mc, pc, kc, k.mr, call.alpha)
-				call.macroKernel(ws, k, ic, mc, jc, nc, kc)
+				if plan.directA {
+					if full := mc / k.mr * k.mr; full < mc {
+						packA(ws.packA[full*kc:], call.a, call.lda, call.transA, ic+full, mc-full, pc, kc, k, call.alpha)
+					}
+				} else {
+					packA(ws.packA, call.a, call.lda, call.transA, ic, mc, pc, kc, k, call.alpha)
+				}
+				call.macroKernel(ws, k, plan, ic, mc, jc, nc, pc, kc)
 			}
 		}
 	}
 }
 
-// macroKernel adds the packed block product to C[ic:ic+mc, jc:jc+nc]. Edge
-// tiles are computed into a scratch tile and only their valid part added.
-func (call *gemmCall) macroKernel(ws *workspace, k kernel, ic, mc, jc, nc, kc int) {
+// directMaxSlivers bounds the reuse below which an operand is read in place
+// rather than packed: packing costs about as much per element as the
+// multiply-adds of a few slivers.
+const directMaxSlivers = 4
+
+// blockPlan says how runPart feeds a strided kernel.
+type blockPlan struct {
+	directA, directB bool // read op(A), op(B) in place (full slivers only)
+	overwrite        bool // beta = 0: the first block of k stores into C
+}
+
+// macroKernel adds the block product of op(A)[ic:ic+mc, pc:pc+kc] and
+// op(B)[pc:pc+kc, jc:jc+nc] to C[ic:ic+mc, jc:jc+nc]. Edge tiles are
+// computed into a scratch tile and only their valid part added.
+func (call *gemmCall) macroKernel(ws *workspace, k kernel, plan blockPlan, ic, mc, jc, nc, pc, kc int) {
 	mr, nr, ldc := k.mr, k.nr, call.ldc
+	overwrite := plan.overwrite && pc == 0
 	for s := 0; s < nc; s += nr {
-		bp := ws.packB[s*kc : (s+nr)*kc]
+		bp, bStep := ws.packB[s*kc:(s+nr)*kc], nr
 		cols := min(nr, nc-s)
+		if plan.directB && cols == nr {
+			bp, bStep = call.b[pc*call.ldb+jc+s:], call.ldb
+		}
 		for r := 0; r < mc; r += mr {
-			ap := ws.packA[r*kc : (r+mr)*kc]
+			ap, aRow, aStep := ws.packA[r*kc:(r+mr)*kc], 1, mr
 			rows := min(mr, mc-r)
+			if plan.directA && rows == mr {
+				if call.transA {
+					ap, aRow, aStep = call.a[pc*call.lda+ic+r:], 1, call.lda
+				} else {
+					ap, aRow, aStep = call.a[(ic+r)*call.lda+pc:], call.lda, 1
+				}
+			}
 			off := (ic+r)*ldc + jc + s
 			if rows == mr && cols == nr {
-				k.tile(kc, ap, bp, call.c[off:], ldc)
+				if k.strided != nil {
+					k.strided(kc, ap, aRow, aStep, bp, bStep, call.c[off:], ldc, overwrite)
+				} else {
+					k.tile(kc, ap, bp, call.c[off:], ldc)
+				}
 				continue
 			}
 			tile := ws.tile[:mr*nr]
-			clear(tile)
-			k.tile(kc, ap, bp, tile, nr)
+			if k.strided != nil {
+				k.strided(kc, ap, aRow, aStep, bp, bStep, tile, nr, true)
+			} else {
+				clear(tile)
+				k.tile(kc, ap, bp, tile, nr)
+			}
 			for i := 0; i < rows; i++ {
 				dst := call.c[off+i*ldc : off+i*ldc+cols]
+				if overwrite {
+					copy(dst, tile[i*nr:i*nr+cols])
+					continue
+				}
 				for j, v := range tile[i*nr : i*nr+cols] {
 					dst[j] += v
 				}
@@ -212,7 +286,8 @@ func (ws *workspace) grow(k kernel, mc, nc, kc int) {
 // packA copies alpha op(A)[i0:i0+mc, p0:p0+kc] into dst as consecutive
 // slivers of mr rows, each stored step by step (dst[p*mr+i] within a sliver),
 // padding the last sliver with zero rows.
-func packA(dst, a []float32, lda int, transA bool, i0, mc, p0, kc, mr int, alpha float32) {
+func packA(dst, a []float32, lda int, transA bool, i0, mc, p0, kc int, k kernel, alpha float32) {
+	mr := k.mr
 	for r := 0; r < mc; r += mr {
 		sliver := dst[r*kc : (r+mr)*kc]
 		rows := min(mr, mc-r)
@@ -227,6 +302,9 @@ func packA(dst, a []float32, lda int, transA bool, i0, mc, p0, kc, mr int, alpha
 				}
 				clear(out[rows:])
 			}
+			continue
+		}
+		if k.gather != nil && k.gather(sliver, a[(i0+r)*lda+p0:], lda, rows, kc, mr, alpha) {
 			continue
 		}
 		for i := 0; i < rows; i++ {
@@ -247,7 +325,8 @@ func packA(dst, a []float32, lda int, transA bool, i0, mc, p0, kc, mr int, alpha
 // packB copies op(B)[p0:p0+kc, j0:j0+nc] into dst as consecutive slivers of
 // nr columns, each stored step by step (dst[p*nr+j] within a sliver),
 // padding the last sliver with zero columns.
-func packB(dst, b []float32, ldb int, transB bool, p0, kc, j0, nc, nr int) {
+func packB(dst, b []float32, ldb int, transB bool, p0, kc, j0, nc int, k kernel) {
+	nr := k.nr
 	for s := 0; s < nc; s += nr {
 		sliver := dst[s*kc : (s+nr)*kc]
 		cols := min(nr, nc-s)
@@ -258,6 +337,9 @@ func packB(dst, b []float32, ldb int, transB bool, p0, kc, j0, nc, nr int) {
 				copy(out, b[(p0+p)*ldb+j0+s:][:cols])
 				clear(out[cols:])
 			}
+			continue
+		}
+		if k.gather != nil && k.gather(sliver, b[(j0+s)*ldb+p0:], ldb, cols, kc, nr, 1) {
 			continue
 		}
 		for j := 0; j < cols; j++ {

@@ -13,7 +13,7 @@ environment variables (for one binary under two settings):
 
     benchmarks/ab_step.py --images 2,8 --rounds 4 \\
         before=/tmp/simclr_old after=./simclr \\
-        pershape=./simclr,SIMCLR_GEMM_PER_SHAPE=1
+        library=./simclr,SIMCLR_GEMM=library
 """
 import argparse
 import datetime

@@ -6,15 +6,17 @@
 // then libopenblas.so, then libblas.so.3, from the loader's search path and
 // the usual library directories, or only the library named by $SIMCLR_BLAS;
 // no cgo is involved, so CGO_ENABLED=0 builds work. A library exporting
-// cblas_sgemm is used when a symbol of its own identifies it as OpenBLAS,
-// BLIS or MKL, or when a short timed product shows it faster than the
-// pure-Go kernel; otherwise (Debian's reference BLAS, for one) the search
-// goes on, and ends with the pure-Go kernel. Choice.Why says which and why.
-// ChoosePerShape goes further: it sends each product shape to the system
-// library or the pure-Go kernel, whichever a race on that shape found
-// faster (PerShape); the CPU backend uses it only with
-// $SIMCLR_GEMM_PER_SHAPE=1, as the race's winners, and so the rounding, can
-// differ between processes.
+// cblas_sgemm is accepted when a symbol of its own identifies it as
+// OpenBLAS, BLIS or MKL, or when a short timed product shows it faster than
+// the pure-Go kernel; otherwise (Debian's reference BLAS, for one) the
+// search goes on, and ends with the pure-Go kernel. An accepted library is
+// then raced against the pure-Go kernel on a training step's products, once
+// per process, and the faster is used. Choice.Why says which and why, and
+// Choice.Kind lets ChooseKind make the same choice in another process.
+// PerShape goes further: it sends each product shape to the library or the
+// pure-Go kernel, whichever a race on that shape found faster; it is opt-in
+// (KindPerShape), as a shape first met after a checkpoint is raced again
+// by a resumed process, which may choose the other kernel.
 // Unless OPENBLAS_CORETYPE is already set, it is set from the CPU's
 // instruction sets before loading, because OpenBLAS releases older than the
 // CPU fall back to their slowest kernels.

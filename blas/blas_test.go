@@ -226,19 +226,61 @@ func TestOpenBLASAllocatesAtMostOne(t *testing.T) {
 	}
 }
 
-func TestOpenPicksOpenBLAS(t *testing.T) {
+func TestOpenRacesOpenBLAS(t *testing.T) {
 	const lib = "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"
 	if _, err := os.Stat(lib); err != nil {
 		testenv.Missing(t, "%s is absent (apt-get install libopenblas0): %v", lib, err)
 	}
 	t.Setenv(EnvLibrary, "")
-	name := Open().Name()
-	if !strings.Contains(name, "OpenBLAS") || !strings.Contains(name, "libopenblas") {
-		t.Errorf("Open().Name() = %q, want OpenBLAS from libopenblas with %s present", name, lib)
+	// Identified by its own symbol, then raced against the built-in kernel:
+	// the choice follows the race, and the Gemm matches the kind.
+	c := Choose(1)
+	if !strings.Contains(c.Why, "libopenblas.so.0: OpenBLAS (exports openblas_get_config)") || !strings.Contains(c.Why, "a training step's products took") {
+		t.Errorf("Choose(1).Why = %q, want OpenBLAS identified by openblas_get_config and the race's figures", c.Why)
 	}
-	// Identified by its own symbol, not by a timed check.
-	if why := Choose(1).Why; why != "libopenblas.so.0: OpenBLAS (exports openblas_get_config)" {
-		t.Errorf("Choose(1).Why = %q, want OpenBLAS identified by openblas_get_config", why)
+	switch name := c.Gemm.Name(); c.Kind {
+	case KindLibrary:
+		if !strings.Contains(name, "OpenBLAS") || !strings.Contains(name, "libopenblas") {
+			t.Errorf("Choose(1) kind %s computes with %q, want OpenBLAS from libopenblas", c.Kind, name)
+		}
+	case KindBuiltin:
+		if !strings.HasPrefix(name, "pure Go") {
+			t.Errorf("Choose(1) kind %s computes with %q, want the pure-Go kernel", c.Kind, name)
+		}
+	default:
+		t.Errorf("Choose(1).Kind = %q, want %s or %s", c.Kind, KindLibrary, KindBuiltin)
+	}
+	// Each kind asked for by name is what it says.
+	for kind, want := range map[string]string{KindLibrary: "OpenBLAS", KindBuiltin: "pure Go", KindPerShape: "the faster per product shape"} {
+		c, err := ChooseKind(1, kind)
+		if err != nil || c.Kind != kind || !strings.Contains(c.Gemm.Name(), want) {
+			t.Errorf("ChooseKind(1, %q) = %q kind %q, %v; want %q in the name", kind, c.Gemm.Name(), c.Kind, err, want)
+		}
+	}
+	if _, err := ChooseKind(1, "fastest"); err == nil || !strings.Contains(err.Error(), `unknown SGEMM kind "fastest"`) {
+		t.Errorf("ChooseKind of an unknown kind: error %v, want one naming it", err)
+	}
+}
+
+// TestChooseFasterFollowsTheRace: the built-in kernel is chosen only when
+// the race finds it faster by the margin, whatever the library's name.
+func TestChooseFasterFollowsTheRace(t *testing.T) {
+	fast := &slowGemm{name: "fast", inner: PureGo(1)}
+	slow := &slowGemm{name: "slow", delay: 5 * time.Millisecond, inner: PureGo(1)}
+	// Equal sleeps dwarf the products, so noise cannot open a 10% gap.
+	tie := &slowGemm{name: "tie", delay: 2 * time.Millisecond, inner: PureGo(1)}
+	for _, tc := range []struct {
+		lib, ours *slowGemm
+		want      string
+	}{
+		{fast, slow, KindLibrary},
+		{slow, fast, KindBuiltin},
+		{tie, tie, KindLibrary}, // a tie keeps the library
+	} {
+		c := chooseFaster(tc.lib, "known library", tc.ours)
+		if c.Kind != tc.want {
+			t.Errorf("library %s against built-in %s: chose %s (%s), want %s", tc.lib.name, tc.ours.name, c.Kind, c.Why, tc.want)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -15,19 +16,150 @@ func Open() Gemm { return Choose(runtime.NumCPU()).Gemm }
 // run log.
 type Choice struct {
 	Gemm Gemm
+	// Kind says which it is: KindLibrary, KindBuiltin or KindPerShape, for
+	// ChooseKind to make the same choice again in another process.
+	Kind string
 	// Why says why this implementation: the symbol that identified the
-	// library, the timed check's figures, or why no system library is used.
+	// library, the timed checks' figures, or why no system library is used.
 	Why string
 }
 
-// Choose returns a system BLAS known to be fast (OpenBLASThreads) with
-// threads threads, else the built-in pure-Go kernel.
+// The kinds of SGEMM Choose and ChooseKind return.
+const (
+	KindLibrary  = "library"   // the system BLAS
+	KindBuiltin  = "built-in"  // the pure-Go kernel
+	KindPerShape = "per-shape" // each shape to the faster of the two (PerShape)
+)
+
+// Choose returns the faster of a system BLAS known to be fast and the
+// built-in kernel, each with threads threads, as a short timed race on
+// the products of a few-image training step finds them (stepRaceShapes).
+// The library keeps near-ties: the built-in kernel must take less than
+// builtinMargin of its time. The race is what makes the choice, not the
+// library's name: a library may run kernels older than the CPU (OpenBLAS
+// told OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU) or lose on the small
+// products of the levels MLMC queries most.
 func Choose(threads int) Choice {
 	g, why, err := systemBLAS(threads)
-	if err == nil {
-		return Choice{Gemm: g, Why: why}
+	if err != nil {
+		return Choice{Gemm: PureGo(threads), Kind: KindBuiltin, Why: "built-in kernel: " + summary(err)}
 	}
-	return Choice{Gemm: PureGo(threads), Why: "built-in kernel: " + summary(err)}
+	if bestKernel().name == genericKernel.name {
+		// The portable kernel is an order of magnitude behind any library
+		// vet accepts.
+		return Choice{Gemm: g, Kind: KindLibrary, Why: why}
+	}
+	return chooseFaster(g, why, PureGo(threads))
+}
+
+// chooseFaster races lib (accepted for the reason why) against the
+// built-in ours on stepRaceShapes and returns the choice. The race runs
+// once per process and pair of implementations (raceResults).
+func chooseFaster(lib Gemm, why string, ours Gemm) Choice {
+	key := lib.Name() + "\x00" + ours.Name()
+	raceResults.mu.Lock()
+	r, ok := raceResults.byPair[key]
+	if !ok {
+		r.lib, r.ours = raceStep(lib, ours)
+		raceResults.byPair[key] = r
+	}
+	raceResults.mu.Unlock()
+	libTime, oursTime := r.lib, r.ours
+	figures := fmt.Sprintf("a training step's products took %s with the built-in kernel and %s with the library",
+		oursTime.Round(10*time.Microsecond), libTime.Round(10*time.Microsecond))
+	if float64(oursTime) < builtinMargin*float64(libTime) {
+		return Choice{Gemm: ours, Kind: KindBuiltin, Why: "built-in kernel: " + figures + " (" + why + ")"}
+	}
+	return Choice{Gemm: lib, Kind: KindLibrary, Why: why + "; " + figures}
+}
+
+// ChooseKind returns the SGEMM of the given kind (as Choice.Kind), so that
+// a resumed run computes with what it trained with; an empty kind is
+// Choose. A library that can no longer be loaded is an error.
+func ChooseKind(threads int, kind string) (Choice, error) {
+	switch kind {
+	case "":
+		return Choose(threads), nil
+	case KindBuiltin:
+		return Choice{Gemm: PureGo(threads), Kind: KindBuiltin, Why: "built-in kernel, as asked"}, nil
+	case KindLibrary, KindPerShape:
+		if kind == KindPerShape && bestKernel().name == genericKernel.name {
+			return Choice{}, fmt.Errorf("the %s SGEMM needs a SIMD built-in kernel, and this CPU runs the portable one", kind)
+		}
+		g, why, err := systemBLAS(threads)
+		if err != nil {
+			return Choice{}, fmt.Errorf("the %s SGEMM asked for is unavailable: %w", kind, err)
+		}
+		if kind == KindLibrary {
+			return Choice{Gemm: g, Kind: KindLibrary, Why: why + ", as asked"}, nil
+		}
+		return Choice{Gemm: PerShape(g, PureGo(threads)), Kind: KindPerShape, Why: why + ", each product shape raced against the built-in kernel, as asked"}, nil
+	default:
+		return Choice{}, fmt.Errorf("unknown SGEMM kind %q (want %s, %s or %s)", kind, KindLibrary, KindBuiltin, KindPerShape)
+	}
+}
+
+// raceResults keeps each race's times for the rest of the process: every
+// backend of a process then computes with the same SGEMM (a run and its
+// in-process evaluations and resumptions agree bit for bit, where a second
+// race near a tie could choose the other kernel), and the evaluations that
+// open a BLAS each time do not race again. It caches a measurement of the
+// machine, as golang.org/x/sys/cpu caches its features.
+var raceResults = struct {
+	mu     sync.Mutex
+	byPair map[string]struct{ lib, ours time.Duration }
+}{byPair: map[string]struct{ lib, ours time.Duration }{}}
+
+// builtinMargin is how much faster than the library the built-in kernel
+// must be to be chosen: its time below builtinMargin times the library's,
+// so that near-ties, whose winner a noisy timing could flip, keep the
+// library.
+const builtinMargin = 0.9
+
+// stepRaceShapes are the race's products: the per-worker SGEMMs of a
+// full-width ResNet-18 step on 8 images (Winograd point products of the
+// first and last stages, forward, backward data and weight gradient, and
+// the start-up check's im2col product), about 150 MFLOP in all.
+var stepRaceShapes = []struct {
+	transA, transB bool
+	m, n, k        int
+}{
+	{false, false, 64, 512, 64},
+	{true, false, 64, 512, 64},
+	{false, true, 64, 64, 512},
+	{false, false, 512, 64, 512},
+	{false, true, 128, 128, 512},
+	{false, false, checkM, checkN, checkK},
+}
+
+// raceStep times every product of stepRaceShapes on lib and on ours (best
+// of three, alternating) and returns the sums.
+func raceStep(lib, ours Gemm) (libTime, oursTime time.Duration) {
+	var x, y, z []float32
+	for _, s := range stepRaceShapes {
+		x = growTo(&x, s.m*s.k)
+		y = growTo(&y, s.k*s.n)
+		z = growTo(&z, s.m*s.n)
+		for i := range x {
+			x[i] = float32(i%7) - 3
+		}
+		for i := range y {
+			y[i] = float32(i%5) - 2
+		}
+		lda, ldb := s.k, s.n
+		if s.transA {
+			lda = s.m
+		}
+		if s.transB {
+			ldb = s.k
+		}
+		l, o := bestOfThree(lib, ours, func(g Gemm) {
+			g.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, z, s.n)
+		})
+		libTime += l
+		oursTime += o
+	}
+	return libTime, oursTime
 }
 
 // knownLibraries are the optimised BLAS libraries used without a timed

@@ -162,21 +162,8 @@ func growTo(buf *[]float32, n int) []float32 {
 	return (*buf)[:n]
 }
 
-// EnvPerShape names the environment variable that, set to 1, makes the CPU
-// backend use ChoosePerShape instead of Choose.
-const EnvPerShape = "SIMCLR_GEMM_PER_SHAPE"
-
-// ChoosePerShape is Choose, with the system library it picks (if any)
-// wrapped by PerShape against the built-in kernel with the same thread
-// count, where that kernel is a SIMD one (the portable kernel wins no
-// shape worth a race).
-func ChoosePerShape(threads int) Choice {
-	c := Choose(threads)
-	if _, builtin := c.Gemm.(*pureGo); builtin || bestKernel().name == genericKernel.name {
-		return c
-	}
-	return Choice{
-		Gemm: PerShape(c.Gemm, PureGo(threads)),
-		Why:  c.Why + "; each product shape raced against the built-in kernel, the faster kept",
-	}
-}
+// EnvGemm names the environment variable that pins the CPU backend's SGEMM
+// to one kind (KindLibrary, KindBuiltin or KindPerShape) instead of
+// Choose's race: for runs that must repeat each other bit for bit on a
+// machine where the race is near a tie, or to compare the kinds.
+const EnvGemm = "SIMCLR_GEMM"

@@ -24,10 +24,22 @@ const stateFormat = "simclr-train-state-1"
 var ErrRanksDiffer = errors.New("the number of ranks differs from the checkpoint's")
 
 // rankState is what differs between ranks: the position of each rank's
-// level draws and loader stream.
+// level draws and loader stream, and the SGEMM its backend computes with.
 type rankState struct {
 	EstimatorRNG string `json:"estimator_rng"` // base64 of the estimator's MarshalBinary
 	Loader       string `json:"loader"`        // JSON of the stream position
+	// Gemm is the CPU backend's SGEMM kind (blas.Choice.Kind), which a
+	// start-up race chose: a resumed run keeps it, as the two kernels round
+	// differently and a new race may choose the other. Empty on other
+	// backends and in checkpoints written before it was recorded.
+	Gemm string `json:"gemm,omitempty"`
+}
+
+// gemmChooser is a backend whose SGEMM was chosen by measurement and can be
+// chosen again by kind (the CPU backend).
+type gemmChooser interface {
+	GemmKind() string
+	SetGemmKind(kind string) error
 }
 
 // checkpoint writes state.safetensors (everything a resumed run needs,
@@ -48,7 +60,11 @@ func (t *trainer) checkpoint() error {
 		return err
 	}
 	pos, _ := json.Marshal(t.stream.Position())
-	mine, _ := json.Marshal(rankState{EstimatorRNG: base64.StdEncoding.EncodeToString(estState), Loader: string(pos)})
+	state := rankState{EstimatorRNG: base64.StdEncoding.EncodeToString(estState), Loader: string(pos)}
+	if g, ok := t.b.(gemmChooser); ok {
+		state.Gemm = g.GemmKind()
+	}
+	mine, _ := json.Marshal(state)
 	states, err := collective.AllGatherBytes(t.comm, mine)
 	if err != nil {
 		return fmt.Errorf("checkpoint: gather the ranks' states: %w", err)
@@ -214,6 +230,12 @@ func (t *trainer) restore() error {
 			return bad("rank_states: %d entries for %d ranks (%v)", len(all), ranks, err)
 		}
 		mine = all[t.comm.Rank()]
+	}
+	if g, ok := t.b.(gemmChooser); ok && mine.Gemm != "" && mine.Gemm != g.GemmKind() {
+		if err := g.SetGemmKind(mine.Gemm); err != nil {
+			return fmt.Errorf("resume %s: the run trained with the %s SGEMM, and resuming with another would round differently: %w (resume on a machine that has it)", t.plan.Out, mine.Gemm, err)
+		}
+		t.logf("resume: SGEMM %s, as the run trained with (%s)", mine.Gemm, t.b.Describe())
 	}
 	estState, err := base64.StdEncoding.DecodeString(mine.EstimatorRNG)
 	if err != nil {

@@ -20,10 +20,12 @@ import (
 	"time"
 
 	"github.com/simclr-go/simclr/backend/cpu"
+	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/internal/synthdata"
+	"github.com/simclr-go/simclr/internal/testenv"
 	"github.com/simclr-go/simclr/runfolder"
 )
 
@@ -250,6 +252,70 @@ func TestResumeIsBitForBit(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeKeepsTheSGEMM: the CPU backend's SGEMM is chosen by a timed
+// race, which a new process may decide the other way; the checkpoint
+// records the kind, and a session resumed on a backend that chose the
+// other one computes with the recorded kind and ends bit for bit where the
+// uninterrupted run does. The two kinds round differently, so a resume
+// that kept the new backend's kind would differ (the last check).
+func TestResumeKeepsTheSGEMM(t *testing.T) {
+	splits := syntheticSplits(48, 16, 16, 3)
+	backendOf := func(kind string) *cpu.Backend {
+		b := cpu.New()
+		if err := b.SetGemmKind(kind); err != nil {
+			testenv.Missing(t, "the %s SGEMM is unavailable (apt-get install libopenblas0): %v", kind, err)
+		}
+		return b
+	}
+	run := func(out string, kind string, stop int) error {
+		cfg := tinyConfig(t, "vr-rtmlmc")
+		cfg.Iterations, cfg.CheckpointEvery, cfg.Out = 5, 0, out
+		return errOf(Train(context.Background(), cfg, Session{Log: ioDiscard{}, Splits: splits, Backend: backendOf(kind), StopAfter: stop}))
+	}
+	dir := t.TempDir()
+	whole, other, parts := filepath.Join(dir, "whole"), filepath.Join(dir, "other"), filepath.Join(dir, "parts")
+	if err := run(whole, blas.KindBuiltin, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(other, blas.KindLibrary, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(parts, blas.KindBuiltin, 2); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("first session: %v, want ErrInterrupted", err)
+	}
+	resumed := backendOf(blas.KindLibrary)
+	if _, err := Resume(context.Background(), parts, nil, Session{Log: ioDiscard{}, Splits: splits, Backend: resumed}); err != nil {
+		t.Fatal(err)
+	}
+	if got := resumed.GemmKind(); got != blas.KindBuiltin {
+		t.Errorf("resumed backend computes with the %s SGEMM, want %s as the run trained", got, blas.KindBuiltin)
+	}
+	same := func(a, b map[string][]float32) bool {
+		for name, w := range a {
+			g := b[name]
+			if len(g) != len(w) {
+				return false
+			}
+			for i := range w {
+				if math.Float32bits(g[i]) != math.Float32bits(w[i]) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	want := paramsOf(t, whole)
+	if !same(want, paramsOf(t, parts)) {
+		t.Errorf("parameters after a resume on the other SGEMM differ from the uninterrupted run's")
+	}
+	if same(want, paramsOf(t, other)) {
+		t.Errorf("the run on the library SGEMM ends bit for bit where the built-in kernel's does: the test cannot tell the kinds apart")
+	}
+}
+
+// errOf drops Train's result, keeping its error.
+func errOf(_ any, err error) error { return err }
 
 func TestNonFiniteLossStopsAndKeepsCheckpoint(t *testing.T) {
 	splits := syntheticSplits(32, 8, 16, 2)

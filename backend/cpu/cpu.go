@@ -43,7 +43,9 @@ type Backend struct {
 	gemm blas.Gemm
 	// gemmWhy says why New chose gemm (blas.Choice.Why), for the run log.
 	gemmWhy string
-	threads int
+	// gemmKind is blas.Choice.Kind of gemm when New chose it, else "".
+	gemmKind string
+	threads  int
 
 	// workspaces[p] holds worker p's im2col matrix, GEMM output/gradient
 	// chunk and weight-gradient partial sum; each grows to the largest size
@@ -76,24 +78,46 @@ type Backend struct {
 const defaultChunkBudget = 8 << 20
 
 // New returns a backend with one worker goroutine per CPU, each running
-// its own single-threaded SGEMMs: the system BLAS that blas.Choose accepts,
-// set to one thread (OpenBLAS's own threads would spin-wait between
-// products while the workers lower the next chunk, burning a third of the
-// CPU), else the pure-Go kernel. With $SIMCLR_GEMM_PER_SHAPE=1 and a
-// system BLAS, each product shape goes to the library or the pure-Go
-// kernel, whichever a race at its first call found faster
-// (blas.ChoosePerShape). That is opt-in because the race's winner can
-// differ between processes, and the two kernels round differently: a run
-// resumed in a new process would no longer repeat the uninterrupted one
-// bit for bit. Describe says which and why.
+// its own single-threaded SGEMMs: the faster, as blas.Choose's start-up
+// race finds it, of the system BLAS it accepts, set to one thread
+// (OpenBLAS's own threads would spin-wait between products while the
+// workers lower the next chunk, burning a third of the CPU), and the
+// pure-Go kernel. $SIMCLR_GEMM pins the kind instead (blas.EnvGemm): the
+// library, the built-in kernel, or per shape (each product shape to
+// whichever a race at its first call found faster). Describe says which
+// and why; GemmKind and SetGemmKind let a resumed run keep the choice it
+// trained with.
 func New() *Backend {
-	c := blas.Choose(1)
-	if os.Getenv(blas.EnvPerShape) == "1" {
-		c = blas.ChoosePerShape(1)
+	kind := os.Getenv(blas.EnvGemm)
+	c, err := blas.ChooseKind(1, kind)
+	if err != nil {
+		c = blas.Choose(1)
+		c.Why = fmt.Sprintf("%s=%s not used: %v; %s", blas.EnvGemm, kind, err, c.Why)
 	}
 	b := NewWith(c.Gemm, runtime.NumCPU())
-	b.gemmWhy = c.Why
+	b.gemmWhy, b.gemmKind = c.Why, c.Kind
 	return b
+}
+
+// GemmKind says which SGEMM New chose (blas.Choice.Kind: the system
+// library, the built-in kernel or per shape), "" for a backend made by
+// NewWith.
+func (b *Backend) GemmKind() string { return b.gemmKind }
+
+// SetGemmKind makes the backend compute with the SGEMM of the given kind
+// (blas.ChooseKind), as a run resumed in another process must to repeat
+// the uninterrupted one bit for bit. It must be called before the
+// backend's first product; a kind equal to GemmKind changes nothing.
+func (b *Backend) SetGemmKind(kind string) error {
+	if kind == b.gemmKind {
+		return nil
+	}
+	c, err := blas.ChooseKind(1, kind)
+	if err != nil {
+		return err
+	}
+	b.gemm, b.gemmWhy, b.gemmKind = c.Gemm, c.Why, c.Kind
+	return nil
 }
 
 // NewWith returns a backend using gemm for matrix products and threads

@@ -13,6 +13,9 @@ import (
 // allocate at most 3 objects (the closures it hands to parallelFor);
 // formatting the messages eagerly cost 3 to 25 per call.
 func TestLayerKernelsAllocateAlmostNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops sync.Pool items on purpose")
+	}
 	b := NewWith(blas.PureGo(1), 1)
 	bn := tensor.BNShape{N: 4, C: 3, HW: 5, Eps: 1e-5, Momentum: 0.1}
 	x, y, dy, dx := b.Alloc(60), b.Alloc(60), b.Alloc(60), b.Alloc(60)

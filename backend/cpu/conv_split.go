@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"github.com/simclr-go/simclr/internal/parallel"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -31,7 +30,7 @@ const minGemmCols = 1024
 // worker's goroutine. The split depends only on n and b.threads, so sums
 // combined in worker order are deterministic.
 func (b *Backend) forImages(n int, fn func(p, lo, hi int)) int {
-	return parallel.For(n, b.threads, fn)
+	return b.pool.For(n, b.threads, fn)
 }
 
 // convSplit says how a convolution's work is shared among the workers.
@@ -90,8 +89,8 @@ func (b *Backend) convForwardChannels(s tensor.ConvShape, xd, wd, yd []float32) 
 	if s.N > 1 {
 		out = ws[CRS*M:]
 	}
-	parallel.For(CRS, b.threads, func(_, lo, hi int) { im2col(s, xd, 0, s.N, col, lo, hi) })
-	parallel.For(K, b.threads, func(_, lo, hi int) {
+	b.pool.For(CRS, b.threads, func(_, lo, hi int) { im2col(s, xd, 0, s.N, col, lo, hi) })
+	b.pool.For(K, b.threads, func(_, lo, hi int) {
 		b.gemm.Sgemm(false, false, hi-lo, M, CRS, 1, wd[lo*CRS:], CRS, col, M, 0, out[lo*M:], M)
 		if s.N > 1 {
 			chunkToImagesRows(K, P, 0, s.N, lo, hi, out, yd)
@@ -117,19 +116,19 @@ func (b *Backend) convBackwardChannels(s tensor.ConvShape, xd, wd, dyd, dxd, dwd
 	if s.N > 1 {
 		dyc = ws[CRS*M:]
 	}
-	parallel.For(b.threads, b.threads, func(p, _, _ int) {
+	b.pool.For(b.threads, b.threads, func(p, _, _ int) {
 		im2col(s, xd, 0, s.N, col, p*CRS/b.threads, (p+1)*CRS/b.threads)
 		if s.N > 1 {
 			imagesToChunkRows(K, P, 0, s.N, p*K/b.threads, (p+1)*K/b.threads, dyd, dyc)
 		}
 	})
-	parallel.For(K, b.threads, func(_, lo, hi int) {
+	b.pool.For(K, b.threads, func(_, lo, hi int) {
 		b.gemm.Sgemm(false, true, hi-lo, CRS, M, 1, dyc[lo*M:], M, col, M, 0, dwd[lo*CRS:], CRS)
 	})
 	if dxd == nil {
 		return
 	}
-	parallel.For(s.C, b.threads, func(_, lo, hi int) {
+	b.pool.For(s.C, b.threads, func(_, lo, hi int) {
 		b.gemm.Sgemm(true, false, (hi-lo)*RS, M, K, 1, wd[lo*RS:], CRS, dyc, M, 0, col[lo*RS*M:], M)
 		col2im(s, col, 0, s.N, dxd, lo, hi)
 	})

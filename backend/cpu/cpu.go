@@ -5,8 +5,10 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/internal/parallel"
 	"github.com/simclr-go/simclr/internal/ref"
 	"github.com/simclr-go/simclr/tensor"
 )
@@ -46,6 +48,12 @@ type Backend struct {
 	// gemmKind is blas.Choice.Kind of gemm when New chose it, else "".
 	gemmKind string
 	threads  int
+	// pool runs the kernels' parts on helpers that stay between kernels,
+	// spinning for spin before they sleep.
+	pool *parallel.Pool
+	spin time.Duration
+	// spinWhy says why spin is not the default ($SIMCLR_CPU_SPIN), or "".
+	spinWhy string
 
 	// workspaces[p] holds worker p's im2col matrix, GEMM output/gradient
 	// chunk and weight-gradient partial sum; each grows to the largest size
@@ -94,10 +102,27 @@ func New() *Backend {
 		c = blas.Choose(1)
 		c.Why = fmt.Sprintf("%s=%s not used: %v; %s", blas.EnvGemm, kind, err, c.Why)
 	}
-	b := NewWith(c.Gemm, runtime.NumCPU())
-	b.gemmWhy, b.gemmKind = c.Why, c.Kind
+	spin, spinWhy := parallel.DefaultSpin, ""
+	if v := os.Getenv(EnvSpin); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			spinWhy = fmt.Sprintf("%s=%s not used: want a duration such as 200us, or 0 for none", EnvSpin, v)
+		} else {
+			spin, spinWhy = d, fmt.Sprintf("%s=%s", EnvSpin, v)
+		}
+	}
+	b := newBackend(c.Gemm, runtime.NumCPU(), spin)
+	b.gemmWhy, b.gemmKind, b.spinWhy = c.Why, c.Kind, spinWhy
 	return b
 }
+
+// EnvSpin names the environment variable that sets how long the workers
+// wait for the next kernel, spinning, before they sleep (a Go duration;
+// parallel.DefaultSpin when unset). Spinning hands a training step's
+// kernels over without waking a sleeping thread; on a machine with more
+// busy threads than cores, where a spinning worker keeps another process
+// off its core, 0 turns it off.
+const EnvSpin = "SIMCLR_CPU_SPIN"
 
 // GemmKind says which SGEMM New chose (blas.Choice.Kind: the system
 // library, the built-in kernel or per shape), "" for a backend made by
@@ -128,18 +153,22 @@ func NewWith(gemm blas.Gemm, threads int) *Backend {
 	if threads < 1 {
 		threads = 1
 	}
+	return newBackend(gemm, threads, parallel.DefaultSpin)
+}
+
+func newBackend(gemm blas.Gemm, threads int, spin time.Duration) *Backend {
 	return &Backend{gemm: gemm, threads: threads, chunkBudget: defaultChunkBudget,
-		workspaces: make([][]float32, threads)}
+		workspaces: make([][]float32, threads), pool: parallel.NewPool(threads, spin), spin: spin}
 }
 
 var _ tensor.Backend = (*Backend)(nil)
 
 func (b *Backend) Name() string { return "cpu" }
 
-// Describe names the GEMM, why it was chosen (when New chose it) and the
-// worker count, e.g. "cpu: OpenBLAS 0.3.21 ... (libopenblas.so.0), 1 threads
-// [libopenblas.so.0: OpenBLAS (exports openblas_get_config)]; 2 worker
-// threads, one GEMM each".
+// Describe names the GEMM, why it was chosen (when New chose it), the
+// worker count and their spin, e.g. "cpu: pure Go (avx512 kernel 12x32), 1
+// threads [built-in kernel: ...]; 2 worker threads, one GEMM each, waiting
+// 200µs for the next kernel before sleeping".
 func (b *Backend) Describe() string {
 	unit := "worker threads"
 	if b.threads == 1 {
@@ -149,7 +178,11 @@ func (b *Backend) Describe() string {
 	if b.gemmWhy != "" {
 		why = " [" + b.gemmWhy + "]"
 	}
-	return fmt.Sprintf("cpu: %s%s; %d %s, one GEMM each", b.gemm.Name(), why, b.threads, unit)
+	spin := fmt.Sprintf("waiting %v for the next kernel before sleeping", b.spin)
+	if b.spinWhy != "" {
+		spin += " (" + b.spinWhy + ")"
+	}
+	return fmt.Sprintf("cpu: %s%s; %d %s, one GEMM each, %s", b.gemm.Name(), why, b.threads, unit, spin)
 }
 
 // GemmName names the matrix-multiplication library alone, for `simclr bench`.

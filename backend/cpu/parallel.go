@@ -1,7 +1,5 @@
 package cpu
 
-import "github.com/simclr-go/simclr/internal/parallel"
-
 // minWork is the number of elements below which splitting an element-wise
 // kernel over goroutines costs more than it saves.
 const minWork = 1 << 14
@@ -33,5 +31,5 @@ func (b *Backend) parts(n, cost int) int {
 // [p*n/parts, (p+1)*n/parts), so results combined in part order are
 // deterministic for a given thread count.
 func (b *Backend) parallelFor(n, cost int, fn func(part, lo, hi int)) int {
-	return parallel.For(n, b.parts(n, cost), fn)
+	return b.pool.For(n, b.parts(n, cost), fn)
 }

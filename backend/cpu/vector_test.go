@@ -37,7 +37,7 @@ func TestBuffersAndViews(t *testing.T) {
 	if err := b.Sync(); err != nil {
 		t.Errorf("Sync: %v", err)
 	}
-	if d := b.Describe(); d != "cpu: naive; 2 worker threads, one GEMM each" {
+	if d := b.Describe(); d != "cpu: naive; 2 worker threads, one GEMM each, waiting 200µs for the next kernel before sleeping" {
 		t.Errorf("Describe() = %q", d)
 	}
 	for name, f := range map[string]func(){
@@ -123,5 +123,21 @@ func TestNewDescribesItsBLASChoice(t *testing.T) {
 	want := "[built-in kernel: " + blas.EnvLibrary + "=" + missing + ": "
 	if !strings.HasPrefix(d, "cpu: pure Go") || !strings.Contains(d, want) {
 		t.Errorf("Describe() = %q, want the pure-Go kernel and %q", d, want)
+	}
+}
+
+// TestNewReadsTheSpin: $SIMCLR_CPU_SPIN sets the workers' spin, and a
+// value that is not a duration is reported and left at the default.
+func TestNewReadsTheSpin(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{
+		{"", "waiting 200µs for the next kernel before sleeping"},
+		{"0", "waiting 0s for the next kernel before sleeping (SIMCLR_CPU_SPIN=0)"},
+		{"1ms", "waiting 1ms for the next kernel before sleeping (SIMCLR_CPU_SPIN=1ms)"},
+		{"fast", "waiting 200µs for the next kernel before sleeping (SIMCLR_CPU_SPIN=fast not used: want a duration such as 200us, or 0 for none)"},
+	} {
+		t.Setenv(EnvSpin, tc.env)
+		if d := New().Describe(); !strings.HasSuffix(d, tc.want) {
+			t.Errorf("%s=%q: Describe() = %q, want it to end %q", EnvSpin, tc.env, d, tc.want)
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/simclr-go/simclr/internal/parallel"
 	"github.com/simclr-go/simclr/tensor"
@@ -159,7 +161,7 @@ func (b *Backend) winogradForward(s tensor.ConvShape, xd, wd, yd []float32) {
 	ws := &b.wino
 	u, v, m := ws.u[:winoTile*planeStride(s.K*s.C)], ws.bufA, ws.bufB
 	TI := g.tiles()
-	parallel.For(workers, workers, func(p, _, _ int) {
+	b.pool.For(workers, workers, func(p, _, _ int) {
 		lo, hi := span(s.K, p, workers)
 		winoFilters(wd, s.K, s.C, lo, hi, u)
 		pad := ws.pads[p]
@@ -195,7 +197,7 @@ func (b *Backend) winogradBackward(s tensor.ConvShape, xd, wd, dyd, dxd, dwd []f
 	u, bufA, bufB := ws.u[:winoTile*planeStride(s.K*s.C)], ws.bufA, ws.bufB
 	dW := growTo(&ws.dw, winoTile*planeStride(s.K*s.C))
 	TI := g.tiles()
-	parallel.For(workers, workers, func(p, _, _ int) {
+	b.pool.For(workers, workers, func(p, _, _ int) {
 		pad := ws.pads[p]
 		if dxd != nil {
 			lo, hi := span(s.K, p, workers)
@@ -523,21 +525,18 @@ func winoGradTile(src []float32, g winoGeometry, h, w int, d []float32, stride, 
 }
 
 // barrier makes n goroutines wait for one another, phase after phase.
-// A waiter first spins for up to barrierSpins loads of the phase, then
-// sleeps on the condition variable: at MLMC's small batches a Winograd
-// layer's phases take tens of microseconds, about what waking a sleeping
-// thread costs, so the spin lets the two workers meet without a sleep
-// and a wake whenever they finish a phase close together.
+// A waiter first spins, yielding its core now and then, for up to
+// parallel.DefaultSpin, then sleeps on the condition variable: at MLMC's
+// small batches a Winograd layer's phases take tens to hundreds of
+// microseconds, and waking a sleeping thread costs tens of microseconds on
+// a virtual machine, so the spin lets the workers meet without a sleep and
+// a wake whenever they finish a phase close together.
 type barrier struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	n, seen int
 	phase   atomic.Uint64 // written under mu, read by spinning waiters
 }
-
-// barrierSpins bounds a waiter's spin: some ten microseconds of atomic
-// loads, after which it sleeps.
-const barrierSpins = 1 << 14
 
 // reset prepares the barrier for n goroutines; nobody may be waiting.
 func (br *barrier) reset(n int) {
@@ -561,9 +560,14 @@ func (br *barrier) wait() {
 		return
 	}
 	br.mu.Unlock()
-	for range barrierSpins {
-		if br.phase.Load() != phase {
-			return
+	start := time.Now()
+	for i := 1; br.phase.Load() == phase; i++ {
+		if i%64 != 0 {
+			continue
+		}
+		runtime.Gosched()
+		if time.Since(start) > parallel.DefaultSpin {
+			break
 		}
 	}
 	br.mu.Lock()

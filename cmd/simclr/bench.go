@@ -32,6 +32,7 @@ type benchOptions struct {
 	seed              uint64
 	json              bool
 	cpuProfile        string
+	opTimes           bool
 }
 
 // benchResult is what `simclr bench --json` prints.
@@ -60,6 +61,8 @@ type benchResult struct {
 	// cores the process got.
 	CPUSecondsPerStep *float64 `json:"cpu_seconds_per_step"`
 	Loss              float64  `json:"loss"`
+	// OpTimes is the step's time per operation (--op-times).
+	OpTimes []opTimeRow `json:"op_times,omitempty"`
 }
 
 func newBenchCmd() *cobra.Command {
@@ -99,6 +102,7 @@ gradients, weight gradients), divided by the step time.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the initial weights and the random inputs")
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the timed steps to this file (go tool pprof)")
+	f.BoolVar(&o.opTimes, "op-times", false, "also print the wall and CPU time per step of each kind of operation (each convolution shape apart); the timing synchronises around every operation")
 	return cmd
 }
 
@@ -136,31 +140,20 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 		res.BLAS = g.GemmName()
 	}
 
-	cfg := resnet18.Config{Width: o.width, InputSize: o.inputSize}
-	m := resnet18.New(b, cfg, o.seed)
-	proj := m.Config().ProjDim
-	views := 2 * o.images
-	x := b.Alloc(views * m.InputLen())
-	host := make([]float32, x.Len())
-	rng := rand.New(rand.NewPCG(o.seed, 0xbe4c))
-	for i := range host {
-		host[i] = float32(rng.NormFloat64())
+	var timer *opTimer
+	if o.opTimes {
+		// The step runs on the timing wrapper; the SGEMM check below does not.
+		timer = newOpTimer(b)
 	}
-	b.Upload(x, host)
-	dz := b.Alloc(views * proj)
-	opt, err := optim.New(b, m.Params(), optim.Config{Kind: "sgd", Momentum: 0.9, WeightDecay: 5e-4})
+	step, m, err := newBenchStep(b, timer, o)
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	step := func() (float64, error) {
-		z := m.Forward(x, views, true, true)
-		r := b.NTXent(o.images, proj, float32(o.tau), o.multilevel, z, dz)
-		m.Backward(dz)
-		opt.Step(0.01)
-		return r.Loss, b.Sync()
+		return err
 	}
 	if _, err := step(); err != nil { // warm-up: plans the activations
 		return fmt.Errorf("bench: warm-up step on %s: %w", b.Name(), err)
+	}
+	if timer != nil {
+		timer.reset()
 	}
 	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
@@ -180,6 +173,10 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 		res.CPUSecondsPerStep = &perStep
 	}
 	stopProfile()
+	if timer != nil {
+		res.OpTimes = timer.rows(o.steps)
+	}
+	views := 2 * o.images
 	res.ViewsPerSec = float64(views) / res.StepSeconds
 	res.ModelGFLOPPerStep = 3 * m.FLOPs(views) / 1e9
 	res.GFLOPSPerSec = res.ModelGFLOPPerStep / res.StepSeconds
@@ -207,7 +204,42 @@ last loss       %.4f
 `, res.Device, res.Backend, o.width, o.inputSize, o.inputSize, o.images, views,
 		res.StepSeconds, o.steps, res.ViewsPerSec, res.ModelGFLOPPerStep, res.GFLOPSPerSec,
 		res.SgemmGFLOPSPerSec, rss, res.Loss)
+	if timer != nil {
+		writeOpTimes(stdout, res.OpTimes, res.StepSeconds*1e3)
+	}
 	return nil
+}
+
+// newBenchStep builds the network, random inputs and optimizer of a bench
+// step on b (through timer when not nil) and returns the step.
+func newBenchStep(b tensor.Backend, timer *opTimer, o benchOptions) (func() (float64, error), *resnet18.Model, error) {
+	if timer != nil {
+		b = timer
+	}
+	cfg := resnet18.Config{Width: o.width, InputSize: o.inputSize}
+	m := resnet18.New(b, cfg, o.seed)
+	proj := m.Config().ProjDim
+	views := 2 * o.images
+	x := b.Alloc(views * m.InputLen())
+	host := make([]float32, x.Len())
+	rng := rand.New(rand.NewPCG(o.seed, 0xbe4c))
+	for i := range host {
+		host[i] = float32(rng.NormFloat64())
+	}
+	b.Upload(x, host)
+	dz := b.Alloc(views * proj)
+	opt, err := optim.New(b, m.Params(), optim.Config{Kind: "sgd", Momentum: 0.9, WeightDecay: 5e-4})
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: %w", err)
+	}
+	step := func() (float64, error) {
+		z := m.Forward(x, views, true, true)
+		r := b.NTXent(o.images, proj, float32(o.tau), o.multilevel, z, dz)
+		m.Backward(dz)
+		opt.Step(0.01)
+		return r.Loss, b.Sync()
+	}
+	return step, m, nil
 }
 
 // timeSgemm times a 1024 x 1024 x 1024 matrix product on b (a bias-free

@@ -47,6 +47,53 @@ func TestBenchJSONReportsPositiveFigures(t *testing.T) {
 	}
 }
 
+// TestBenchOpTimes: --op-times lists every convolution shape of the
+// network (ResNet-18 has 3x3 stride-1, 3x3 stride-2 and 1x1 stride-2
+// ones, forward and backward) and the other operations of a step, with
+// the calls a step makes, and the timed operations fit in the step.
+func TestBenchOpTimes(t *testing.T) {
+	var out bytes.Buffer
+	o := benchOptions{device: "cpu", precision: "tf32", images: 2, steps: 2, width: 1.0 / 16,
+		inputSize: 16, tau: 0.5, seed: 1, json: true, opTimes: true}
+	if err := runBench(&out, io.Discard, o); err != nil {
+		t.Fatal(err)
+	}
+	var res benchResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
+	}
+	calls := map[string]float64{}
+	var wall float64
+	for _, r := range res.OpTimes {
+		calls[r.Op] = r.CallsPerStep
+		wall += r.WallMS
+		if r.WallMS < 0 || r.CPUMS < 0 {
+			t.Errorf("%s: negative time %+v", r.Op, r)
+		}
+	}
+	// At width 1/16: the stem (from 3 channels) and the first stage (4
+	// channels at 16x16: 4 convolutions in 2 blocks), a stride-2 3x3 and
+	// its 1x1 shortcut into the second stage.
+	for op, want := range map[string]float64{
+		"conv forward 3x3/1 4->4 at 16x16":  4,
+		"conv backward 3x3/1 4->4 at 16x16": 4,
+		"conv forward 3x3/1 3->4 at 16x16":  1,
+		"conv forward 3x3/2 4->8 at 16x16":  1,
+		"conv forward 1x1/2 4->8 at 16x16":  1,
+		"NT-Xent loss":                      1,
+	} {
+		if calls[op] != want {
+			t.Errorf("%s: %g calls per step, want %g (table: %+v)", op, calls[op], want, res.OpTimes)
+		}
+	}
+	if calls["SGD step"] < 1 { // one a parameter tensor
+		t.Errorf("no SGD step timed (table: %+v)", res.OpTimes)
+	}
+	if stepMS := res.StepSeconds * 1e3; !(wall > 0 && wall <= stepMS) {
+		t.Errorf("timed operations take %g ms of a %g ms step", wall, stepMS)
+	}
+}
+
 func TestBenchRejectsBadFlags(t *testing.T) {
 	base := benchOptions{device: "cpu", images: 2, steps: 1, width: 1, inputSize: 32, tau: 0.5}
 	cases := []struct {

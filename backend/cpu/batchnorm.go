@@ -94,18 +94,18 @@ func (b *Backend) batchNormForwardTrain(s tensor.BNShape, x, gamma, beta, residu
 				src, dst := xd[lo:hi], yd[lo:hi]
 				switch {
 				case !relu:
-					for j, v := range src {
-						dst[j] = v*sc + sh
+					for j := bnAffineSIMD(src, dst, sc, sh); j < len(src); j++ {
+						dst[j] = src[j]*sc + sh
 					}
 				case rd == nil:
-					for j, v := range src {
-						t := v*sc + sh
+					for j := bnAffineReLUSIMD(src, nil, dst, sc, sh); j < len(src); j++ {
+						t := src[j]*sc + sh
 						dst[j] = math.Float32frombits(math.Float32bits(t) & positiveMask(t))
 					}
 				default:
 					res := rd[lo:hi]
-					for j, v := range src {
-						t := v*sc + sh
+					for j := bnAffineReLUSIMD(src, res, dst, sc, sh); j < len(src); j++ {
+						t := src[j]*sc + sh
 						t += res[j]
 						dst[j] = math.Float32frombits(math.Float32bits(t) & positiveMask(t))
 					}
@@ -180,8 +180,8 @@ func (b *Backend) BatchNormBackward(s tensor.BNShape, x, dy, gamma, mean, invStd
 			kf, af, a0f := float32(k), float32(a), float32(a0)
 			for n := 0; n < N; n++ {
 				xs, dys, dxs := xd[(n*C+c)*HW:(n*C+c+1)*HW], dyd[(n*C+c)*HW:(n*C+c+1)*HW], dxd[(n*C+c)*HW:(n*C+c+1)*HW]
-				for j, g := range dys {
-					dxs[j] = kf*g + af*xs[j] + a0f
+				for j := bnBackwardDxSIMD(dys, xs, dxs, kf, af, a0f); j < len(dys); j++ {
+					dxs[j] = kf*dys[j] + af*xs[j] + a0f
 				}
 			}
 		}
@@ -191,8 +191,9 @@ func (b *Backend) BatchNormBackward(s tensor.BNShape, x, dy, gamma, mean, invStd
 // sumAndSquares returns sum(x - shift) and sum((x - shift)^2) in float64,
 // with four independent accumulators each so the additions pipeline.
 func sumAndSquares(x []float32, shift float64) (sum, sq float64) {
-	var s0, s1, s2, s3, q0, q1, q2, q3 float64
-	i := 0
+	var lanes [8]float64
+	i := bnSumSquaresSIMD(x, shift, &lanes)
+	s0, s1, s2, s3, q0, q1, q2, q3 := lanes[0], lanes[1], lanes[2], lanes[3], lanes[4], lanes[5], lanes[6], lanes[7]
 	for ; i+4 <= len(x); i += 4 {
 		v := x[i : i+4 : i+4]
 		d0, d1, d2, d3 := float64(v[0])-shift, float64(v[1])-shift, float64(v[2])-shift, float64(v[3])-shift
@@ -211,8 +212,9 @@ func sumAndSquares(x []float32, shift float64) (sum, sq float64) {
 // len(g)), with four accumulators each.
 func sumAndDot(g, x []float32, mu float32) (sum, dot float64) {
 	x = x[:len(g)]
-	var s0, s1, s2, s3, p0, p1, p2, p3 float64
-	i := 0
+	var lanes [8]float64
+	i := bnSumDotSIMD(g, x, mu, &lanes)
+	s0, s1, s2, s3, p0, p1, p2, p3 := lanes[0], lanes[1], lanes[2], lanes[3], lanes[4], lanes[5], lanes[6], lanes[7]
 	for ; i+4 <= len(g); i += 4 {
 		gv, xv := g[i:i+4:i+4], x[i:i+4:i+4]
 		s0, s1, s2, s3 = s0+float64(gv[0]), s1+float64(gv[1]), s2+float64(gv[2]), s3+float64(gv[3])

@@ -208,3 +208,79 @@ func slicesHaveZeroAndPositive(y []float32) bool {
 	}
 	return zero && positive
 }
+
+// TestBatchNormPassesMatchTheGoLoops: the assembly passes (where the CPU
+// has them) compute the Go loops' results bit for bit, so that batch norm
+// gives the same numbers on every CPU: the sums with the loops' four
+// float64 accumulators, the element-wise passes without fused
+// multiply-adds. Lengths around the 4- and 8-element steps, values of both
+// signs with zeros of both signs.
+func TestBatchNormPassesMatchTheGoLoops(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			switch i % 11 {
+			case 3:
+				v[i] = 0
+			case 7:
+				v[i] = float32(math.Copysign(0, -1))
+			default:
+				v[i] = float32(rng.NormFloat64() * 3)
+			}
+		}
+		return v
+	}
+	bits := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 64, 1001} {
+		x, g, res := vals(n), vals(n), vals(n)
+		// The Go loops, as they were before the assembly.
+		var s, q, ds, dp [4]float64
+		for i := 0; i+4 <= n; i += 4 {
+			for l := range 4 {
+				d := float64(x[i+l]) - 0.25
+				s[l], q[l] = s[l]+d, q[l]+d*d
+				ds[l] += float64(g[i+l])
+				dp[l] += float64(g[i+l]) * float64(x[i+l]-0.5)
+			}
+		}
+		for i := n &^ 3; i < n; i++ {
+			d := float64(x[i]) - 0.25
+			s[0], q[0] = s[0]+d, q[0]+d*d
+			ds[0] += float64(g[i])
+			dp[0] += float64(g[i]) * float64(x[i]-0.5)
+		}
+		sum, sq := sumAndSquares(x, 0.25)
+		if !bits(sum, (s[0]+s[1])+(s[2]+s[3])) || !bits(sq, (q[0]+q[1])+(q[2]+q[3])) {
+			t.Errorf("n=%d: sumAndSquares = %v, %v; the Go loop gives %v, %v", n, sum, sq, (s[0]+s[1])+(s[2]+s[3]), (q[0]+q[1])+(q[2]+q[3]))
+		}
+		sum, dot := sumAndDot(g, x, 0.5)
+		if !bits(sum, (ds[0]+ds[1])+(ds[2]+ds[3])) || !bits(dot, (dp[0]+dp[1])+(dp[2]+dp[3])) {
+			t.Errorf("n=%d: sumAndDot = %v, %v; the Go loop gives %v, %v", n, sum, dot, (ds[0]+ds[1])+(ds[2]+ds[3]), (dp[0]+dp[1])+(dp[2]+dp[3]))
+		}
+		const sc, sh, k, a, a0 = float32(1.7), float32(-0.3), float32(0.9), float32(-1.1), float32(0.05)
+		relu := func(t float32) float32 { return math.Float32frombits(math.Float32bits(t) & positiveMask(t)) }
+		for _, pass := range []struct {
+			name string
+			simd func(dst []float32) int
+			want func(i int) float32
+		}{
+			{"affine", func(dst []float32) int { return bnAffineSIMD(x, dst, sc, sh) }, func(i int) float32 { return x[i]*sc + sh }},
+			{"affine+ReLU", func(dst []float32) int { return bnAffineReLUSIMD(x, nil, dst, sc, sh) }, func(i int) float32 { return relu(x[i]*sc + sh) }},
+			{"affine+add+ReLU", func(dst []float32) int { return bnAffineReLUSIMD(x, res, dst, sc, sh) }, func(i int) float32 { t := x[i]*sc + sh; t += res[i]; return relu(t) }},
+			{"backward dx", func(dst []float32) int { return bnBackwardDxSIMD(g, x, dst, k, a, a0) }, func(i int) float32 { return k*g[i] + a*x[i] + a0 }},
+		} {
+			dst := make([]float32, n)
+			done := pass.simd(dst)
+			if done > n || done%8 != 0 || (winoSIMD() && done != n&^7) {
+				t.Errorf("n=%d %s: the assembly did %d elements", n, pass.name, done)
+			}
+			for i := range done {
+				if w := pass.want(i); math.Float32bits(dst[i]) != math.Float32bits(w) {
+					t.Errorf("n=%d %s: element %d = %v, the Go loop gives %v", n, pass.name, i, dst[i], w)
+					break
+				}
+			}
+		}
+	}
+}

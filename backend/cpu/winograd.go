@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/simclr-go/simclr/internal/parallel"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -138,7 +137,7 @@ func (b *Backend) winoPrepare(s tensor.ConvShape, workers int) (winoGeometry, in
 		pad := growTo(&ws.pads[p], g.hp*g.wp+4*g.wp)
 		clear(pad)
 	}
-	ws.bar.reset(workers)
+	ws.bar.reset(workers, b.spin)
 	return g, nb
 }
 
@@ -525,8 +524,9 @@ func winoGradTile(src []float32, g winoGeometry, h, w int, d []float32, stride, 
 }
 
 // barrier makes n goroutines wait for one another, phase after phase.
-// A waiter first spins, yielding its core now and then, for up to
-// parallel.DefaultSpin, then sleeps on the condition variable: at MLMC's
+// A waiter first spins, yielding its core now and then, for up to spin
+// (the backend's, parallel.DefaultSpin unless $SIMCLR_CPU_SPIN says
+// otherwise), then sleeps on the condition variable: at MLMC's
 // small batches a Winograd layer's phases take tens to hundreds of
 // microseconds, and waking a sleeping thread costs tens of microseconds on
 // a virtual machine, so the spin lets the workers meet without a sleep and
@@ -535,13 +535,14 @@ type barrier struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	n, seen int
+	spin    time.Duration
 	phase   atomic.Uint64 // written under mu, read by spinning waiters
 }
 
 // reset prepares the barrier for n goroutines; nobody may be waiting.
-func (br *barrier) reset(n int) {
+func (br *barrier) reset(n int, spin time.Duration) {
 	br.cond.L = &br.mu
-	br.n, br.seen = n, 0
+	br.n, br.seen, br.spin = n, 0, spin
 }
 
 // wait returns once all n goroutines have called it for this phase.
@@ -566,7 +567,7 @@ func (br *barrier) wait() {
 			continue
 		}
 		runtime.Gosched()
-		if time.Since(start) > parallel.DefaultSpin {
+		if time.Since(start) > br.spin {
 			break
 		}
 	}

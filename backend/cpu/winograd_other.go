@@ -2,7 +2,8 @@
 
 package cpu
 
-// Without the assembly every tile is transformed in Go.
+// Without the assembly every tile is transformed, and every batch-norm
+// pass made, in Go.
 
 func winoSIMD() bool { return false }
 
@@ -13,3 +14,13 @@ func winoOutputRowSIMD(m []float32, stride int, y0, y1 []float32, n int) int { r
 func winoGradRowSIMD(dy0, dy1, d []float32, stride, n int) int { return 0 }
 
 func winoSplitRowSIMD(src, even, odd []float32) int { return 0 }
+
+func bnSumSquaresSIMD(x []float32, shift float64, lanes *[8]float64) int { return 0 }
+
+func bnSumDotSIMD(g, x []float32, mu float32, lanes *[8]float64) int { return 0 }
+
+func bnAffineSIMD(src, dst []float32, sc, sh float32) int { return 0 }
+
+func bnAffineReLUSIMD(src, res, dst []float32, sc, sh float32) int { return 0 }
+
+func bnBackwardDxSIMD(dy, x, dx []float32, k, a, a0 float32) int { return 0 }

@@ -2,9 +2,9 @@
 
 package cpu
 
-// The batch-norm passes in AVX2 assembly (batchnorm_amd64.s): Go emits no
-// SIMD, and these passes over every activation were a tenth of a small
-// training step. Each helper does the longest prefix the assembly takes
+// The batch-norm passes and the ReLU's backward pass in AVX2 assembly
+// (batchnorm_amd64.s): Go emits no SIMD, and these passes over every
+// activation were a tenth of a small training step. Each helper does the longest prefix the assembly takes
 // and returns its length; the callers finish in Go, with the same
 // operations in the same order, so the results do not depend on the CPU.
 
@@ -76,5 +76,19 @@ func bnBackwardDxSIMD(dy, x, dx []float32, k, a, a0 float32) int {
 	_ = x[n-1]
 	_ = dx[n-1]
 	bnBackwardDxAVX2(&dy[0], &x[0], &dx[0], n, k, a, a0)
+	return n
+}
+
+//go:noescape
+func reluBackwardAVX2(y, dy, dx *float32, n int)
+
+func reluBackwardSIMD(y, dy, dx []float32) int {
+	n := len(y) &^ 7
+	if n == 0 || !winoSIMD() {
+		return 0
+	}
+	_ = dy[n-1]
+	_ = dx[n-1]
+	reluBackwardAVX2(&y[0], &dy[0], &dx[0], n)
 	return n
 }

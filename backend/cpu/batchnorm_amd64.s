@@ -173,3 +173,31 @@ dxloop:
 dxdone:
 	VZEROUPPER
 	RET
+
+// func reluBackwardAVX2(y, dy, dx *float32, n int)
+//
+// dx = dy where y's int32 pattern is positive (y > 0), else 0, as
+// positiveMask; dx may be dy. n is a multiple of 8.
+TEXT ·reluBackwardAVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), SI
+	MOVQ dy+8(FP), DX
+	MOVQ dx+16(FP), DI
+	MOVQ n+24(FP), CX
+	VPXOR Y3, Y3, Y3
+	SHRQ $3, CX
+	JEQ rbdone
+
+rbloop:
+	VMOVDQU (SI), Y0
+	VPCMPGTD Y3, Y0, Y0
+	VPAND (DX), Y0, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNE rbloop
+
+rbdone:
+	VZEROUPPER
+	RET

@@ -210,7 +210,8 @@ func slicesHaveZeroAndPositive(y []float32) bool {
 }
 
 // TestBatchNormPassesMatchTheGoLoops: the assembly passes (where the CPU
-// has them) compute the Go loops' results bit for bit, so that batch norm
+// has them; the ReLU's backward pass too) compute the Go loops' results
+// bit for bit, so that batch norm
 // gives the same numbers on every CPU: the sums with the loops' four
 // float64 accumulators, the element-wise passes without fused
 // multiply-adds. Lengths around the 4- and 8-element steps, values of both
@@ -269,6 +270,9 @@ func TestBatchNormPassesMatchTheGoLoops(t *testing.T) {
 			{"affine+ReLU", func(dst []float32) int { return bnAffineReLUSIMD(x, nil, dst, sc, sh) }, func(i int) float32 { return relu(x[i]*sc + sh) }},
 			{"affine+add+ReLU", func(dst []float32) int { return bnAffineReLUSIMD(x, res, dst, sc, sh) }, func(i int) float32 { t := x[i]*sc + sh; t += res[i]; return relu(t) }},
 			{"backward dx", func(dst []float32) int { return bnBackwardDxSIMD(g, x, dst, k, a, a0) }, func(i int) float32 { return k*g[i] + a*x[i] + a0 }},
+			{"ReLU backward", func(dst []float32) int { return reluBackwardSIMD(x, g, dst) }, func(i int) float32 {
+				return math.Float32frombits(math.Float32bits(g[i]) & positiveMask(x[i]))
+			}},
 		} {
 			dst := make([]float32, n)
 			done := pass.simd(dst)

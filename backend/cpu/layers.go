@@ -38,8 +38,8 @@ func (b *Backend) ReLUBackward(y, dy, dx tensor.Buffer) {
 	b.parallelFor(len(yd), 2, func(_, lo, hi int) {
 		ys, dys, dxs := yd[lo:hi], dyd[lo:hi], dxd[lo:hi]
 		dys, dxs = dys[:len(ys)], dxs[:len(ys)]
-		for i, v := range ys {
-			dxs[i] = math.Float32frombits(math.Float32bits(dys[i]) & positiveMask(v))
+		for i := reluBackwardSIMD(ys, dys, dxs); i < len(ys); i++ {
+			dxs[i] = math.Float32frombits(math.Float32bits(dys[i]) & positiveMask(ys[i]))
 		}
 	})
 }

@@ -24,3 +24,5 @@ func bnAffineSIMD(src, dst []float32, sc, sh float32) int { return 0 }
 func bnAffineReLUSIMD(src, res, dst []float32, sc, sh float32) int { return 0 }
 
 func bnBackwardDxSIMD(dy, x, dx []float32, k, a, a0 float32) int { return 0 }
+
+func reluBackwardSIMD(y, dy, dx []float32) int { return 0 }

@@ -36,7 +36,7 @@ var avx512Kernel = kernel{name: "avx512", mr: 12, nr: 32, mc: 144, kc: 192, nc: 
 	_ = b[32*kc-1]
 	_ = c[11*ldc+31]
 	tile12x32AVX512(kc, &a[0], &b[0], &c[0], ldc)
-}, gather: gatherSliver, strided: func(kc int, a []float32, aRow, aStep int, b []float32, bStep int, c []float32, ldc int, overwrite bool) {
+}, gather: gatherSliver, dot: dot4x4, strided: func(kc int, a []float32, aRow, aStep int, b []float32, bStep int, c []float32, ldc int, overwrite bool) {
 	_ = a[11*aRow+(kc-1)*aStep]
 	_ = b[(kc-1)*bStep+31]
 	_ = c[11*ldc+31]
@@ -80,4 +80,15 @@ func kernels() []kernel {
 		ks = append(ks, avx2Kernel)
 	}
 	return append(ks, genericKernel)
+}
+
+//go:noescape
+func dot4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, sums *[16]float32)
+
+// dot4x4 is avx512Kernel's dot: the 16 sums of a 4 x 4 block of A B^T
+// from rows of A and B read in place.
+func dot4x4(k int, a []float32, lda int, b []float32, ldb int, sums *[16]float32) {
+	_ = a[3*lda+k-1]
+	_ = b[3*ldb+k-1]
+	dot4x4AVX512(k, &a[0], lda, &b[0], ldb, sums)
 }

@@ -58,7 +58,30 @@ type kernel struct {
 	// can be read in place; with overwrite it stores the tile into C
 	// instead of adding it.
 	strided func(kc int, a []float32, aRow, aStep int, b []float32, bStep int, c []float32, ldc int, overwrite bool)
+	// dot, when not nil, sets sums[4i+j] to the dot product of rows i of
+	// a and j of b (4 rows each, lda and ldb apart, k long): a 4 x 4 block
+	// of A B^T read in place, for the products whose operands both run
+	// along k (useDot).
+	dot func(k int, a []float32, lda int, b []float32, ldb int, sums *[16]float32)
 }
+
+// useDot reports whether the product goes to the kernel's dot: op(A) not
+// transposed and op(B) transposed, so that both are read along k, which
+// packing would have to transpose; k at least dotMinK; and the
+// part of B every 4 rows of A meet small enough to stay in L2 (the
+// weight gradients of the Winograd layers), or A so short that B is read
+// about once anyway.
+func useDot(k kernel, transA, transB bool, m, n, kk int) bool {
+	return k.dot != nil && !transA && transB && kk >= dotMinK && (n*kk <= dotMaxB || m <= 32)
+}
+
+// dotMaxB is the most elements of B the dot path keeps re-reading: 256
+// KiB. dotMinK is the shortest k it takes: each block ends in a reduction
+// of 16 vectors, which a short k does not amortise.
+const (
+	dotMaxB = 1 << 16
+	dotMinK = 128
+)
 
 // minWorkPerPart is the multiply-add count below which another goroutine
 // costs more in hand-off than it saves.
@@ -84,6 +107,7 @@ type gemmCall struct {
 	lda, ldb, ldc  int
 	beta           float32
 
+	dot       bool // computed by the kernel's dot (useDot)
 	splitRows bool // parts are row ranges of C (else column ranges)
 	chunk     int  // rows or columns per part
 	wg        sync.WaitGroup
@@ -119,7 +143,8 @@ func (g *pureGo) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	}
 	call := g.calls.Get().(*gemmCall)
 	*call = gemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha,
-		a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, ws: call.ws}
+		a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, ws: call.ws,
+		dot: useDot(g.kern, transA, transB, m, n, k)}
 	parts := call.partition(g.threads, g.kern)
 	if parts > 1 {
 		call.wg.Add(parts - 1)
@@ -167,6 +192,10 @@ func (call *gemmCall) runPart(part int, ws *workspace, k kernel) {
 	} else {
 		j0, j1 = part*call.chunk, min(call.n, (part+1)*call.chunk)
 	}
+	if call.dot {
+		call.runDot(i0, i1, j0, j1, k)
+		return
+	}
 	var plan blockPlan
 	if k.strided != nil {
 		plan.overwrite = call.beta == 0
@@ -199,6 +228,49 @@ func (call *gemmCall) runPart(part int, ws *workspace, k kernel) {
 					packA(ws.packA, call.a, call.lda, call.transA, ic, mc, pc, kc, k, call.alpha)
 				}
 				call.macroKernel(ws, k, plan, ic, mc, jc, nc, pc, kc)
+			}
+		}
+	}
+}
+
+// runDot computes C[i0:i1, j0:j1] = alpha A B^T + beta C with the
+// kernel's dot, 4 x 4 blocks at a time: 4 rows of A stay in L1 while the
+// rows of B go by; the blocks at the edges are summed in Go.
+func (call *gemmCall) runDot(i0, i1, j0, j1 int, k kernel) {
+	var sums [16]float32
+	a, b, c, lda, ldb, ldc, kk := call.a, call.b, call.c, call.lda, call.ldb, call.ldc, call.k
+	alpha, beta := call.alpha, call.beta
+	for i := i0; i < i1; i += 4 {
+		rows := min(4, i1-i)
+		for j := j0; j < j1; j += 4 {
+			cols := min(4, j1-j)
+			if rows == 4 && cols == 4 {
+				k.dot(kk, a[i*lda:], lda, b[j*ldb:], ldb, &sums)
+			} else {
+				for r := range rows {
+					ar := a[(i+r)*lda : (i+r)*lda+kk]
+					for q := range cols {
+						br := b[(j+q)*ldb : (j+q)*ldb+kk]
+						var sum float32
+						for p, v := range ar {
+							sum += v * br[p]
+						}
+						sums[4*r+q] = sum
+					}
+				}
+			}
+			for r := range rows {
+				row := c[(i+r)*ldc+j : (i+r)*ldc+j+cols]
+				s := sums[4*r : 4*r+cols]
+				if beta == 0 { // C is not read: it may hold NaNs
+					for q, v := range s {
+						row[q] = alpha * v
+					}
+					continue
+				}
+				for q, v := range s {
+					row[q] = alpha*v + beta*row[q]
+				}
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 // Package parallel is the one fork-join loop the CPU backend, the loss and
 // the evaluators share: an index range split into contiguous parts, each run
-// on its own goroutine.
+// on its own goroutine (For), or on goroutines that stay between calls
+// (Pool, for the CPU backend's many short kernels).
 package parallel
 
 import "sync"

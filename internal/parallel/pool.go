@@ -111,6 +111,7 @@ func (p *Pool) For(n, parts int, fn func(part, lo, hi int)) int {
 	}
 	fn(0, 0, n/parts)
 	p.wait(st)
+	clear(p.tasks[:parts-1]) // keep nothing of fn's alive until the next For
 	return parts
 }
 

@@ -193,7 +193,7 @@ func TestVersionAndDevices(t *testing.T) {
 		t.Errorf("version: %v\n%s", err, stdout)
 	}
 	stdout, _, err = execute("devices")
-	if err != nil || !strings.Contains(stdout, "sgemm: ") || !strings.Contains(stdout, "chosen because: ") || !strings.Contains(stdout, "CUDA") {
+	if err != nil || !strings.Contains(stdout, "training: cpu: ") || !strings.Contains(stdout, "evaluation sgemm: ") || !strings.Contains(stdout, "chosen because: ") || !strings.Contains(stdout, "CUDA") {
 		t.Errorf("devices: %v\n%s", err, stdout)
 	}
 }

@@ -284,16 +284,21 @@ var winoRotated = [winoTile]int{15, 13, 14, 12, 7, 5, 6, 4, 11, 9, 10, 8, 3, 1, 
 
 // winoFilters writes the transformed filters of output channels [lo,hi)
 // into u: u[e,k,c] = (G w[k,c] G^T)[e]. At small batches this runs once
-// per layer call for few tiles, so it is written for the compiler: nine
-// loads, the sums in locals, sixteen stores, filters in memory order.
-// The stores go to a block of winoFilterBlock filters on the stack first
-// and then to the 16 planes of u a block at a time: sixteen stores a
-// filter straight into planes a whole layer apart ran at a few GB/s.
+// per layer call for few tiles, so it must be cheap: where the CPU has
+// AVX2, groups of 8 filters go through winoFiltersSIMD (the taps
+// gathered, 8 consecutive entries of each plane stored at once); the rest
+// is written for the compiler: nine loads, the sums in locals, sixteen
+// stores, filters in memory order, to a block of winoFilterBlock filters
+// on the stack first and then to the 16 planes of u a block at a time
+// (sixteen stores a filter straight into planes a whole layer apart ran
+// at a few GB/s). Both compute the same operations in the same order.
 func winoFilters(w []float32, K, C, lo, hi int, u []float32) {
 	stride := planeStride(K * C)
 	u = u[:16*stride]
+	start := lo * C
+	start += winoFiltersSIMD(w, start, hi*C-start, u, stride)
 	var blk [winoTile][winoFilterBlock]float32
-	for row0 := lo * C; row0 < hi*C; row0 += winoFilterBlock {
+	for row0 := start; row0 < hi*C; row0 += winoFilterBlock {
 		n := min(winoFilterBlock, hi*C-row0)
 		for j := 0; j < n; j++ {
 			row := row0 + j

@@ -81,3 +81,20 @@ func winoSplitRowSIMD(src, even, odd []float32) int {
 	winoSplitRowAVX2(&src[0], &even[0], &odd[0], n8)
 	return n8
 }
+
+//go:noescape
+func winoFiltersAVX2(w *float32, n int, u *float32, stride int)
+
+// winoFiltersSIMD transforms the filters [row0, row0+n&^7) of w into u as
+// winoFilters does (u[e*stride+row] for filter row) and returns how many
+// it did.
+func winoFiltersSIMD(w []float32, row0, n int, u []float32, stride int) int {
+	n8 := n &^ 7
+	if n8 == 0 || !winoSIMD() {
+		return 0
+	}
+	_ = w[(row0+n8)*9-1]
+	_ = u[15*stride+row0+n8-1]
+	winoFiltersAVX2(&w[row0*9], n8, &u[row0], stride)
+	return n8
+}

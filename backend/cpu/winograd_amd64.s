@@ -293,3 +293,140 @@ split8:
 splitdone:
 	VZEROUPPER
 	RET
+
+// func winoFiltersAVX2(w *float32, n int, u *float32, stride int)
+//
+// The filter transform of winoFilters for n filters (a multiple of 8),
+// 8 at a time: the nine taps of 8 consecutive 3x3 filters (9 floats
+// apart) gathered into Y0..Y8, the 16 outputs of each stored to the 16
+// planes of u, stride floats apart, at the filters' own offsets. The
+// operations are winoFilters' own, in the same order (no fused
+// multiply-adds), so the results are the same bit for bit. Y15 holds the
+// gather offsets 0, 9, ..., 63, Y14 the constant 0.5, Y13 the gathers'
+// mask and then a scratch register with Y12.
+TEXT ·winoFiltersAVX2(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ u+16(FP), DI
+	MOVQ stride+24(FP), R8
+	SHLQ $2, R8
+	MOVQ $0x3f000000, AX
+	MOVQ AX, X14
+	VBROADCASTSS X14, Y14
+	VMOVDQU ·winoFilterOffsets(SB), Y15
+	SHRQ $3, CX
+	JEQ wfdone
+
+wfloop:
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, 0(SI)(Y15*4), Y0
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, 4(SI)(Y15*4), Y1
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, 8(SI)(Y15*4), Y2
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, 12(SI)(Y15*4), Y3
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, 16(SI)(Y15*4), Y4
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, 20(SI)(Y15*4), Y5
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, 24(SI)(Y15*4), Y6
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, 28(SI)(Y15*4), Y7
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, 32(SI)(Y15*4), Y8
+	MOVQ DI, R9
+	VMOVUPS Y0, (R9)
+	VADDPS Y1, Y0, Y12
+	VADDPS Y2, Y12, Y12
+	VMULPS Y14, Y12, Y12
+	ADDQ R8, R9
+	VMOVUPS Y12, (R9)
+	VSUBPS Y1, Y0, Y12
+	VADDPS Y2, Y12, Y12
+	VMULPS Y14, Y12, Y12
+	ADDQ R8, R9
+	VMOVUPS Y12, (R9)
+	ADDQ R8, R9
+	VMOVUPS Y2, (R9)
+	VADDPS Y3, Y0, Y9
+	VADDPS Y6, Y9, Y9
+	VMULPS Y14, Y9, Y9
+	VADDPS Y4, Y1, Y10
+	VADDPS Y7, Y10, Y10
+	VMULPS Y14, Y10, Y10
+	VADDPS Y5, Y2, Y11
+	VADDPS Y8, Y11, Y11
+	VMULPS Y14, Y11, Y11
+	ADDQ R8, R9
+	VMOVUPS Y9, (R9)
+	VADDPS Y10, Y9, Y12
+	VADDPS Y11, Y12, Y12
+	VMULPS Y14, Y12, Y12
+	ADDQ R8, R9
+	VMOVUPS Y12, (R9)
+	VSUBPS Y10, Y9, Y12
+	VADDPS Y11, Y12, Y12
+	VMULPS Y14, Y12, Y12
+	ADDQ R8, R9
+	VMOVUPS Y12, (R9)
+	ADDQ R8, R9
+	VMOVUPS Y11, (R9)
+	VSUBPS Y3, Y0, Y9
+	VADDPS Y6, Y9, Y9
+	VMULPS Y14, Y9, Y9
+	VSUBPS Y4, Y1, Y10
+	VADDPS Y7, Y10, Y10
+	VMULPS Y14, Y10, Y10
+	VSUBPS Y5, Y2, Y11
+	VADDPS Y8, Y11, Y11
+	VMULPS Y14, Y11, Y11
+	ADDQ R8, R9
+	VMOVUPS Y9, (R9)
+	VADDPS Y10, Y9, Y12
+	VADDPS Y11, Y12, Y12
+	VMULPS Y14, Y12, Y12
+	ADDQ R8, R9
+	VMOVUPS Y12, (R9)
+	VSUBPS Y10, Y9, Y12
+	VADDPS Y11, Y12, Y12
+	VMULPS Y14, Y12, Y12
+	ADDQ R8, R9
+	VMOVUPS Y12, (R9)
+	ADDQ R8, R9
+	VMOVUPS Y11, (R9)
+	ADDQ R8, R9
+	VMOVUPS Y6, (R9)
+	VADDPS Y7, Y6, Y12
+	VADDPS Y8, Y12, Y12
+	VMULPS Y14, Y12, Y12
+	ADDQ R8, R9
+	VMOVUPS Y12, (R9)
+	VSUBPS Y7, Y6, Y12
+	VADDPS Y8, Y12, Y12
+	VMULPS Y14, Y12, Y12
+	ADDQ R8, R9
+	VMOVUPS Y12, (R9)
+	ADDQ R8, R9
+	VMOVUPS Y8, (R9)
+	ADDQ $288, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNE wfloop
+
+wfdone:
+	VZEROUPPER
+	RET
+
+// winoFilterOffsets are the gathers' offsets of one tap in 8 consecutive
+// filters, in floats.
+DATA ·winoFilterOffsets+0(SB)/4, $0
+DATA ·winoFilterOffsets+4(SB)/4, $9
+DATA ·winoFilterOffsets+8(SB)/4, $18
+DATA ·winoFilterOffsets+12(SB)/4, $27
+DATA ·winoFilterOffsets+16(SB)/4, $36
+DATA ·winoFilterOffsets+20(SB)/4, $45
+DATA ·winoFilterOffsets+24(SB)/4, $54
+DATA ·winoFilterOffsets+28(SB)/4, $63
+GLOBL ·winoFilterOffsets(SB), RODATA, $32

@@ -26,3 +26,5 @@ func bnAffineReLUSIMD(src, res, dst []float32, sc, sh float32) int { return 0 }
 func bnBackwardDxSIMD(dy, x, dx []float32, k, a, a0 float32) int { return 0 }
 
 func reluBackwardSIMD(y, dy, dx []float32) int { return 0 }
+
+func winoFiltersSIMD(w []float32, row0, n int, u []float32, stride int) int { return 0 }

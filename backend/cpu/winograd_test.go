@@ -255,3 +255,45 @@ func TestConvAlgorithmChoice(t *testing.T) {
 		t.Errorf("forced Winograd on a stride-2 convolution: algorithm %d, want the im2col fallback", got)
 	}
 }
+
+// TestWinoFiltersMatchTheGoLoop: the filter transform, with the assembly
+// taking whole groups of 8 filters where the CPU has it, writes what the
+// Go loop's operations give, bit for bit, for every filter of a worker's
+// share of output channels (35 filters a channel range here: 32 in the
+// assembly, 3 in Go) and leaves the other channels' entries alone.
+func TestWinoFiltersMatchTheGoLoop(t *testing.T) {
+	const K, C = 9, 7
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := make([]float32, K*C*9)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64())
+	}
+	stride := planeStride(K * C)
+	u := make([]float32, 16*stride)
+	const sentinel = float32(-7.25)
+	for i := range u {
+		u[i] = sentinel
+	}
+	lo, hi := 2, 7 // channels 2..6: filters 14..48
+	winoFilters(w, K, C, lo, hi, u)
+	half := func(x float32) float32 { return 0.5 * x }
+	for row := 0; row < K*C; row++ {
+		f := w[row*9 : row*9+9]
+		b := [3]float32{half(f[0] + f[3] + f[6]), half(f[1] + f[4] + f[7]), half(f[2] + f[5] + f[8])}
+		c := [3]float32{half(f[0] - f[3] + f[6]), half(f[1] - f[4] + f[7]), half(f[2] - f[5] + f[8])}
+		var want [16]float32
+		for g, x := range [4][3]float32{{f[0], f[1], f[2]}, b, c, {f[6], f[7], f[8]}} {
+			want[4*g], want[4*g+1], want[4*g+2], want[4*g+3] = x[0], half(x[0]+x[1]+x[2]), half(x[0]-x[1]+x[2]), x[2]
+		}
+		inside := row >= lo*C && row < hi*C
+		for e := range 16 {
+			got := u[e*stride+row]
+			if !inside {
+				want[e] = sentinel
+			}
+			if math.Float32bits(got) != math.Float32bits(want[e]) {
+				t.Fatalf("filter %d (channels [%d,%d) transformed), entry %d = %v, want %v", row, lo, hi, e, got, want[e])
+			}
+		}
+	}
+}

@@ -73,7 +73,9 @@ func gatherSliver(dst, src []float32, stride, rows, steps, width int, alpha floa
 // kernels lists the micro-kernels this machine can run, fastest first.
 func kernels() []kernel {
 	var ks []kernel
-	if cpu.X86.HasAVX512F {
+	// VL as well: the dot kernel reduces in the upper 16 registers at 256
+	// and 128 bits, which AVX-512F alone does not encode.
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL {
 		ks = append(ks, avx512Kernel)
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {

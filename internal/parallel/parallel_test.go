@@ -142,3 +142,34 @@ func TestPoolHelpersEnd(t *testing.T) {
 		t.Errorf("%d goroutines after closing one pool and dropping another, %d before", n, before)
 	}
 }
+
+// TestPoolPanicWaitsForTheHelpers: a panic in the caller's part reaches
+// the caller only once the helpers are done, so that the next For does
+// not share its count with their late parts.
+func TestPoolPanicWaitsForTheHelpers(t *testing.T) {
+	p := NewPool(3, DefaultSpin)
+	defer p.Close()
+	var finished atomic.Int32
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the part's panic did not reach the caller")
+			}
+			if n := finished.Load(); n != 2 {
+				t.Errorf("the panic reached the caller with %d of 2 helper parts finished", n)
+			}
+		}()
+		p.For(3, 3, func(part, _, _ int) {
+			if part == 0 {
+				panic("part 0")
+			}
+			time.Sleep(20 * time.Millisecond)
+			finished.Add(1)
+		})
+	}()
+	var sum atomic.Int64
+	p.For(30, 3, func(_, lo, hi int) { sum.Add(int64(hi - lo)) })
+	if sum.Load() != 30 {
+		t.Errorf("the For after a panic covered %d of 30 indices", sum.Load())
+	}
+}

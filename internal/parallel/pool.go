@@ -109,9 +109,11 @@ func (p *Pool) For(n, parts int, fn func(part, lo, hi int)) int {
 		p.tasks[i] = task{fn: fn, part: part, lo: part * n / parts, hi: (part + 1) * n / parts, state: st}
 		p.helpers[i].post(&p.tasks[i])
 	}
+	// Deferred, so that a panic in part 0 still waits for the helpers:
+	// the next For reuses the tasks and the count.
+	defer clear(p.tasks[:parts-1]) // keep nothing of fn's alive until the next For
+	defer p.wait(st)
 	fn(0, 0, n/parts)
-	p.wait(st)
-	clear(p.tasks[:parts-1]) // keep nothing of fn's alive until the next For
 	return parts
 }
 

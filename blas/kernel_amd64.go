@@ -16,9 +16,6 @@ import (
 //go:noescape
 func tile6x16AVX2(kc int, a, b, c *float32, ldc int)
 
-//go:noescape
-func tile12x32AVX512(kc int, a, b, c *float32, ldc int)
-
 // avx2Kernel: 6x16 tile in 12 YMM registers. The block sizes keep a
 // kc x 16 sliver of B (16 KiB) in L1 and an mc x kc block of A (96 KiB) in L2.
 var avx2Kernel = kernel{name: "avx2+fma", mr: 6, nr: 16, mc: 96, kc: 256, nc: 1024, tile: func(kc int, a, b, c []float32, ldc int) {
@@ -31,17 +28,21 @@ var avx2Kernel = kernel{name: "avx2+fma", mr: 6, nr: 16, mc: 96, kc: 256, nc: 10
 
 // avx512Kernel: 12x32 tile in 24 ZMM registers; kc is smaller so that a
 // kc x 32 sliver of B (24 KiB) and a 12 x kc sliver of A fit in L1 together.
-var avx512Kernel = kernel{name: "avx512", mr: 12, nr: 32, mc: 144, kc: 192, nc: 1024, tile: func(kc int, a, b, c []float32, ldc int) {
-	_ = a[12*kc-1]
-	_ = b[32*kc-1]
-	_ = c[11*ldc+31]
-	tile12x32AVX512(kc, &a[0], &b[0], &c[0], ldc)
-}, gather: gatherSliver, dot: dot4x4, strided: func(kc int, a []float32, aRow, aStep int, b []float32, bStep int, c []float32, ldc int, overwrite bool) {
+// One assembly tile serves packed slivers (tile) and operands read in place
+// (strided).
+var avx512Kernel = kernel{name: "avx512", mr: 12, nr: 32, mc: 144, kc: 192, nc: 1024,
+	tile: func(kc int, a, b, c []float32, ldc int) {
+		tile12x32Strided(kc, a, 1, 12, b, 32, c, ldc, false)
+	},
+	gather: gatherSliver, dot: dot4x4, strided: tile12x32Strided}
+
+func tile12x32Strided(kc int, a []float32, aRow, aStep int, b []float32, bStep int, c []float32, ldc int, overwrite bool) {
+	// Bounds checks the assembly cannot make.
 	_ = a[11*aRow+(kc-1)*aStep]
 	_ = b[(kc-1)*bStep+31]
 	_ = c[11*ldc+31]
 	tile12x32StridedAVX512(kc, &a[0], aRow, aStep, &b[0], bStep, &c[0], ldc, overwrite)
-}}
+}
 
 //go:noescape
 func tile12x32StridedAVX512(kc int, a *float32, aRow, aStep int, b *float32, bStep int, c *float32, ldc int, overwrite bool)

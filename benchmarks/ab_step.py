@@ -19,20 +19,10 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+from cpu_compare import cpu_model  # the same CPU name as the PyTorch comparison
 
 
 def load():

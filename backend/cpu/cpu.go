@@ -49,9 +49,8 @@ type Backend struct {
 	gemmKind string
 	threads  int
 	// pool runs the kernels' parts on helpers that stay between kernels,
-	// spinning for spin before they sleep.
+	// spinning for pool.Spin() before they sleep.
 	pool *parallel.Pool
-	spin time.Duration
 	// spinWhy says why spin is not the default ($SIMCLR_CPU_SPIN), or "".
 	spinWhy string
 
@@ -158,7 +157,7 @@ func NewWith(gemm blas.Gemm, threads int) *Backend {
 
 func newBackend(gemm blas.Gemm, threads int, spin time.Duration) *Backend {
 	return &Backend{gemm: gemm, threads: threads, chunkBudget: defaultChunkBudget,
-		workspaces: make([][]float32, threads), pool: parallel.NewPool(threads, spin), spin: spin}
+		workspaces: make([][]float32, threads), pool: parallel.NewPool(threads, spin)}
 }
 
 var _ tensor.Backend = (*Backend)(nil)
@@ -178,7 +177,7 @@ func (b *Backend) Describe() string {
 	if b.gemmWhy != "" {
 		why = " [" + b.gemmWhy + "]"
 	}
-	spin := fmt.Sprintf("waiting %v for the next kernel before sleeping", b.spin)
+	spin := fmt.Sprintf("waiting %v for the next kernel before sleeping", b.pool.Spin())
 	if b.spinWhy != "" {
 		spin += " (" + b.spinWhy + ")"
 	}

@@ -137,7 +137,7 @@ func (b *Backend) winoPrepare(s tensor.ConvShape, workers int) (winoGeometry, in
 		pad := growTo(&ws.pads[p], g.hp*g.wp+4*g.wp)
 		clear(pad)
 	}
-	ws.bar.reset(workers, b.spin)
+	ws.bar.reset(workers, b.pool.Spin())
 	return g, nb
 }
 

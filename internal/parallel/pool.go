@@ -70,6 +70,9 @@ func NewPool(threads int, spin time.Duration) *Pool {
 	return p
 }
 
+// Spin is how long the helpers wait for the next part before they sleep.
+func (p *Pool) Spin() time.Duration { return p.spin }
+
 // Close ends the helpers; the pool's Fors then run as the package's For.
 func (p *Pool) Close() {
 	p.busy.Lock()

@@ -25,7 +25,7 @@ func bnBackwardDxAVX2(dy, x, dx *float32, n int, k, a, a0 float32)
 
 func bnSumSquaresSIMD(x []float32, shift float64, lanes *[8]float64) int {
 	n := len(x) &^ 3
-	if n == 0 || !winoSIMD() {
+	if n == 0 || !hasAVX2() {
 		return 0
 	}
 	bnSumSquaresAVX2(&x[0], n, shift, lanes)
@@ -34,7 +34,7 @@ func bnSumSquaresSIMD(x []float32, shift float64, lanes *[8]float64) int {
 
 func bnSumDotSIMD(g, x []float32, mu float32, lanes *[8]float64) int {
 	n := len(g) &^ 3
-	if n == 0 || !winoSIMD() {
+	if n == 0 || !hasAVX2() {
 		return 0
 	}
 	_ = x[n-1]
@@ -44,7 +44,7 @@ func bnSumDotSIMD(g, x []float32, mu float32, lanes *[8]float64) int {
 
 func bnAffineSIMD(src, dst []float32, sc, sh float32) int {
 	n := len(src) &^ 7
-	if n == 0 || !winoSIMD() {
+	if n == 0 || !hasAVX2() {
 		return 0
 	}
 	_ = dst[n-1]
@@ -55,7 +55,7 @@ func bnAffineSIMD(src, dst []float32, sc, sh float32) int {
 // bnAffineReLUSIMD adds res unless it is nil.
 func bnAffineReLUSIMD(src, res, dst []float32, sc, sh float32) int {
 	n := len(src) &^ 7
-	if n == 0 || !winoSIMD() {
+	if n == 0 || !hasAVX2() {
 		return 0
 	}
 	_ = dst[n-1]
@@ -70,7 +70,7 @@ func bnAffineReLUSIMD(src, res, dst []float32, sc, sh float32) int {
 
 func bnBackwardDxSIMD(dy, x, dx []float32, k, a, a0 float32) int {
 	n := len(dy) &^ 7
-	if n == 0 || !winoSIMD() {
+	if n == 0 || !hasAVX2() {
 		return 0
 	}
 	_ = x[n-1]
@@ -84,7 +84,7 @@ func reluBackwardAVX2(y, dy, dx *float32, n int)
 
 func reluBackwardSIMD(y, dy, dx []float32) int {
 	n := len(y) &^ 7
-	if n == 0 || !winoSIMD() {
+	if n == 0 || !hasAVX2() {
 		return 0
 	}
 	_ = dy[n-1]

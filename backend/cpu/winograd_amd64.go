@@ -21,15 +21,15 @@ func winoSplitRowAVX2(src, even, odd *float32, n int)
 //go:noescape
 func winoGradRowAVX2(dy0, dy1, d *float32, stride, n int)
 
-// winoSIMD reports whether this CPU runs the assembly (AVX2 for the
-// 256-bit steps; the 128-bit steps use the same VEX encoding).
-func winoSIMD() bool { return cpu.X86.HasAVX2 }
+// hasAVX2 reports whether this CPU runs the package's assembly (AVX2 for
+// the 256-bit steps; the 128-bit steps use the same VEX encoding).
+func hasAVX2() bool { return cpu.X86.HasAVX2 }
 
 // winoInputRowSIMD transforms the first n &^ 3 tiles of a tile row (see
 // winoInputRowGo) and returns how many it did.
 func winoInputRowSIMD(rows []float32, wp, half int, dst []float32, stride, n int) int {
 	n4 := n &^ 3
-	if n4 == 0 || !winoSIMD() {
+	if n4 == 0 || !hasAVX2() {
 		return 0
 	}
 	// The bounds the assembly cannot check: the last odd column read and
@@ -45,7 +45,7 @@ func winoInputRowSIMD(rows []float32, wp, half int, dst []float32, stride, n int
 // returns how many it did.
 func winoOutputRowSIMD(m []float32, stride int, y0, y1 []float32, n int) int {
 	n4 := n &^ 3
-	if n4 == 0 || !winoSIMD() {
+	if n4 == 0 || !hasAVX2() {
 		return 0
 	}
 	_ = m[15*stride+n4-1]
@@ -59,7 +59,7 @@ func winoOutputRowSIMD(m []float32, stride int, y0, y1 []float32, n int) int {
 // gradient rows dy0 and dy1 (see winoGradTile) and returns how many it did.
 func winoGradRowSIMD(dy0, dy1, d []float32, stride, n int) int {
 	n4 := n &^ 3
-	if n4 == 0 || !winoSIMD() {
+	if n4 == 0 || !hasAVX2() {
 		return 0
 	}
 	_ = dy0[2*n4-1]
@@ -73,7 +73,7 @@ func winoGradRowSIMD(dy0, dy1, d []float32, stride, n int) int {
 // first (len(src)/2) &^ 7 pairs and returns how many it did.
 func winoSplitRowSIMD(src, even, odd []float32) int {
 	n8 := (len(src) / 2) &^ 7
-	if n8 == 0 || !winoSIMD() {
+	if n8 == 0 || !hasAVX2() {
 		return 0
 	}
 	_ = even[n8-1]
@@ -90,7 +90,7 @@ func winoFiltersAVX2(w *float32, n int, u *float32, stride int)
 // it did.
 func winoFiltersSIMD(w []float32, row0, n int, u []float32, stride int) int {
 	n8 := n &^ 7
-	if n8 == 0 || !winoSIMD() {
+	if n8 == 0 || !hasAVX2() {
 		return 0
 	}
 	_ = w[(row0+n8)*9-1]

@@ -257,3 +257,32 @@ func TestRunReachesGap(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseAtLevel: with the top level fixed (an objective defined at
+// level L), the plan keeps L and chooses the method and law there; a
+// bias that does not fall is then no error, since no L is extrapolated.
+func TestChooseAtLevel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    float64
+		want mlmc.Method
+	}{{"falling bias", 1, mlmc.RTMLMC}, {"growing bias", -0.5, mlmc.RTMLMC}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := mlmc.NewSynthetic(4, tc.a, 2, 1, 5)
+			rep, err := mlmc.MeasureLevels[[]float64](o, mlmc.Float64Ops{Dim: 4}, mlmc.LevelsConfig{MinLevel: 1, MaxLevel: 6, Draws: 64, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := ChooseAtLevel(rep, "x0", 0, Target{Budget: 1_000_000}, Rules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.MinLevel != 1 || p.MaxLevel != 6 || p.Kind.Method != tc.want || len(p.LevelProbs) != 6 {
+				t.Errorf("plan %s on %d..%d with %d probabilities, want %s on 1..6 with 6:\n%s", p.Method, p.MinLevel, p.MaxLevel, len(p.LevelProbs), tc.want, p)
+			}
+			if _, err := json.Marshal(p); err != nil {
+				t.Errorf("plan does not marshal: %v", err)
+			}
+		})
+	}
+}

@@ -34,7 +34,7 @@ type Target struct {
 type Rules struct {
 	// BiasShare is phi: L is the smallest level whose predicted gap from
 	// bias is at most phi x Gap (default 0.1).
-	BiasShare float64 `json:"bias_share"`
+	BiasShare float64 `json:"-"`
 	// Margin is how much smaller another method's predicted variance x
 	// cost must be than the table's method's to replace it (default 2:
 	// about the predictions' uncertainty, from K draws per level and the
@@ -137,7 +137,7 @@ type Plan struct {
 	// GradNorm is |grad F(x0)|, BiasShare the predicted relative gap from
 	// bias at L, (|bias_L| / |grad F(x0)|)^2.
 	GradNorm  float64 `json:"grad_norm_x0"`
-	BiasShare float64 `json:"bias_share"`
+	BiasShare float64 `json:"-"`
 
 	Kind     mlmc.Kind `json:"-"`
 	Method   string    `json:"method"`
@@ -156,6 +156,12 @@ type Plan struct {
 	Reasons Reasons `json:"reasons"`
 	Target  Target  `json:"target"`
 	Rules   Rules   `json:"rules"`
+
+	// The bias bound's fit, log2 |E H^l| <= intercept - aG l, and how it
+	// was made, for finish and the reasons.
+	intercept, aG float64
+	aNote         string
+	notFalling    *Error
 }
 
 // Reasons says why each part of a Plan is what it is.
@@ -174,12 +180,26 @@ type StepScore struct {
 	SE    float64 `json:"se,omitempty"`
 }
 
+// MarshalJSON writes a bias share that could not be bounded as null.
+func (p Plan) MarshalJSON() ([]byte, error) {
+	type plain Plan
+	return json.Marshal(struct {
+		plain
+		BiasShare *float64 `json:"bias_share"`
+	}{plain(p), finite(p.BiasShare)})
+}
+
 // UnmarshalJSON reads a recorded plan, its method by mlmc.ParseKind.
 func (p *Plan) UnmarshalJSON(data []byte) error {
 	type plain Plan
-	if err := json.Unmarshal(data, (*plain)(p)); err != nil {
+	v := struct {
+		*plain
+		BiasShare *float64 `json:"bias_share"`
+	}{plain: (*plain)(p)}
+	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
+	p.BiasShare = orNaN(v.BiasShare)
 	k, err := mlmc.ParseKind(p.Method)
 	if err != nil {
 		return fmt.Errorf("auto plan: %w", err)
@@ -235,8 +255,63 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 	if !(t.Gap > 0 && t.Gap < 1) {
 		return nil, fmt.Errorf("auto: target gap %g is not in (0, 1): it is relative to the gap at x0", t.Gap)
 	}
+	p, bias, err := fit(rep, at, samples, gradNorm0, t, r)
+	if err != nil {
+		return nil, err
+	}
+	if p.notFalling != nil {
+		return nil, p.notFalling
+	}
+	share := func(L int) float64 { return math.Pow(bias(L)/gradNorm0, 2) }
+	limit := r.BiasShare * t.Gap
+	cap := rep.MinLevel + 40
+	if oracleMax != mlmc.Unbounded {
+		cap = oracleMax
+	}
+	L := rep.MinLevel
+	for L < cap && share(L) > limit {
+		L++
+	}
+	if share(L) > limit {
+		return nil, &Error{Measurement: fmt.Sprintf("at the largest level the oracle serves (%d) the predicted gap from bias is %.3g of the gap at x0 (a = %.2f), above %g x %g",
+			L, share(L), p.A.Rate, r.BiasShare, t.Gap),
+			Change: "ask for a larger gap, or serve deeper levels"}
+	}
+	p.MaxLevel, p.BiasShare = L, share(L)
+	p.Reasons.L = fmt.Sprintf("the smallest level whose predicted gap from bias, (|bias_L| / |grad F(x0)|)^2 = %.3g, is at most %g x the target gap %g; |bias_L| = %.3g extrapolated with a = %.2f%s, |grad F(x0)| = %.3g",
+		p.BiasShare, r.BiasShare, t.Gap, bias(L), p.A.Rate, p.aNote, gradNorm0)
+	p.finish(rep, t, r)
+	return p, nil
+}
+
+// ChooseAtLevel makes the plan of a measurement whose top level is the
+// objective's own, as for SimCLR, whose objective is the loss of a batch of
+// 2^L images (the run's L): the method and the law at L = rep.MaxLevel by
+// the same rules as Choose, for a run of t.Budget samples (t.Gap is not
+// used). The bias share is reported for information.
+func ChooseAtLevel(rep *mlmc.LevelsReport, at string, samples int64, t Target, r Rules) (*Plan, error) {
+	r = r.withDefaults()
+	g := GradNorm(rep)
+	p, bias, err := fit(rep, at, samples, g, t, r)
+	if err != nil {
+		return nil, err
+	}
+	p.MaxLevel = rep.MaxLevel
+	p.BiasShare = math.Pow(bias(p.MaxLevel-1)/g, 2)
+	if p.notFalling != nil {
+		p.BiasShare = math.NaN()
+	}
+	p.Reasons.L = fmt.Sprintf("the run's top level: its objective is the level-%d loss itself; the last correction's predicted share of |grad F|^2, (|bias_(L-1)| / |grad F|)^2, is %.3g",
+		p.MaxLevel, p.BiasShare)
+	p.finish(rep, t, r)
+	return p, nil
+}
+
+// fit reads the regime, the rates and the bias bound from a measurement:
+// bias(L) bounds |grad F^L - grad F|.
+func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t Target, r Rules) (*Plan, func(int) float64, error) {
 	if len(rep.Levels) < 3 {
-		return nil, &Error{Measurement: fmt.Sprintf("the pilot measured %d levels", len(rep.Levels)),
+		return nil, nil, &Error{Measurement: fmt.Sprintf("the pilot measured %d levels", len(rep.Levels)),
 			Change: "the rates need three: give the pilot a larger budget"}
 	}
 	p := &Plan{At: at, PilotMin: rep.MinLevel, PilotMax: rep.MaxLevel, PilotDraws: rep.Draws, Samples: samples,
@@ -248,13 +323,13 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 		}
 	}
 	if finite == 0 {
-		return nil, &Error{Measurement: fmt.Sprintf("the variance of H^l is not finite and positive at any of levels %d..%d (%d draws each)",
+		return nil, nil, &Error{Measurement: fmt.Sprintf("the variance of H^l is not finite and positive at any of levels %d..%d (%d draws each)",
 			rep.MinLevel, rep.MaxLevel, rep.Draws),
 			Change: "the oracle's gradients are not finite or never vary at these parameters: check the oracle at x0 (its NaNs or infinities) or start from another x0"}
 	}
 	if !(gradNorm0 > 0) || math.IsInf(gradNorm0, 0) {
 		top := rep.Top
-		return nil, &Error{Measurement: fmt.Sprintf("|grad F(x0)| is not above the pilot's noise (|mean h^%d| = %.3g over %d draws, noise %.3g)",
+		return nil, nil, &Error{Measurement: fmt.Sprintf("|grad F(x0)| is not above the pilot's noise (|mean h^%d| = %.3g over %d draws, noise %.3g)",
 			top.Level, top.MeanNorm, top.Draws, math.Sqrt(top.Var/float64(top.Draws))),
 			Change: "the gap is relative to x0's: start from a point that is not already optimal, or give the pilot a larger budget"}
 	}
@@ -265,12 +340,12 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 		p.C.SE = 0
 	}
 	if !(p.C.Rate > 0) {
-		return nil, &Error{Measurement: fmt.Sprintf("the cost per query does not grow with the level (fitted c = %.3g on levels %d..%d)", p.C.Rate, rep.MinLevel, rep.MaxLevel),
+		return nil, nil, &Error{Measurement: fmt.Sprintf("the cost per query does not grow with the level (fitted c = %.3g on levels %d..%d)", p.C.Rate, rep.MinLevel, rep.MaxLevel),
 			Change: "levels that cost the same give no reason for MLMC: use the top level directly (L-SGD) or check the oracle's Draw costs"}
 	}
 	bRate := p.B.Rate
 	if math.IsNaN(bRate) {
-		return nil, &Error{Measurement: "the variance rate b could not be fitted: " + rep.FitB.Note,
+		return nil, nil, &Error{Measurement: "the variance rate b could not be fitted: " + rep.FitB.Note,
 			Change: "give the pilot a larger budget (more draws per level) or check that H^l's variance is finite"}
 	}
 	switch tol := math.Max(2*p.B.SE, r.EqualRates); {
@@ -303,7 +378,7 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 		}
 	}
 	if len(ls) < 2 {
-		return nil, &Error{Measurement: fmt.Sprintf("the mean of H^l is finite at %d of levels %d..%d", len(ls), rep.MinLevel+1, rep.MaxLevel),
+		return nil, nil, &Error{Measurement: fmt.Sprintf("the mean of H^l is finite at %d of levels %d..%d", len(ls), rep.MinLevel+1, rep.MaxLevel),
 			Change: "the bias rate needs two: check the oracle's H^l, or give the pilot a larger budget"}
 	}
 	s, intercept, se := lineFit(ls, ys)
@@ -313,34 +388,23 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 	}
 	p.A = Rate{2 * aG, 2 * se}
 	if !(aG > 0) {
-		return nil, &Error{Measurement: fmt.Sprintf("the bias is not falling: the bound on |E H^l| on levels %d..%d fits 2^(%.2f l) (a = %.2f ± %.2f)",
+		p.notFalling = &Error{Measurement: fmt.Sprintf("the bias is not falling: the bound on |E H^l| on levels %d..%d fits 2^(%.2f l) (a = %.2f ± %.2f)",
 			int(ls[0]), int(ls[len(ls)-1]), -aG, p.A.Rate, p.A.SE),
 			Change: "the levels do not approximate one objective ever more closely: check the oracle's H^l (the telescoping check of the levels' report), or give the pilot more draws if H^l's mean is lost in its noise"}
 	}
 	aNote := fmt.Sprintf(" (a bound: |E H^l| stands out of the noise at %d of %d levels)", seen, len(ls))
+	p.aNote = aNote
+	p.intercept, p.aG = intercept, aG
 	// bias_L = sum_{l > L} |E H^l| = 2^(k - aG (L+1)) / (1 - 2^-aG).
 	bias := func(L int) float64 {
 		return math.Exp2(intercept-aG*float64(L+1)) / (1 - math.Exp2(-aG))
 	}
-	share := func(L int) float64 { return math.Pow(bias(L)/gradNorm0, 2) }
-	limit := r.BiasShare * t.Gap
-	cap := rep.MinLevel + 40
-	if oracleMax != mlmc.Unbounded {
-		cap = oracleMax
-	}
-	L := rep.MinLevel
-	for L < cap && share(L) > limit {
-		L++
-	}
-	if share(L) > limit {
-		return nil, &Error{Measurement: fmt.Sprintf("at the largest level the oracle serves (%d) the predicted gap from bias is %.3g of the gap at x0 (a = %.2f), above %g x %g",
-			L, share(L), p.A.Rate, r.BiasShare, t.Gap),
-			Change: "ask for a larger gap, or serve deeper levels"}
-	}
-	p.MaxLevel, p.BiasShare = L, share(L)
-	p.Reasons.L = fmt.Sprintf("the smallest level whose predicted gap from bias, (|bias_L| / |grad F(x0)|)^2 = %.3g, is at most %g x the target gap %g; |bias_L| = %.3g extrapolated with a = %.2f%s, |grad F(x0)| = %.3g",
-		p.BiasShare, r.BiasShare, t.Gap, bias(L), p.A.Rate, aNote, gradNorm0)
+	return p, bias, nil
+}
 
+// finish sets the method and its law at p.MaxLevel.
+func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
+	L, bRate, intercept, aG := p.MaxLevel, p.B.Rate, p.intercept, p.aG
 	// Per-level statistics on MinLevel..L.
 	lastM := rep.Levels[len(rep.Levels)-1]
 	bExt := math.Max(bRate, 0)
@@ -364,11 +428,10 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 		p.Predicted = []MethodCost{{Method: p.Method, Var: topVar, Cost: topCost, VarCost: topVar * topCost}}
 		p.Reasons.Method = fmt.Sprintf("the bias at the minimum level %d is already below the target's share: no level to correct, so every MLMC estimator is L-SGD", L)
 		p.Reasons.Law = "L-SGD has one level"
-		return p, nil
+		return
 	}
-	p.Predicted = predict(lev, topVar, topCost, gradNorm0)
+	p.Predicted = predict(lev, topVar, topCost, p.GradNorm)
 	p.choose(lev, t, r)
-	return p, nil
 }
 
 // predict is each method's variance and cost per iteration at L with the

@@ -30,7 +30,7 @@ type Settings struct {
 	TrainSubset int `json:"train_subset"`
 	TestSubset  int `json:"test_subset"`
 
-	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*
+	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*, auto
 	MinLevel  int     `json:"min_level"`
 	MaxLevel  int     `json:"max_level"`
 	B         float64 `json:"b"`
@@ -221,7 +221,11 @@ const maxLevelLimit = 16
 // data set's name is checked by Train and Resume (unless the caller gives
 // the data, Session.Splits), with checkDataset.
 func (c *Settings) Validate() error {
-	if _, err := c.Kind(); err != nil {
+	if c.isAuto() {
+		if err := c.checkAuto(); err != nil {
+			return err
+		}
+	} else if _, err := c.Kind(); err != nil {
 		return err
 	}
 	lengths := 0

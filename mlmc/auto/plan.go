@@ -255,7 +255,7 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 	if !(t.Gap > 0 && t.Gap < 1) {
 		return nil, fmt.Errorf("auto: target gap %g is not in (0, 1): it is relative to the gap at x0", t.Gap)
 	}
-	p, bias, err := fit(rep, at, samples, gradNorm0, t, r)
+	p, bias, err := fit(rep, at, samples, gradNorm0, t, r, true)
 	if err != nil {
 		return nil, err
 	}
@@ -292,24 +292,28 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 func ChooseAtLevel(rep *mlmc.LevelsReport, at string, samples int64, t Target, r Rules) (*Plan, error) {
 	r = r.withDefaults()
 	g := GradNorm(rep)
-	p, bias, err := fit(rep, at, samples, g, t, r)
+	p, bias, err := fit(rep, at, samples, g, t, r, false)
 	if err != nil {
 		return nil, err
 	}
 	p.MaxLevel = rep.MaxLevel
 	p.BiasShare = math.Pow(bias(p.MaxLevel-1)/g, 2)
-	if p.notFalling != nil {
-		p.BiasShare = math.NaN()
+	if p.notFalling != nil || !(g > 0) {
+		p.BiasShare = math.NaN() // not bounded, or |grad F| lost in the pilot's noise
 	}
-	p.Reasons.L = fmt.Sprintf("the run's top level: its objective is the level-%d loss itself; the last correction's predicted share of |grad F|^2, (|bias_(L-1)| / |grad F|)^2, is %.3g",
-		p.MaxLevel, p.BiasShare)
+	p.Reasons.L = fmt.Sprintf("the run's top level: its objective is the level-%d loss itself", p.MaxLevel)
+	if math.IsNaN(p.BiasShare) {
+		p.Reasons.L += "; the last correction's share of |grad F|^2 is not bounded (|grad F| lost in the pilot's noise, or the bias bound not falling)"
+	} else {
+		p.Reasons.L += fmt.Sprintf("; the last correction's predicted share of |grad F|^2, (|bias_(L-1)| / |grad F|)^2, is %.3g", p.BiasShare)
+	}
 	p.finish(rep, t, r)
 	return p, nil
 }
 
 // fit reads the regime, the rates and the bias bound from a measurement:
 // bias(L) bounds |grad F^L - grad F|.
-func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t Target, r Rules) (*Plan, func(int) float64, error) {
+func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t Target, r Rules, needGrad bool) (*Plan, func(int) float64, error) {
 	if len(rep.Levels) < 3 {
 		return nil, nil, &Error{Measurement: fmt.Sprintf("the pilot measured %d levels", len(rep.Levels)),
 			Change: "the rates need three: give the pilot a larger budget"}
@@ -327,7 +331,7 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 			rep.MinLevel, rep.MaxLevel, rep.Draws),
 			Change: "the oracle's gradients are not finite or never vary at these parameters: check the oracle at x0 (its NaNs or infinities) or start from another x0"}
 	}
-	if !(gradNorm0 > 0) || math.IsInf(gradNorm0, 0) {
+	if needGrad && (!(gradNorm0 > 0) || math.IsInf(gradNorm0, 0)) {
 		top := rep.Top
 		return nil, nil, &Error{Measurement: fmt.Sprintf("|grad F(x0)| is not above the pilot's noise (|mean h^%d| = %.3g over %d draws, noise %.3g)",
 			top.Level, top.MeanNorm, top.Draws, math.Sqrt(top.Var/float64(top.Draws))),

@@ -16,13 +16,12 @@ func synthetic(dim int, a, b, c float64, tune func(*mlmc.Synthetic)) Problem {
 	ref := mlmc.NewSynthetic(dim, a, b, c, 0)
 	return Problem{
 		X0: make([]float64, dim),
-		NewOracle: func(x, prev []float64, seed uint64) (mlmc.Oracle[[]float64], error) {
+		NewOracle: func(seed uint64) (mlmc.Oracle[[]float64], func(x, prev []float64), error) {
 			s := mlmc.NewSynthetic(dim, a, b, c, seed)
 			if tune != nil {
 				tune(s)
 			}
-			s.X, s.XPrev = x, prev
-			return s, nil
+			return s, func(x, prev []float64) { s.X, s.XPrev = x, prev }, nil
 		},
 		Objective: func(x []float64) (float64, float64) {
 			f := 0.0

@@ -150,7 +150,10 @@ type Plan struct {
 	Predicted  []MethodCost `json:"predicted"`
 	// Step is the step size (0 until a step rule has set it), Steps the
 	// candidates and their scores.
-	Step  float64     `json:"step,omitempty"`
+	Step float64 `json:"step,omitempty"`
+	// Decay is t0 of the step schedule Step/(1 + t/t0), t the iterations
+	// since the plan took over (0: constant).
+	Decay float64     `json:"decay_t0,omitempty"`
 	Steps []StepScore `json:"steps,omitempty"`
 
 	Reasons Reasons `json:"reasons"`
@@ -220,6 +223,9 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&sb, "auto plan at %s: %s on levels %d..%d", p.At, p.Method, p.MinLevel, p.MaxLevel)
 	if p.Step > 0 {
 		fmt.Fprintf(&sb, ", step %.3g", p.Step)
+	}
+	if p.Decay > 0 {
+		fmt.Fprintf(&sb, "/(1 + t/%.0f)", p.Decay)
 	}
 	fmt.Fprintf(&sb, "\n  pilot: levels %d..%d, %d draws each, %d samples; a = %.2f ± %.2f, b = %.2f ± %.2f, c = %.2f ± %.2f (%s)\n",
 		p.PilotMin, p.PilotMax, p.PilotDraws, p.Samples, p.A.Rate, p.A.SE, p.B.Rate, p.B.SE, p.C.Rate, p.C.SE, p.Regime)
@@ -337,6 +343,24 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 			top.Level, top.MeanNorm, top.Draws, math.Sqrt(top.Var/float64(top.Draws))),
 			Change: "the gap is relative to x0's: start from a point that is not already optimal, or give the pilot a larger budget"}
 	}
+	// H^l that vanish to rounding at every level above the minimum: the
+	// levels agree here (for DRO's linear model at x = 0 every inner draw
+	// gives the same loss), so there is no bias to correct at this point
+	// and no rate to fit.
+	scale := rep.Levels[0].Moment2
+	zero := true
+	for _, st := range rep.Levels[1:] {
+		if !(st.Moment2 <= roundingShare*roundingShare*scale) {
+			zero = false
+		}
+	}
+	if zero && scale > 0 && !math.IsInf(scale, 0) {
+		p.Regime = "H^l = 0"
+		p.A, p.B, p.C = Rate{math.NaN(), math.NaN()}, Rate{math.NaN(), math.NaN()}, Rate{rep.FitCImages.Rate, 0}
+		p.aNote = fmt.Sprintf(" (|H^l| is below %g |h^%d| at every level above it: zero to rounding)", roundingShare, rep.MinLevel)
+		p.intercept, p.aG = math.Inf(-1), 1
+		return p, func(int) float64 { return 0 }, nil
+	}
 	// b and c from mlmc's fits; the cost in samples, the unit of the budget.
 	p.B = Rate{rep.FitB.Rate, rep.FitB.SE}
 	p.C = Rate{rep.FitCImages.Rate, rep.FitCImages.SE}
@@ -361,49 +385,148 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 		p.Regime = "b < c"
 	}
 
-	// The bias: an upper confidence bound on |E H^l| per level above the
-	// minimum, the part of |mean|^2 noise does not explain plus two noise
-	// standard deviations, fitted by a line in log2 raised to lie above
-	// every point. Where the mean stands out of the noise the bound is
-	// close to it; where not, it falls no faster than the noise (at b/2),
-	// so a bias the pilot cannot see is not assumed away.
-	var ls, ys []float64
-	seen := 0
-	for _, st := range rep.Levels[1:] {
-		noise := st.Var / float64(st.Draws)
-		m2 := st.MeanNorm*st.MeanNorm - noise
-		if m2 > 3*noise {
-			seen++
-		}
-		u := math.Sqrt(math.Max(m2, 0)) + 2*math.Sqrt(noise)
-		if u > 0 && !math.IsInf(u, 0) {
-			ls = append(ls, float64(st.Level))
-			ys = append(ys, math.Log2(u))
-		}
+	// The bias: |E H^l|^2 = A 2^(-2 a_g (l - l1)) fitted by weighted least
+	// squares to y_l = |mean|^2 - Var/K, an unbiased estimate of |E H^l|^2,
+	// over every level above the minimum (pooling them resolves a bias no
+	// single level's noise shows), for each a_g on a grid; the bias bound of
+	// level L is the largest among the fits the measurement cannot reject
+	// (chi^2 within 4 of the best, about 95%) with a_g >= b/2 (|E H^l|^2 <=
+	// E|H^l|^2, which falls at b), each with A at its upper 2-s.e. value.
+	bf, err := fitBias(rep.Levels[1:], bRate)
+	if err != nil {
+		return nil, nil, err
 	}
-	if len(ls) < 2 {
-		return nil, nil, &Error{Measurement: fmt.Sprintf("the mean of H^l is finite at %d of levels %d..%d", len(ls), rep.MinLevel+1, rep.MaxLevel),
-			Change: "the bias rate needs two: check the oracle's H^l, or give the pilot a larger budget"}
+	if bf.notFalling != "" {
+		p.notFalling = &Error{Measurement: bf.notFalling,
+			Change: "the levels do not approximate one objective ever more closely: check the oracle's H^l (the telescoping check of the levels' report) or its level construction"}
 	}
-	s, intercept, se := lineFit(ls, ys)
-	aG := -s
-	for i := range ls {
-		intercept = math.Max(intercept, ys[i]+aG*ls[i])
-	}
-	p.A = Rate{2 * aG, 2 * se}
-	if !(aG > 0) {
-		p.notFalling = &Error{Measurement: fmt.Sprintf("the bias is not falling: the bound on |E H^l| on levels %d..%d fits 2^(%.2f l) (a = %.2f ± %.2f)",
-			int(ls[0]), int(ls[len(ls)-1]), -aG, p.A.Rate, p.A.SE),
-			Change: "the levels do not approximate one objective ever more closely: check the oracle's H^l (the telescoping check of the levels' report), or give the pilot more draws if H^l's mean is lost in its noise"}
-	}
-	aNote := fmt.Sprintf(" (a bound: |E H^l| stands out of the noise at %d of %d levels)", seen, len(ls))
+	p.A = Rate{2 * bf.best, 2 * bf.se}
+	aG, intercept := math.Max(bf.best, bf.low), 0.5*math.Log2(bf.ampUp(bf.best))+math.Max(bf.best, bf.low)*bf.l1
+	aNote := fmt.Sprintf(" (|E H^l| stands out of its noise at %d of %d levels; the bound is the largest of the fits with a >= %.2f that the measurement does not reject)",
+		bf.seen, bf.n, 2*bf.low)
 	p.aNote = aNote
 	p.intercept, p.aG = intercept, aG
-	// bias_L = sum_{l > L} |E H^l| = 2^(k - aG (L+1)) / (1 - 2^-aG).
-	bias := func(L int) float64 {
-		return math.Exp2(intercept-aG*float64(L+1)) / (1 - math.Exp2(-aG))
+	return p, bf.bias, nil
+}
+
+// biasFit is the pooled fit of |E H^l|^2 = A 2^(-2 a (l - l1)) over the
+// levels above the minimum.
+type biasFit struct {
+	ls, ys, ws []float64
+	l1         float64
+	grid       []float64 // a on the grid
+	amp, ase   []float64 // A and its standard error at each a
+	chi2       []float64
+	best, se   float64 // the best a and half the width of chi^2 <= min + 1
+	low        float64 // the least a the bound admits, max(b/2, 0.05)
+	seen, n    int
+	notFalling string
+}
+
+func (f *biasFit) ampUp(a float64) float64 {
+	i := f.index(a)
+	return math.Max(f.amp[i], 0) + 2*f.ase[i]
+}
+
+func (f *biasFit) index(a float64) int {
+	i := int(math.Round((a - f.grid[0]) / (f.grid[1] - f.grid[0])))
+	return min(max(i, 0), len(f.grid)-1)
+}
+
+// bias bounds |grad F^L - grad F| = |sum over l > L of E H^l| by the
+// largest tail sum, sqrt(A_up) 2^(-a (L+1-l1)) / (1 - 2^-a), over the
+// admissible fits.
+func (f *biasFit) bias(L int) float64 {
+	minChi := math.Inf(1)
+	for _, c := range f.chi2 {
+		minChi = math.Min(minChi, c)
 	}
-	return p, bias, nil
+	worst := 0.0
+	for i, a := range f.grid {
+		if a < f.low || f.chi2[i] > minChi+4 {
+			continue
+		}
+		b := math.Sqrt(math.Max(f.amp[i], 0)+2*f.ase[i]) * math.Exp2(-a*(float64(L+1)-f.l1)) / (1 - math.Exp2(-a))
+		worst = math.Max(worst, b)
+	}
+	if worst == 0 && !(f.ampUp(f.low) == 0) {
+		// Every admissible rate is rejected (the fit prefers a slower
+		// one): bound at the least admissible rate.
+		a := f.low
+		worst = math.Sqrt(f.ampUp(a)) * math.Exp2(-a*(float64(L+1)-f.l1)) / (1 - math.Exp2(-a))
+	}
+	return worst
+}
+
+// fitBias fits the levels' means (levels above the minimum) with the
+// variance rate b setting the least admissible bias rate.
+func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
+	f := &biasFit{low: 0.05}
+	if b/2 > f.low {
+		f.low = b / 2
+	}
+	for _, st := range levels {
+		v, k := st.Var, float64(st.Draws)
+		y := st.MeanNorm*st.MeanNorm - v/k
+		// Var |mean|^2 <= 2 (tr S)^2/K^2 + 4 |E Y|^2 tr S / K for a mean
+		// of K draws with covariance S (tr S = Var).
+		s2 := 2*v*v/(k*k) + 4*math.Max(y, 0)*v/k
+		if math.IsNaN(y) || math.IsInf(y, 0) || !(s2 > 0) || math.IsInf(s2, 0) {
+			continue
+		}
+		if len(f.ls) == 0 {
+			f.l1 = float64(st.Level)
+		}
+		if y > 2*math.Sqrt(s2) {
+			f.seen++
+		}
+		f.ls = append(f.ls, float64(st.Level))
+		f.ys = append(f.ys, y)
+		f.ws = append(f.ws, 1/s2)
+	}
+	f.n = len(f.ls)
+	if f.n < 2 {
+		return nil, &Error{Measurement: fmt.Sprintf("the mean and variance of H^l are finite at %d levels above the minimum", f.n),
+			Change: "the bias rate needs two: check the oracle's H^l, or give the pilot a larger budget"}
+	}
+	const step = 0.01
+	for a := -1.0; a <= 4+step/2; a += step {
+		var sff, syf float64
+		for i, l := range f.ls {
+			x := math.Exp2(-2 * a * (l - f.l1))
+			sff += f.ws[i] * x * x
+			syf += f.ws[i] * f.ys[i] * x
+		}
+		amp := math.Max(syf/sff, 0)
+		chi := 0.0
+		for i, l := range f.ls {
+			r := f.ys[i] - amp*math.Exp2(-2*a*(l-f.l1))
+			chi += f.ws[i] * r * r
+		}
+		f.grid = append(f.grid, a)
+		f.amp = append(f.amp, amp)
+		f.ase = append(f.ase, 1/math.Sqrt(sff))
+		f.chi2 = append(f.chi2, chi)
+	}
+	bi := 0
+	for i, c := range f.chi2 {
+		if c < f.chi2[bi] {
+			bi = i
+		}
+	}
+	f.best = f.grid[bi]
+	lo, hi := f.best, f.best
+	for i, c := range f.chi2 {
+		if c <= f.chi2[bi]+1 {
+			lo, hi = math.Min(lo, f.grid[i]), math.Max(hi, f.grid[i])
+		}
+	}
+	f.se = (hi - lo) / 2
+	if f.best <= 0 && f.amp[bi] > 2*f.ase[bi] {
+		f.notFalling = fmt.Sprintf("the bias is not falling: |E H^l| on levels %d..%d fits 2^(%.2f l) (a = %.2f, %d levels where the mean stands out of the noise)",
+			int(f.ls[0]), int(f.ls[f.n-1]), -f.best, 2*f.best, f.seen)
+	}
+	return f, nil
 }
 
 // finish sets the method and its law at p.MaxLevel.
@@ -424,7 +547,14 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 		m := math.Exp2(intercept - aG*float64(l))
 		lev = append(lev, level{l: l, varY: v, moment2: v + m*m, img: lastM.Images * math.Exp2(p.C.Rate*d)})
 	}
+	// Var h^L: measured at l_min (the first level's h) and at L_p (the top
+	// row); between them the inner part, V(h^l_min) - V(h^L_p), taken to
+	// fall as the samples of a query grow, 2^(-c (L - l_min)); above L_p
+	// the top row's.
 	topVar := rep.Top.Var
+	if v0 := rep.Levels[0].Var; L < rep.MaxLevel && v0 > topVar {
+		topVar += (v0 - topVar) * math.Exp2(-p.C.Rate*float64(L-rep.MinLevel))
+	}
 	topCost := lev[len(lev)-1].img
 
 	if L == rep.MinLevel {
@@ -434,7 +564,9 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 		p.Reasons.Law = "L-SGD has one level"
 		return
 	}
-	p.Predicted = predict(lev, topVar, topCost, p.GradNorm)
+	// RT-MLMC's variance subtracts |E v|^2 at the measured point (not at
+	// x0, whose gradient a re-plan normalises the bias by).
+	p.Predicted = predict(lev, topVar, topCost, GradNorm(rep))
 	p.choose(lev, t, r)
 }
 
@@ -554,6 +686,10 @@ func lawSource(lev []level) string {
 	return fmt.Sprintf("of the measured levels %d..%d, extrapolated to %d..%d with the fitted b and c",
 		lev[0].l, lev[n-1].l, lev[n].l, lev[len(lev)-1].l)
 }
+
+// roundingShare is the size relative to h^(l_min) below which H^l counts
+// as zero: a difference of float64 gradients cancelled to rounding.
+const roundingShare = 1e-10
 
 // lineFit fits y = k + s x by least squares and gives the slope's standard
 // error from the residuals (NaN with two points).

@@ -15,11 +15,13 @@ import (
 type Problem struct {
 	// X0 is the starting point.
 	X0 []float64
-	// NewOracle makes the problem's oracle, evaluating at x (mlmc.Current)
-	// and prev (mlmc.Previous): slices the runner owns and updates in
-	// place. Equal seeds must give equal draws, so that the step
-	// candidates are compared on the same samples.
-	NewOracle func(x, prev []float64, seed uint64) (mlmc.Oracle[[]float64], error)
+	// NewOracle makes the problem's oracle with its randomness seeded by
+	// seed, and at, which tells it the current and previous iterates
+	// (mlmc.Current and mlmc.Previous): the runner calls at before every
+	// measurement and estimate, with slices it owns and updates in place.
+	// Equal seeds must give equal draws, so that the step candidates are
+	// compared on the same samples.
+	NewOracle func(seed uint64) (o mlmc.Oracle[[]float64], at func(x, prev []float64), err error)
 	// Objective is F(x), exact (se 0) or estimated with a standard error;
 	// the step rule scores candidates on it. Needed unless Settings.Step
 	// is set.
@@ -48,7 +50,7 @@ type Settings struct {
 	MinDraws int
 	// Steps are the step candidates at x0 (default 10^(1 - k/2), k =
 	// 0..12: 10 down to 1e-5). At the re-plan point the step is lowered,
-	// if need be, to the one whose noise floor is half the target gap
+	// if need be, to the one whose noise floor is an eighth of the target gap
 	// (floorStep).
 	Steps []float64
 	// Step, when positive, is the step size: no step rule.
@@ -64,7 +66,7 @@ func (s Settings) withDefaults() (Settings, error) {
 		s.PilotShare = 0.05
 	}
 	if s.ReplanAt == 0 {
-		s.ReplanAt = 0.1
+		s.ReplanAt = 0.05
 	}
 	if s.MinDraws == 0 {
 		s.MinDraws = 16
@@ -113,72 +115,146 @@ type Result struct {
 // when set, is called with the samples drawn so far (pilot included) and
 // the iterate after every step; the slice is the runner's, to read only.
 func Run(p Problem, s Settings, observe func(samples int64, x []float64)) (*Result, error) {
-	s, err := s.withDefaults()
+	plan, st, err := Start(p, s)
 	if err != nil {
 		return nil, err
 	}
-	if p.NewOracle == nil || len(p.X0) == 0 {
-		return nil, errors.New("auto: the problem needs a starting point and an oracle")
-	}
-	if p.Objective == nil && s.Step == 0 {
-		return nil, errors.New("auto: the step rule scores candidates on the objective: give the problem an Objective, or set the step")
-	}
-	r := &runner{p: p, s: s, ops: mlmc.Float64Ops{Dim: len(p.X0)}, observe: observe,
-		x: slices.Clone(p.X0), prev: slices.Clone(p.X0)}
-	if r.o, err = p.NewOracle(r.x, r.prev, s.Seed); err != nil {
-		return nil, fmt.Errorf("auto: make the oracle: %w", err)
-	}
-	pilot := float64(s.Target.Budget) * s.PilotShare
-	f0 := math.NaN()
-	if p.Objective != nil {
-		f0, _ = p.Objective(r.x)
-	}
-	plan, err := r.plan("x0", int64(0.3*pilot), 0)
+	s, _ = s.withDefaults()
+	r, err := newRunner(p, s, p.X0, st.Spent)
 	if err != nil {
 		return nil, err
 	}
-	if s.Step > 0 {
-		plan.Step, plan.Reasons.Step = s.Step, "given"
-	} else {
-		err = r.chooseStep(plan, s.Steps, int64(0.3*pilot))
-	}
-	r.log(plan)
-	if err != nil {
-		return nil, err
-	}
+	r.observe, r.f0, r.pilot = observe, st.F0, st.Spent
 	res := &Result{Plans: []*Plan{plan}}
-	replanAt := int64(s.ReplanAt * float64(s.Target.Budget))
-	if err := r.run(plan, replanAt); err != nil {
+	if err := r.run(plan, st.ReplanAt); err != nil {
 		return nil, err
 	}
 	if !r.diverged && r.used < s.Target.Budget {
-		at := fmt.Sprintf("the re-plan point after %d samples", r.used)
-		next, err := r.plan(at, int64(0.4*pilot), plan.GradNorm)
-		var ae *Error
-		switch {
-		case errors.As(err, &ae):
-			res.ReplanNote = "kept the plan made at x0: " + err.Error()
-			kept := *plan
-			next = &kept
-		case err != nil:
+		next, note, spent, err := Replan(p, s, st, r.x, r.used, r.iter)
+		r.used += spent
+		r.pilot += spent
+		if err != nil {
 			return nil, err
-		default:
+		}
+		if note != "" {
+			res.ReplanNote = note
+		} else {
 			res.Plans = append(res.Plans, next)
 		}
-		next.Step, next.Reasons.Step = plan.Step, plan.Reasons.Step
-		if s.Step > 0 {
-			next.Reasons.Step = "given"
-		} else {
-			f1, _ := p.Objective(r.x)
-			floorStep(next, plan.Step, f0-f1)
-		}
-		r.log(next)
 		if err := r.run(next, s.Target.Budget); err != nil {
 			return nil, err
 		}
 	}
 	res.X, res.Samples, res.Pilot, res.Diverged = r.x, r.used, r.pilot, r.diverged
 	return res, nil
+}
+
+// State is what Start learns that a re-plan needs.
+type State struct {
+	// GradNorm0 is |grad F(x0)|, F0 the objective at x0 (NaN without one).
+	GradNorm0, F0 float64
+	// First is the plan made at x0.
+	First *Plan
+	// Spent is the samples the pilot at x0 drew; ReplanAt the run's
+	// samples (pilot included) at which to re-plan.
+	Spent, ReplanAt int64
+}
+
+// Start makes the plan at p.X0 within the first 60% of the pilot: the
+// levels measured and chosen (Choose), then the step rule, and says when
+// to re-plan. It draws from oracles of its own (NewOracle with seeds
+// derived from s.Seed) and leaves p.X0 as it was.
+func Start(p Problem, s Settings) (*Plan, *State, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.NewOracle == nil || len(p.X0) == 0 {
+		return nil, nil, errors.New("auto: the problem needs a starting point and an oracle")
+	}
+	if p.Objective == nil && s.Step == 0 {
+		return nil, nil, errors.New("auto: the step rule scores candidates on the objective: give the problem an Objective, or set the step")
+	}
+	r, err := newRunner(p, s, p.X0, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	pilot := float64(s.Target.Budget) * s.PilotShare
+	plan, err := r.plan("x0", int64(0.3*pilot), 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.Step > 0 {
+		plan.Step, plan.Reasons.Step = s.Step, "given"
+	} else if err := r.chooseStep(plan, s.Steps, int64(0.3*pilot)); err != nil {
+		return nil, nil, err
+	}
+	r.log(plan)
+	return plan, &State{GradNorm0: plan.GradNorm, F0: r.f0, First: plan, Spent: r.used,
+		ReplanAt: max(int64(s.ReplanAt*float64(s.Target.Budget)), r.used)}, nil
+}
+
+// Replan makes the plan at x, the iterate after spent samples (pilot
+// included), within the last 40% of the pilot: the levels measured again
+// and chosen with |grad F(x0)| of st, the step the first plan's lowered to
+// its noise-floor step (floorStep). When the measurement rules out a new
+// plan (an *Error), the first plan is kept with its step lowered alike, and
+// note says why. It returns the samples it drew.
+func Replan(p Problem, s Settings, st *State, x []float64, spent int64, iters int) (plan *Plan, note string, drawn int64, err error) {
+	s, err = s.withDefaults()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	r, err := newRunner(p, s, x, spent)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	r.f0 = st.F0
+	pilot := float64(s.Target.Budget) * s.PilotShare
+	at := fmt.Sprintf("the re-plan point after %d samples", spent)
+	next, err := r.plan(at, int64(0.4*pilot), st.GradNorm0)
+	var ae *Error
+	switch {
+	case errors.As(err, &ae):
+		note = "kept the plan made at x0: " + err.Error()
+		kept := *st.First
+		next = &kept
+	case err != nil:
+		return nil, "", r.used - spent, err
+	}
+	next.Step, next.Reasons.Step = st.First.Step, st.First.Reasons.Step
+	if s.Step > 0 {
+		next.Reasons.Step = "given"
+	} else {
+		f1, _ := p.Objective(x)
+		floorStep(next, st.First.Step, st.F0-f1)
+		// The gap must stay below the target, not touch it: the step then
+		// decays as 1/(1 + t/t0), so that the noise floor keeps falling.
+		// t0 makes the schedule's time scale step x t0 equal to the first
+		// phase's, step0 x its iterations: that phase brought F(x0) down
+		// to F(x), so its step sum is long enough for the curvature
+		// (step x t0 x mu of order one or more, which a 1/t schedule needs
+		// to converge at its 1/t rate).
+		t0 := float64(max(iters, 1)) * st.First.Step / next.Step
+		next.Decay = t0
+		next.Reasons.Step += fmt.Sprintf("; then decaying as 1/(1 + t/%.0f), t0 = the first phase's %d iterations x its step / this step, so that the noise floor keeps falling", t0, max(iters, 1))
+	}
+	r.log(next)
+	return next, note, r.used - spent, nil
+}
+
+// newRunner is a runner at a copy of x with used samples spent, its oracle
+// seeded by the settings and the samples spent.
+func newRunner(p Problem, s Settings, x []float64, used int64) (*runner, error) {
+	r := &runner{p: p, s: s, ops: mlmc.Float64Ops{Dim: len(x)}, x: slices.Clone(x), prev: slices.Clone(x), used: used, f0: math.NaN()}
+	var err error
+	if r.o, r.at, err = p.NewOracle(s.Seed ^ uint64(used)*0x9e3779b97f4a7c15); err != nil {
+		return nil, fmt.Errorf("auto: make the oracle: %w", err)
+	}
+	if p.Objective != nil && used == 0 {
+		r.f0, _ = p.Objective(r.x)
+	}
+	return r, nil
 }
 
 // runner holds a Run's state: the iterate x and the previous one, bound to
@@ -188,17 +264,21 @@ type runner struct {
 	s       Settings
 	ops     mlmc.Float64Ops
 	o       mlmc.Oracle[[]float64]
+	at      func(x, prev []float64)
 	observe func(int64, []float64)
 
 	x, prev     []float64
 	used, pilot int64
 	iter        int
 	diverged    bool
-	seq         uint64 // estimators made, for their seeds
+	halvings    int
+	f0          float64 // F(x0), NaN without an objective
+	seq         uint64  // estimators made, for their seeds
 }
 
 // plan measures the levels at x within levelBudget samples and chooses.
 func (r *runner) plan(at string, levelBudget int64, gradNorm0 float64) (*Plan, error) {
+	r.at(r.x, r.prev)
 	m, err := Measure(r.o, r.ops, r.s.MinLevel, levelBudget, r.s.MinDraws, r.s.Seed^0x91107^uint64(r.used))
 	r.used += m.Samples
 	r.pilot += m.Samples
@@ -218,12 +298,16 @@ func (r *runner) log(p *Plan) {
 }
 
 // floorStep lowers p's step from the first plan's, step0, to the one whose
-// noise floor is half the target gap, when that is smaller. Constant-step
-// SGD near a minimum with Hessian A and gradient noise covariance S settles
+// noise floor is an eighth of the target gap, when that is smaller.
+// Constant-step SGD near a minimum with Hessian A and gradient noise covariance S settles
 // where E F - F* = step tr(S)/4 (the iterates' stationary covariance P
 // solves A P + P A = step S), whatever A is; tr S is the plan's predicted
 // variance of its estimator, and the gap at x0, F(x0) - F*, is at least
-// drop = F(x0) - F(x) at the re-plan point, so step <= 2 Gap drop / Var.
+// drop = F(x0) - F(x) at the re-plan point, so step <= Gap drop / (2 Var).
+// An eighth, not all of it: the gap fluctuates about its floor, and the run
+// should stay below the target for the rest of its budget, a question of
+// the fluctuations' maximum over many nearly independent stretches, not of
+// their mean; Replan lets the step decay from there as well.
 func floorStep(p *Plan, step0, drop float64) {
 	v := p.predictedVar()
 	p.Step = step0
@@ -231,14 +315,14 @@ func floorStep(p *Plan, step0, drop float64) {
 		p.Reasons.Step += fmt.Sprintf("; kept at the re-plan point: no measurable drop of the objective (%.3g) or variance (%.3g) to size a noise floor", drop, v)
 		return
 	}
-	floor := 2 * p.Target.Gap * drop / v
+	floor := p.Target.Gap * drop / (2 * v)
 	if floor < step0 {
 		p.Step = floor
-		p.Reasons.Step = fmt.Sprintf("lowered at the re-plan point from %.3g to %.3g, whose noise floor (step x Var / 4, Var = %.3g the plan's predicted variance) is half the target gap of F(x0) - F >= %.4g",
+		p.Reasons.Step = fmt.Sprintf("lowered at the re-plan point from %.3g to %.3g, whose noise floor (step x Var / 4, Var = %.3g the plan's predicted variance) is an eighth of the target gap of F(x0) - F >= %.4g",
 			step0, floor, v, drop)
 		return
 	}
-	p.Reasons.Step += fmt.Sprintf("; kept at the re-plan point: its noise floor is below half the target gap (the floor's step %.3g)", floor)
+	p.Reasons.Step += fmt.Sprintf("; kept at the re-plan point: its noise floor is below an eighth of the target gap (the floor's step %.3g)", floor)
 }
 
 // chooseStep is the step rule: from the current x, each candidate runs
@@ -255,7 +339,7 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 	for _, g := range steps {
 		copy(x, r.x)
 		copy(prev, r.x)
-		o, err := r.p.NewOracle(x, prev, seed)
+		o, at, err := r.p.NewOracle(seed)
 		if err != nil {
 			return fmt.Errorf("auto: step rule: make the oracle: %w", err)
 		}
@@ -267,6 +351,7 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 		var used int64
 		ok := true
 		for it := 0; used < share && ok; it++ {
+			at(x, prev)
 			st, err := e.Estimate(it, v)
 			if err != nil {
 				return fmt.Errorf("auto: step rule: %w", err)
@@ -338,7 +423,11 @@ func (r *runner) step(x, prev, v []float64, g float64) bool {
 }
 
 // run steps with the plan until until samples are drawn (the step whose
-// draws would pass it is not taken).
+// draws would pass it is not taken). Every 1% of the budget it checks the
+// iterate: one that left the finite numbers, or (with an objective) whose
+// objective is not finite or above F(x0), is put back to the last good
+// check and the step halved, at most maxHalvings times; the plan's reason
+// records each halving.
 func (r *runner) run(p *Plan, until int64) error {
 	r.seq++
 	e, err := mlmc.New(p.Kind, p.Config(r.s.Seed+r.seq), r.ops, r.o)
@@ -346,7 +435,12 @@ func (r *runner) run(p *Plan, until int64) error {
 		return fmt.Errorf("auto: %w", err)
 	}
 	v := r.ops.New()
+	start := r.iter
+	every := max(r.s.Target.Budget/100, 1)
+	next := r.used + every
+	good := slices.Clone(r.x)
 	for r.used < until {
+		r.at(r.x, r.prev)
 		st, err := e.Estimate(r.iter, v)
 		if err != nil {
 			return fmt.Errorf("auto: %w", err)
@@ -356,16 +450,43 @@ func (r *runner) run(p *Plan, until int64) error {
 		if r.used > r.s.Target.Budget {
 			break
 		}
-		if !r.step(r.x, r.prev, v, p.Step) {
-			r.diverged = true
-			return nil
+		g := p.Step
+		if p.Decay > 0 {
+			g /= 1 + float64(r.iter-1-start)/p.Decay
 		}
+		finite := r.step(r.x, r.prev, v, g)
 		if r.observe != nil {
 			r.observe(r.used, r.x)
 		}
+		if r.used < next && finite {
+			continue
+		}
+		next = r.used + every
+		bad := !finite
+		if !bad && r.p.Objective != nil {
+			f, _ := r.p.Objective(r.x)
+			bad = math.IsNaN(f) || math.IsInf(f, 0) || f > r.f0
+		}
+		if !bad {
+			copy(good, r.x)
+			continue
+		}
+		if r.halvings == maxHalvings {
+			r.diverged = true
+			p.Reasons.Step += fmt.Sprintf("; the run left F's domain again after %d halvings, at %d samples: stopped", maxHalvings, r.used)
+			return nil
+		}
+		r.halvings++
+		copy(r.x, good)
+		copy(r.prev, good)
+		p.Step /= 2
+		p.Reasons.Step += fmt.Sprintf("; halved to %.3g at %d samples, the iterate put back to the last check, after the objective rose above F(x0) or left the finite numbers", p.Step, r.used)
 	}
 	return nil
 }
+
+// maxHalvings bounds the step halvings of a run.
+const maxHalvings = 10
 
 // predictedVar is the predicted variance of the plan's estimator.
 func (p *Plan) predictedVar() float64 {

@@ -29,6 +29,9 @@ type Problem struct {
 	// Project, when set, maps an iterate back into the feasible set after
 	// every step.
 	Project func(x []float64)
+	// Precondition, when set, writes the diagonal scaling of the step at x
+	// into d: x <- x - step d .* v.
+	Precondition func(x, d []float64)
 }
 
 // Settings set a Run. Zero values take the defaults stated on each field.
@@ -130,7 +133,7 @@ func Run(p Problem, s Settings, observe func(samples int64, x []float64)) (*Resu
 		return nil, err
 	}
 	if !r.diverged && r.used < s.Target.Budget {
-		next, note, spent, err := Replan(p, s, st, r.x, r.used, r.iter)
+		next, note, spent, err := Replan(p, s, st, r.x, r.used)
 		r.used += spent
 		r.pilot += spent
 		if err != nil {
@@ -200,7 +203,7 @@ func Start(p Problem, s Settings) (*Plan, *State, error) {
 // its noise-floor step (floorStep). When the measurement rules out a new
 // plan (an *Error), the first plan is kept with its step lowered alike, and
 // note says why. It returns the samples it drew.
-func Replan(p Problem, s Settings, st *State, x []float64, spent int64, iters int) (plan *Plan, note string, drawn int64, err error) {
+func Replan(p Problem, s Settings, st *State, x []float64, spent int64) (plan *Plan, note string, drawn int64, err error) {
 	s, err = s.withDefaults()
 	if err != nil {
 		return nil, "", 0, err
@@ -235,9 +238,12 @@ func Replan(p Problem, s Settings, st *State, x []float64, spent int64, iters in
 		// to F(x), so its step sum is long enough for the curvature
 		// (step x t0 x mu of order one or more, which a 1/t schedule needs
 		// to converge at its 1/t rate).
-		t0 := float64(max(iters, 1)) * st.First.Step / next.Step
+		// The first phase's iterations: its samples over the first plan's
+		// expected cost per iteration.
+		iters := math.Max(float64(spent-st.Spent)/st.First.expectedCost(), 1)
+		t0 := iters * st.First.Step / next.Step
 		next.Decay = t0
-		next.Reasons.Step += fmt.Sprintf("; then decaying as 1/(1 + t/%.0f), t0 = the first phase's %d iterations x its step / this step, so that the noise floor keeps falling", t0, max(iters, 1))
+		next.Reasons.Step += fmt.Sprintf("; then decaying as 1/(1 + t/%.0f), t0 = the first phase's %.0f iterations x its step / this step, so that the noise floor keeps falling", t0, iters)
 	}
 	r.log(next)
 	return next, note, r.used - spent, nil
@@ -268,6 +274,7 @@ type runner struct {
 	observe func(int64, []float64)
 
 	x, prev     []float64
+	d           []float64 // the preconditioner's scaling
 	used, pilot int64
 	iter        int
 	diverged    bool
@@ -350,7 +357,9 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 		v := r.ops.New()
 		var used int64
 		ok := true
-		for it := 0; used < share && ok; it++ {
+		// Stop before an estimate could pass the share: the pilot keeps
+		// to its budget.
+		for it := 0; used+p.worstCost() <= share && ok; it++ {
 			at(x, prev)
 			st, err := e.Estimate(it, v)
 			if err != nil {
@@ -409,12 +418,22 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 	return nil
 }
 
-// step sets prev to x and x to x - g v (projected); false when x is no
-// longer finite.
+// step sets prev to x and x to x - g v (preconditioned and projected when
+// the problem says); false when x is no longer finite.
 func (r *runner) step(x, prev, v []float64, g float64) bool {
 	copy(prev, x)
-	for i := range x {
-		x[i] -= g * v[i]
+	if r.p.Precondition != nil {
+		if len(r.d) != len(x) {
+			r.d = make([]float64, len(x))
+		}
+		r.p.Precondition(x, r.d)
+		for i := range x {
+			x[i] -= g * r.d[i] * v[i]
+		}
+	} else {
+		for i := range x {
+			x[i] -= g * v[i]
+		}
 	}
 	if r.p.Project != nil {
 		r.p.Project(x)
@@ -496,4 +515,26 @@ func (p *Plan) predictedVar() float64 {
 		}
 	}
 	return math.NaN()
+}
+
+// worstCost is the most samples one estimate of the plan can draw: C_L for
+// L-SGD and RT-MLMC, sum n_l C_l for V-MLMC.
+func (p *Plan) worstCost() int64 {
+	w := 0.0
+	for _, m := range p.Predicted {
+		if m.Method == mlmc.LSGD.String() || (m.Method == p.Method && p.Kind.Method == mlmc.VMLMC) {
+			w = math.Max(w, m.Cost)
+		}
+	}
+	return int64(math.Ceil(w))
+}
+
+// expectedCost is the plan's expected samples per iteration.
+func (p *Plan) expectedCost() float64 {
+	for _, m := range p.Predicted {
+		if m.Method == p.Method && m.Cost > 0 {
+			return m.Cost
+		}
+	}
+	return 1
 }

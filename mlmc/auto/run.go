@@ -254,7 +254,9 @@ func Replan(p Problem, s Settings, st *State, x []float64, spent int64) (plan *P
 func newRunner(p Problem, s Settings, x []float64, used int64) (*runner, error) {
 	r := &runner{p: p, s: s, ops: mlmc.Float64Ops{Dim: len(x)}, x: slices.Clone(x), prev: slices.Clone(x), used: used, f0: math.NaN()}
 	var err error
-	if r.o, r.at, err = p.NewOracle(s.Seed ^ uint64(used)*0x9e3779b97f4a7c15); err != nil {
+	// Seeds apart from the trial seed itself, which a harness gives the
+	// run's own oracle: the pilot draws other samples than the run.
+	if r.o, r.at, err = p.NewOracle(s.Seed ^ 0xa070 ^ uint64(used+1)*0x9e3779b97f4a7c15); err != nil {
 		return nil, fmt.Errorf("auto: make the oracle: %w", err)
 	}
 	if p.Objective != nil && used == 0 {

@@ -32,9 +32,10 @@ func rankSeed(seed uint64, rank int) uint64 {
 }
 
 // splitsBatch says whether the estimator's draws are split over the ranks
-// (L-SGD) rather than made independently by each rank (MLMC).
+// (L-SGD) rather than made independently by each rank (MLMC): the method
+// says.
 func splitsBatch(estimator mlmc.Kind, ranks int) bool {
-	return ranks > 1 && estimator.Method == mlmc.LSGD
+	return ranks > 1 && estimator.Method.SplitsBatch()
 }
 
 // launchRank is this process's rank as far as it is known before the

@@ -29,8 +29,9 @@ func (c *Settings) measuredLawPath() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if k.Method != mlmc.RTMLMC && k.Method != mlmc.VMLMC {
-		return "", fmt.Errorf("--level-law %s: only rtmlmc and vmlmc (and their vr- versions) draw levels from a law on --min-level..--max-level; --estimator %s does not", c.LevelLaw, c.Estimator)
+	if k.Method.Explicit() == mlmc.NoExplicitLaw {
+		return "", fmt.Errorf("--level-law %s: only %s (and their vr- versions) draw levels from a law on --min-level..--max-level; --estimator %s does not",
+			c.LevelLaw, strings.Join(explicitLawNames(), " and "), c.Estimator)
 	}
 	return path, nil
 }
@@ -80,10 +81,22 @@ func levelLaw(s Settings, rep *mlmc.LevelsReport, prev *Plan) (probs []float64, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("--level-law: %s: %w", path, err)
 	}
-	if k, _ := s.Kind(); k.Method == mlmc.RTMLMC {
+	if k, _ := s.Kind(); k.Method.Explicit() == mlmc.ExplicitProbs {
 		return probs, nil, nil
 	}
 	return nil, draws, nil
+}
+
+// explicitLawNames lists the estimators that take a measured law, in the
+// order of mlmc.Names.
+func explicitLawNames() []string {
+	var names []string
+	for _, n := range mlmc.Names() {
+		if k, err := mlmc.ParseKind(n); err == nil && !k.VR && k.Method.Explicit() != mlmc.NoExplicitLaw {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // readLevelsReport reads a `simclr levels --json` file.

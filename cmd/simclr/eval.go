@@ -32,6 +32,9 @@ type evalTarget struct {
 	device, precision    string
 	randomInit           bool
 	asJSON               bool
+	// unlabelled accepts a data set's unlabelled form (a flat folder of
+	// pictures): for embed, which needs no labels.
+	unlabelled bool
 }
 
 func (e *evalTarget) define(cmd *cobra.Command) {
@@ -167,7 +170,11 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	if cmd.Flags().Changed("seed") {
 		cfg.Seed = e.seed
 	}
-	all, err := datasets.Open(cfg.Dataset, cfg.DataDir, eval.ImageSize)
+	open := datasets.Open
+	if e.unlabelled {
+		open = datasets.OpenUnlabelled
+	}
+	all, err := open(cfg.Dataset, cfg.DataDir, eval.ImageSize)
 	if err != nil {
 		return fail(err)
 	}

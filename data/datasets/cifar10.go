@@ -63,4 +63,3 @@ func loadCIFAR10Folder(root string) (*data.Splits, error) {
 	s.Mean, s.Std = cifar.Mean10, cifar.Std10
 	return s, nil
 }
-

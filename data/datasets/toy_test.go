@@ -50,8 +50,8 @@ func TestRegisteredDataset(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open(%q): %v", tc.name, err)
 		}
-		if s.Train.Len() != tc.images || s.Train.Image(tc.images-1)[0] != uint8(tc.images-1) {
-			t.Errorf("Open(%q): %d images, last of level %d; want %d, of level %d", tc.name, s.Train.Len(), s.Train.Image(s.Train.Len()-1)[0], tc.images, tc.images-1)
+		if s.Train.Len() != tc.images || s.Train.Image(tc.images - 1)[0] != uint8(tc.images-1) {
+			t.Errorf("Open(%q): %d images, last of level %d; want %d, of level %d", tc.name, s.Train.Len(), s.Train.Image(s.Train.Len() - 1)[0], tc.images, tc.images-1)
 		}
 	}
 	if names := r.Names(); !strings.Contains(names, "toy, toy:big") || !strings.Contains(names, "cifar10") {

@@ -16,12 +16,13 @@ func toy(n int) datasets.Dataset {
 		Variants: []datasets.Variant{{}, {Option: "big"}},
 		Help:     "toy (toy:big for twice the images)",
 		Load: func(option, _ string, size int) (*data.Splits, error) {
+			images := n
 			if option == "big" {
-				n *= 2
+				images *= 2
 			}
 			set := func(name string) *data.Set {
 				s := &data.Set{Name: name, Classes: []string{"even", "odd"}, H: 2, W: 2}
-				for i := range n {
+				for i := range images {
 					s.Labels = append(s.Labels, int32(i%2))
 					for range 3 * 2 * 2 {
 						s.Pix = append(s.Pix, uint8(i))

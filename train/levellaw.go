@@ -1,7 +1,6 @@
 package train
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -101,15 +100,14 @@ func explicitLawNames() []string {
 
 // readLevelsReport reads a `simclr levels --json` file.
 func readLevelsReport(path string) (*mlmc.LevelsReport, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
+	rep, err := mlmc.ReadLevelsReport(path)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 		return nil, fmt.Errorf("read the levels file: %w (write one with `simclr levels --json > FILE`)", err)
 	}
-	var rep mlmc.LevelsReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		return nil, fmt.Errorf("%s is not the JSON of `simclr levels --json`: %w", path, err)
+	if err != nil {
+		return nil, fmt.Errorf("%w (write one with `simclr levels --json > FILE`)", err)
 	}
-	return &rep, nil
+	return rep, nil
 }
 
 // MeasuredAllocation is the variance-optimal allocation of the measured levels

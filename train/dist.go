@@ -12,7 +12,7 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// Data-parallel training (issue 19). Every rank holds the same parameters,
+// Data-parallel training. Every rank holds the same parameters,
 // optimizer state and VR state; each iteration every rank computes its own
 // estimate and the ranks average them (an all-reduce) before the optimizer
 // step, which they all take identically.

@@ -7,6 +7,7 @@ package datasets
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -234,19 +235,20 @@ func need32(name string, size int) error {
 	return nil
 }
 
-// LocalMirror is where the project's shared machines keep a copy of
-// CIFAR-10 (the JPEG q75 rebuild) for scripts/fetch_data.sh --from, relative
-// to the working directory (a checkout next to the shared folder).
-const LocalMirror = "../shared/data/cifar10"
+// EnvMirror names the environment variable that names a local folder
+// holding cifar10-jpeg.tar.gz (as scripts/fetch_data.sh --from takes it, and
+// scripts/quickstart.sh reads the same variable): the missing-data error
+// then fetches from it rather than the internet.
+const EnvMirror = "SIMCLR_DATA_MIRROR"
 
 // missing is the error for data not on disk: one short line with the
 // command that fetches the data into dataDir, from the local mirror when
-// there is one (the paths looked at would only lengthen it: the command
-// puts the data where Open looks first).
+// $SIMCLR_DATA_MIRROR names one that holds it (the paths looked at would
+// only lengthen it: the command puts the data where Open looks first).
 func missing(fetch, dataDir string) error {
 	command := fmt.Sprintf("scripts/fetch_data.sh %s --dir %s", fetch, dataDir)
-	if fetch == "cifar10" && fsutil.IsFile(filepath.Join(LocalMirror, "cifar10-jpeg.tar.gz")) {
-		command += " --from " + LocalMirror
+	if mirror := os.Getenv(EnvMirror); fetch == "cifar10" && mirror != "" && fsutil.IsFile(filepath.Join(mirror, "cifar10-jpeg.tar.gz")) {
+		command += " --from " + mirror
 	}
 	return fmt.Errorf("%s: %w in %s; fetch it with: %s", strings.Fields(fetch)[0], ErrNotFound, dataDir, command)
 }

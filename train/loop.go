@@ -75,6 +75,9 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", why, t.iter, t.plan.Out)
 		}
 		lr := t.sched.LR(t.iter)
+		if t.oracle.Loss() == contrastive.SogCLR {
+			t.oracle.SetGamma(t.cfg.SogCLRGammaAt(t.iter, t.plan.TotalIters))
+		}
 		step, err := t.iterate(lr)
 		if err != nil {
 			if errors.Is(err, contrastive.ErrNonFinite) {

@@ -24,3 +24,5 @@ func (b *Backend) Decoupled(n, d int, tau, gamma float32, u, z, dz tensor.Buffer
 	value := b.lossScratch.Decoupled(n, d, float64(tau), float64(gamma), host, Data(z), Data(dz))
 	return tensor.LossResult{Loss: value, Full: value}
 }
+
+var _ tensor.DecoupledLoss = (*Backend)(nil)

@@ -381,6 +381,9 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 		{"val-split of every image", func(c *Settings, _ *Session) { c.ValSplit = 16 }, "--val-split"},
 		{"bad norm", func(c *Settings, _ *Session) { c.Norm = "layer" }, "--norm \"layer\""},
 		{"bad augment", func(c *Settings, _ *Session) { c.Augment = "byol" }, "--augment"},
+		{"gamma without sogclr", func(c *Settings, _ *Session) { c.SogCLRGamma = 0.5 }, "--estimator sogclr"},
+		{"gamma above 1", func(c *Settings, _ *Session) { c.Estimator, c.SogCLRGamma = "sogclr", 1.5 }, "--sogclr-gamma 1.5"},
+		{"unknown gamma decay", func(c *Settings, _ *Session) { c.Estimator, c.SogCLRGammaDecay = "sogclr", "linear" }, "--sogclr-gamma-decay"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tinyConfig(t, "lsgd")

@@ -30,7 +30,7 @@ type Settings struct {
 	TrainSubset int `json:"train_subset"`
 	TestSubset  int `json:"test_subset"`
 
-	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*, dcl, sogclr
+	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*, dcl, sogclr, auto
 	MinLevel  int     `json:"min_level"`
 	MaxLevel  int     `json:"max_level"`
 	B         float64 `json:"b"`
@@ -53,7 +53,7 @@ type Settings struct {
 	// SogCLRGamma is SogCLR's step gamma in (0, 1] (0: 0.9), and
 	// SogCLRGammaDecay "" (constant) or "cosine": from 1 at the first
 	// iteration down to SogCLRGamma at the last (docs/definitions.md,
-	// section 10 "Decoupled losses: DCL and SogCLR").
+	// section 10 "Decoupled losses").
 	SogCLRGamma      float64 `json:"sogclr_gamma,omitempty"`
 	SogCLRGammaDecay string  `json:"sogclr_gamma_decay,omitempty"`
 	// MaxServable is the largest level the oracle serves (RU/RR redraw
@@ -227,7 +227,11 @@ const maxLevelLimit = 16
 // data set's name is checked by Train and Resume (unless the caller gives
 // the data, Session.Splits), with checkDataset.
 func (c *Settings) Validate() error {
-	if _, err := c.Kind(); err != nil {
+	if c.isAuto() {
+		if err := c.checkAuto(); err != nil {
+			return err
+		}
+	} else if _, err := c.Kind(); err != nil {
 		return err
 	}
 	lengths := 0

@@ -12,7 +12,7 @@ import (
 // EstimatorAuto is --estimator auto: a pilot measures the levels at the
 // initial network and mlmc/auto chooses the estimator (L-SGD, V-MLMC or
 // RT-MLMC) and its level law on --min-level..--max-level
-// (docs/definitions.md, "Choosing the estimator from a pilot").
+// (docs/definitions.md, section 11 "Choosing the estimator from a pilot").
 const EstimatorAuto = "auto"
 
 // autoPilotShare is the pilot's share of the run's images, and

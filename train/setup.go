@@ -168,6 +168,16 @@ func (t *trainer) setup(s opening) error {
 	if plan.SplitBatch {
 		t.oracle.SetShard(t.comm)
 	}
+	if loss := cfg.Loss(); loss != contrastive.NTXent {
+		if err := t.oracle.SetLoss(loss, n); err != nil {
+			return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+		}
+		how := "the positive left out of each view's denominator"
+		if loss == contrastive.SogCLR {
+			how = fmt.Sprintf("a moving average per training image, gamma %g (%s)", cfg.SogCLRGammaAt(plan.TotalIters, plan.TotalIters), cmp.Or(cfg.SogCLRGammaDecay, "constant"))
+		}
+		t.logf("loss: %s (docs/definitions.md, section 10), one batch of %d images an iteration, %s", loss, 1<<cfg.MaxLevel, how)
+	}
 	ops := contrastive.NewBufferOps(t.b, params.Len())
 	mc := plan.MLMC
 	mc.Seed = rankSeed(mc.Seed, rank)

@@ -1,8 +1,8 @@
 // Package auto chooses an estimator for a biased-oracle problem from a
 // pilot diagnostic, instead of a grid search: which method (L-SGD, V-MLMC
 // or RT-MLMC), its top level L, its level law and its step size
-// (docs/definitions.md, section 2 "The estimators", "Choosing the estimator
-// from a pilot").
+// (docs/definitions.md, section 2 "The estimators", and section 11
+// "Choosing the estimator from a pilot").
 //
 // A pilot of a stated share of the run's samples (at most 5%) measures the
 // levels with mlmc.MeasureLevels: per level the mean, variance and cost of

@@ -71,6 +71,18 @@ type Rate struct {
 	SE   float64 `json:"se"`
 }
 
+// String is "1.00 ± 0.05", "1.00" without a standard error, "not fitted"
+// without a rate.
+func (r Rate) String() string {
+	switch {
+	case math.IsNaN(r.Rate):
+		return "not fitted"
+	case math.IsNaN(r.SE):
+		return fmt.Sprintf("%.2f", r.Rate)
+	}
+	return fmt.Sprintf("%.2f ± %.2f", r.Rate, r.SE)
+}
+
 // MarshalJSON writes a rate or standard error that could not be fitted as
 // null, which JSON can hold and NaN not.
 func (r Rate) MarshalJSON() ([]byte, error) {
@@ -227,8 +239,8 @@ func (p *Plan) String() string {
 	if p.Decay > 0 {
 		fmt.Fprintf(&sb, "/(1 + t/%.0f)", p.Decay)
 	}
-	fmt.Fprintf(&sb, "\n  pilot: levels %d..%d, %d draws each, %d samples; a = %.2f ± %.2f, b = %.2f ± %.2f, c = %.2f ± %.2f (%s)\n",
-		p.PilotMin, p.PilotMax, p.PilotDraws, p.Samples, p.A.Rate, p.A.SE, p.B.Rate, p.B.SE, p.C.Rate, p.C.SE, p.Regime)
+	fmt.Fprintf(&sb, "\n  pilot: levels %d..%d, %d draws each, %d samples; a = %s, b = %s, c = %s (%s)\n",
+		p.PilotMin, p.PilotMax, p.PilotDraws, p.Samples, p.A, p.B, p.C, p.Regime)
 	fmt.Fprintf(&sb, "  method: %s\n  L: %s\n  law: %s\n", p.Reasons.Method, p.Reasons.L, p.Reasons.Law)
 	if p.Reasons.Step != "" {
 		fmt.Fprintf(&sb, "  step: %s\n", p.Reasons.Step)

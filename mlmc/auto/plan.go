@@ -291,9 +291,9 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 		L++
 	}
 	if share(L) > limit {
-		return nil, &Error{Measurement: fmt.Sprintf("at the largest level the oracle serves (%d) the predicted gap from bias is %.3g of the gap at x0 (a = %.2f), above %g x %g",
-			L, share(L), p.A.Rate, r.BiasShare, t.Gap),
-			Change: "ask for a larger gap, or serve deeper levels"}
+		return nil, &Error{Measurement: fmt.Sprintf("at the largest level the oracle serves (%d) the bound on the gap from bias is %.3g of the gap at x0 (a = %.2f%s), above %g x %g",
+			L, share(L), p.A.Rate, p.aNote, r.BiasShare, t.Gap),
+			Change: "ask for a larger gap, serve deeper levels, or give the pilot more draws (a larger run budget): the bound is statistical, and a bias lost in the levels' noise is bounded by the noise"}
 	}
 	p.MaxLevel, p.BiasShare = L, share(L)
 	p.Reasons.L = fmt.Sprintf("the smallest level whose predicted gap from bias, (|bias_L| / |grad F(x0)|)^2 = %.3g, is at most %g x the target gap %g; |bias_L| = %.3g extrapolated with a = %.2f%s, |grad F(x0)| = %.3g",

@@ -145,7 +145,10 @@ type Plan struct {
 	A      Rate   `json:"a"`
 	B      Rate   `json:"b"`
 	C      Rate   `json:"c"`
-	Regime string `json:"regime"` // "b > c", "b = c" or "b < c"
+	Regime string `json:"regime"` // "b > c", "b = c", "b < c", or "H^l = 0"
+	// Degenerate says every H^l vanished to rounding where the levels were
+	// measured: no bias can be seen there (Run re-plans early).
+	Degenerate bool `json:"degenerate,omitempty"`
 	// GradNorm is |grad F(x0)|, BiasShare the predicted relative gap from
 	// bias at L, (|bias_L| / |grad F(x0)|)^2.
 	GradNorm  float64 `json:"grad_norm_x0"`
@@ -177,6 +180,8 @@ type Plan struct {
 	intercept, aG float64
 	aNote         string
 	notFalling    *Error
+	// bestBias is the bias of the best fit alone (nil without a fit).
+	bestBias func(L int) float64
 }
 
 // Reasons says why each part of a Plan is what it is.
@@ -290,14 +295,26 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 	for L < cap && share(L) > limit {
 		L++
 	}
-	if share(L) > limit {
+	fallback := ""
+	if share(L) > limit && p.bestBias != nil {
+		// The bound is statistical: with the levels' means lost in their
+		// noise it may not meet the rule at any level. The best fit then
+		// decides, and the plan says so.
+		best := func(L int) float64 { return math.Pow(p.bestBias(L)/gradNorm0, 2) }
+		for L = rep.MinLevel; L < cap && best(L) > limit; L++ {
+		}
+		if best(L) <= limit {
+			fallback = fmt.Sprintf("; the 95%% bound meets the rule at no level up to %d (%.3g there), so the best fit decides (its share %.3g at L)", cap, share(cap), best(L))
+		}
+	}
+	if share(L) > limit && fallback == "" {
 		return nil, &Error{Measurement: fmt.Sprintf("at the largest level the oracle serves (%d) the bound on the gap from bias is %.3g of the gap at x0 (a = %.2f%s), above %g x %g",
 			L, share(L), p.A.Rate, p.aNote, r.BiasShare, t.Gap),
 			Change: "ask for a larger gap, serve deeper levels, or give the pilot more draws (a larger run budget): the bound is statistical, and a bias lost in the levels' noise is bounded by the noise"}
 	}
 	p.MaxLevel, p.BiasShare = L, share(L)
-	p.Reasons.L = fmt.Sprintf("the smallest level whose predicted gap from bias, (|bias_L| / |grad F(x0)|)^2 = %.3g, is at most %g x the target gap %g; |bias_L| = %.3g extrapolated with a = %.2f%s, |grad F(x0)| = %.3g",
-		p.BiasShare, r.BiasShare, t.Gap, bias(L), p.A.Rate, p.aNote, gradNorm0)
+	p.Reasons.L = fmt.Sprintf("the smallest level whose predicted gap from bias, (|bias_L| / |grad F(x0)|)^2 = %.3g, is at most %g x the target gap %g; |bias_L| = %.3g extrapolated with a = %.2f%s, |grad F(x0)| = %.3g%s",
+		p.BiasShare, r.BiasShare, t.Gap, bias(L), p.A.Rate, p.aNote, gradNorm0, fallback)
 	p.finish(rep, t, r)
 	return p, nil
 }
@@ -340,20 +357,14 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 		GradNorm: gradNorm0, Target: t, Rules: r, MinLevel: rep.MinLevel}
 	finite := 0
 	for _, st := range rep.Levels {
-		if st.Var > 0 && !math.IsInf(st.Var, 0) {
+		if !math.IsNaN(st.Var) && !math.IsInf(st.Var, 0) && !math.IsNaN(st.Moment2) && !math.IsInf(st.Moment2, 0) {
 			finite++
 		}
 	}
 	if finite == 0 {
-		return nil, nil, &Error{Measurement: fmt.Sprintf("the variance of H^l is not finite and positive at any of levels %d..%d (%d draws each)",
+		return nil, nil, &Error{Measurement: fmt.Sprintf("the variance of H^l is not finite at any of levels %d..%d (%d draws each)",
 			rep.MinLevel, rep.MaxLevel, rep.Draws),
-			Change: "the oracle's gradients are not finite or never vary at these parameters: check the oracle at x0 (its NaNs or infinities) or start from another x0"}
-	}
-	if needGrad && (!(gradNorm0 > 0) || math.IsInf(gradNorm0, 0)) {
-		top := rep.Top
-		return nil, nil, &Error{Measurement: fmt.Sprintf("|grad F(x0)| is not above the pilot's noise (|mean h^%d| = %.3g over %d draws, noise %.3g)",
-			top.Level, top.MeanNorm, top.Draws, math.Sqrt(top.Var/float64(top.Draws))),
-			Change: "the gap is relative to x0's: start from a point that is not already optimal, or give the pilot a larger budget"}
+			Change: "the oracle's gradients are not finite at these parameters: check the oracle at x0 (its NaNs or infinities) or start from another x0"}
 	}
 	// H^l that vanish to rounding at every level above the minimum: the
 	// levels agree here (for DRO's linear model at x = 0 every inner draw
@@ -368,10 +379,17 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	}
 	if zero && scale > 0 && !math.IsInf(scale, 0) {
 		p.Regime = "H^l = 0"
+		p.Degenerate = true
 		p.A, p.B, p.C = Rate{math.NaN(), math.NaN()}, Rate{math.NaN(), math.NaN()}, Rate{rep.FitCImages.Rate, 0}
 		p.aNote = fmt.Sprintf(" (|H^l| is below %g |h^%d| at every level above it: zero to rounding)", roundingShare, rep.MinLevel)
 		p.intercept, p.aG = math.Inf(-1), 1
 		return p, func(int) float64 { return 0 }, nil
+	}
+	if needGrad && (!(gradNorm0 > 0) || math.IsInf(gradNorm0, 0)) {
+		top := rep.Top
+		return nil, nil, &Error{Measurement: fmt.Sprintf("|grad F(x0)| is not above the pilot's noise (|mean h^%d| = %.3g over %d draws, noise %.3g)",
+			top.Level, top.MeanNorm, top.Draws, math.Sqrt(top.Var/float64(top.Draws))),
+			Change: "the gap is relative to x0's: start from a point that is not already optimal, or give the pilot a larger budget"}
 	}
 	// b and c from mlmc's fits; the cost in samples, the unit of the budget.
 	p.B = Rate{rep.FitB.Rate, rep.FitB.SE}
@@ -383,7 +401,31 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 		return nil, nil, &Error{Measurement: fmt.Sprintf("the cost per query does not grow with the level (fitted c = %.3g on levels %d..%d)", p.C.Rate, rep.MinLevel, rep.MaxLevel),
 			Change: "levels that cost the same give no reason for MLMC: use the top level directly (L-SGD) or check the oracle's Draw costs"}
 	}
+	// Levels whose H^l vanishes to rounding (a coupled construction whose
+	// two halves have coalesced): no bias and no variance there. When they
+	// are the top levels, F^l stops changing above the last level that
+	// does not vanish, and the bias of any L at or above it is zero.
+	zeroTail := rep.MaxLevel + 1 // the first level of the vanishing tail
+	for i := len(rep.Levels) - 1; i >= 1 && rep.Levels[i].Moment2 <= roundingShare*roundingShare*scale; i-- {
+		zeroTail = rep.Levels[i].Level
+	}
+	fitLevels := rep.Levels[1 : zeroTail-rep.MinLevel]
 	bRate := p.B.Rate
+	if math.IsNaN(bRate) || zeroTail <= rep.MaxLevel {
+		// mlmc's fit needs every variance positive: fit on those that are.
+		var ls, ys []float64
+		for _, st := range fitLevels {
+			if st.Var > 0 && !math.IsInf(st.Var, 0) {
+				ls = append(ls, float64(st.Level))
+				ys = append(ys, math.Log2(st.Var))
+			}
+		}
+		if len(ls) >= 2 {
+			sl, _, se := lineFit(ls, ys)
+			p.B = Rate{-sl, se}
+			bRate = -sl
+		}
+	}
 	if math.IsNaN(bRate) {
 		return nil, nil, &Error{Measurement: "the variance rate b could not be fitted: " + rep.FitB.Note,
 			Change: "give the pilot a larger budget (more draws per level) or check that H^l's variance is finite"}
@@ -404,9 +446,26 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	// level L is the largest among the fits the measurement cannot reject
 	// (chi^2 within 4 of the best, about 95%) with a_g >= b/2 (|E H^l|^2 <=
 	// E|H^l|^2, which falls at b), each with A at its upper 2-s.e. value.
-	bf, err := fitBias(rep.Levels[1:], bRate)
+	if len(fitLevels) < 2 {
+		// At most one level before the vanishing tail: its mean is the
+		// whole bias below it.
+		p.A = Rate{math.NaN(), math.NaN()}
+		p.aNote = fmt.Sprintf(" (H^l vanishes from level %d on: no bias at or above level %d)", zeroTail, zeroTail-1)
+		p.intercept, p.aG = math.Inf(-1), 1
+		return p, func(L int) float64 {
+			if L >= zeroTail-1 {
+				return 0
+			}
+			st := rep.Levels[zeroTail-1-rep.MinLevel]
+			return math.Sqrt(math.Max(st.Moment2, 0))
+		}, nil
+	}
+	bf, err := fitBias(fitLevels, bRate)
 	if err != nil {
 		return nil, nil, err
+	}
+	if zeroTail <= rep.MaxLevel {
+		bf.zeroFrom = zeroTail
 	}
 	if bf.notFalling != "" {
 		p.notFalling = &Error{Measurement: bf.notFalling,
@@ -414,8 +473,18 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	}
 	p.A = Rate{2 * bf.best, 2 * bf.se}
 	aG, intercept := math.Max(bf.best, bf.low), 0.5*math.Log2(bf.ampUp(bf.best))+math.Max(bf.best, bf.low)*bf.l1
+	p.bestBias = func(L int) float64 {
+		if bf.zeroFrom > 0 && L >= bf.zeroFrom-1 {
+			return 0
+		}
+		a := math.Max(bf.best, bf.low)
+		return math.Sqrt(math.Max(bf.amp[bf.index(a)], 0)) * math.Exp2(-a*(float64(L+1)-bf.l1)) / (1 - math.Exp2(-a))
+	}
 	aNote := fmt.Sprintf(" (|E H^l| stands out of its noise at %d of %d levels; the bound is the largest of the fits with a >= %.2f that the measurement does not reject)",
 		bf.seen, bf.n, 2*bf.low)
+	if bf.zeroFrom > 0 {
+		aNote += fmt.Sprintf("; H^l vanishes from level %d on, so the bias at or above level %d is zero", bf.zeroFrom, bf.zeroFrom-1)
+	}
 	p.aNote = aNote
 	p.intercept, p.aG = intercept, aG
 	return p, bf.bias, nil
@@ -433,6 +502,9 @@ type biasFit struct {
 	low        float64 // the least a the bound admits, max(b/2, 0.05)
 	seen, n    int
 	notFalling string
+	// zeroFrom, when positive, is the first level of a vanishing tail:
+	// the bias of L >= zeroFrom-1 is zero.
+	zeroFrom int
 }
 
 func (f *biasFit) ampUp(a float64) float64 {
@@ -449,6 +521,9 @@ func (f *biasFit) index(a float64) int {
 // largest tail sum, sqrt(A_up) 2^(-a (L+1-l1)) / (1 - 2^-a), over the
 // admissible fits.
 func (f *biasFit) bias(L int) float64 {
+	if f.zeroFrom > 0 && L >= f.zeroFrom-1 {
+		return 0
+	}
 	minChi := math.Inf(1)
 	for _, c := range f.chi2 {
 		minChi = math.Min(minChi, c)

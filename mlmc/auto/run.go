@@ -193,8 +193,15 @@ func Start(p Problem, s Settings) (*Plan, *State, error) {
 		return nil, nil, err
 	}
 	r.log(plan)
-	return plan, &State{GradNorm0: plan.GradNorm, F0: r.f0, First: plan, Spent: r.used,
-		ReplanAt: max(int64(s.ReplanAt*float64(s.Target.Budget)), r.used)}, nil
+	at := max(int64(s.ReplanAt*float64(s.Target.Budget)), r.used)
+	if plan.Degenerate {
+		// No bias could be seen at x0 (every H^l vanished there): re-plan
+		// as soon as a first phase of 1% of the budget has moved the
+		// iterate off it.
+		at = r.used + s.Target.Budget/100
+		plan.Reasons.Method += fmt.Sprintf("; every H^l vanished at x0, so the levels are measured again after a first phase of 1%% of the budget, at %d samples", at)
+	}
+	return plan, &State{GradNorm0: plan.GradNorm, F0: r.f0, First: plan, Spent: r.used, ReplanAt: at}, nil
 }
 
 // Replan makes the plan at x, the iterate after spent samples (pilot

@@ -63,11 +63,10 @@ func (pl *Planner) Plan(p experiment.Pilot) (experiment.Plan, error) {
 }
 
 // problem is the harness's problem as auto's, starting at x: the score of
-// the step rule is the objective, or the problem's Error where it is read
-// on one.
+// the step rule is the objective, or where the problem has none its Error.
 func problem(p *experiment.Problem, x []float64) auto.Problem {
 	score := p.Objective.Value
-	if p.Error != nil {
+	if score == nil && p.Error != nil {
 		score = func(x []float64) (float64, float64) { return p.Error(x), 0 }
 	}
 	return auto.Problem{

@@ -40,6 +40,6 @@ func ExampleRun() {
 	f, _ := objective(res.X)
 	fmt.Printf("gap below 0.1%%: %v; pilot within 5%%: %v\n", f/f0 <= 1e-3, res.Pilot <= 50_000)
 	// Output:
-	// rtmlmc on levels 0..7 (b > c)
+	// rtmlmc on levels 0..8 (b > c)
 	// gap below 0.1%: true; pilot within 5%: true
 }

@@ -24,6 +24,9 @@ func (c *counting[V]) Draw(level int) (mlmc.Sample, int64, error) {
 type Measurement struct {
 	Report  *mlmc.LevelsReport `json:"report"`
 	Samples int64              `json:"samples"`
+	// LowDraws, when positive, is the draws of levels l_min..l_min+3,
+	// measured again densely; Report.Levels holds those rows.
+	LowDraws int `json:"low_draws,omitempty"`
 }
 
 // maxPilotLevels bounds the levels one pilot measures above the minimum:
@@ -35,8 +38,10 @@ const maxPilotLevels = 12
 // (drawn, not evaluated) to learn the costs C_l; Lp is the largest level at
 // which draws queries of every level and of h^Lp (MeasureLevels' telescoping
 // check) fit in what the probe left, with at least minDraws per level, and
-// then as many draws per level as the budget pays for. Fewer than three
-// levels (two H^l, the least that fits b and a) is an *Error.
+// then as many draws per level as half the budget pays for, the other half
+// measuring levels minLevel..minLevel+3 again with as many draws as it pays
+// for (their rows replace the first measurement's). Fewer than three levels
+// (two H^l, the least that fits b and a) is an *Error.
 func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget int64, minDraws int, seed uint64) (Measurement, error) {
 	if minDraws < 3 {
 		minDraws = 3
@@ -71,12 +76,43 @@ func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget 
 		}
 	}
 	lp := minLevel + len(costs) - 1
+	// Above lowLevels levels, half of what is left measures the low levels
+	// again with many more draws: they are cheap, and the bias rate is read
+	// on their means, which a few draws lose in the noise.
+	left := float64(budget) - float64(co.samples)
+	deepShare := 1.0
+	if lp > minLevel+lowLevels {
+		deepShare = 0.5
+	}
 	perDraw := sum + costs[len(costs)-1]
-	draws := int((float64(budget) - float64(co.samples)) / perDraw)
+	draws := int(left * deepShare / perDraw)
 	draws = min(max(draws, minDraws), 1024)
 	rep, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: minLevel, MaxLevel: lp, Draws: draws, Seed: seed})
 	if err != nil {
 		return Measurement{}, fmt.Errorf("auto: pilot: %w", err)
 	}
-	return Measurement{Report: rep, Samples: co.samples}, nil
+	m := Measurement{Report: rep, Samples: co.samples}
+	if deepShare == 1 {
+		return m, nil
+	}
+	lowTop := minLevel + lowLevels
+	lowPer := costs[lowLevels]
+	for _, c := range costs[:lowLevels+1] {
+		lowPer += c
+	}
+	lowDraws := int((float64(budget) - float64(co.samples)) / lowPer)
+	if lowDraws <= draws {
+		return m, nil
+	}
+	low, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: minLevel, MaxLevel: lowTop, Draws: min(lowDraws, 4096), Seed: seed ^ 0x10e})
+	if err != nil {
+		return Measurement{}, fmt.Errorf("auto: pilot, low levels: %w", err)
+	}
+	copy(rep.Levels, low.Levels)
+	m.LowDraws, m.Samples = low.Draws, co.samples
+	return m, nil
 }
+
+// lowLevels is how many levels above the minimum the second, denser
+// measurement covers.
+const lowLevels = 3

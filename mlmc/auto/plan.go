@@ -411,8 +411,9 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	}
 	fitLevels := rep.Levels[1 : zeroTail-rep.MinLevel]
 	bRate := p.B.Rate
-	if math.IsNaN(bRate) || zeroTail <= rep.MaxLevel {
-		// mlmc's fit needs every variance positive: fit on those that are.
+	if math.IsNaN(bRate) || zeroTail <= rep.MaxLevel || rep.Levels[0].Draws != rep.Draws {
+		// mlmc's fit needs every variance positive, and is of the first
+		// measurement's rows: fit on the rows used, where positive.
 		var ls, ys []float64
 		for _, st := range fitLevels {
 			if st.Var > 0 && !math.IsInf(st.Var, 0) {

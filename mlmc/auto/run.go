@@ -251,6 +251,18 @@ func Replan(p Problem, s Settings, st *State, x []float64, spent int64) (plan *P
 		t0 := iters * st.First.Step / next.Step
 		next.Decay = t0
 		next.Reasons.Step += fmt.Sprintf("; then decaying as 1/(1 + t/%.0f), t0 = the first phase's %.0f iterations x its step / this step, so that the noise floor keeps falling", t0, iters)
+		if floor := next.Step; st.First.Step/floor > crawl {
+			// A constant step 1e4 times below the first would crawl for
+			// the whole budget (a noisy problem with a small target):
+			// instead the step decays from the first step, as 1/(1 +
+			// t/t0), to the floor's after a quarter of the iterations
+			// left, a Robbins-Monro schedule that averages the noise out.
+			left := math.Max(float64(s.Target.Budget-r.used)/next.expectedCost(), 1)
+			t0 := math.Max(left/4/(st.First.Step/floor-1), 1)
+			next.Step, next.Decay = st.First.Step, t0
+			next.Reasons.Step = fmt.Sprintf("%.3g decaying as 1/(1 + t/%.0f), reaching the floor's step %.3g after a quarter of the %.0f iterations left, since a constant step %.0f times below the first would crawl: %s",
+				next.Step, t0, floor, left, st.First.Step/floor, next.Reasons.Step)
+		}
 	}
 	r.log(next)
 	return next, note, r.used - spent, nil
@@ -547,3 +559,7 @@ func (p *Plan) expectedCost() float64 {
 	}
 	return 1
 }
+
+// crawl is the ratio of the first step to the floor's above which Replan
+// decays the step from the first rather than starting at the floor.
+const crawl = 1e4

@@ -465,8 +465,12 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	if err != nil {
 		return nil, nil, err
 	}
+
 	if zeroTail <= rep.MaxLevel {
-		bf.zeroFrom = zeroTail
+		// The levels vanish from zeroTail on: whatever the means do below
+		// it (a queue's transient grows before the couplings coalesce),
+		// the bias at or above zeroTail-1 is zero.
+		bf.zeroFrom, bf.notFalling = zeroTail, ""
 	}
 	if bf.notFalling != "" {
 		p.notFalling = &Error{Measurement: bf.notFalling,

@@ -418,10 +418,12 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 			pick = i
 		}
 	}
-	p.Step = p.Steps[pick].Step
-	p.Reasons.Step = fmt.Sprintf("the lowest objective after %d samples with each of %d candidates on the same draws (%.4g at step %.3g); ties within 2 s.e. go to the smaller step",
-		share, len(steps), p.Steps[best].Value, p.Steps[best].Step)
-	if p.Step == slices.Max(steps) || p.Step == slices.Min(steps) {
+	// One notch of the grid (a factor sqrt(10)) below the short run's
+	// choice: a short run favours steps too large for the long one.
+	p.Step = p.Steps[pick].Step / math.Sqrt(10)
+	p.Reasons.Step = fmt.Sprintf("a factor sqrt(10) below %.3g, the lowest objective after %d samples with each of %d candidates on the same draws (%.4g at step %.3g; ties within 2 s.e. go to the smaller step), since a short run favours steps too large for the long one",
+		p.Steps[pick].Step, share, len(steps), p.Steps[best].Value, p.Steps[best].Step)
+	if p.Steps[pick].Step == slices.Max(steps) || p.Steps[pick].Step == slices.Min(steps) {
 		p.Reasons.Step += "; at the edge of the candidates"
 	}
 	// A short run rarely meets an RT-MLMC estimate's rare large levels, so

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu_version.h"
+
 typedef unsigned long long u64;
 typedef int cublasStatus_t;
 enum {
@@ -117,10 +119,11 @@ cublasStatus_t cublasSetWorkspace_v2(void* h, u64 ws, size_t size) {
 
 cublasStatus_t cublasGetProperty(int type, int* value) {
     if (!value) return CUBLAS_STATUS_INVALID_VALUE;
+    int major = emu_own_major(12); // 12.8.4, or N.0.0 for a copy named libcublas.so.N
     switch (type) {
-    case 0: *value = 12; return CUBLAS_STATUS_SUCCESS;
-    case 1: *value = 8; return CUBLAS_STATUS_SUCCESS;
-    case 2: *value = 4; return CUBLAS_STATUS_SUCCESS;
+    case 0: *value = major; return CUBLAS_STATUS_SUCCESS;
+    case 1: *value = major == 12 ? 8 : 0; return CUBLAS_STATUS_SUCCESS;
+    case 2: *value = major == 12 ? 4 : 0; return CUBLAS_STATUS_SUCCESS;
     }
     return CUBLAS_STATUS_INVALID_VALUE;
 }
@@ -128,7 +131,8 @@ cublasStatus_t cublasGetProperty(int type, int* value) {
 cublasStatus_t cublasGetVersion_v2(void* h, int* version) {
     if (!get(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (!version) return CUBLAS_STATUS_INVALID_VALUE;
-    *version = 120804;
+    int major = emu_own_major(12);
+    *version = major == 12 ? 120804 : major * 10000;
     return CUBLAS_STATUS_SUCCESS;
 }
 

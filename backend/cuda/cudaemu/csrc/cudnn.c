@@ -90,6 +90,14 @@ typedef struct conv {
 
 size_t cudnnGetVersion(void) { return 90800; }
 
+// The CUDA version this cuDNN was "built for": SIMCLR_CUDA_EMU_CUDNN_CUDA
+// (e.g. 13000), else 12080; the tests of the library set choose it.
+size_t cudnnGetCudartVersion(void) {
+    const char* v = getenv("SIMCLR_CUDA_EMU_CUDNN_CUDA");
+    long n = v && *v ? strtol(v, NULL, 10) : 0;
+    return n > 0 ? (size_t)n : 12080;
+}
+
 const char* cudnnGetErrorString(cudnnStatus_t s) {
     switch (s) {
     case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";

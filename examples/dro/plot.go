@@ -31,6 +31,9 @@ func (t *task) plot(res *result, path string) error {
 		yMin, yMax := math.Inf(1), 0.0
 		for i, m := range methodSpecs[half*5 : half*5+5] {
 			runs := res.curves[m.Label]
+			if len(runs) == 0 {
+				continue // not among --methods
+			}
 			var mid, band plotter.XYs
 			var lower plotter.XYs
 			for k, s := range res.grid {

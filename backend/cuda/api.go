@@ -430,7 +430,7 @@ func loadLibraries(env searchEnv) (*libraries, error) {
 // checkSet compares the CUDA major each loaded library reports with the
 // set's: a cuDNN whose major no file beside it recorded is known only now,
 // and a library the system loader found may be of any major. When no
-// folder said, the set's major becomes cuBLAS's.
+// folder said, the set's major becomes cuBLAS's (else NVRTC's, cuDNN's).
 func (L *libraries) checkSet() error {
 	reported := map[string]int{}
 	var parts [1]int32
@@ -444,12 +444,15 @@ func (L *libraries) checkSet() error {
 	if v := L.cudnn.cudaVersion(); v > 0 {
 		reported[specCudnn.role] = v / 1000
 	}
-	if L.set.major == 0 {
-		L.set.major = reported[specCublas.role]
+	order := []libSpec{specCublas, specNvrtc, specCudnn}
+	for _, spec := range order {
+		if L.set.major == 0 {
+			L.set.major = reported[spec.role]
+		}
 	}
-	for _, spec := range []libSpec{specCublas, specNvrtc, specCudnn} {
-		got, ok := reported[spec.role]
-		if !ok || got == 0 || got == L.set.major {
+	for _, spec := range order {
+		got := reported[spec.role]
+		if got == 0 || L.set.major == 0 || got == L.set.major {
 			continue
 		}
 		return fmt.Errorf("cuda: %s at %s reports CUDA %d, but the other libraries loaded are CUDA %d, and cuDNN needs cuBLASLt and NVRTC of its own major; "+

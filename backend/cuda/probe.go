@@ -66,7 +66,9 @@ func probe(env searchEnv) Report {
 		if !ok {
 			p, ok = set.paths[spec.role]
 		}
-		if !ok && spec.role == specDriver.role {
+		if !ok {
+			// The driver did not load, or no consistent set exists (the
+			// error lists every copy): the newest copy found.
 			p, _ = locate(search, spec, "")
 		}
 		r.Libraries = append(r.Libraries, LibraryReport{Role: spec.role, Names: spec.names, Path: p})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cuda/cudaemu"
+	"github.com/simclr-go/simclr/tensor"
 )
 
 // The layouts of a GPU machine, as fake files: CUDA 13 wheels (one
@@ -339,16 +340,24 @@ func TestArenaNamesStickyFaults(t *testing.T) {
 }
 
 // On the emulator: a kernel faults after its launch returned (injected, as
-// on a GPU, where the fault comes out at a later call); the next
-// allocation that needs a new chunk fails with the fault's name and the
-// advice, not as out of memory, and Recover keeps it.
+// on a GPU, where the fault comes out at a later call); the next call that
+// meets it, an allocation needing a new chunk, a cuBLAS product or a cuDNN
+// convolution, fails with the fault's name and the advice, not as out of
+// memory nor as the library's own failure alone, and Recover keeps it.
 func TestStickyFaultOnEmulator(t *testing.T) {
 	cudaemu.Use(t)
+	conv := tensor.ConvShape{N: 1, C: 2, H: 5, W: 5, K: 3, R: 3, S: 3, Stride: 1, Pad: 1}
 	for _, tc := range []struct {
-		code int
-		name string
-	}{{700, "CUDA_ERROR_ILLEGAL_ADDRESS"}, {716, "CUDA_ERROR_MISALIGNED_ADDRESS"}, {719, "CUDA_ERROR_LAUNCH_FAILED"}} {
-		t.Run(tc.name, func(t *testing.T) {
+		code    int
+		name    string
+		surface string
+		want    []string
+	}{
+		{700, "CUDA_ERROR_ILLEGAL_ADDRESS", "allocation", []string{"allocating 4.0 MiB"}},
+		{716, "CUDA_ERROR_MISALIGNED_ADDRESS", "cuBLAS", []string{"cublasSgemm", "CUBLAS_STATUS_EXECUTION_FAILED"}},
+		{719, "CUDA_ERROR_LAUNCH_FAILED", "cuDNN", []string{"cudnnConvolutionForward", "CUDNN_STATUS_EXECUTION_FAILED"}},
+	} {
+		t.Run(tc.surface, func(t *testing.T) {
 			b, err := Open(Options{Precision: "fp32", ChunkBytes: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
@@ -358,18 +367,33 @@ func TestStickyFaultOnEmulator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x := b.Alloc(1000)
+			x, w, y := b.Alloc(conv.N*conv.C*conv.H*conv.W), b.Alloc(conv.K*conv.C*conv.R*conv.S), b.Alloc(conv.N*conv.K*conv.OutH()*conv.OutW())
+			if tc.surface == "cuDNN" {
+				// Planned before the fault, so that the convolution
+				// itself meets it, not its workspace's allocation.
+				b.Conv2dForward(conv, x, w, y)
+				if err := b.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
 			mustCall(inject, uintptr(tc.code))
 			b.Scale(x, 2) // launches, returns success; the fault stays behind
 			if b.err != nil {
 				t.Fatalf("the launch itself failed: %v", b.err)
 			}
-			b.Alloc(1 << 20) // 4 MiB: a new chunk, cuMemAlloc
+			switch tc.surface {
+			case "allocation":
+				b.Alloc(1 << 20) // 4 MiB: a new chunk, cuMemAlloc
+			case "cuBLAS":
+				b.LinearForward(2, 5, 3, b.Slice(x, 0, 10), b.Slice(w, 0, 15), nil, b.Slice(y, 0, 6))
+			case "cuDNN":
+				b.Conv2dForward(conv, x, w, y)
+			}
 			err = b.Sync()
 			if !errors.Is(err, ErrDeviceFault) || errors.Is(err, ErrOutOfMemory) {
 				t.Fatalf("error %v: fault %v, out of memory %v", err, errors.Is(err, ErrDeviceFault), errors.Is(err, ErrOutOfMemory))
 			}
-			for _, want := range []string{tc.name, "allocating 4.0 MiB", "sticky fault", "CUDA_LAUNCH_BLOCKING=1", "compute-sanitizer"} {
+			for _, want := range append([]string{tc.name, "sticky fault", "CUDA_LAUNCH_BLOCKING=1", "compute-sanitizer"}, tc.want...) {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error lacks %q: %v", want, err)
 				}

@@ -39,6 +39,7 @@ typedef struct handle {
     int math;
     u64 workspace, workspace_size;
     int (*device_range)(u64, u64);
+    int (*sticky)(void); // the driver's sticky error of the current context
 } handle;
 #define MAGIC 0xC0B1A5u
 
@@ -74,6 +75,7 @@ cublasStatus_t cublasCreate_v2(void** out) {
     if (!p) return CUBLAS_STATUS_ALLOC_FAILED;
     p->magic = MAGIC;
     p->device_range = range;
+    p->sticky = (int (*)(void))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_sticky");
     *out = p;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -165,6 +167,10 @@ cublasStatus_t cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, cons
                               const float* beta, u64 C, int ldc) {
     handle* p = get(h);
     if (!p) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (p->sticky && p->sticky()) {
+        logf_("cublasSgemm: the context holds the earlier fault %d", p->sticky());
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
     // The checks of the cuBLAS documentation of cublas<t>gemm.
     if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T && ta != CUBLAS_OP_C) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T && tb != CUBLAS_OP_C) ||
         m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||

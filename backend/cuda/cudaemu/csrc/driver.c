@@ -172,6 +172,12 @@ __attribute__((visibility("default"))) int simclr_cuda_emu_device_range(u64 p, u
 __attribute__((visibility("default"))) int simclr_cuda_emu_has_context(void) {
     return initialized && current != NULL && current->refs > 0;
 }
+// The sticky error of the calling thread's context (0: none): the
+// emulated cuBLAS and cuDNN fail their work after a fault, as the real
+// ones do.
+__attribute__((visibility("default"))) int simclr_cuda_emu_sticky(void) {
+    return initialized && current != NULL && current->refs > 0 ? current->sticky : 0;
+}
 
 // For tests: the next launch that succeeds leaves a fault of code behind,
 // as a kernel that faults on a GPU does: the launch itself returns

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/experiment"
 )
 
 // The DRO tables of BENCHMARKS.md sit between a begin marker naming the
@@ -33,12 +35,12 @@ func TestBenchmarksTablesMatchResults(t *testing.T) {
 			t.Fatalf("BENCHMARKS.md: the tables of %s have no end marker %q", file, tablesEnd)
 		}
 		got := strings.TrimSpace(text[b[1] : b[1]+end])
-		sums, err := readSummaries(filepath.Join(root, filepath.FromSlash(file)))
+		sums, err := experiment.ReadSummaries(filepath.Join(root, filepath.FromSlash(file)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var want strings.Builder
-		writeMarkdown(&want, sums)
+		experiment.WriteMarkdown(&want, sums)
 		if got != strings.TrimSpace(want.String()) {
 			t.Errorf("BENCHMARKS.md's DRO tables differ from %s: run\n\tgo run ./examples/dro --markdown %s\nand paste its output between the markers", file, file)
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/cso"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 	"github.com/simclr-go/simclr/mlmc"
 )
 

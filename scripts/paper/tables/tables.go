@@ -191,10 +191,11 @@ func (r *Run) describe() string {
 	est := r.cfgString("estimator")
 	parts := []string{est}
 	L := int(r.cfgFloat("max_level"))
-	switch {
-	case est == "lsgd":
+	// L-SGD, the baseline, is one batch; every other estimator a range of
+	// levels.
+	if k, err := mlmc.ParseKind(est); err == nil && k == (mlmc.Kind{Method: mlmc.LSGD}) {
 		parts = append(parts, fmt.Sprintf("batch %d", 1<<L))
-	default:
+	} else {
 		parts = append(parts, fmt.Sprintf("l_min %d, L %d, halves %s", int(r.cfgFloat("min_level")), L, r.cfgString("halves")))
 	}
 	if strings.HasPrefix(est, "vr-") {

@@ -27,10 +27,12 @@ var layers = map[string]int{
 	"internal/npy": 0,
 	// Test-only helpers (internal/testsupport): no runtime package imports them.
 	"internal/testsupport/layering": 0, "internal/testsupport/testenv": 0, "internal/testsupport/citations": 0,
-	// 1: the CSO oracle, the host reference maths, data readers, augmentations.
-	"cso": 1, "internal/testsupport/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "internal/testsupport/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
+	// 1: the CSO oracle, the estimator chooser, the host reference maths, data readers, augmentations.
+	"cso": 1, "mlmc/auto": 1, "internal/testsupport/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "internal/testsupport/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
 	// 2: data sets by name, the loader, layers.
 	"data/datasets": 2, "loader": 2, "nn": 2,
+	// 2: the experiment harness over mlmc oracles.
+	"experiment": 2,
 	// 3: the optimizer, the network, the classifiers on features.
 	"optim": 3, "model/resnet18": 3, "eval/knn": 3, "eval/linear": 3,
 	// 4: the two implementations of tensor.Backend.

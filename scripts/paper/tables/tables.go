@@ -191,11 +191,19 @@ func (r *Run) describe() string {
 	est := r.cfgString("estimator")
 	parts := []string{est}
 	L := int(r.cfgFloat("max_level"))
-	// L-SGD, the baseline, is one batch; every other estimator a range of
-	// levels.
-	if k, err := mlmc.ParseKind(est); err == nil && k == (mlmc.Kind{Method: mlmc.LSGD}) {
+	switch {
+	case est == "lsgd" || est == "dcl":
 		parts = append(parts, fmt.Sprintf("batch %d", 1<<L))
-	} else {
+	case est == "sogclr":
+		gamma := r.cfgFloat("sogclr_gamma")
+		if math.IsNaN(gamma) || gamma == 0 {
+			gamma = 0.9 // train.DefaultSogCLRGamma
+		}
+		parts = append(parts, fmt.Sprintf("batch %d, gamma %g", 1<<L, gamma))
+		if d := r.cfgString("sogclr_gamma_decay"); d != "" && d != "constant" {
+			parts = append(parts, "decay "+d)
+		}
+	default:
 		parts = append(parts, fmt.Sprintf("l_min %d, L %d, halves %s", int(r.cfgFloat("min_level")), L, r.cfgString("halves")))
 	}
 	if strings.HasPrefix(est, "vr-") {

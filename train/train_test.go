@@ -24,8 +24,8 @@ import (
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
-	"github.com/simclr-go/simclr/internal/synthdata"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/synthdata"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 	"github.com/simclr-go/simclr/runfolder"
 )
 

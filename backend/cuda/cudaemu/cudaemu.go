@@ -14,7 +14,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 //go:embed csrc/*.c csrc/*.h

@@ -234,13 +234,25 @@ func (c *Settings) Validate() error {
 	} else if _, err := c.Kind(); err != nil {
 		return err
 	}
+	for _, check := range []func() error{c.checkLengthAndLevels, c.checkEstimator, c.checkOptimizer, c.checkSession, c.checkChoices} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// positive says whether v is a finite positive number.
+func positive(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+
+// checkLengthAndLevels checks the run's length and its levels.
+func (c *Settings) checkLengthAndLevels() error {
 	lengths := 0
 	for _, set := range []bool{c.Epochs > 0, c.Iterations > 0, c.MaxSamples > 0} {
 		if set {
 			lengths++
 		}
 	}
-	positive := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
 	switch {
 	case c.Epochs < 0:
 		return fmt.Errorf("--epochs %d must not be negative", c.Epochs)
@@ -262,6 +274,13 @@ func (c *Settings) Validate() error {
 		return fmt.Errorf("--max-servable-level %d is below --max-level %d", c.MaxServable, c.MaxLevel)
 	case c.MaxServable > maxLevelLimit+3:
 		return fmt.Errorf("--max-servable-level %d: use at most %d", c.MaxServable, maxLevelLimit+3)
+	}
+	return nil
+}
+
+// checkEstimator checks the estimator's rates and draws, and the loss's.
+func (c *Settings) checkEstimator() error {
+	switch {
 	case !positive(c.B):
 		return fmt.Errorf("--b %g: the variance rate must be a positive number", c.B)
 	case !positive(c.C):
@@ -276,6 +295,21 @@ func (c *Settings) Validate() error {
 		return fmt.Errorf("--d2 %d must be at least 1", c.D2)
 	case c.QE < 1:
 		return fmt.Errorf("--qe %d must be at least 1", c.QE)
+	case c.SogCLRGamma < 0 || c.SogCLRGamma > 1 || math.IsNaN(c.SogCLRGamma):
+		return fmt.Errorf("--sogclr-gamma %g: use a value in (0, 1] (0: %g)", c.SogCLRGamma, DefaultSogCLRGamma)
+	case c.SogCLRGammaDecay != "" && c.SogCLRGammaDecay != "constant" && c.SogCLRGammaDecay != "cosine":
+		return fmt.Errorf("--sogclr-gamma-decay %q: use constant or cosine", c.SogCLRGammaDecay)
+	case (c.SogCLRGamma != 0 || c.SogCLRGammaDecay != "") && c.Loss() != contrastive.SogCLR:
+		return fmt.Errorf("--sogclr-gamma and --sogclr-gamma-decay set for --estimator %s: they are SogCLR's (--estimator sogclr)", c.Estimator)
+	case c.Halves != "" && c.Halves != contrastive.HalvesShared && c.Halves != contrastive.HalvesSeparate:
+		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
+	}
+	return nil
+}
+
+// checkOptimizer checks the optimizer, its schedule and the temperature.
+func (c *Settings) checkOptimizer() error {
+	switch {
 	case c.Optimizer != "sgd" && c.Optimizer != "lars":
 		return fmt.Errorf("--optimizer %q: use sgd or lars", c.Optimizer)
 	case c.LR < 0 || math.IsNaN(c.LR) || math.IsInf(c.LR, 0):
@@ -290,6 +324,14 @@ func (c *Settings) Validate() error {
 		return fmt.Errorf("--temperature %g must be a positive number", c.Temperature)
 	case c.ProjDim < 0:
 		return fmt.Errorf("--proj-dim %d must not be negative (0 means 128)", c.ProjDim)
+	}
+	return nil
+}
+
+// checkSession checks the settings of evaluation, logging, checkpoints,
+// the data's subsets and the run folder.
+func (c *Settings) checkSession() error {
+	switch {
 	case c.Workers < 0:
 		return fmt.Errorf("--workers %d must not be negative (0: one per core)", c.Workers)
 	case c.EvalEvery < 0:
@@ -302,14 +344,6 @@ func (c *Settings) Validate() error {
 		return fmt.Errorf("--log-every %d must not be negative", c.LogEvery)
 	case c.CheckpointEvery < 0:
 		return fmt.Errorf("--checkpoint-every %s must not be negative (0: only at the end and on interruption)", c.CheckpointEvery)
-	case c.SogCLRGamma < 0 || c.SogCLRGamma > 1 || math.IsNaN(c.SogCLRGamma):
-		return fmt.Errorf("--sogclr-gamma %g: use a value in (0, 1] (0: %g)", c.SogCLRGamma, DefaultSogCLRGamma)
-	case c.SogCLRGammaDecay != "" && c.SogCLRGammaDecay != "constant" && c.SogCLRGammaDecay != "cosine":
-		return fmt.Errorf("--sogclr-gamma-decay %q: use constant or cosine", c.SogCLRGammaDecay)
-	case (c.SogCLRGamma != 0 || c.SogCLRGammaDecay != "") && c.Loss() != contrastive.SogCLR:
-		return fmt.Errorf("--sogclr-gamma and --sogclr-gamma-decay set for --estimator %s: they are SogCLR's (--estimator sogclr)", c.Estimator)
-	case c.Halves != "" && c.Halves != contrastive.HalvesShared && c.Halves != contrastive.HalvesSeparate:
-		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
 	case c.ValSplit < 0:
 		return fmt.Errorf("--val-split %d must not be negative (0: score the test set)", c.ValSplit)
 	case c.EvalTrainSubset < 0:
@@ -323,6 +357,12 @@ func (c *Settings) Validate() error {
 	case c.Out == "":
 		return fmt.Errorf("--out: give the run folder, e.g. --out runs/NAME")
 	}
+	return nil
+}
+
+// checkChoices checks the settings that name a file or one of a few
+// choices.
+func (c *Settings) checkChoices() error {
 	if _, err := c.measuredLawPath(); err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ fails=0
 same() { # WHAT A B
 	if [[ $2 == "$3" ]]; then echo "same      $1: $2"; else echo "DIFFERENT $1: old $2, new $3"; fails=$((fails + 1)); fi
 }
-for est in lsgd vr-rtmlmc rtmlmc vmlmc rumlmc rrmlmc vr-lsgd; do
+for est in lsgd vr-rtmlmc rtmlmc vmlmc rumlmc rrmlmc vr-lsgd dcl sogclr; do
 	for b in old new; do
 		bin=$old; [[ $b == new ]] && bin=$new
 		rm -rf "$out/$b-$est"

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/simclr-go/simclr/augment"
-	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/eval"
@@ -137,7 +136,7 @@ func Defaults() Settings {
 		D1:           1,
 		D2:           1,
 		QE:           10,
-		Halves:       contrastive.HalvesShared,
+		Halves:       "shared",
 		PreciseBN:    true,
 		Optimizer:    "sgd",
 		Momentum:     0.9,
@@ -301,8 +300,6 @@ func (c *Settings) checkEstimator() error {
 		return fmt.Errorf("--sogclr-gamma-decay %q: use constant or cosine", c.SogCLRGammaDecay)
 	case (c.SogCLRGamma != 0 || c.SogCLRGammaDecay != "") && c.Loss() != contrastive.SogCLR:
 		return fmt.Errorf("--sogclr-gamma and --sogclr-gamma-decay set for --estimator %s: they are SogCLR's (--estimator sogclr)", c.Estimator)
-	case c.Halves != "" && c.Halves != contrastive.HalvesShared && c.Halves != contrastive.HalvesSeparate:
-		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
 	}
 	return nil
 }
@@ -310,8 +307,6 @@ func (c *Settings) checkEstimator() error {
 // checkOptimizer checks the optimizer, its schedule and the temperature.
 func (c *Settings) checkOptimizer() error {
 	switch {
-	case c.Optimizer != "sgd" && c.Optimizer != "lars":
-		return fmt.Errorf("--optimizer %q: use sgd or lars", c.Optimizer)
 	case c.LR < 0 || math.IsNaN(c.LR) || math.IsInf(c.LR, 0):
 		return fmt.Errorf("--lr %g must be a non-negative number", c.LR)
 	case !(c.Momentum >= 0 && c.Momentum < 1):
@@ -377,20 +372,8 @@ func (c *Settings) checkChoices() error {
 	if _, err := c.augmentConfig(); err != nil {
 		return fmt.Errorf("--augment: %w", err)
 	}
-	switch strings.ToLower(c.Device) {
-	case "auto", "cpu", "cuda":
-	default:
-		return fmt.Errorf("--device %q: use auto, cpu or cuda", c.Device)
-	}
-	switch c.Precision {
-	case "tf32", "fp32":
-	default:
-		return fmt.Errorf("--precision %q: use tf32 or fp32", c.Precision)
-	}
-	if _, err := collective.ParseKind(c.Dist); err != nil {
-		return err
-	}
-	return nil
+	_, err := c.Choices()
+	return err
 }
 
 // Kind is the estimator --estimator names: the one place the name is
@@ -462,16 +445,17 @@ func defaultLR(maxLevel int) float64 { return 0.06 * math.Exp2(float64(maxLevel)
 
 // correctionPasses is the network passes of one H^l above l_min: three
 // with separate halves, else one.
-func (c *Settings) correctionPasses() int {
-	if c.Halves == contrastive.HalvesSeparate {
+func correctionPasses(h contrastive.Halves) int {
+	if h == contrastive.HalvesSeparate {
 		return 3
 	}
 	return 1
 }
 
-// mlmcConfig is the estimator configuration of c, with the level law of
-// --level-law measured:FILE (probs or draws; nil for the rates' law).
-func (c *Settings) mlmcConfig(probs []float64, draws []int) mlmc.Config {
+// mlmcConfig is the estimator configuration of c with halves h, with the
+// level law of --level-law measured:FILE (probs or draws; nil for the
+// rates' law).
+func (c *Settings) mlmcConfig(h contrastive.Halves, probs []float64, draws []int) mlmc.Config {
 	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
-		LevelProbs: probs, LevelDraws: draws, NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
+		LevelProbs: probs, LevelDraws: draws, NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: correctionPasses(h)}
 }

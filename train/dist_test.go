@@ -328,7 +328,7 @@ func referenceRun(t *testing.T, cfg Settings, ranks int) [][]float32 {
 	sched := optim.Schedule{BaseLR: float32(plan.LR), WarmupSteps: plan.WarmupIters, TotalSteps: plan.TotalIters}
 	model := resnet18.New(b, netCfg, cfg.Seed)
 	params := model.Params()
-	opt, err := optim.New(b, params, optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
+	opt, err := optim.New(b, params, optim.Config{Kind: plan.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			return t.summaryOf(err), err
 		}
 		lr := t.sched.LR(t.iter)
-		if t.oracle.Loss() == contrastive.SogCLR {
+		if t.plan.Loss == contrastive.SogCLR {
 			t.oracle.SetGamma(t.cfg.SogCLRGammaAt(t.iter, t.plan.TotalIters))
 		}
 		step, err := t.iterate(lr)

@@ -60,6 +60,13 @@ func ModelConfig(cfg Settings, splits *data.Splits) (resnet18.Config, error) {
 // session, resolves the run's Plan into t.plan (Resolve), and either
 // restores the checkpoint (resume) or writes config.json.
 func (t *trainer) setup(s opening) error {
+	// The choices are the part of the plan known before this session's
+	// facts: the device, the ranks and the pilot need them. Resolve
+	// parses the same ones into the whole plan.
+	var err error
+	if t.plan.Choices, err = t.cfg.Choices(); err != nil {
+		return err
+	}
 	facts := Facts{Out: t.cfg.Out, Levels: s.levels, Previous: s.previous, Version: t.sess.Version}
 	netCfg, servable, err := t.openData(&facts)
 	if err != nil {
@@ -119,7 +126,7 @@ func (t *trainer) openDevice(facts *Facts, resume bool) error {
 		t.b = t.sess.Backend
 		facts.DeviceLog = "device given by caller: " + t.b.Describe()
 	} else {
-		b, line, err := backend.OpenGPU(t.cfg.Device, t.cfg.Precision, localGPU(t.cfg))
+		b, line, err := backend.OpenGPU(t.plan.Device, t.plan.Precision, localGPU(t.plan.Dist))
 		if err != nil {
 			return err
 		}
@@ -152,7 +159,7 @@ func (t *trainer) openModel(netCfg resnet18.Config, resume bool) error {
 		}
 	}
 	var err error
-	t.opt, err = optim.New(t.b, t.model.Params(), optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
+	t.opt, err = optim.New(t.b, t.model.Params(), optim.Config{Kind: t.plan.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
 	return err
 }
 
@@ -209,13 +216,11 @@ func (t *trainer) openOracle() error {
 		t.b.Copy(t.prev, params.Flat())
 	}
 	t.oracle = contrastive.NewOracle(t.b, t.model, t.stream, cfg.Temperature, plan.MaxServable, t.prev)
-	if err := t.oracle.SetHalves(cfg.Halves); err != nil {
-		return err
-	}
+	t.oracle.SetHalves(plan.Halves)
 	if plan.SplitBatch {
 		t.oracle.SetShard(t.comm)
 	}
-	loss := cfg.Loss()
+	loss := plan.Loss
 	if loss == contrastive.NTXent {
 		return nil
 	}
@@ -260,7 +265,7 @@ func (t *trainer) openEstimator() error {
 func (t *trainer) logPlan(netCfg resnet18.Config) {
 	cfg, plan, splits := &t.cfg, &t.plan, t.splits
 	evalNote := ""
-	if t.oracle.Halves() == contrastive.HalvesSeparate {
+	if plan.Halves == contrastive.HalvesSeparate {
 		evalNote = fmt.Sprintf(" (network passes: each correction above level %d is 3)", cfg.MinLevel)
 	}
 	scored := "test"
@@ -270,7 +275,7 @@ func (t *trainer) logPlan(netCfg resnet18.Config) {
 	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), "+
 		"expected per iteration %.4g images and %.4g oracle evaluations%s, lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
 		splits.Train.Name, plan.TrainImages, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, plan.TotalIters, plan.ItersPerEpoch,
-		plan.ExpectedImages, plan.ExpectedEvals, evalNote, plan.LR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.Halves(), cfg.PreciseBN)
+		plan.ExpectedImages, plan.ExpectedEvals, evalNote, plan.LR, plan.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), plan.Halves, cfg.PreciseBN)
 	if ranks := t.comm.Size(); ranks > 1 {
 		t.logf("dist: %d ranks; %s", ranks, parallelNote(plan.Estimator, plan.SplitBatch, cfg.MaxLevel, ranks, netCfg.Norm))
 	}

@@ -40,10 +40,12 @@ var layers = map[string]int{
 	// 5: choosing a backend; evaluating a network; the SimCLR oracle;
 	// communicating between ranks (it reaches the backends' memory).
 	"backend": 5, "eval": 5, "contrastive": 5, "collective": 5,
-	// 6: the trainer; reports on run folders.
-	"train": 6, "report": 6,
-	// 7: programs.
-	"cmd/simclr": 7, "examples/pricing": 7, "examples/dro": 7, "scripts/study/levelsplot": 7, "scripts/paper/tables": 7,
+	// 6: the trainer, its settings and plan, and the one way to open a run.
+	"train": 6,
+	// 7: reports on run folders (they open runs as the trainer recorded them).
+	"report": 7,
+	// 8: programs.
+	"cmd/simclr": 8, "examples/pricing": 8, "examples/dro": 8, "scripts/study/levelsplot": 8, "scripts/paper/tables": 8,
 }
 
 // testSupport holds the test-only helpers; a runtime package imports them

@@ -15,12 +15,18 @@ import (
 // BufferOps are mlmc.VecOps over backend buffers of n elements: the
 // estimators combine gradients where they live (on a GPU for CUDA).
 type BufferOps struct {
-	b tensor.Backend
+	b VectorBackend
 	n int
 }
 
+// VectorBackend is the part of tensor.Backend BufferOps uses.
+type VectorBackend interface {
+	tensor.Memory
+	tensor.Vector
+}
+
 // NewBufferOps are the vector operations over buffers of n elements of b.
-func NewBufferOps(b tensor.Backend, n int) BufferOps { return BufferOps{b: b, n: n} }
+func NewBufferOps(b VectorBackend, n int) BufferOps { return BufferOps{b: b, n: n} }
 
 func (o BufferOps) New() tensor.Buffer                   { return o.b.Alloc(o.n) }
 func (o BufferOps) Zero(v tensor.Buffer)                 { o.b.Zero(v) }

@@ -36,6 +36,14 @@ func ParseKind(name string) (Kind, error) {
 	return 0, fmt.Errorf("optimizer %q: use sgd or lars", name)
 }
 
+// Backend is the part of tensor.Backend an optimizer uses: its momentum's
+// memory and the update kernels.
+type Backend interface {
+	tensor.Memory
+	tensor.Vector
+	tensor.OptimizerSteps
+}
+
 // Config chooses and tunes an optimizer. The learning rate is given per
 // step (see Schedule).
 type Config struct {
@@ -53,7 +61,7 @@ type Config struct {
 // can save and restore it in one piece.
 type Optimizer struct {
 	cfg      Config
-	backend  tensor.Backend
+	backend  Backend
 	params   *nn.Params
 	momentum tensor.Buffer
 	tensors  []stepTensor
@@ -67,7 +75,7 @@ type stepTensor struct {
 
 // New returns an optimizer over the trainable tensors of p (allocated on
 // b), with zero momentum.
-func New(b tensor.Backend, p *nn.Params, cfg Config) (*Optimizer, error) {
+func New(b Backend, p *nn.Params, cfg Config) (*Optimizer, error) {
 	if cfg.Kind != SGD && cfg.Kind != LARS {
 		return nil, fmt.Errorf("optimizer %v: unknown; use optim.SGD or optim.LARS", cfg.Kind)
 	}

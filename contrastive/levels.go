@@ -71,10 +71,16 @@ func ViewTransform(recipe string, set *data.Set) (augment.Config, error) {
 			return c, err
 		}
 	}
+	return AtImageSize(c, set), nil
+}
+
+// AtImageSize is the view recipe c for the images of set: views of a set
+// of images that are not square are cut square, at their height.
+func AtImageSize(c augment.Config, set *data.Set) augment.Config {
 	if set.H != set.W {
 		c.Size = set.H
 	}
-	return c, nil
+	return c
 }
 
 // ServableLevel is the largest level whose 2^l images a set of n images

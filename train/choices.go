@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 
+	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/contrastive"
@@ -22,6 +23,9 @@ type Choices struct {
 	// Loss is the contrastive loss --estimator names (Settings.Loss).
 	Loss contrastive.Loss
 	Dist collective.Kind // --dist
+	// Augment is the view recipe --augment names ("" is simclr), before
+	// it is fitted to the images (contrastive.AtImageSize).
+	Augment augment.Config
 }
 
 // Choices parses the settings' options, each error naming its flag.
@@ -42,6 +46,12 @@ func (c *Settings) Choices() (Choices, error) {
 	}
 	if ch.Dist, err = collective.ParseKind(c.Dist); err != nil {
 		return ch, err // it names --dist
+	}
+	ch.Augment = augment.SimCLR()
+	if c.Augment != "" {
+		if ch.Augment, err = augment.Preset(c.Augment); err != nil {
+			return ch, fmt.Errorf("--augment: %w", err)
+		}
 	}
 	ch.Loss = c.Loss()
 	return ch, nil

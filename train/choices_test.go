@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/contrastive"
@@ -21,18 +22,20 @@ func TestChoicesAreParsedIntoThePlan(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", func(*Settings) {}, Choices{Device: backend.DeviceAuto, Precision: backend.TF32, Optimizer: optim.SGD,
-			Halves: contrastive.HalvesShared, Loss: contrastive.NTXent, Dist: collective.KindAuto}, ""},
+			Halves: contrastive.HalvesShared, Loss: contrastive.NTXent, Dist: collective.KindAuto, Augment: augment.SimCLR()}, ""},
 		{"every option set", func(s *Settings) {
 			s.Device, s.Precision, s.Optimizer, s.Halves, s.Estimator, s.Dist = "CPU", "fp32", "lars", "separate", "sogclr", "none"
+			s.Augment = "paper"
 		}, Choices{Device: backend.DeviceCPU, Precision: backend.FP32, Optimizer: optim.LARS,
-			Halves: contrastive.HalvesSeparate, Loss: contrastive.SogCLR, Dist: collective.KindNone}, ""},
-		{"config.json before halves", func(s *Settings) { s.Halves = "" }, Choices{Device: backend.DeviceAuto, Precision: backend.TF32,
-			Optimizer: optim.SGD, Halves: contrastive.HalvesShared, Loss: contrastive.NTXent, Dist: collective.KindAuto}, ""},
+			Halves: contrastive.HalvesSeparate, Loss: contrastive.SogCLR, Dist: collective.KindNone, Augment: augment.Paper()}, ""},
+		{"config.json before halves and augment", func(s *Settings) { s.Halves, s.Augment = "", "" }, Choices{Device: backend.DeviceAuto, Precision: backend.TF32,
+			Optimizer: optim.SGD, Halves: contrastive.HalvesShared, Loss: contrastive.NTXent, Dist: collective.KindAuto, Augment: augment.SimCLR()}, ""},
 		{"device", func(s *Settings) { s.Device = "tpu" }, Choices{}, "--device"},
 		{"precision", func(s *Settings) { s.Precision = "fp16" }, Choices{}, "--precision"},
 		{"optimizer", func(s *Settings) { s.Optimizer = "adam" }, Choices{}, "--optimizer"},
 		{"halves", func(s *Settings) { s.Halves = "both" }, Choices{}, "--halves"},
 		{"dist", func(s *Settings) { s.Dist = "gloo" }, Choices{}, "--dist"},
+		{"augment", func(s *Settings) { s.Augment = "autoaugment" }, Choices{}, "--augment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Defaults()

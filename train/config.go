@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/eval"
@@ -369,9 +368,6 @@ func (c *Settings) checkChoices() error {
 	default:
 		return fmt.Errorf("--norm %q: use batch (batch norm, the recipe) or group (group norm, which makes the one-forward multilevel correction exact)", c.Norm)
 	}
-	if _, err := c.augmentConfig(); err != nil {
-		return fmt.Errorf("--augment: %w", err)
-	}
 	_, err := c.Choices()
 	return err
 }
@@ -429,14 +425,6 @@ func checkDataset(c *Settings, sess Session) error {
 		return fmt.Errorf("--dataset: %w", err)
 	}
 	return nil
-}
-
-// augmentConfig is the view recipe named by Augment ("" is simclr).
-func (c *Settings) augmentConfig() (augment.Config, error) {
-	if c.Augment == "" {
-		return augment.SimCLR(), nil
-	}
-	return augment.Preset(c.Augment)
 }
 
 // defaultLR is the 0.06 x batch/512 of docs/definitions.md, section 6

@@ -202,10 +202,8 @@ func (t *trainer) planRun(facts Facts, servable int, resume bool) error {
 // ranks and the loss.
 func (t *trainer) openOracle() error {
 	cfg, plan := &t.cfg, &t.plan
-	augCfg, err := viewTransform(cfg, t.splits.Train)
-	if err != nil {
-		return err
-	}
+	augCfg := contrastive.AtImageSize(plan.Augment, t.splits.Train)
+	var err error
 	t.stream, err = loader.Open(t.splits.Train, t.splits.Mean, t.splits.Std, augCfg, rankSeed(cfg.Seed, t.comm.Rank()), cfg.Workers)
 	if err != nil {
 		return err

@@ -15,12 +15,18 @@ import (
 // BufferOps are mlmc.VecOps over backend buffers of n elements: the
 // estimators combine gradients where they live (on a GPU for CUDA).
 type BufferOps struct {
-	b tensor.Backend
+	b VectorBackend
 	n int
 }
 
+// VectorBackend is the part of tensor.Backend BufferOps uses.
+type VectorBackend interface {
+	tensor.Memory
+	tensor.Vector
+}
+
 // NewBufferOps are the vector operations over buffers of n elements of b.
-func NewBufferOps(b tensor.Backend, n int) BufferOps { return BufferOps{b: b, n: n} }
+func NewBufferOps(b VectorBackend, n int) BufferOps { return BufferOps{b: b, n: n} }
 
 func (o BufferOps) New() tensor.Buffer                   { return o.b.Alloc(o.n) }
 func (o BufferOps) Zero(v tensor.Buffer)                 { o.b.Zero(v) }
@@ -106,34 +112,51 @@ type Oracle struct {
 	sogBuf map[int]tensor.Buffer
 }
 
-// Halves names how H^l treats its two half-batch losses (--halves).
+// Halves is how H^l treats its two half-batch losses (--halves).
+type Halves int
+
 const (
-	// HalvesShared is one forward and backward pass over the 2^(l+1) views:
-	// the half-batch losses reuse the embeddings of the whole batch, so with
-	// batch norm they see its statistics (not exact, docs/definitions.md,
-	// section 4 "Contrastive learning as a biased oracle").
-	HalvesShared = "shared"
+	// HalvesShared (the zero value) is one forward and backward pass over
+	// the 2^(l+1) views: the half-batch losses reuse the embeddings of the
+	// whole batch, so with batch norm they see its statistics (not exact,
+	// docs/definitions.md, section 4 "Contrastive learning as a biased
+	// oracle").
+	HalvesShared Halves = iota
 	// HalvesSeparate is three passes: B, then B1 and B2 each through the
 	// network on its own views with its own batch statistics. Exact.
-	HalvesSeparate = "separate"
+	HalvesSeparate
 )
+
+func (h Halves) String() string {
+	switch h {
+	case HalvesShared:
+		return "shared"
+	case HalvesSeparate:
+		return "separate"
+	}
+	return fmt.Sprintf("Halves(%d)", int(h))
+}
+
+// ParseHalves reads --halves: shared (or empty, as config files from
+// before the setting have it) or separate.
+func ParseHalves(name string) (Halves, error) {
+	switch name {
+	case "shared", "":
+		return HalvesShared, nil
+	case "separate":
+		return HalvesSeparate, nil
+	}
+	return 0, fmt.Errorf("%q: use shared (one pass) or separate (three passes, exact with batch norm)", name)
+}
 
 // SetHalves chooses the construction of H^l: HalvesShared (the default) or
 // HalvesSeparate.
-func (o *Oracle) SetHalves(mode string) error {
-	switch mode {
-	case HalvesShared, "":
-		o.separate = false
-	case HalvesSeparate:
-		o.separate = true
-	default:
-		return fmt.Errorf("halves %q: use %s or %s", mode, HalvesShared, HalvesSeparate)
-	}
-	return nil
+func (o *Oracle) SetHalves(h Halves) {
+	o.separate = h == HalvesSeparate
 }
 
 // Halves is the construction in use: HalvesShared or HalvesSeparate.
-func (o *Oracle) Halves() string {
+func (o *Oracle) Halves() Halves {
 	if o.separate {
 		return HalvesSeparate
 	}

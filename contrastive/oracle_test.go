@@ -6,7 +6,7 @@ import (
 
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/data"
-	"github.com/simclr-go/simclr/internal/synthdata"
+	"github.com/simclr-go/simclr/internal/testsupport/synthdata"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"

@@ -92,7 +92,7 @@ func (pr Protocol) withDefaults() Protocol {
 
 func (pr Protocol) check() error {
 	switch {
-	case pr.Budget < 1:
+	case pr.Budget < 0:
 		return fmt.Errorf("budget %d: give a positive budget", pr.Budget)
 	case pr.Trials < 1:
 		return fmt.Errorf("%d trials: run at least 1", pr.Trials)
@@ -168,6 +168,11 @@ type job struct {
 // runJobs runs the jobs pr.Workers at a time and returns their traces in
 // order.
 func runJobs(p *Problem, pr Protocol, jobs []job, g gauge, everyIterate bool) ([]Trace, error) {
+	for _, j := range jobs {
+		if pr.budget(j.m) < 1 {
+			return nil, fmt.Errorf("problem %s: %s has no budget: set the protocol's Budget or the method's", p.Name, j.m)
+		}
+	}
 	out := make([]Trace, len(jobs))
 	errs := make([]error, len(jobs))
 	next := make(chan int)

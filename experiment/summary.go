@@ -58,6 +58,7 @@ type Passage struct {
 type MethodSummary struct {
 	Name    string `json:"name"`
 	Setting Method `json:"setting"`
+	Budget  int64  `json:"budget"`
 	// StaysBelow[i] is the cost after which the gap stays at or below
 	// target i, checked at every logged point (the headline); FirstTouch[i]
 	// the cost at which it first touches it.
@@ -126,7 +127,7 @@ func (s *session) summarise(t *Tuning, runsOf func(Method) []Trace) *Result {
 	for _, c := range t.Choices {
 		m := c.Best
 		runs := runsOf(m)
-		ms := MethodSummary{Name: c.Name, Setting: m}
+		ms := MethodSummary{Name: c.Name, Setting: m, Budget: pr.budget(m)}
 		for i := range pr.Targets {
 			ms.StaysBelow = append(ms.StaysBelow, s.passage(s.passages(runs, m, i, true)))
 			ms.FirstTouch = append(ms.FirstTouch, s.passage(s.passages(runs, m, i, false)))

@@ -187,3 +187,13 @@ func (r *runner) cost() int64 {
 	}
 	return r.base + r.est.Totals().Samples
 }
+
+// Trial runs method m from the problem's x0 with one seed until the next
+// iterate would pass budget, and returns its trace with the value logged at
+// the budget only: for a run's last iterate (Trace.Final).
+func Trial(p *Problem, m Method, seed uint64, budget int64) (Trace, error) {
+	if err := p.check(); err != nil {
+		return Trace{}, err
+	}
+	return trial(p, m, seed, budget, []int64{budget}, nil, gauge{err: true}, false)
+}

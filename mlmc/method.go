@@ -34,6 +34,11 @@ var builtin = []Scheme{
 // A Scheme is one base estimator: everything New, ExpectedCost and the
 // predictions need to know of it. Each method of the paper is one file of
 // this package implementing it; another program adds its own with Register.
+// A Scheme may also implement Predictable (its variance from measured
+// levels), Explicit() ExplicitLaw (it reads Config.LevelProbs or
+// LevelDraws) and SplitsBatch() bool (ranks share each of its draws);
+// without them it is not predicted, takes no measured law and draws
+// independently on every rank.
 type Scheme interface {
 	// Name is the method's name as ParseKind reads it: lower case, without
 	// the "vr-" of the variance-reduced version.

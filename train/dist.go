@@ -55,8 +55,8 @@ func launchRank(sess Session) int {
 // of their rank on the node (OMPI_COMM_WORLD_LOCAL_RANK), so that P ranks
 // on a node of P GPUs use one each, unless the launcher already gave each
 // rank one GPU through CUDA_VISIBLE_DEVICES; otherwise GPU 0.
-func localGPU(cfg Settings) int {
-	if kind, err := collective.ParseKind(cfg.Dist); err != nil || kind == collective.KindNone {
+func localGPU(dist collective.Kind) int {
+	if dist == collective.KindNone {
 		return 0
 	}
 	if v := os.Getenv("CUDA_VISIBLE_DEVICES"); v != "" && !strings.Contains(v, ",") {
@@ -152,12 +152,9 @@ func (t *trainer) openComm() error {
 		c = t.sess.Comm
 		t.logf("dist: given by caller: %s", c.Describe())
 	} else {
-		kind, err := collective.ParseKind(cfg.Dist)
-		if err != nil {
-			return err
-		}
 		var line string
-		c, line, err = collective.Open(kind, t.b, collective.Options{Addr: cfg.DistAddr, Rank: t.sess.Rank, Size: t.sess.WorldSize})
+		var err error
+		c, line, err = collective.Open(t.plan.Dist, t.b, collective.Options{Addr: cfg.DistAddr, Rank: t.sess.Rank, Size: t.sess.WorldSize})
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/contrastive"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
@@ -328,7 +328,7 @@ func referenceRun(t *testing.T, cfg Settings, ranks int) [][]float32 {
 	sched := optim.Schedule{BaseLR: float32(plan.LR), WarmupSteps: plan.WarmupIters, TotalSteps: plan.TotalIters}
 	model := resnet18.New(b, netCfg, cfg.Seed)
 	params := model.Params()
-	opt, err := optim.New(b, params, optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
+	opt, err := optim.New(b, params, optim.Config{Kind: plan.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,8 @@ type Facts struct {
 // fields with a JSON key are recorded in config.json (record); the others
 // are derived again from the settings on resume.
 type Plan struct {
+	// Choices are the settings' options, parsed (Settings.Choices).
+	Choices `json:"-"`
 	// Out is the run folder (Facts.Out).
 	Out string `json:"-"`
 	// Estimator is --estimator, read once.
@@ -102,11 +104,15 @@ type Plan struct {
 // from the facts f of this session. It is a pure function: the same
 // settings and facts give the same plan, and it reads nothing else.
 func Resolve(s Settings, f Facts) (Plan, error) {
+	choices, err := s.Choices()
+	if err != nil {
+		return Plan{}, err
+	}
 	k, chosen, err := s.resolveKind(f)
 	if err != nil {
 		return Plan{}, err
 	}
-	p := Plan{Auto: chosen, Out: cmp.Or(f.Out, s.Out), Estimator: k, MaxServable: f.ServableLevel, TrainImages: f.TrainImages, Ranks: max(f.Ranks, 1),
+	p := Plan{Choices: choices, Auto: chosen, Out: cmp.Or(f.Out, s.Out), Estimator: k, MaxServable: f.ServableLevel, TrainImages: f.TrainImages, Ranks: max(f.Ranks, 1),
 		Version: f.Version, DeviceLog: f.DeviceLog}
 	p.SplitBatch = splitsBatch(k, p.Ranks)
 	if p.SplitBatch && (1<<s.MaxLevel)%p.Ranks != 0 {
@@ -128,7 +134,7 @@ func Resolve(s Settings, f Facts) (Plan, error) {
 	} else if p.LevelProbs, p.LevelDraws, err = levelLaw(s, f.Levels, f.Previous); err != nil {
 		return Plan{}, err
 	}
-	p.MLMC = s.mlmcConfig(p.LevelProbs, p.LevelDraws)
+	p.MLMC = s.mlmcConfig(p.Halves, p.LevelProbs, p.LevelDraws)
 	if p.ExpectedImages, p.ExpectedEvals, err = p.expectedCost(); err != nil {
 		return Plan{}, err
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
-	"github.com/simclr-go/simclr/internal/synthdata"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/synthdata"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 	"github.com/simclr-go/simclr/runfolder"
 )
 
@@ -166,7 +166,7 @@ func TestResumeIsBitForBit(t *testing.T) {
 		// previous iteration's (head_prev_*); the resumed sessions read
 		// --norm and --augment back from config.json.
 		{"vr-rtmlmc", "group", "paper", 5, []int{3}, "", 0, false},
-		{"vr-rtmlmc", "", "", 7, []int{2, 3}, contrastive.HalvesSeparate, 8, true},
+		{"vr-rtmlmc", "", "", 7, []int{2, 3}, "separate", 8, true},
 		// The decoupled losses; SogCLR's u is state (sogclr_u, compared
 		// below with the parameters), and its cosine-decayed gamma is a
 		// function of the iteration. 48 images: 6 iterations an epoch, so

@@ -25,4 +25,7 @@ func (b *Backend) Decoupled(n, d int, tau, gamma float32, u, z, dz tensor.Buffer
 	return tensor.LossResult{Loss: value, Full: value}
 }
 
-var _ tensor.DecoupledLoss = (*Backend)(nil)
+var (
+	_ tensor.ContrastiveLoss = (*Backend)(nil)
+	_ tensor.DecoupledLoss   = (*Backend)(nil)
+)

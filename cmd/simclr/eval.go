@@ -102,7 +102,7 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	if err != nil {
 		return fail(err)
 	}
-	b, line, err := backend.Open(e.device, e.precision)
+	b, line, err := openBackend(e.device, e.precision)
 	if err != nil {
 		return fail(err)
 	}
@@ -297,4 +297,17 @@ func printResult(cmd *cobra.Command, asJSON bool, v any, line string) error {
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), string(data))
 	return nil
+}
+
+// openBackend opens the backend --device and --precision name.
+func openBackend(device, precision string) (tensor.Backend, string, error) {
+	d, err := backend.ParseDevice(device)
+	if err != nil {
+		return nil, "", fmt.Errorf("--device: %w", err)
+	}
+	p, err := backend.ParsePrecision(precision)
+	if err != nil {
+		return nil, "", fmt.Errorf("--precision: %w", err)
+	}
+	return backend.Open(d, p)
 }

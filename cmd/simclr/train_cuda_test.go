@@ -29,7 +29,7 @@ func readMetrics(t *testing.T, run string) []runfolder.Metrics {
 // backend opened and closed for the purpose.
 func deviceFree(t *testing.T) uint64 {
 	t.Helper()
-	b, _, err := backend.Open("cuda", "fp32")
+	b, _, err := backend.Open(backend.DeviceCUDA, backend.FP32)
 	if err != nil {
 		t.Fatal(err)
 	}

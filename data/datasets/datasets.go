@@ -157,7 +157,7 @@ func (r *Registry) variant(name string) (Dataset, Variant, error) {
 	if len(options) == 0 {
 		return d, Variant{}, fmt.Errorf("dataset %q: %s takes no option; use one of %s", name, d.Name, r.Names())
 	}
-	return d, Variant{}, fmt.Errorf("dataset %q: the only %s option is %s (%s)", name, d.Name, strings.Join(options, ", "), d.Help)
+	return d, Variant{}, fmt.Errorf("dataset %q: the only %s option is %s; use %s", name, d.Name, strings.Join(options, ", "), d.Help)
 }
 
 // CheckName reports whether name is one Open accepts, without touching the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/cifar"
-	"github.com/simclr-go/simclr/data/internal/shared"
+	"github.com/simclr-go/simclr/internal/testsupport/shared"
 )
 
 // TestCIFAR10BothForms loads the full CIFAR-10 rebuilt in binary form and

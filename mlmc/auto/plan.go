@@ -753,11 +753,12 @@ func (p *Plan) choose(lev []level, t Target, r Rules) {
 		p.Reasons.Method = table + ": RT-MLMC; " + consts
 	}
 	p.Method = p.Kind.String()
-	switch p.Kind.Method {
-	case mlmc.RTMLMC:
+	// The law the method reads (mlmc's table says which).
+	switch p.Kind.Method.Explicit() {
+	case mlmc.ExplicitProbs:
 		p.LevelProbs = rtLaw(lev)
 		p.Reasons.Law = "variance-optimal q_l proportional to sqrt(E|H^l|^2 / C_l) " + lawSource(lev)
-	case mlmc.VMLMC:
+	case mlmc.ExplicitDraws:
 		p.LevelDraws = vmLaw(lev)
 		p.Reasons.Law = "variance-optimal n_l proportional to sqrt(Var H^l / C_l), n_L = 1, " + lawSource(lev)
 	default:

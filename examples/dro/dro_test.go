@@ -446,6 +446,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--data-dir", "/nonexistent"}, "--data-dir"},
 		{[]string{"--markdown", "/nonexistent.jsonl"}, "open results"},
 		{[]string{"--methods", "L-SGD,XX"}, `unknown method "XX"`},
+		{[]string{"--method", "grid"}, `--method "grid"`},
+		{[]string{"--gap", "0.01"}, "only --method auto plans for a gap"},
+		{[]string{"--method", "auto", "--gap", "2"}, "--gap 2"},
+		{[]string{"--method", "auto", "--methods", "L-SGD"}, "drop --methods"},
 	} {
 		var out, errOut strings.Builder
 		err := mainErr(c.args, &out, &errOut)
@@ -531,6 +535,53 @@ func TestExperimentSmall(t *testing.T) {
 	b, _ := json.Marshal(again.Summary)
 	if string(a) != string(b) {
 		t.Errorf("rerun with the tuned settings differs:\n%s\n%s", a, b)
+	}
+}
+
+// TestAutoSmall runs the auto method on the small linear problem of
+// TestExperimentSmall's kind, planned for a 1% gap: each trial records two
+// plans whose pilot is at most 5% of the budget in all, and the median
+// trial stays below the gap.
+func TestAutoSmall(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	d := &Data{Name: "toy"}
+	for range 50 {
+		a := []float64{2*r.Float64() - 1, 2*r.Float64() - 1}
+		d.X = append(d.X, a)
+		d.Y = append(d.Y, 3*a[0]-2*a[1]+1+0.3*r.NormFloat64())
+	}
+	ex := newExactLinear(d)
+	_, fStar, err := ex.minimise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex,
+		x0: make([]float64, 3), fStar: fStar, budget: 200_000, growth: 1.5}
+	tk.f0 = ex.value(tk.x0)
+	var out strings.Builder
+	o := options{trials: 3, jsonOut: true, auto: true, autoGaps: []float64{0.01}}
+	if err := tk.autoExperiment(o, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var s experiment.Summary
+	if err := json.Unmarshal([]byte(out.String()), &s); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Methods[0]
+	if m.Name != "auto" || len(m.Plans) != 3 {
+		t.Fatalf("%s with %d trials' plans, want auto with 3", m.Name, len(m.Plans))
+	}
+	for i, plans := range m.Plans {
+		spent := int64(0)
+		for _, p := range plans {
+			spent += p.Spent
+		}
+		if len(plans) != 2 || spent > tk.budget/20 {
+			t.Errorf("trial %d: %d plans spending %d samples, want 2 within %d", i, len(plans), spent, tk.budget/20)
+		}
+	}
+	if p := m.StaysBelow[0]; p.Median == nil || p.Reached < 2 {
+		t.Errorf("auto does not stay below a 1%% gap on a 3-parameter least-squares problem: %+v", p)
 	}
 }
 

@@ -8,6 +8,7 @@
 //	go run ./examples/dro --dataset csv:PATH:TARGET [...]    # your own CSV with a header; TARGET a column name or 0-based index
 //	go run ./examples/dro --markdown results/dro/summary.jsonl
 //	go run ./examples/dro --full --tuned results/dro/summary.jsonl --json   # the reported trials again, without tuning
+//	go run ./examples/dro --dataset mpg --method auto --gap 0.001 --json   # the auto method instead of the grid
 //
 // The convex sets (housing, mg, mpg; a linear predictor) are scored by the
 // closed form of the objective, and their optimum F* comes from Newton's
@@ -47,6 +48,7 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -74,6 +76,10 @@ type options struct {
 	mdFrom  string
 	tuned   string
 	kinds   []mlmc.Kind
+	// auto runs the auto method (package experiment/autoplan) instead of
+	// the grid, planned for each of autoGaps.
+	auto     bool
+	autoGaps []float64
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -92,8 +98,29 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	methodList := fs.String("methods", "", "comma-separated methods to run (default all ten), e.g. L-SGD,V-MLMC,RT-MLMC or lsgd,vmlmc,rtmlmc")
 	fs.StringVar(&o.tuned, "tuned", "", "take each method's settings from this --json output file instead of tuning, and rerun the trials")
 	fs.StringVar(&o.mdFrom, "markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
+	methodName := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap")
+	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	switch *methodName {
+	case "":
+		if *gap != 0 {
+			return o, fmt.Errorf("--gap %g: only --method auto plans for a gap; the grid reports every gap", *gap)
+		}
+	case "auto":
+		o.auto, o.autoGaps = true, gaps
+		if *gap != 0 {
+			if !(*gap > 0 && *gap < 1) {
+				return o, fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.001", *gap)
+			}
+			o.autoGaps = []float64{*gap}
+		}
+		if *methodList != "" || o.tuned != "" {
+			return o, errors.New("--method auto chooses its own estimator and settings: drop --methods and --tuned")
+		}
+	default:
+		return o, fmt.Errorf("--method %q: the only method is auto (the grid's methods are chosen with --methods)", *methodName)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -190,7 +217,11 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		}
-		if err := t.experiment(o, stdout, stderr); err != nil {
+		run := t.experiment
+		if o.auto {
+			run = t.autoExperiment
+		}
+		if err := run(o, stdout, stderr); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -247,6 +278,31 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 		return res.Summary.WriteJSON(stdout)
 	}
 	experiment.WriteMarkdown(stdout, []experiment.Summary{res.Summary})
+	return nil
+}
+
+// autoExperiment runs the auto method on the reported seeds, planned for
+// each gap of o.autoGaps in turn: one summary per gap, whose trials'
+// plans say what the pilot chose and why.
+func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
+	p, pr := t.problem(), t.protocol(o.trials)
+	for _, g := range o.autoGaps {
+		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; auto planned for gap %g\n",
+			t.ds.Name, t.ds.About, t.model.name(), t.f0, t.fStar, t.budget, g)
+		tn := experiment.Fixed(fmt.Sprintf("auto planned for gap %g: a pilot of at most 5%% of each trial's budget, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", g),
+			experiment.Method{Auto: autoplan.New(g)})
+		res, err := experiment.Report(p, pr, tn)
+		if err != nil {
+			return err
+		}
+		if o.jsonOut {
+			if err := res.Summary.WriteJSON(stdout); err != nil {
+				return err
+			}
+			continue
+		}
+		experiment.WriteMarkdown(stdout, []experiment.Summary{res.Summary})
+	}
 	return nil
 }
 

@@ -5,7 +5,7 @@
 // gradients (L = 18), for the Erlang, exponential and hyperexponential service
 // laws, against the optimum of the closed-form M/G/1 objective.
 //
-//	go run ./examples/pricing [--construction paper|coupled|tail] [--window M] [--full] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune]
+//	go run ./examples/pricing [--construction paper|coupled|tail] [--window M] [--full] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune] [--method auto [--gap G]]
 //
 // It runs through the experiment harness (package experiment) and prints,
 // per law and method, the median number of simulated queue steps after
@@ -43,6 +43,7 @@ import (
 	"runtime"
 
 	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -171,6 +172,10 @@ type options struct {
 	png       string
 	full      bool
 	lawFilter string
+	// autoGap, when positive, runs the auto method (package
+	// experiment/autoplan) planned for this relative objective gap instead
+	// of the three methods.
+	autoGap float64
 }
 
 // parseOptions reads the command line. The quick default is one law (the
@@ -189,6 +194,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	asJSON := fs.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
 	lawName := fs.String("law", "", "run only this service law (erlang, exponential, hyperexponential); default exponential, or all with --full")
 	png := fs.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
+	method := fs.String("method", "", "auto: run the auto method instead of the three methods (a pilot of at most 5% of the 2^28 steps chooses the estimator, L, the level law and the step), planned for --gap")
+	gap := fs.Float64("gap", tolerance*tolerance, "with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, usageError{err}
 	}
@@ -213,6 +220,19 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{kind: oracleKind{Construction: c, Window: *window}, workers: *workers, tune: *tune,
 		asJSON: *asJSON, png: *png, full: *full, lawFilter: *lawName}
+	switch *method {
+	case "":
+	case "auto":
+		if !(*gap > 0 && *gap < 1) {
+			return options{}, usageError{fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.0001", *gap)}
+		}
+		if *tune {
+			return options{}, usageError{fmt.Errorf("--method auto chooses its own settings: drop --tune")}
+		}
+		o.autoGap = *gap
+	default:
+		return options{}, usageError{fmt.Errorf("--method %q: the only method is auto", *method)}
+	}
 	n := *seeds
 	if n == 0 {
 		n = 2
@@ -252,7 +272,12 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 		p := problem(law, o.kind)
 		fmt.Fprintf(stderr, "%s service (Var V = %.3f): optimum mu* = %.4f, p* = %.4f, F* = %.4f\n",
 			law.Name, law.Var(), p.xStar[0], p.xStar[1], Objective(law, p.xStar[0], p.xStar[1]))
-		res, err := experiment.Report(p.Problem, pr, experiment.Fixed("one considered choice per method, not tuned", methods(o.kind.Construction)...))
+		tn := experiment.Fixed("one considered choice per method, not tuned", methods(o.kind.Construction)...)
+		if o.autoGap > 0 {
+			tn = experiment.Fixed(fmt.Sprintf("auto planned for the relative objective gap %g, with a budget of 2^28 steps (the RT methods'): a pilot of at most 5%% of it, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", o.autoGap),
+				experiment.Method{Auto: autoplan.New(o.autoGap), Budget: 1 << 28})
+		}
+		res, err := experiment.Report(p.Problem, pr, tn)
 		if err != nil {
 			return err
 		}

@@ -437,6 +437,10 @@ func TestParseOptions(t *testing.T) {
 		{args: []string{"--workers", "0"}, wantErr: "--workers"},
 		{args: []string{"--law", "gamma"}, wantErr: "--law"},
 		{args: []string{"extra"}, wantErr: "unexpected argument"},
+		{args: []string{"--method", "auto"}, laws: 1, seeds: 2, kind: oracleKind{EndCoupled, 1}},
+		{args: []string{"--method", "auto", "--gap", "1.5"}, wantErr: "--gap"},
+		{args: []string{"--method", "auto", "--tune"}, wantErr: "--tune"},
+		{args: []string{"--method", "grid"}, wantErr: "--method"},
 	}
 	for _, tc := range tests {
 		o, err := parseOptions(tc.args, io.Discard)
@@ -449,6 +453,9 @@ func TestParseOptions(t *testing.T) {
 		if err != nil {
 			t.Errorf("%v: %v", tc.args, err)
 			continue
+		}
+		if auto := len(tc.args) > 1 && tc.args[0] == "--method"; auto != (o.autoGap == tolerance*tolerance) {
+			t.Errorf("%v: auto gap %g", tc.args, o.autoGap)
 		}
 		if len(o.laws) != tc.laws || len(o.seeds) != tc.seeds || o.kind != tc.kind {
 			t.Errorf("%v: %d laws, %d seeds, %v; want %d, %d, %v", tc.args, len(o.laws), len(o.seeds), o.kind, tc.laws, tc.seeds, tc.kind)

@@ -65,6 +65,10 @@ func problem(law Law, k oracleKind) pricingProblem {
 			pc := precondition([2]float64{x[0], x[1]})
 			d[0], d[1] = pc[0], pc[1]
 		},
+		// The closed-form objective, which the auto method's step rule
+		// scores candidates on; the targets are read on Error.
+		Objective: experiment.Objective{About: "closed-form M/G/1 objective",
+			Value: func(x []float64) (float64, float64) { return Objective(law, x[0], x[1]), 0 }},
 		Error: func(x []float64) float64 {
 			return math.Hypot(x[0]-xStar[0], x[1]-xStar[1]) / math.Hypot(xStar[0], xStar[1])
 		},

@@ -3,6 +3,7 @@ package ubsr
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/simclr-go/simclr/mlmc"
@@ -148,24 +149,26 @@ func (o *Oracle[Xi]) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64
 	for i, xi := range d.xt {
 		o.xts[i] = o.p.Payoff(theta, xi, nil)
 	}
-	if err := o.ratio(0, n, alpha, out); err != nil {
+	t, err := o.ratio(0, n, alpha, math.NaN(), out)
+	if err != nil {
 		return err
 	}
 	if diff {
-		if err := o.ratio(0, n/2, -alpha/2, out); err != nil {
+		if _, err := o.ratio(0, n/2, -alpha/2, t, out); err != nil {
 			return err
 		}
-		return o.ratio(n/2, n, -alpha/2, out)
+		_, err = o.ratio(n/2, n, -alpha/2, t, out)
 	}
-	return nil
+	return err
 }
 
 // ratio adds alpha times g^ over samples from..to-1 into out, with t the
-// sample-average root over the same range of X~.
-func (o *Oracle[Xi]) ratio(from, to int, alpha float64, out []float64) error {
-	t, err := SampleRoot(o.loss, o.xts[from:to], o.cfg.Lambda, o.cfg.Tol)
+// sample-average root over the same range of X~ (its Newton steps started
+// from start, unless NaN), and returns t.
+func (o *Oracle[Xi]) ratio(from, to int, alpha, start float64, out []float64) (float64, error) {
+	t, err := sampleRoot(o.loss, o.xts[from:to], o.cfg.Lambda, o.cfg.Tol, start)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	dim := len(out)
 	clear(o.g)
@@ -179,14 +182,14 @@ func (o *Oracle[Xi]) ratio(from, to int, alpha float64, out []float64) error {
 		}
 	}
 	if !(den > 0) {
-		return fmt.Errorf("ubsr: %s: the sum of l'(-X_j - t) over %d samples is %g at t = %g: "+
+		return 0, fmt.Errorf("ubsr: %s: the sum of l'(-X_j - t) over %d samples is %g at t = %g: "+
 			"the ratio estimate needs l' positive where -X - t falls (a loss flat there, or one whose l' underflows, cannot weigh the samples: is theta diverging?)",
 			o.loss.Name, to-from, den, t)
 	}
 	for k, v := range o.g {
 		out[k] -= alpha * v / den
 	}
-	return nil
+	return t, nil
 }
 
 func grow(v []float64, n int) []float64 {

@@ -15,14 +15,23 @@ const DefaultTol = 1e-12
 //
 //	(1/n) sum_i l(-xs_i - t) = lambda,
 //
-// to within tol (absolute, relative above |t| = 1), found by safeguarded
-// Newton steps inside a bracket (docs/definitions.md, section 10). The left
-// side is convex and nonincreasing in t, so a Newton step from either side
-// lands left of the root and the iterates then rise to it; a step outside
-// the bracket, or one that shrinks the residual too slowly, is replaced by
-// bisection. It fails when lambda is outside the range the loss reaches on
-// these samples, or when l' is zero all along the bracket.
+// to within tol (absolute, relative above |t| = 1), by Newton steps
+// (docs/definitions.md, section 10). The left side is convex and
+// nonincreasing in t, so a Newton step from either side lands left of the
+// root and the iterates then rise to it; when that fails (a flat stretch of
+// l, a step that leaves the finite numbers) it brackets the root and takes
+// safeguarded Newton steps inside the bracket, bisecting when a step leaves
+// it or shrinks the residual too slowly. It fails when lambda is outside the
+// range the loss reaches on these samples, or when l' is zero all along the
+// bracket.
 func SampleRoot(l Loss, xs []float64, lambda, tol float64) (float64, error) {
+	return sampleRoot(l, xs, lambda, tol, math.NaN())
+}
+
+// sampleRoot is SampleRoot started from start, or from minus the samples'
+// mean when start is NaN. The oracle starts each half's root from the
+// root of all the samples, a few Newton steps away.
+func sampleRoot(l Loss, xs []float64, lambda, tol, start float64) (float64, error) {
 	if len(xs) == 0 {
 		return 0, fmt.Errorf("ubsr: sample root of no samples")
 	}
@@ -41,7 +50,45 @@ func SampleRoot(l Loss, xs []float64, lambda, tol float64) (float64, error) {
 		}
 		return v/n - lambda, -d / n
 	}
-	return solveDecreasing(f, -mean, math.Max(1, hi-lo), tol, l.Name, lambda)
+	if math.IsNaN(start) {
+		start = -mean
+	}
+	if t, ok := newtonFromLeft(f, start, tol); ok {
+		return t, nil
+	}
+	return solveDecreasing(f, start, math.Max(1, hi-lo), tol, l.Name, lambda)
+}
+
+// newtonFromLeft runs plain Newton steps on a convex nonincreasing f from
+// t0. The tangent of a convex function lies below it, so after the first
+// step every iterate is left of the root (f >= 0) and the iterates rise to
+// it, quadratically near it: no bracket is needed. It gives up (ok false)
+// on anything else, a flat stretch (f' = 0), a number that is not finite,
+// a step back to the right, or 60 steps, and the caller brackets instead.
+func newtonFromLeft(f func(t float64) (float64, float64), t0, tol float64) (float64, bool) {
+	t := t0
+	for k := range 60 {
+		v, d := f(t)
+		if v == 0 {
+			return t, true
+		}
+		if !(d < 0) || math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, false
+		}
+		step := -v / d
+		scale := tol * math.Max(1, math.Abs(t))
+		if math.Abs(step) <= scale {
+			return t + step, true
+		}
+		if k > 0 && step < 0 {
+			return 0, false // left of the root, a step left: rounding or a nonconvex f
+		}
+		t += step
+		if math.IsInf(t, 0) {
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // solveDecreasing finds the root of a convex nonincreasing f (returning f

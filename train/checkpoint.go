@@ -284,7 +284,7 @@ func (t *trainer) restore() error {
 	}
 	t.oracle.SetPasses(passes)
 	if f.Metadata["totals"] == "" {
-		t.totals.Evals = passes // a checkpoint of one process from before issue 19
+		t.totals.Evals = passes // a checkpoint from before data-parallel training, which kept no totals of its own
 	}
 	if t.comm.Rank() != 0 {
 		return nil

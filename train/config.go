@@ -23,7 +23,7 @@ import (
 // repeat the run and the plan explains it. Nothing changes Settings during
 // a run.
 type Settings struct {
-	Dataset string `json:"dataset"`  // cifar10, cifar100, svhn, folder:PATH
+	Dataset string `json:"dataset"`  // a name of datasets.Names
 	DataDir string `json:"data_dir"` // where the data sets live
 	// TrainSubset and TestSubset keep only this many images of each split,
 	// class-balanced (0 keeps all): the quick preset's small CIFAR-10.

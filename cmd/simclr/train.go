@@ -28,7 +28,7 @@ import (
 // defaults. It is called twice when a preset is used: once for the command
 // line, once to carry the flags the user set over onto the preset.
 func defineTrainFlags(fs *pflag.FlagSet, c *train.Settings) {
-	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "data set: cifar10, cifar100 (cifar100:coarse for the 20 superclasses), svhn, or folder:PATH (PATH/train/CLASS/*.png|jpg and PATH/test/...)")
+	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "data set: "+datasets.Help())
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets, as scripts/fetch_data.sh lays them out (empty: "+datasets.DefaultDir+")")
 	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only N training images, class-balanced (0: all)")
 	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "use only N test images for evaluation, class-balanced (0: all)")

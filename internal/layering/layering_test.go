@@ -28,6 +28,8 @@ var layers = map[string]int{
 	"cso": 1, "internal/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
 	// 2: data sets by name, the loader, layers.
 	"data/datasets": 2, "loader": 2, "nn": 2,
+	// 2: the experiment harness over mlmc oracles.
+	"experiment": 2,
 	// 3: the optimizer, the network, the classifiers on features.
 	"optim": 3, "model/resnet18": 3, "eval/knn": 3, "eval/linear": 3,
 	// 4: the two implementations of tensor.Backend.

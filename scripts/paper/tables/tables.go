@@ -562,13 +562,9 @@ func levelsTables(b *strings.Builder, root string) error {
 		if strings.HasSuffix(f, ".run.json") {
 			continue
 		}
-		raw, err := os.ReadFile(f)
+		rep, err := mlmc.ReadLevelsReport(f)
 		if err != nil {
 			return err
-		}
-		var rep mlmc.LevelsReport
-		if err := json.Unmarshal(raw, &rep); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		fmt.Fprintf(b, "\n**Per-level diagnostics, %s** (`simclr levels`, levels %d..%d, %d draws; Y = h^%d at the lowest level, H^l above; h^L for L-SGD):\n\n",

@@ -33,12 +33,12 @@ type instance struct {
 	Grad0                 []float64
 	Reference             string
 
-	problem ubsr.Problem[[]float64]
+	payoff ubsr.Problem[[]float64]
 }
 
 // oracle makes the instance's UBSR oracle with the given seed.
 func (in *instance) oracle(seed uint64) (*ubsr.Oracle[[]float64], error) {
-	return ubsr.New(in.problem, in.Loss, ubsr.Config{Lambda: in.Lambda, MaxLevel: oracleMaxLevel, Seed: seed})
+	return ubsr.New(in.payoff, in.Loss, ubsr.Config{Lambda: in.Lambda, MaxLevel: oracleMaxLevel, Seed: seed})
 }
 
 // The 3-asset Gaussian portfolio: means, standard deviations and the one
@@ -84,7 +84,7 @@ func gaussianInstance(k int) (*instance, error) {
 	lc := losses[k]
 	in := &instance{Name: "gaussian-3", Loss: lc.Loss, Lambda: lc.Lambda, X0: uniform(3), Exact: true,
 		Reference: "closed form, minimised on the budget plane by projected gradient to a gradient norm of 1e-8",
-		problem:   p}
+		payoff:    p}
 	in.SR = func(theta, grad []float64) (float64, error) { return p.SR(lc.Loss, lc.Lambda, theta, grad) }
 	return in, in.solve()
 }
@@ -184,7 +184,7 @@ func studentInstance() (*instance, error) {
 	in := &instance{Name: "student-t-20", Loss: lc.Loss, Lambda: lc.Lambda, X0: uniform(factorAssets),
 		Reference: fmt.Sprintf("the sample-average SR over %d fixed draws (seed %d), minimised on the budget plane; "+
 			"SR* is that sample objective's minimum, its standard error the delta method's at the minimiser", referenceDraws, referenceSeed),
-		problem: f}
+		payoff: f}
 	// SR allocates its payoffs per call, so that runs may score
 	// concurrently.
 	in.SR = func(theta, grad []float64) (float64, error) {

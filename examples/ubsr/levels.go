@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -38,6 +39,17 @@ type biasRow struct {
 
 // interval is a fitted rate with its 95% interval, as [value, lo, hi].
 type interval [3]float64
+
+// MarshalJSON writes non-finite ends (a fit that could not be made) as null.
+func (iv interval) MarshalJSON() ([]byte, error) {
+	out := make([]*float64, 3)
+	for i, v := range iv {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out[i] = &v
+		}
+	}
+	return json.Marshal(out)
+}
 
 func rateInterval(f mlmc.RateFit) interval {
 	return interval{f.Rate, f.Rate - z95*f.SE, f.Rate + z95*f.SE}

@@ -23,6 +23,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
+
+	"github.com/simclr-go/simclr/mlmc"
 )
 
 func main() {
@@ -37,6 +40,15 @@ type settings struct {
 	Instance, Loss string
 	Levels         bool
 	JSON           string
+	// Run runs the experiment: tuning on seeds 1001-1003, then Trials
+	// reported trials of each family's chosen settings.
+	Run     bool
+	Budget  int64
+	Trials  int
+	Workers int
+	Grid    string
+	Methods string
+	Out     string
 }
 
 func parse(args []string) (settings, error) {
@@ -46,6 +58,13 @@ func parse(args []string) (settings, error) {
 	fs.StringVar(&s.Loss, "loss", "all", "the Gaussian instance's loss: entropic, quadratic-hinge, expectile or all")
 	fs.BoolVar(&s.Levels, "levels", false, "run the per-level diagnostic at x0")
 	fs.StringVar(&s.JSON, "json", "", "write the reports as JSON to this file")
+	fs.BoolVar(&s.Run, "run", false, "run the experiment: tune every estimator, report its trials, fit the complexity exponents")
+	fs.Int64Var(&s.Budget, "budget", 1<<21, "samples per run")
+	fs.IntVar(&s.Trials, "trials", 10, "reported trials per chosen setting")
+	fs.IntVar(&s.Workers, "workers", 2, "runs at a time")
+	fs.StringVar(&s.Grid, "grid", "paper", "tuning grid: paper (L = 0..10, steps 4..0.25, two schedules, D1 = 1, 10) or small (L = 2, 4, ..., 10, steps 2..0.25, two schedules, D1 = 10)")
+	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...)")
+	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
 	if err := fs.Parse(args); err != nil {
 		return s, err
 	}
@@ -54,6 +73,15 @@ func parse(args []string) (settings, error) {
 	}
 	if !slices.Contains([]string{"gaussian-3", "student-t-20", "all"}, s.Instance) {
 		return s, fmt.Errorf("--instance %q: use gaussian-3, student-t-20 or all", s.Instance)
+	}
+	if s.Grid != "paper" && s.Grid != "small" {
+		return s, fmt.Errorf("--grid %q: use paper or small", s.Grid)
+	}
+	if s.Run && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
+		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
+	}
+	if _, err := kindsOf(s.Methods); err != nil {
+		return s, err
 	}
 	if s.Loss != "all" && lossIndex(s.Loss) < 0 {
 		return s, fmt.Errorf("--loss %q: use entropic, quadratic-hinge, expectile or all", s.Loss)
@@ -107,7 +135,25 @@ func run(args []string, w io.Writer) error {
 	var reports []any
 	for _, in := range ins {
 		in.print(w)
-		if s.Levels {
+		if s.Run {
+			kinds, _ := kindsOf(s.Methods)
+			g := paperGrid
+			if s.Grid == "small" {
+				g = smallGrid
+			}
+			o, err := runExperiment(in, s, g, kinds, w)
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", in.Name, in.Loss.Name, err)
+			}
+			if err := os.MkdirAll(s.Out, 0o755); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			if err := o.write(s.Out); err != nil {
+				return err
+			}
+			o.print(w)
+			reports = append(reports, o.issueJSON())
+		} else if s.Levels {
 			rep, err := measureLevels(in)
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", in.Name, in.Loss.Name, err)
@@ -144,4 +190,20 @@ func (in *instance) print(w io.Writer) {
 		fmt.Fprintf(w, " ± %.2g", in.SRStarSE)
 	}
 	fmt.Fprintf(w, ", SR(x0) - SR* = %.6g (%s)\n", in.SR0-in.SRStar, in.Reference)
+}
+
+// kindsOf reads --methods.
+func kindsOf(list string) ([]mlmc.Kind, error) {
+	if list == "all" {
+		return families, nil
+	}
+	var out []mlmc.Kind
+	for _, n := range strings.Split(list, ",") {
+		k, err := mlmc.ParseKind(n)
+		if err != nil {
+			return nil, fmt.Errorf("--methods: %w", err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }

@@ -25,7 +25,7 @@ var layers = map[string]int{
 	"internal/layering": 0, "internal/testenv": 0, "internal/citations": 0,
 	"internal/npy": 0,
 	// 1: the CSO oracle, the host reference maths, data readers, augmentations.
-	"cso": 1, "internal/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
+	"cso": 1, "ubsr": 1, "internal/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
 	// 2: data sets by name, the loader, layers.
 	"data/datasets": 2, "loader": 2, "nn": 2,
 	// 2: the experiment harness over mlmc oracles.
@@ -40,7 +40,7 @@ var layers = map[string]int{
 	// 6: the trainer; reports on run folders.
 	"train": 6, "report": 6,
 	// 7: programs.
-	"cmd/simclr": 7, "examples/pricing": 7, "examples/dro": 7, "scripts/study/levelsplot": 7, "scripts/paper/tables": 7,
+	"cmd/simclr": 7, "examples/pricing": 7, "examples/dro": 7, "examples/ubsr": 7, "scripts/study/levelsplot": 7, "scripts/paper/tables": 7,
 }
 
 func TestImportsGoDownTheLayers(t *testing.T) {

@@ -49,6 +49,12 @@ type settings struct {
 	Grid    string
 	Methods string
 	Out     string
+	// FirstTouch also reports each family's best setting per target by
+	// the first-touch rule.
+	FirstTouch bool
+	// LevelsFrom is a --levels JSON file to take the rates from instead of
+	// measuring them again.
+	LevelsFrom string
 }
 
 func parse(args []string) (settings, error) {
@@ -62,8 +68,10 @@ func parse(args []string) (settings, error) {
 	fs.Int64Var(&s.Budget, "budget", 1<<21, "samples per run")
 	fs.IntVar(&s.Trials, "trials", 10, "reported trials per chosen setting")
 	fs.IntVar(&s.Workers, "workers", 2, "runs at a time")
-	fs.StringVar(&s.Grid, "grid", "paper", "tuning grid: paper (L = 0..10, steps 4..0.25, two schedules, D1 = 1, 10) or small (L = 2, 4, ..., 10, steps 2..0.25, two schedules, D1 = 10)")
+	fs.StringVar(&s.Grid, "grid", "paper", "tuning grid: paper (L = 0..10, steps 4..0.25, two schedules, D1 = 1, 10) or small (L = 6, 8, 10, steps 2, 1, 0.5 decaying with t0 = 300, D1 = 10)")
 	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...)")
+	fs.BoolVar(&s.FirstTouch, "first-touch", false, "also report each family's best setting per target by the first-touch rule (more reported runs)")
+	fs.StringVar(&s.LevelsFrom, "levels-from", "", "with --run, take the rates a, b, c, v from this --levels JSON file instead of measuring them again")
 	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
 	if err := fs.Parse(args); err != nil {
 		return s, err

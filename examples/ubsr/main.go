@@ -55,6 +55,9 @@ type settings struct {
 	// LevelsFrom is a --levels JSON file to take the rates from instead of
 	// measuring them again.
 	LevelsFrom string
+	// Refit rebuilds the outputs of an earlier --run from its summary
+	// files under Out.
+	Refit bool
 }
 
 func parse(args []string) (settings, error) {
@@ -72,6 +75,7 @@ func parse(args []string) (settings, error) {
 	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...)")
 	fs.BoolVar(&s.FirstTouch, "first-touch", false, "also report each family's best setting per target by the first-touch rule (more reported runs)")
 	fs.StringVar(&s.LevelsFrom, "levels-from", "", "with --run, take the rates a, b, c, v from this --levels JSON file instead of measuring them again")
+	fs.BoolVar(&s.Refit, "refit", false, "with --run and --levels-from: refit the exponents and rewrite --json from the summary files under --out, without running")
 	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
 	if err := fs.Parse(args); err != nil {
 		return s, err
@@ -84,6 +88,9 @@ func parse(args []string) (settings, error) {
 	}
 	if s.Grid != "paper" && s.Grid != "small" {
 		return s, fmt.Errorf("--grid %q: use paper or small", s.Grid)
+	}
+	if s.Refit && (!s.Run || s.LevelsFrom == "") {
+		return s, fmt.Errorf("--refit needs --run and --levels-from: it rebuilds a run's outputs from its files")
 	}
 	if s.Run && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
@@ -149,15 +156,22 @@ func run(args []string, w io.Writer) error {
 			if s.Grid == "small" {
 				g = smallGrid
 			}
-			o, err := runExperiment(in, s, g, kinds, w)
+			var o *outcome
+			if s.Refit {
+				o, err = refit(in, s, w)
+			} else {
+				o, err = runExperiment(in, s, g, kinds, w)
+			}
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", in.Name, in.Loss.Name, err)
 			}
-			if err := os.MkdirAll(s.Out, 0o755); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			if err := o.write(s.Out); err != nil {
-				return err
+			if !s.Refit {
+				if err := os.MkdirAll(s.Out, 0o755); err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+				if err := o.write(s.Out); err != nil {
+					return err
+				}
 			}
 			o.print(w)
 			reports = append(reports, o.issueJSON())

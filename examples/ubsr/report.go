@@ -79,6 +79,26 @@ func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Wri
 	if err != nil {
 		return nil, err
 	}
+	return newOutcome(in, res, lv), nil
+}
+
+// refit rebuilds the outcome of an earlier --run from its summary file
+// under s.Out (the complexity fits and the --json object), without running.
+func refit(in *instance, s settings, w io.Writer) (*outcome, error) {
+	lv, err := readLevels(s.LevelsFrom, in)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(s.Out, in.Name+"-"+in.Loss.Name+".summary.json")
+	sums, err := experiment.ReadSummaries(path)
+	if err != nil {
+		return nil, fmt.Errorf("--refit: %w", err)
+	}
+	return newOutcome(in, &experiment.Result{Summary: sums[len(sums)-1]}, lv), nil
+}
+
+// newOutcome fits the complexity exponents of a reported experiment.
+func newOutcome(in *instance, res *experiment.Result, lv *levelsReport) *outcome {
 	o := &outcome{in: in, res: res, lv: lv, complexity: map[string]exponent{}}
 	o.complexity["L-SGD"] = fitExponent(res.Summary, in, func(r experiment.Ranking) string { return "L-SGD" })
 	o.complexity["best MLMC"] = fitExponent(res.Summary, in, func(r experiment.Ranking) string { return r.BestMLMC })
@@ -88,11 +108,11 @@ func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Wri
 			o.complexity[name] = fitExponent(res.Summary, in, func(experiment.Ranking) string { return name })
 		}
 	}
-	return o, nil
+	return o
 }
 
 // fitExponent fits log N = k + e log(1/eps) over the targets where the
-// method pick(ranking) reached in at least half the trials, N the median
+// median trial of the method pick(ranking) reached, N the median
 // samples after which the gap stays below eps (each target at its own best
 // setting), and bootstraps the trials 1000 times for the interval.
 func fitExponent(sum experiment.Summary, in *instance, pick func(experiment.Ranking) string) exponent {
@@ -107,8 +127,8 @@ func fitExponent(sum experiment.Summary, in *instance, pick func(experiment.Rank
 			continue
 		}
 		r := ts.StaysBelow.Methods[i]
-		if 2*r.Passage.Reached < len(r.Passage.Trials) {
-			continue
+		if r.Passage.Median == nil {
+			continue // the median trial did not reach it
 		}
 		var costs []float64
 		for _, c := range r.Passage.Trials {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,6 +23,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--methods", "lsgd,sgd"}, "--methods"},
 		{[]string{"--run", "--budget", "0"}, "--budget"},
 		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--refit"}, "--refit needs --run and --levels-from"},
 	} {
 		if _, err := parse(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
@@ -92,5 +95,29 @@ func TestProblemProjectionAndDivergence(t *testing.T) {
 	}
 	if !math.IsNaN(g[0]) {
 		t.Errorf("gradient %v at a point with no root, want NaNs", g)
+	}
+}
+
+// --levels-from names the file and what is missing in it.
+func TestReadLevelsErrors(t *testing.T) {
+	in := &instance{Name: "gaussian-3", Loss: losses[0].Loss}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"missing.json", "", "--levels-from"},
+		{"bad.json", "{", "write it with --levels --json"},
+		{"other.json", `[{"instance": "gaussian-3", "loss": "expectile", "rates": {}}]`, "no diagnostic of gaussian-3 with the entropic loss"},
+		{"norates.json", `[{"instance": "gaussian-3", "loss": "entropic", "rates": {"a": [1, 2]}}]`, "is not [value, lo, hi]"},
+	} {
+		path := filepath.Join(dir, c.name)
+		if c.body != "" {
+			if err := os.WriteFile(path, []byte(c.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := readLevels(path, in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@
 // laws, against the optimum of the closed-form M/G/1 objective.
 //
 //	go run ./examples/pricing [--construction paper|coupled|tail] [--window M] [--full] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune]
+//	go run ./examples/pricing --markdown results/pricing/coupled.jsonl
 //
 // It runs through the experiment harness (package experiment) and prints,
 // per law and method, the median number of simulated queue steps after
@@ -171,6 +172,7 @@ type options struct {
 	png       string
 	full      bool
 	lawFilter string
+	markdown  string
 }
 
 // parseOptions reads the command line. The quick default is one law (the
@@ -189,6 +191,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	asJSON := fs.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
 	lawName := fs.String("law", "", "run only this service law (erlang, exponential, hyperexponential); default exponential, or all with --full")
 	png := fs.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
+	markdown := fs.String("markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
 	if err := fs.Parse(args); err != nil {
 		return options{}, usageError{err}
 	}
@@ -212,7 +215,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return options{}, usageError{fmt.Errorf("--window %d: only --construction paper has a window", *window)}
 	}
 	o := options{kind: oracleKind{Construction: c, Window: *window}, workers: *workers, tune: *tune,
-		asJSON: *asJSON, png: *png, full: *full, lawFilter: *lawName}
+		asJSON: *asJSON, png: *png, full: *full, lawFilter: *lawName, markdown: *markdown}
 	n := *seeds
 	if n == 0 {
 		n = 2
@@ -240,6 +243,14 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	o, err := parseOptions(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.markdown != "" {
+		sums, err := experiment.ReadSummaries(o.markdown)
+		if err != nil {
+			return err
+		}
+		experiment.WriteMarkdown(stdout, sums)
+		return nil
 	}
 	if o.tune {
 		return tuneMethods(o.kind, o.workers, stdout)

@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/simclr-go/simclr/experiment"
 )
 
 // The pricing tables of BENCHMARKS.md sit between a begin marker naming the

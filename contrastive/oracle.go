@@ -49,8 +49,9 @@ var ErrNonFinite = errors.New("loss is not finite")
 // 2^level images, kept on the host so that a VR correction can evaluate
 // exactly the same views at x_{t-1}.
 type draw struct {
-	level int
-	views []float32 // (2n, 3, H, W)
+	level   int
+	views   []float32 // (2n, 3, H, W)
+	indices []int     // the images' indices in the training set (SogCLR's u)
 }
 
 // Oracle is the SimCLR oracle of docs/definitions.md, section 4 "Contrastive
@@ -95,6 +96,14 @@ type Oracle struct {
 	// raw and less log(2N - 1) (see Losses).
 	lossSum, excessSum float64
 	lossN              int
+
+	// loss is the contrastive loss of every query (SetLoss); sogU holds
+	// SogCLR's u, one per training image, and gamma its step; sogBuf
+	// caches the device buffers of a batch's u (decoupled.go).
+	loss   Loss
+	sogU   []float32
+	gamma  float64
+	sogBuf map[int]tensor.Buffer
 }
 
 // Halves names how H^l treats its two half-batch losses (--halves).
@@ -145,7 +154,7 @@ func (o *Oracle) SetPasses(n int64) { o.passes = n }
 func NewOracle(b tensor.Backend, m *resnet18.Model, stream *loader.Stream, tau float64, maxLevel int, prev tensor.Buffer) *Oracle {
 	o := &Oracle{b: b, model: m, stream: stream, tau: float32(tau), viewLen: stream.ViewLen(), maxLevel: maxLevel,
 		prev: prev, inputs: map[int]tensor.Buffer{}, dz: map[int]tensor.Buffer{}, gathered: map[int]tensor.Buffer{},
-		pool: map[int][]*draw{}}
+		pool: map[int][]*draw{}, sogBuf: map[int]tensor.Buffer{}}
 	if prev != nil {
 		o.cur = b.Alloc(m.Params().Len())
 	}
@@ -200,7 +209,8 @@ func (o *Oracle) Draw(level int) (mlmc.Sample, int64, error) {
 	} else {
 		d = &draw{level: level, views: make([]float32, 2*n*o.viewLen)}
 	}
-	o.stream.Next(n, d.views)
+	got := o.stream.Next(n, d.views)
+	d.indices = append(d.indices[:0], got.Indices...)
 	return d, int64(n), nil
 }
 
@@ -211,6 +221,9 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	d := s.(*draw)
 	n := 1 << d.level
 	views := 2 * o.share(d.level)
+	if o.loss != NTXent && (diff || at == mlmc.Previous) {
+		return fmt.Errorf("the %s loss answers plain queries at the current parameters only, not H^l or x_{t-1} (use --estimator lsgd's single level)", o.loss)
+	}
 	proj := o.model.Config().ProjDim
 	x := o.buffer(o.inputs, views*o.viewLen)
 	o.b.Upload(x, d.views)
@@ -226,6 +239,7 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		o.model.UsePreviousHeadStatistics(true)
 	}
 	added := false // the gradient is already in out
+	var err error
 	z := o.model.Forward(x, views, true, at == mlmc.Current)
 	var res tensor.LossResult
 	switch {
@@ -245,13 +259,29 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 			}
 			return fmt.Errorf("gather the projections of level %d: %w", d.level, err)
 		}
-		res = o.b.NTXent(n, proj, o.tau, diff, all, dzAll)
+		if o.loss == NTXent {
+			res = o.b.NTXent(n, proj, o.tau, diff, all, dzAll)
+		} else {
+			indices := d.indices
+			if o.loss == SogCLR {
+				if indices, err = o.gatherIndices(n, d.indices); err != nil {
+					return err
+				}
+			}
+			if res, err = o.decoupled(n, proj, indices, all, dzAll); err != nil {
+				return err
+			}
+		}
 		o.model.Backward(o.b.Slice(dzAll, mine, views*proj))
 		o.passes++
 		alpha *= float64(o.shard.Size())
 	default:
 		dz := o.buffer(o.dz, views*proj)
-		res = o.b.NTXent(n, proj, o.tau, diff && !o.separate, z, dz)
+		if o.loss == NTXent {
+			res = o.b.NTXent(n, proj, o.tau, diff && !o.separate, z, dz)
+		} else if res, err = o.decoupled(n, proj, d.indices, z, dz); err != nil {
+			return err
+		}
 		o.model.Backward(dz)
 		o.passes++
 		if diff && o.separate {
@@ -291,7 +321,7 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	}
 	if at == mlmc.Current {
 		o.lossSum += res.Full
-		o.excessSum += res.Full - LossScale(n)
+		o.excessSum += res.Full - o.lossScale(n)
 		o.lossN++
 	}
 	if !added {
@@ -337,7 +367,7 @@ func (o *Oracle) buffer(cache map[int]tensor.Buffer, n int) tensor.Buffer {
 
 // Free releases the oracle's device buffers.
 func (o *Oracle) Free() {
-	for _, cache := range []map[int]tensor.Buffer{o.inputs, o.dz, o.gathered} {
+	for _, cache := range []map[int]tensor.Buffer{o.inputs, o.dz, o.gathered, o.sogBuf} {
 		for k, buf := range cache {
 			o.b.Free(buf)
 			delete(cache, k)

@@ -120,6 +120,11 @@ func (t *trainer) checkpoint() error {
 	if m, ok := t.est.VRState(); ok {
 		tensors = append(tensors, checkpoint.Tensor{Name: "vr_m", Shape: []int{params.Len()}, Data: download(m)})
 	}
+	// SogCLR's u, the same on every rank (each computes the loss of the
+	// whole gathered batch).
+	if u := t.oracle.SogCLRState(); u != nil {
+		tensors = append(tensors, checkpoint.Tensor{Name: "sogclr_u", Shape: []int{len(u)}, Data: append([]float32(nil), u...)})
+	}
 	// The group-norm head's statistics of the previous iteration, with
 	// which the next VR correction evaluates x_{t-1}.
 	if hn := t.model.HeadNorm(); hn != nil {
@@ -195,6 +200,15 @@ func (t *trainer) restore() error {
 	if m, ok := t.est.VRState(); ok {
 		if err := load("vr_m", m); err != nil {
 			return err
+		}
+	}
+	if t.oracle.SogCLRState() != nil {
+		u, ok := f.Get("sogclr_u")
+		if !ok {
+			return bad("tensor sogclr_u (SogCLR's averages) is missing")
+		}
+		if err := t.oracle.SetSogCLRState(u.Data); err != nil {
+			return bad("%w", err)
 		}
 	}
 	if hn := t.model.HeadNorm(); hn != nil {
@@ -284,7 +298,7 @@ func (t *trainer) restore() error {
 	}
 	t.oracle.SetPasses(passes)
 	if f.Metadata["totals"] == "" {
-		t.totals.Evals = passes // a checkpoint of one process from before issue 19
+		t.totals.Evals = passes // a checkpoint from before data-parallel training, which kept no totals of its own
 	}
 	if t.comm.Rank() != 0 {
 		return nil

@@ -23,14 +23,14 @@ import (
 // repeat the run and the plan explains it. Nothing changes Settings during
 // a run.
 type Settings struct {
-	Dataset string `json:"dataset"`  // cifar10, cifar100, svhn, folder:PATH
+	Dataset string `json:"dataset"`  // a name of datasets.Names
 	DataDir string `json:"data_dir"` // where the data sets live
 	// TrainSubset and TestSubset keep only this many images of each split,
 	// class-balanced (0 keeps all): the quick preset's small CIFAR-10.
 	TrainSubset int `json:"train_subset"`
 	TestSubset  int `json:"test_subset"`
 
-	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*
+	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*, dcl, sogclr, auto
 	MinLevel  int     `json:"min_level"`
 	MaxLevel  int     `json:"max_level"`
 	B         float64 `json:"b"`
@@ -50,6 +50,12 @@ type Settings struct {
 	// docs/definitions.md, section 4 "Contrastive learning as a biased
 	// oracle").
 	Halves string `json:"halves"`
+	// SogCLRGamma is SogCLR's step gamma in (0, 1] (0: 0.9), and
+	// SogCLRGammaDecay "" (constant) or "cosine": from 1 at the first
+	// iteration down to SogCLRGamma at the last (docs/definitions.md,
+	// section 10 "Decoupled losses").
+	SogCLRGamma      float64 `json:"sogclr_gamma,omitempty"`
+	SogCLRGammaDecay string  `json:"sogclr_gamma_decay,omitempty"`
 	// MaxServable is the largest level the oracle serves (RU/RR redraw
 	// levels above it); 0 means min(floor(log2 n), MaxLevel+3), since a
 	// level-l query holds 2^(l+1) views in memory. config.json records
@@ -221,7 +227,11 @@ const maxLevelLimit = 16
 // data set's name is checked by Train and Resume (unless the caller gives
 // the data, Session.Splits), with checkDataset.
 func (c *Settings) Validate() error {
-	if _, err := c.Kind(); err != nil {
+	if c.isAuto() {
+		if err := c.checkAuto(); err != nil {
+			return err
+		}
+	} else if _, err := c.Kind(); err != nil {
 		return err
 	}
 	lengths := 0
@@ -292,6 +302,12 @@ func (c *Settings) Validate() error {
 		return fmt.Errorf("--log-every %d must not be negative", c.LogEvery)
 	case c.CheckpointEvery < 0:
 		return fmt.Errorf("--checkpoint-every %s must not be negative (0: only at the end and on interruption)", c.CheckpointEvery)
+	case c.SogCLRGamma < 0 || c.SogCLRGamma > 1 || math.IsNaN(c.SogCLRGamma):
+		return fmt.Errorf("--sogclr-gamma %g: use a value in (0, 1] (0: %g)", c.SogCLRGamma, DefaultSogCLRGamma)
+	case c.SogCLRGammaDecay != "" && c.SogCLRGammaDecay != "constant" && c.SogCLRGammaDecay != "cosine":
+		return fmt.Errorf("--sogclr-gamma-decay %q: use constant or cosine", c.SogCLRGammaDecay)
+	case (c.SogCLRGamma != 0 || c.SogCLRGammaDecay != "") && c.Loss() != contrastive.SogCLR:
+		return fmt.Errorf("--sogclr-gamma and --sogclr-gamma-decay set for --estimator %s: they are SogCLR's (--estimator sogclr)", c.Estimator)
 	case c.Halves != "" && c.Halves != contrastive.HalvesShared && c.Halves != contrastive.HalvesSeparate:
 		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
 	case c.ValSplit < 0:
@@ -338,13 +354,46 @@ func (c *Settings) Validate() error {
 }
 
 // Kind is the estimator --estimator names: the one place the name is
-// read.
+// read. The decoupled losses (Loss) train as L-SGD does: one batch of
+// 2^L images an iteration.
 func (c *Settings) Kind() (mlmc.Kind, error) {
+	if c.Loss() != contrastive.NTXent {
+		return mlmc.Kind{Method: mlmc.LSGD}, nil
+	}
 	k, err := mlmc.ParseKind(c.Estimator)
 	if err != nil {
 		return k, fmt.Errorf("--estimator: %w", err)
 	}
 	return k, nil
+}
+
+// Loss is the contrastive loss --estimator names: dcl and sogclr are
+// decoupled losses, every other estimator NT-Xent's.
+func (c *Settings) Loss() contrastive.Loss {
+	switch strings.ToLower(strings.TrimSpace(c.Estimator)) {
+	case "dcl":
+		return contrastive.DCL
+	case "sogclr":
+		return contrastive.SogCLR
+	}
+	return contrastive.NTXent
+}
+
+// DefaultSogCLRGamma is SogCLR's gamma when --sogclr-gamma is 0.
+const DefaultSogCLRGamma = 0.9
+
+// SogCLRGammaAt is gamma at iteration iter (0-based) of total: constant,
+// or decayed by a cosine from 1 to --sogclr-gamma.
+func (c *Settings) SogCLRGammaAt(iter, total int) float64 {
+	gamma := c.SogCLRGamma
+	if gamma == 0 {
+		gamma = DefaultSogCLRGamma
+	}
+	if c.SogCLRGammaDecay != "cosine" || total <= 1 {
+		return gamma
+	}
+	frac := float64(min(iter, total-1)) / float64(total-1)
+	return gamma + (1-gamma)*(1+math.Cos(math.Pi*frac))/2
 }
 
 // checkDataset checks the --dataset name (not the files) when the trainer

@@ -12,7 +12,7 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// Data-parallel training (issue 19). Every rank holds the same parameters,
+// Data-parallel training. Every rank holds the same parameters,
 // optimizer state and VR state; each iteration every rank computes its own
 // estimate and the ranks average them (an all-reduce) before the optimizer
 // step, which they all take identically.
@@ -32,9 +32,10 @@ func rankSeed(seed uint64, rank int) uint64 {
 }
 
 // splitsBatch says whether the estimator's draws are split over the ranks
-// (L-SGD) rather than made independently by each rank (MLMC).
+// (L-SGD) rather than made independently by each rank (MLMC): the method
+// says.
 func splitsBatch(estimator mlmc.Kind, ranks int) bool {
-	return ranks > 1 && estimator.Method == mlmc.LSGD
+	return ranks > 1 && estimator.Method.SplitsBatch()
 }
 
 // launchRank is this process's rank as far as it is known before the

@@ -75,6 +75,9 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", why, t.iter, t.plan.Out)
 		}
 		lr := t.sched.LR(t.iter)
+		if t.oracle.Loss() == contrastive.SogCLR {
+			t.oracle.SetGamma(t.cfg.SogCLRGammaAt(t.iter, t.plan.TotalIters))
+		}
 		step, err := t.iterate(lr)
 		if err != nil {
 			if errors.Is(err, contrastive.ErrNonFinite) {
@@ -115,14 +118,14 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		}
 		if bar != nil {
 			rate := float64(totals.Samples-imagesAtStart) / time.Since(t.start).Seconds()
-			bar.Describe(fmt.Sprintf("epoch %.2f loss-log(2N-1) %.4f %.0f images/s", float64(t.iter)/float64(t.plan.ItersPerEpoch), t.lastExcess, rate))
+			bar.Describe(fmt.Sprintf("epoch %.2f loss-%s %.4f %.0f images/s", float64(t.iter)/float64(t.plan.ItersPerEpoch), t.excessScale(), t.lastExcess, rate))
 			bar.Set(t.iter)
 		} else if time.Since(t.lastLogTime) > 10*time.Second || last || t.iter == sessionStart+1 {
 			elapsed := time.Since(t.start).Seconds()
 			rate := float64(totals.Samples-imagesAtStart) / elapsed
 			eta := time.Duration(float64(t.plan.TotalIters-t.iter)*elapsed/float64(t.iter-sessionStart)) * time.Second
-			t.logf("iter %d/%d epoch %.2f loss %.4f (L_B-log(2N-1) %.4f) lr %.4g images/s %.1f eta %s",
-				t.iter, t.plan.TotalIters, float64(t.iter)/float64(t.plan.ItersPerEpoch), t.lastLoss, t.lastExcess, lr, rate, eta.Round(time.Second))
+			t.logf("iter %d/%d epoch %.2f loss %.4f (L_B-%s %.4f) lr %.4g images/s %.1f eta %s",
+				t.iter, t.plan.TotalIters, float64(t.iter)/float64(t.plan.ItersPerEpoch), t.lastLoss, t.excessScale(), t.lastExcess, lr, rate, eta.Round(time.Second))
 			t.lastLogTime = time.Now()
 		}
 		if every := t.plan.EvalPeriod; lead && every > 0 && t.iter%every == 0 {
@@ -280,4 +283,14 @@ func (t *trainer) keptCheckpoint() string {
 func (t *trainer) stalled(what string) {
 	fmt.Fprintf(os.Stderr, "rank %d of %d: told to stop while waiting for the other ranks (%s, iteration %d): if a rank died, the job ends here; %s\n",
 		t.comm.Rank(), t.comm.Size(), what, t.iter+1, t.keptCheckpoint())
+}
+
+// excessScale names what the excess loss subtracts: log(2N-1) for NT-Xent,
+// log(2N-2) for the decoupled losses, whose denominators leave the
+// positive out (contrastive.Oracle.Losses).
+func (t *trainer) excessScale() string {
+	if t.oracle.Loss() != contrastive.NTXent {
+		return "log(2N-2)"
+	}
+	return "log(2N-1)"
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/collective"
@@ -127,8 +128,25 @@ func (t *trainer) setup(s opening) error {
 	if facts.ServableLevel, err = t.agreeMaxServable(maxServable); err != nil {
 		return err
 	}
+	if cfg.isAuto() && !s.resume {
+		if ranks > 1 {
+			return fmt.Errorf("--estimator auto runs its pilot in one process; %d ranks were started: run it with one, or name the estimator", ranks)
+		}
+		if facts.Auto, err = t.pilot(splits); err != nil {
+			return err
+		}
+	}
 	if t.plan, err = Resolve(*cfg, facts); err != nil {
 		return err
+	}
+	if a := t.plan.Auto; a != nil {
+		t.logf("%s", strings.TrimRight(a.String(), "\n"))
+		if !s.resume {
+			// The pilot's images and queries are the run's: counted before
+			// the first iteration, checkpointed with the rest.
+			t.totals.Samples += a.Samples
+			t.totals.Evals += int64(a.PilotDraws) * int64(a.PilotMax-a.PilotMin+2)
+		}
 	}
 	plan := &t.plan
 	augCfg, err := viewTransform(cfg, splits.Train)
@@ -149,6 +167,16 @@ func (t *trainer) setup(s opening) error {
 	}
 	if plan.SplitBatch {
 		t.oracle.SetShard(t.comm)
+	}
+	if loss := cfg.Loss(); loss != contrastive.NTXent {
+		if err := t.oracle.SetLoss(loss, n); err != nil {
+			return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+		}
+		how := "the positive left out of each view's denominator"
+		if loss == contrastive.SogCLR {
+			how = fmt.Sprintf("a moving average per training image, gamma %g (%s)", cfg.SogCLRGammaAt(plan.TotalIters, plan.TotalIters), cmp.Or(cfg.SogCLRGammaDecay, "constant"))
+		}
+		t.logf("loss: %s (docs/definitions.md, section 10), one batch of %d images an iteration, %s", loss, 1<<cfg.MaxLevel, how)
 	}
 	ops := contrastive.NewBufferOps(t.b, params.Len())
 	mc := plan.MLMC

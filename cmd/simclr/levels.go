@@ -54,21 +54,19 @@ Levels, temperature and halves default to the run's settings.`,
 			if draws < 3 {
 				return fmt.Errorf("--draws %d: a variance and its standard error need at least 3 draws per level", draws)
 			}
-			b, m, splits, settings, err := e.open(cmd)
+			// Levels, temperature, halves and rates: the run's, else the
+			// defaults, as open read them.
+			b, m, splits, cfg, err := e.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer backend.Close(b)
 			defer m.Free()
-			// Levels, temperature, halves and rates: the run's, else the
-			// defaults.
-			cfg := train.Defaults()
-			if e.run != "" {
-				if cfg, _, err = train.LoadRun(e.run); err != nil {
-					return err
-				}
+			if loss := cfg.Loss(); loss != contrastive.NTXent {
+				// H^l is NT-Xent's; the decoupled losses have no levels
+				// (docs/definitions.md, section 10).
+				fmt.Fprintf(cmd.ErrOrStderr(), "levels: %s trained with the %s loss, which has no levels (one batch an iteration; SogCLR's loss also depends on the images seen before): these are NT-Xent's levels on its network\n", e.run, loss)
 			}
-			cfg.Seed = settings.Seed
 			if cmd.Flags().Changed("min-level") {
 				cfg.MinLevel = minLevel
 			}

@@ -78,6 +78,8 @@ func TestTrainCUDAEmulatorMatchesCPU(t *testing.T) {
 		{"rumlmc", 3, 0},
 		{"rrmlmc", 3, 0},
 		{"vr-rtmlmc", 5, 2},
+		{"dcl", 3, 0},
+		{"sogclr", 5, 2}, // u is state on the device side too: resumed
 	} {
 		t.Run(tc.estimator, func(t *testing.T) {
 			args := func(device, run string) []string {

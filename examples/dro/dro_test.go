@@ -12,7 +12,7 @@ import (
 
 	"github.com/simclr-go/simclr/cso"
 	"github.com/simclr-go/simclr/experiment"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 	"github.com/simclr-go/simclr/mlmc"
 )
 

@@ -4,6 +4,8 @@
 // package cso, through the experiment harness (package experiment):
 //
 //	go run ./examples/dro [--dataset NAME] [--full] [--trials N] [--budget N] [--json] [--png DIR] [--levels] [--data-dir DIR]
+//	go run ./examples/dro --dataset libsvm:PATH [...]        # your own data, LIBSVM rows "label idx:value ..."
+//	go run ./examples/dro --dataset csv:PATH:TARGET [...]    # your own CSV with a header; TARGET a column name or 0-based index
 //	go run ./examples/dro --markdown results/dro/summary.jsonl
 //	go run ./examples/dro --full --tuned results/dro/summary.jsonl --json   # the reported trials again, without tuning
 //
@@ -21,7 +23,14 @@
 // best MLMC).
 //
 // The default run is housing; --dataset runs another; --full runs every data
-// set. --levels prints the per-level diagnostic (mean, variance and cost of
+// set. A file of your own runs with the linear predictor and its closed-form
+// F*: libsvm:PATH, or csv:PATH:TARGET where TARGET is the label column's
+// name, or its 0-based index when no column has that name, and every other
+// column is a numeric feature. Its features are scaled to [-1, 1] by each
+// one's minimum and maximum over the rows, as the named sets' are (a file
+// already scaled so is unchanged); its labels are used as given, as the named
+// linear sets' are. The run's first line says so. PATH is read as given, not
+// under --data-dir. --levels prints the per-level diagnostic (mean, variance and cost of
 // H^l, fitted b and c, the bias F - F^l and the outer and inner parts of
 // Var h^l) at the optimum instead.
 package main
@@ -71,7 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("dro", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.dataset, "dataset", "housing", "data set: housing, mg, mpg (linear), bike, gas (MLP)")
+	fs.StringVar(&o.dataset, "dataset", "housing", "data set: housing, mg, mpg (linear), bike, gas (MLP), or your own file with the linear predictor: libsvm:PATH, csv:PATH:TARGET (TARGET a column name or 0-based index)")
 	fs.BoolVar(&o.full, "full", false, "every data set")
 	fs.IntVar(&o.trials, "trials", 10, "reported trials per method (seeds 1..N)")
 	fs.Int64Var(&o.budget, "budget", 0, "generated inner samples per run (0: the data set's default)")

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 const definitions = "docs/definitions.md"
@@ -142,7 +142,7 @@ func TestCitationsNameExistingSections(t *testing.T) {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		if filepath.Dir(rel) == filepath.Join("internal", "citations") {
+		if filepath.Dir(rel) == filepath.Join("internal", "testsupport", "citations") {
 			return nil // this package describes the form, with examples
 		}
 		sources[rel] = string(b)

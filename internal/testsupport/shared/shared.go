@@ -1,5 +1,5 @@
 // Package shared finds the project's test data (../shared/data beside the
-// repository checkout, or $SIMCLR_TEST_DATA; see internal/testenv) and prepares the derived forms
+// repository checkout, or $SIMCLR_TEST_DATA; see internal/testsupport/testenv) and prepares the derived forms
 // tests need (the rebuilt CIFAR-10 binary batches, the unpacked JPEG tree)
 // once, in a cache folder reused across test runs.
 package shared
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // Dir returns the absolute path of the test-data folder: $SIMCLR_TEST_DATA

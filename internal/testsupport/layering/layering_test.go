@@ -2,13 +2,15 @@ package layering
 
 import (
 	"errors"
+	"fmt"
 	"go/build"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 const module = "github.com/simclr-go/simclr/"
@@ -22,10 +24,11 @@ var layers = map[string]int{
 	// 0: leaves.
 	"tensor": 0, "blas": 0, "checkpoint": 0, "data": 0, "mlmc": 0, "runfolder": 0,
 	"internal/parallel": 0, "data/internal/fsutil": 0, "eval/features": 0,
-	"internal/layering": 0, "internal/testenv": 0, "internal/citations": 0,
 	"internal/npy": 0,
-	// 1: the CSO oracle, the host reference maths, data readers, augmentations.
-	"cso": 1, "internal/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "data/internal/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
+	// Test-only helpers (internal/testsupport): no runtime package imports them.
+	"internal/testsupport/layering": 0, "internal/testsupport/testenv": 0, "internal/testsupport/citations": 0,
+	// 1: the CSO oracle, the estimator chooser, the host reference maths, data readers, augmentations.
+	"cso": 1, "mlmc/auto": 1, "internal/testsupport/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "internal/testsupport/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
 	// 2: data sets by name, the loader, layers.
 	"data/datasets": 2, "loader": 2, "nn": 2,
 	// 2: the experiment harness over mlmc oracles.
@@ -42,6 +45,14 @@ var layers = map[string]int{
 	// 7: programs.
 	"cmd/simclr": 7, "examples/pricing": 7, "examples/dro": 7, "scripts/study/levelsplot": 7, "scripts/paper/tables": 7,
 }
+
+// testSupport holds the test-only helpers; a runtime package imports them
+// only from its tests.
+const testSupport = "internal/testsupport/"
+
+// testOnly are the packages outside internal/testsupport that only tests
+// use, and which may therefore import its helpers.
+var testOnly = map[string]bool{"backend/cuda/cudaemu": true}
 
 func TestImportsGoDownTheLayers(t *testing.T) {
 	root := testenv.ModuleRoot(t)
@@ -81,6 +92,9 @@ func TestImportsGoDownTheLayers(t *testing.T) {
 			if !ok {
 				continue
 			}
+			if strings.HasPrefix(dep, testSupport) && !strings.HasPrefix(rel, testSupport) && !testOnly[rel] {
+				t.Errorf("%s imports the test-only helper %s outside its tests: runtime code may not depend on %s", rel, dep, testSupport)
+			}
 			if l, known := layers[dep]; !known || l >= layer {
 				t.Errorf("%s (layer %d) imports %s (layer %d): a package may import only lower layers (README.md, Layout)", rel, layer, dep, l)
 			}
@@ -93,6 +107,35 @@ func TestImportsGoDownTheLayers(t *testing.T) {
 	for pkg := range layers {
 		if !seen[pkg] {
 			t.Errorf("layers names %s, which is not a package of the module: remove it", pkg)
+		}
+	}
+}
+
+// README.md's Layout table lists every package of layers in the row of its
+// layer, so that the table a reader trusts is the one this test enforces.
+func TestReadmeLayoutListsEveryPackage(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layout, ok := strings.Cut(string(raw), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no Layout section")
+	}
+	rows := map[int]string{} // layer -> its row
+	for _, line := range strings.Split(layout, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		var layer int
+		if _, err := fmt.Sscanf(strings.TrimSpace(cells[1]), "%d", &layer); err == nil {
+			rows[layer] = cells[2]
+		}
+	}
+	for pkg, layer := range layers {
+		if !strings.Contains(rows[layer], "`"+pkg+"`") {
+			t.Errorf("README.md's Layout table does not list `%s` in layer %d", pkg, layer)
 		}
 	}
 }

@@ -71,8 +71,8 @@ func WriteMarkdown(w io.Writer, sums []Summary) {
 					continue
 				}
 				l, b := rr.rk.Methods[li], rr.rk.Methods[bi]
-				fmt.Fprintf(w, "| %s (%.1f%%) | %s | %s | %s | %s | %s, %s | %s | %s |\n", s.Problem, 100*s.Coverage, pct(ts.Target), rr.rule,
-					short(l.Setting), mdInterval(l.Passage), b.Name, short(b.Setting), mdInterval(b.Passage), mdRatio(rr.rk.Ratio, ""))
+				fmt.Fprintf(w, "| %s (%s) | %s | %s | %s | %s | %s, %s | %s | %s |\n", s.Problem, coverage(s), pct(ts.Target), rr.rule,
+					short(l.Setting), mdInterval(l.Passage, s), b.Name, short(b.Setting), mdInterval(b.Passage, s), mdRatio(rr.rk.Ratio, ""))
 			}
 		}
 	}
@@ -102,7 +102,7 @@ func WriteMarkdown(w io.Writer, sums []Summary) {
 			for t := range s.Targets {
 				fmt.Fprintf(w, " %s (%s) |", mdCost(m.StaysBelow[t].Median), mdCost(m.FirstTouch[t].Median))
 			}
-			fmt.Fprintf(w, " %s |\n", mdInterval(Passage{Median: m.FinalGap, CI: m.FinalGapCI}))
+			fmt.Fprintf(w, " %s |\n", mdInterval(Passage{Median: m.FinalGap, CI: m.FinalGapCI}, s))
 		}
 	}
 	var edges []string
@@ -166,11 +166,23 @@ func mdRatio(p *float64, best string) string {
 	return fmt.Sprintf("%.2f (%s)", *p, best)
 }
 
+// coverage is the intervals' coverage as a table says it.
+func coverage(s Summary) string {
+	if s.Coverage == 0 {
+		return fmt.Sprintf("no interval: %d trials", s.Trials)
+	}
+	return fmt.Sprintf("%.1f%%", 100*s.Coverage)
+}
+
 // mdInterval is "median [lo, hi]", "—" for a missing median and "∞" for an
-// end that never reached the target (or left F's domain).
-func mdInterval(ps Passage) string {
-	if ps.Median == nil {
+// end that never reached the target (or left F's domain); the median alone
+// where the trials are too few for an interval.
+func mdInterval(ps Passage, s Summary) string {
+	switch {
+	case ps.Median == nil:
 		return "—"
+	case s.Coverage == 0:
+		return fmt.Sprintf("%.3g", *ps.Median)
 	}
 	end := func(p *float64) string {
 		if p == nil {

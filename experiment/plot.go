@@ -114,7 +114,9 @@ func drawPanel(pn Panel) (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		poly.Color = color.RGBA{R: col.R, G: col.G, B: col.B, A: 40}
+		// A translucent band: NRGBA, since RGBA's channels are
+		// premultiplied by alpha and may not exceed it.
+		poly.Color = color.NRGBA{R: col.R, G: col.G, B: col.B, A: 50}
 		poly.LineStyle.Width = 0
 		p.Add(poly)
 		line, err := plotter.NewLine(mid)

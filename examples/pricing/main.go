@@ -6,6 +6,7 @@
 // laws, against the optimum of the closed-form M/G/1 objective.
 //
 //	go run ./examples/pricing [--construction paper|coupled|tail] [--window M] [--full] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune] [--method auto [--gap G]]
+//	go run ./examples/pricing --markdown results/pricing/coupled.jsonl
 //
 // It runs through the experiment harness (package experiment) and prints,
 // per law and method, the median number of simulated queue steps after
@@ -175,7 +176,8 @@ type options struct {
 	// autoGap, when positive, runs the auto method (package
 	// experiment/autoplan) planned for this relative objective gap instead
 	// of the three methods.
-	autoGap float64
+	autoGap  float64
+	markdown string
 }
 
 // parseOptions reads the command line. The quick default is one law (the
@@ -196,6 +198,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	png := fs.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
 	method := fs.String("method", "", "auto: run the auto method instead of the three methods (a pilot of at most 5% of the 2^28 steps chooses the estimator, L, the level law and the step), planned for --gap")
 	gap := fs.Float64("gap", tolerance*tolerance, "with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic)")
+	markdown := fs.String("markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
 	if err := fs.Parse(args); err != nil {
 		return options{}, usageError{err}
 	}
@@ -219,7 +222,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return options{}, usageError{fmt.Errorf("--window %d: only --construction paper has a window", *window)}
 	}
 	o := options{kind: oracleKind{Construction: c, Window: *window}, workers: *workers, tune: *tune,
-		asJSON: *asJSON, png: *png, full: *full, lawFilter: *lawName}
+		asJSON: *asJSON, png: *png, full: *full, lawFilter: *lawName, markdown: *markdown}
 	switch *method {
 	case "":
 	case "auto":
@@ -260,6 +263,14 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	o, err := parseOptions(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.markdown != "" {
+		sums, err := experiment.ReadSummaries(o.markdown)
+		if err != nil {
+			return err
+		}
+		experiment.WriteMarkdown(stdout, sums)
+		return nil
 	}
 	if o.tune {
 		return tuneMethods(o.kind, o.workers, stdout)

@@ -15,7 +15,7 @@ const (
 	// one with multilevel queries H^l.
 	NTXent Loss = iota
 	// DCL leaves the positive out of the denominator (docs/definitions.md,
-	// section 10 "Decoupled losses: DCL and SogCLR").
+	// section 10 "Decoupled losses").
 	DCL
 	// SogCLR keeps a moving average u per training image of the mean over
 	// its negatives, state that the oracle holds (section 10).

@@ -53,7 +53,7 @@ type Settings struct {
 	// SogCLRGamma is SogCLR's step gamma in (0, 1] (0: 0.9), and
 	// SogCLRGammaDecay "" (constant) or "cosine": from 1 at the first
 	// iteration down to SogCLRGamma at the last (docs/definitions.md,
-	// section 10 "Decoupled losses: DCL and SogCLR").
+	// section 10 "Decoupled losses").
 	SogCLRGamma      float64 `json:"sogclr_gamma,omitempty"`
 	SogCLRGammaDecay string  `json:"sogclr_gamma_decay,omitempty"`
 	// MaxServable is the largest level the oracle serves (RU/RR redraw

@@ -10,7 +10,7 @@ import (
 )
 
 // Decoupled computes one of the two decoupled contrastive losses of
-// docs/definitions.md, section 10 "Decoupled losses: DCL and SogCLR" on z,
+// docs/definitions.md, section 10 "Decoupled losses" on z,
 // the 2n x d projections of n >= 2 images (rows 2k and 2k+1 are the two
 // views of image k), after L2-normalising each row, with temperature tau.
 // For a view i with positive p (the other view of its image) the

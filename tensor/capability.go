@@ -23,8 +23,8 @@ type ExternalStream interface {
 }
 
 // DecoupledLoss is implemented by a backend with the decoupled contrastive
-// losses of docs/definitions.md, section 10 "Decoupled losses",
-// DCL and SogCLR (internal/ref's Decoupled is the reference).
+// losses DCL and SogCLR of docs/definitions.md, section 10 "Decoupled
+// losses" (internal/ref's Decoupled is the reference).
 type DecoupledLoss interface {
 	// Decoupled computes, on z (2n x d, rows 2k and 2k+1 the views of image
 	// k, n >= 2), DCL when u is nil, or a SogCLR step when u holds the n

@@ -92,8 +92,8 @@ extern "C" __global__ void k_l2norm_bwd(const float* zn, const float* dzn, const
     for (int j = threadIdx.x; j < d; j += BLOCK) dz[o + j] = (float)((dzn[o + j] - zn[o + j] * s) / nrm);
 }
 
-// The decoupled losses (docs/definitions.md, section 10 "Decoupled losses",
-// DCL and SogCLR): the reference is internal/ref/decoupled.go.
+// The decoupled losses, DCL and SogCLR (docs/definitions.md, section 10
+// "Decoupled losses"): the reference is internal/ref/decoupled.go.
 //
 // k_decoupled_rows: block i handles row i of S. The negatives of view i
 // are every column but i and its positive i^1. DCL (sog 0): terms[i] is

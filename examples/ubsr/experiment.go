@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"os"
 
 	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/ubsr"
 )
@@ -130,6 +133,44 @@ func (o divergent) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, 
 	if err := o.Oracle.Eval(s, at, diff, alpha, out); err != nil {
 		for i := range out {
 			out[i] = math.NaN()
+		}
+	}
+	return nil
+}
+
+// runAuto runs the auto method on the reported seeds of each instance,
+// planned for each gap of s.AutoGaps in turn, at the grid's budget and
+// targets so that its samples compare with the tuned methods'. Each
+// summary's trials record the plans and their reasons; with --json the
+// summaries go to that file as JSON lines, one per instance and gap.
+func runAuto(ins []*instance, s settings, w io.Writer) error {
+	var js io.Writer
+	if s.JSON != "" {
+		f, err := os.Create(s.JSON)
+		if err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+		defer f.Close()
+		js = f
+	}
+	pr := experiment.Protocol{Targets: targets, Budget: s.Budget, Trials: s.Trials, Workers: s.Workers}
+	for _, in := range ins {
+		in.print(w)
+		p := in.problem()
+		for _, g := range s.AutoGaps {
+			fmt.Fprintf(w, "%s: budget %d samples, %d trials; auto planned for gap %g\n", p.Name, s.Budget, s.Trials, g)
+			tn := experiment.Fixed(fmt.Sprintf("auto planned for gap %g: a pilot of at most 5%% of each trial's budget, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", g),
+				experiment.Method{Auto: autoplan.New(g)})
+			res, err := experiment.Report(p, pr, tn)
+			if err != nil {
+				return fmt.Errorf("%s, %s, auto for gap %g: %w", in.Name, in.Loss.Name, g, err)
+			}
+			experiment.WriteMarkdown(w, []experiment.Summary{res.Summary})
+			if js != nil {
+				if err := res.Summary.WriteJSON(js); err != nil {
+					return fmt.Errorf("--json: %w", err)
+				}
+			}
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@
 // sample-average objective.
 //
 //	go run ./examples/ubsr [--instance gaussian-3|student-t-20|all] [--loss NAME|all] [--levels] [--json FILE]
+//	go run ./examples/ubsr --method auto [--gap G] [--loss NAME|all] [--budget N] [--json FILE]
 //
 // Without --levels it prints each instance: SR at the start x0 (the uniform
 // portfolio), its gradient, and the optimum theta*, SR* on the budget plane
@@ -13,7 +14,11 @@
 // |E h^l - grad SR| and Var h^l with 95% intervals, Var H^l and the cost
 // per level, and the fitted rates a (on the squared bias, the paper's
 // convention), b and c against the paper's a = b = c = 1; --json writes
-// its reports.
+// its reports. --method auto runs the auto method (a pilot of at most 5% of
+// each trial's budget chooses the estimator, L, the level law and the step)
+// on the reported seeds instead of the grid, planned for --gap or for each
+// of 1%, 0.3%, 0.1% in turn; --json then writes one summary per instance
+// and gap as JSON lines, each trial's plans with their reasons.
 package main
 
 import (
@@ -58,6 +63,10 @@ type settings struct {
 	// Refit rebuilds the outputs of an earlier --run from its summary
 	// files under Out.
 	Refit bool
+	// Auto runs the auto method (package experiment/autoplan) instead of
+	// the grid, planned for each of AutoGaps in turn.
+	Auto     bool
+	AutoGaps []float64
 }
 
 func parse(args []string) (settings, error) {
@@ -77,8 +86,33 @@ func parse(args []string) (settings, error) {
 	fs.StringVar(&s.LevelsFrom, "levels-from", "", "with --run, take the rates a, b, c, v from this --levels JSON file instead of measuring them again")
 	fs.BoolVar(&s.Refit, "refit", false, "with --run and --levels-from: refit the exponents and rewrite --json from the summary files under --out, without running")
 	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
+	method := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines")
+	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	if err := fs.Parse(args); err != nil {
 		return s, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch *method {
+	case "":
+		if *gap != 0 {
+			return s, fmt.Errorf("--gap %g: only --method auto plans for a gap; the grid reports every gap", *gap)
+		}
+	case "auto":
+		s.Auto, s.AutoGaps = true, headline
+		if *gap != 0 {
+			if !(*gap > 0 && *gap < 1) {
+				return s, fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.001", *gap)
+			}
+			s.AutoGaps = []float64{*gap}
+		}
+		for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch"} {
+			if set[f] {
+				return s, fmt.Errorf("--method auto chooses its own estimator and settings and runs the trials: drop --%s", f)
+			}
+		}
+	default:
+		return s, fmt.Errorf("--method %q: the only method is auto (the grid's methods are chosen with --methods)", *method)
 	}
 	if fs.NArg() > 0 {
 		return s, fmt.Errorf("unexpected argument %q: every setting is a flag (see --help)", fs.Arg(0))
@@ -92,7 +126,7 @@ func parse(args []string) (settings, error) {
 	if s.Refit && (!s.Run || s.LevelsFrom == "") {
 		return s, fmt.Errorf("--refit needs --run and --levels-from: it rebuilds a run's outputs from its files")
 	}
-	if s.Run && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
+	if (s.Run || s.Auto) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
 	}
 	if _, err := kindsOf(s.Methods); err != nil {
@@ -146,6 +180,9 @@ func run(args []string, w io.Writer) error {
 	ins, err := instances(s)
 	if err != nil {
 		return err
+	}
+	if s.Auto {
+		return runAuto(ins, s, w)
 	}
 	var reports []any
 	for _, in := range ins {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,10 +26,71 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--run", "--budget", "0"}, "--budget"},
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--refit"}, "--refit needs --run and --levels-from"},
+		{[]string{"--gap", "0.01"}, "only --method auto plans for a gap"},
+		{[]string{"--method", "lsgd"}, "--method \"lsgd\""},
+		{[]string{"--method", "auto", "--gap", "1.5"}, "--gap 1.5"},
+		{[]string{"--method", "auto", "--gap", "-0.01"}, "--gap -0.01"},
+		{[]string{"--method", "auto", "--run"}, "drop --run"},
+		{[]string{"--method", "auto", "--methods", "lsgd"}, "drop --methods"},
+		{[]string{"--method", "auto", "--levels"}, "drop --levels"},
+		{[]string{"--method", "auto", "--budget", "0"}, "--budget"},
 	} {
 		if _, err := parse(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
 		}
+	}
+}
+
+// --method auto plans for the three headline gaps, or for --gap alone.
+func TestParseAuto(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []float64
+	}{
+		{[]string{"--method", "auto"}, []float64{0.01, 0.003, 0.001}},
+		{[]string{"--method", "auto", "--gap", "0.003"}, []float64{0.003}},
+	} {
+		s, err := parse(c.args)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if !s.Auto || !slices.Equal(s.AutoGaps, c.want) {
+			t.Errorf("%v: auto %v for gaps %v, want gaps %v", c.args, s.Auto, s.AutoGaps, c.want)
+		}
+	}
+	if s, err := parse(nil); err != nil || s.Auto {
+		t.Errorf("no flags: auto %v, error %v; want the grid", s.Auto, err)
+	}
+}
+
+// Auto on the entropic loss, planned for a 10% gap with one trial of a
+// small budget: one JSON summary whose trial records its plan with the
+// reasons, reaching the gap it was planned for.
+func TestRunAutoWritesPlans(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "auto.jsonl")
+	var out strings.Builder
+	err := run([]string{"--method", "auto", "--gap", "0.1", "--loss", "entropic", "--trials", "1", "--workers", "1",
+		"--budget", "1048576", "--json", path}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum experiment.Summary
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(sum.Methods) != 1 || len(sum.Methods[0].Plans) != 1 || len(sum.Methods[0].Plans[0]) == 0 ||
+		len(sum.Methods[0].Plans[0][0].Reasons) == 0 {
+		t.Fatalf("summary holds no recorded plan with reasons: %+v", sum.Methods)
+	}
+	if st := sum.Methods[0].StaysBelow[0]; st.Reached != 1 {
+		t.Errorf("auto planned for 10%% did not stay below 10%% within 2^20 samples: %+v", st)
+	}
+	if !strings.Contains(out.String(), "auto planned for gap 0.1") {
+		t.Errorf("output does not name the plan's gap:\n%s", out.String())
 	}
 }
 

@@ -8,6 +8,8 @@ the paper grid's settings rerun on the harness (results/dro/paper-grid/harness.j
 the best-tuned method at each gap is the lowest median, over every method's
 overall-tuned setting and its per-gap settings, of the samples after which the gap
 stays at or below the target. Pricing: auto's runs (results/auto/pricing-*.jsonl).
+Shortfall risk: auto's runs (results/auto/ubsr-*.jsonl) against the reduced grid's
+tuned methods (results/ubsr/gaussian-3-*.summary.json), by the same rule.
 """
 import glob
 import json
@@ -88,7 +90,29 @@ def pricing():
             print(f"| {a['problem']} | {fmt(s['median'])} | {ci} | {s['trials_reached']}/{a['trials']} | {fmt(f['median'])} | {fmt(m['final_gap_median'])} |")
 
 
+def ubsr():
+    print("| loss | gap | auto (planned for the gap) | its median's interval | trials reached | best-tuned | its setting | auto / best | best-tuned L-SGD | auto / L-SGD | the grid's samples |")
+    print("|---|---|---:|---|---|---:|---|---:|---:|---:|---:|")
+    for path in sorted(glob.glob(os.path.join(HERE, "ubsr-*.jsonl"))):
+        for line in open(path):
+            a = json.loads(line)
+            g = json.load(open(os.path.join(ROOT, "results", "ubsr", a["problem"].replace("/", "-") + ".summary.json")))
+            gap = float(a["tuning"]["about"].split("gap ")[1].split(":")[0])
+            i = a["targets"].index(gap)
+            p = a["methods"][0]["stays_below"][i]
+            best, lsgd = best_tuned(g, i)
+            ratio = lambda b: "—" if b is None or p["median"] is None else f"{p['median'] / b[0]:.2f}"
+            # Every setting of the reduced grid on its 3 tuning seeds.
+            cost = len(g["tuning"]["settings"]) * 3 * g["budget"]
+            ci = f"[{fmt(p['median_ci'][0])}, {fmt(p['median_ci'][1])}] ({a['median_ci_coverage']:.0%})"
+            print(f"| {a['problem'].split('/')[1]} | {gap:g} | {fmt(p['median'])} | {ci} | {p['trials_reached']}/{a['trials']} | "
+                  f"{fmt(best[0]) if best else '— (none)'} | {best[1] + ' ' + setting(best[2]) if best else ''} | {ratio(best)} | "
+                  f"{fmt(lsgd[0]) if lsgd else '— (none)'} | {ratio(lsgd)} | {cost:.3g} |")
+
+
 if __name__ == "__main__":
     dro()
     print()
     pricing()
+    print()
+    ubsr()

@@ -38,7 +38,7 @@ var layers = map[string]int{
 	// 6: the trainer; reports on run folders.
 	"train": 6, "report": 6,
 	// 7: programs.
-	"cmd/simclr": 7, "examples/pricing": 7, "examples/dro": 7, "scripts/study/levelsplot": 7, "scripts/paper/tables": 7,
+	"cmd/simclr": 7, "examples/pricing": 7, "examples/dro": 7, "examples/complexity": 7, "scripts/study/levelsplot": 7, "scripts/paper/tables": 7,
 }
 
 func TestImportsGoDownTheLayers(t *testing.T) {

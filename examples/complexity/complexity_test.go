@@ -150,7 +150,7 @@ func TestQuickExponent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			x := experiment{Trials: 20, TuneTrials: 10, Lim: limits{MaxIter: 1 << 16, MaxWork: 2e7}, Wrap: tc.wrap}
+			x := experiment{Trials: 20, TuneTrials: 10, Lim: limits{MaxIter: 1 << 14, MaxWork: 4e6}, Wrap: tc.wrap}
 			pts := x.measureCell(cell, epsGrid(row, r, true))
 			err := checkExponent(pts, pred, quickTolerance)
 			switch {

@@ -27,10 +27,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -99,6 +102,7 @@ func target(row Row, eps float64) float64 {
 
 type options struct {
 	quick, noTune, onlyTuned bool
+	replot                   string
 	out                      string
 	workers                  int
 	rows                     []Row
@@ -119,6 +123,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
+	if o.replot != "" {
+		return replot(o.replot, stdout)
+	}
 	var cells []cellSpec
 	for _, row := range o.rows {
 		for _, r := range o.regimes {
@@ -228,6 +235,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	noTune := fs.Bool("no-tune", false, "measure the prescribed parameters only")
 	onlyTuned := fs.Bool("only-tuned", false, "measure the tuned parameters only (N.A. cells and their truncation study are written by the prescribed runs)")
 	verbose := fs.Bool("v", false, "print a line per measured eps")
+	replotDir := fs.String("replot", "", "redraw the figures and table.md of an earlier run's folder (its cells.jsonl, points.jsonl, truncation.jsonl), measuring nothing")
 	trials := fs.Int("trials", 20, "trials per eps (the report seeds 1..N)")
 	tuneTrials := fs.Int("tune-trials", 6, "trials per tuning candidate (seeds 1001..)")
 	if err := fs.Parse(args); err != nil {
@@ -242,7 +250,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *noTune && *onlyTuned {
 		return options{}, fmt.Errorf("--no-tune and --only-tuned exclude each other: give one")
 	}
-	o := options{quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
+	o := options{replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
 		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: defaultLimits}}
 	if *verbose {
 		o.exp.Log = stderr
@@ -290,4 +298,46 @@ func writeJSONLines[T any](path string, rows []T) error {
 		}
 	}
 	return f.Close()
+}
+
+// replot redraws the figures and table.md of the folder dir from its JSON
+// lines, so that runs of single rows can be merged (cat their files) and
+// drawn again.
+func replot(dir string, stdout io.Writer) error {
+	cells, err := readJSONLines[cellResult](filepath.Join(dir, "cells.jsonl"))
+	if err != nil {
+		return err
+	}
+	pts, err := readJSONLines[point](filepath.Join(dir, "points.jsonl"))
+	if err != nil {
+		return err
+	}
+	trunc, err := readJSONLines[truncation](filepath.Join(dir, "truncation.jsonl"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	table := markdownTable(cells)
+	fmt.Fprint(stdout, table)
+	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table), 0o644); err != nil {
+		return fmt.Errorf("write the table: %w", err)
+	}
+	_, err = plotRows(pts, trunc, dir)
+	return err
+}
+
+func readJSONLines[T any](path string) ([]T, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w (--replot needs a folder an earlier run wrote)", path, err)
+	}
+	var out []T
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for dec.More() {
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -116,6 +116,13 @@ func costPanel(pts []point, r Regime) (*plot.Plot, error) {
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{}, plot.LogTicks{}
 	p.Legend.Top = true
 	p.Legend.Left = true
+	if !anyHit(pts) {
+		// A log axis needs data; say why the panel is empty instead.
+		p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
+		p.Title.Text += " (no eps reached)"
+		return p, nil
+	}
 	type key struct{ est, params string }
 	var keys []key
 	lines := map[key]plotter.XYs{}
@@ -185,10 +192,15 @@ func truncationPanel(trunc []truncation, variance bool) (*plot.Plot, error) {
 		}
 		lines[k] = append(lines[k], plotter.XY{X: float64(t.K), Y: y})
 	}
+	drawn := map[string]bool{}
 	for i, k := range keys {
-		if k.obj != "strongly-convex" && !variance {
-			continue // the cost does not depend on the objective
+		// The cost does not depend on the objective: one line per
+		// estimator and regime.
+		costKey := k.est + k.r.String()
+		if !variance && drawn[costKey] {
+			continue
 		}
+		drawn[costKey] = true
 		l, s, err := plotter.NewLinePoints(lines[k])
 		if err != nil {
 			return nil, err
@@ -224,4 +236,13 @@ func savePanels(panels []*plot.Plot, path string) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+func anyHit(pts []point) bool {
+	for _, p := range pts {
+		if p.Hit != nil && p.Hit.Cost > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -1,5 +1,5 @@
 // Command complexity measures the paper's Table 1 (docs/definitions.md,
-// section "The complexity table, measured"): the total cost, in samples as
+// "The complexity table, measured"): the total cost, in samples as
 // the oracle counts them, that L-SGD, V-MLMC, RT-MLMC, RU-MLMC and RR-MLMC
 // (and their VR versions on the nonconvex rows) need to reach an
 // eps-optimal point (F - F* <= eps: strongly convex, convex) or an

@@ -42,6 +42,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/simclr-go/simclr/mlmc"
 )
 
 // The regimes: b > c, b = c, b < c, and a >= max(b, c), where the paper
@@ -103,6 +105,7 @@ func target(row Row, eps float64) float64 {
 type options struct {
 	quick, noTune, onlyTuned bool
 	replot                   string
+	truncOnly                bool
 	out                      string
 	workers                  int
 	rows                     []Row
@@ -128,6 +131,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	var cells []cellSpec
 	for _, row := range o.rows {
+		if o.truncOnly {
+			break
+		}
 		for _, r := range o.regimes {
 			for _, m := range methods {
 				if !applicable(m, r) {
@@ -177,10 +183,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		for _, row := range o.rows {
 			for _, r := range o.regimes {
 				for _, m := range methods {
-					if !applicable(m, r) {
+					switch {
+					case !applicable(m, r):
 						t := truncationStudy(row, r, m)
 						trunc = append(trunc, t...)
 						out = append(out, naCell(row, r, m, t))
+					case (m == mlmc.RUMLMC || m == mlmc.RRMLMC) && secondMomentGrows(row, r):
+						trunc = append(trunc, truncationStudy(row, r, m)...)
 					}
 				}
 			}
@@ -233,6 +242,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	rowList := fs.String("rows", "", "comma-separated rows to measure (strongly-convex, convex, nonconvex, vr-nonconvex; default all)")
 	regimeList := fs.String("regimes", "", "comma-separated regimes a:b:c to measure (default 1:2:1,1:1:1,2:1:1.5,2:1.5:1)")
 	noTune := fs.Bool("no-tune", false, "measure the prescribed parameters only")
+	truncOnly := fs.Bool("truncation-only", false, "run the truncation studies only (N.A. cells, and RU/RR where the second moment of H^l grows)")
 	onlyTuned := fs.Bool("only-tuned", false, "measure the tuned parameters only (N.A. cells and their truncation study are written by the prescribed runs)")
 	verbose := fs.Bool("v", false, "print a line per measured eps")
 	replotDir := fs.String("replot", "", "redraw the figures and table.md of an earlier run's folder (its cells.jsonl, points.jsonl, truncation.jsonl), measuring nothing")
@@ -250,7 +260,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *noTune && *onlyTuned {
 		return options{}, fmt.Errorf("--no-tune and --only-tuned exclude each other: give one")
 	}
-	o := options{replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
+	o := options{truncOnly: *truncOnly, replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
 		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: defaultLimits}}
 	if *verbose {
 		o.exp.Log = stderr

@@ -179,8 +179,8 @@ func truncationPanel(trunc []truncation, variance bool) (*plot.Plot, error) {
 	var keys []key
 	lines := map[key]plotter.XYs{}
 	for _, t := range trunc {
-		if t.VR {
-			continue // the same estimates as the plain row's
+		if t.VR || t.Why != "N.A." {
+			continue // the same estimates as the plain row's; the N.A. study only
 		}
 		k := key{t.Objective, t.Estimator, Regime{t.A, t.B, t.C}}
 		if _, ok := lines[k]; !ok {

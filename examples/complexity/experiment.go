@@ -123,7 +123,8 @@ func (x *experiment) measureCell(c cellSpec, epsGrid []float64) []point {
 
 // tune finds the tuning of the cell at eps with the least cost on the
 // tuning seeds: first the step factor kappa (V-MLMC: the batch factor) on
-// 1/2, 1, 2, widened by factors of 2 while the best is at an edge; then,
+// 1/2, 1, 2, widened by factors of 2 while the best is at an edge (up to
+// ten times, within 1/1024..64); then,
 // at that kappa, the level offset dL from 0 down (and up) while the cost
 // falls (RU/RR have no level).
 func (x *experiment) tune(c cellSpec, eps float64, T0 int) (tuning, []tried) {
@@ -153,16 +154,16 @@ func (x *experiment) tune(c cellSpec, eps float64, T0 int) (tuning, []tried) {
 	}
 	best := tuning{Kappa: 1}
 	kappas := []float64{0.5, 1, 2}
-	for range 4 {
+	for range 10 {
 		for _, k := range kappas {
 			if cost(tuning{Kappa: k}) < cost(best) {
 				best = tuning{Kappa: k}
 			}
 		}
 		switch {
-		case best.Kappa == kappas[0] && best.Kappa > 1.0/16:
+		case best.Kappa == kappas[0] && best.Kappa > 1.0/1024:
 			kappas = []float64{best.Kappa / 2}
-		case best.Kappa == kappas[len(kappas)-1] && best.Kappa < 16:
+		case best.Kappa == kappas[len(kappas)-1] && best.Kappa < 64:
 			kappas = []float64{best.Kappa * 2}
 		default:
 			kappas = nil

@@ -106,6 +106,7 @@ type options struct {
 	quick, noTune, onlyTuned bool
 	replot                   string
 	truncOnly                bool
+	methods                  []mlmc.Method
 	out                      string
 	workers                  int
 	rows                     []Row
@@ -135,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			break
 		}
 		for _, r := range o.regimes {
-			for _, m := range methods {
+			for _, m := range o.methods {
 				if !applicable(m, r) {
 					continue
 				}
@@ -242,6 +243,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	rowList := fs.String("rows", "", "comma-separated rows to measure (strongly-convex, convex, nonconvex, vr-nonconvex; default all)")
 	regimeList := fs.String("regimes", "", "comma-separated regimes a:b:c to measure (default 1:2:1,1:1:1,2:1:1.5,2:1.5:1)")
 	noTune := fs.Bool("no-tune", false, "measure the prescribed parameters only")
+	estList := fs.String("estimators", "", "comma-separated estimators to measure (L-SGD, V-MLMC, RT-MLMC, RU-MLMC, RR-MLMC; default all)")
 	truncOnly := fs.Bool("truncation-only", false, "run the truncation studies only (N.A. cells, and RU/RR where the second moment of H^l grows)")
 	onlyTuned := fs.Bool("only-tuned", false, "measure the tuned parameters only (N.A. cells and their truncation study are written by the prescribed runs)")
 	verbose := fs.Bool("v", false, "print a line per measured eps")
@@ -260,7 +262,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *noTune && *onlyTuned {
 		return options{}, fmt.Errorf("--no-tune and --only-tuned exclude each other: give one")
 	}
-	o := options{truncOnly: *truncOnly, replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
+	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
 		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: defaultLimits}}
 	if *verbose {
 		o.exp.Log = stderr
@@ -276,6 +278,19 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 				return options{}, fmt.Errorf("--rows: unknown row %q: use strongly-convex, convex, nonconvex or vr-nonconvex", name)
 			}
 			o.rows = append(o.rows, rows[i])
+		}
+	}
+	if *estList != "" {
+		for _, name := range strings.Split(*estList, ",") {
+			found := false
+			for m, label := range estimatorLabels {
+				if strings.EqualFold(label, strings.TrimSpace(name)) {
+					o.methods, found = append(o.methods, m), true
+				}
+			}
+			if !found {
+				return options{}, fmt.Errorf("--estimators: unknown estimator %q: use L-SGD, V-MLMC, RT-MLMC, RU-MLMC or RR-MLMC", name)
+			}
 		}
 	}
 	if *regimeList != "" {

@@ -281,6 +281,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	if *estList != "" {
+		o.methods = nil
 		for _, name := range strings.Split(*estList, ",") {
 			found := false
 			for m, label := range estimatorLabels {

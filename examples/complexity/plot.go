@@ -160,12 +160,19 @@ func costPanel(pts []point, r Regime) (*plot.Plot, error) {
 	return p, nil
 }
 
+// truncationPanel draws, against the cap K, the exact expected samples of
+// one estimate (the N.A. cells; it does not depend on the objective) or
+// its exact variance (the strongly convex N.A. cells, and the nonconvex
+// cells whose second moment grows although b > c). The variances
+// measured over draws are in truncation.jsonl; they level off where the
+// draws stop reaching the deep levels that make the exact ones grow.
 func truncationPanel(trunc []truncation, variance bool) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "N.A. cells: RU/RR-MLMC capped at level K (c >= b)"
+	p.Title.Text = "RU/RR-MLMC capped at level K: expected samples per estimate"
 	p.X.Label.Text = "cap K"
-	p.Y.Label.Text = "samples per estimate"
+	p.Y.Label.Text = "expected samples per estimate"
 	if variance {
+		p.Title.Text = "RU/RR-MLMC capped at level K: exact variance at the start"
 		p.Y.Label.Text = "variance of an estimate"
 	}
 	p.Y.Scale = plot.LogScale{}
@@ -173,34 +180,31 @@ func truncationPanel(trunc []truncation, variance bool) (*plot.Plot, error) {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	type key struct {
-		obj, est string
-		r        Regime
+		obj, est, why string
+		r             Regime
 	}
 	var keys []key
 	lines := map[key]plotter.XYs{}
 	for _, t := range trunc {
-		if t.VR || t.Why != "N.A." {
-			continue // the same estimates as the plain row's; the N.A. study only
+		switch {
+		case t.VR:
+			continue // the same estimates as the plain row's
+		case !variance && (t.Why != "N.A." || t.Objective != "strongly-convex"):
+			continue
+		case variance && t.Why == "N.A." && t.Objective != "strongly-convex":
+			continue
 		}
-		k := key{t.Objective, t.Estimator, Regime{t.A, t.B, t.C}}
+		k := key{t.Objective, t.Estimator, t.Why, Regime{t.A, t.B, t.C}}
 		if _, ok := lines[k]; !ok {
 			keys = append(keys, k)
 		}
-		y := t.Samples
+		y := t.Expected
 		if variance {
-			y = t.Variance
+			y = t.VarianceExact
 		}
 		lines[k] = append(lines[k], plotter.XY{X: float64(t.K), Y: y})
 	}
-	drawn := map[string]bool{}
 	for i, k := range keys {
-		// The cost does not depend on the objective: one line per
-		// estimator and regime.
-		costKey := k.est + k.r.String()
-		if !variance && drawn[costKey] {
-			continue
-		}
-		drawn[costKey] = true
 		l, s, err := plotter.NewLinePoints(lines[k])
 		if err != nil {
 			return nil, err
@@ -212,7 +216,11 @@ func truncationPanel(trunc []truncation, variance bool) (*plot.Plot, error) {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
 		p.Add(l, s)
-		p.Legend.Add(fmt.Sprintf("%s %s %s", k.est, k.obj, k.r), l, s)
+		label := fmt.Sprintf("%s %s", k.est, k.r)
+		if variance {
+			label = fmt.Sprintf("%s %s %s (%s)", k.est, k.obj, k.r, k.why)
+		}
+		p.Legend.Add(label, l, s)
 	}
 	return p, nil
 }

@@ -120,11 +120,11 @@ func naCell(row Row, r Regime, m mlmc.Method, t []truncation) cellResult {
 	first, last := t[0], t[len(t)-1]
 	return cellResult{Objective: row.Class.String(), Estimator: estimatorLabels[m], VR: row.VR, A: r.A, B: r.B, C: r.C,
 		Params: "prescribed",
-		Explained: fmt.Sprintf("N.A. (c >= b): capped at level K, one estimate costs %.3g samples (K=%d) to %.3g (K=%d) "+
-			"(exactly %.3g to %.3g) and its variance is %.3g to %.3g (bound %.3g to %.3g); both grow without bound as K grows, "+
-			"so the untruncated estimator has no finite cost to any eps",
-			first.Samples, first.K, last.Samples, last.K, first.Expected, last.Expected,
-			first.Variance, last.Variance, first.VarianceBound, last.VarianceBound)}
+		Explained: fmt.Sprintf("N.A. (c >= b): capped at level K, one estimate costs %.3g samples on average (K=%d) to %.3g (K=%d) "+
+			"and its exact variance at the start is %.3g to %.3g (over %d draws: %.3g to %.3g, which miss the rare deep levels); "+
+			"both grow without bound with K, so the untruncated estimator has no finite cost to any eps",
+			first.Expected, first.K, last.Expected, last.K, first.VarianceExact, last.VarianceExact, first.Draws,
+			first.Variance, last.Variance)}
 }
 
 // exactVariance is the variance of one RU- or RR-MLMC estimate at the

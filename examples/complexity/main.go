@@ -317,6 +317,7 @@ func writeJSONLines[T any](path string, rows []T) error {
 		return fmt.Errorf("create %s: %w (choose another folder with --out)", path, err)
 	}
 	enc := json.NewEncoder(f)
+	enc.SetEscapeHTML(false) // the explanations say "c >= b"
 	for _, r := range rows {
 		if err := enc.Encode(r); err != nil {
 			f.Close()

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/data"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // cifarImages reads the first n real CIFAR-10 images from the test data's

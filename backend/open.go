@@ -12,15 +12,11 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// Devices lists the accepted values of the device argument of Open.
-var Devices = []string{"auto", "cpu", "cuda"}
-
-// Open returns the backend for device ("auto", "cpu" or "cuda") and a log
-// line saying which backend was chosen and why. precision ("tf32" or "fp32",
-// empty meaning "tf32") only matters on CUDA. "auto" picks CUDA when its
-// libraries and a device are found and falls back to the CPU otherwise; an
-// explicit "cuda" that cannot be opened is an error.
-func Open(device, precision string) (tensor.Backend, string, error) {
+// Open returns the backend for device and a log line saying which backend
+// was chosen and why. precision only matters on CUDA. DeviceAuto picks CUDA
+// when its libraries and a device are found and falls back to the CPU
+// otherwise; DeviceCUDA that cannot be opened is an error.
+func Open(device Device, precision Precision) (tensor.Backend, string, error) {
 	return OpenGPU(device, precision, 0)
 }
 
@@ -38,28 +34,25 @@ func Close(b tensor.Backend) error {
 
 // OpenGPU is Open on the GPU of the given index when the device is CUDA
 // (ranks of a data-parallel run on one node each take their own).
-func OpenGPU(device, precision string, gpu int) (tensor.Backend, string, error) {
-	if err := cuda.ValidPrecision(precision); err != nil {
-		return nil, "", err
-	}
-	switch strings.ToLower(device) {
-	case "cpu":
+func OpenGPU(device Device, precision Precision, gpu int) (tensor.Backend, string, error) {
+	opts := cuda.Options{Precision: precision.String(), Device: gpu}
+	switch device {
+	case DeviceCPU:
 		b := cpu.New()
 		return b, "device cpu (requested): " + b.Describe(), nil
-	case "cuda", "gpu":
-		b, err := cuda.Open(cuda.Options{Precision: precision, Device: gpu})
+	case DeviceCUDA:
+		b, err := cuda.Open(opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("device cuda: %w (run `simclr devices` to see what was found, or use --device cpu)", err)
 		}
 		return b, "device cuda (requested): " + b.Describe(), nil
-	case "", "auto":
-		b, err := cuda.Open(cuda.Options{Precision: precision, Device: gpu})
+	case DeviceAuto:
+		b, err := cuda.Open(opts)
 		if err == nil {
 			return b, "device auto -> cuda: " + b.Describe(), nil
 		}
 		c := cpu.New()
 		return c, fmt.Sprintf("device auto -> cpu (cuda unavailable: %v): %s", err, c.Describe()), nil
-	default:
-		return nil, "", fmt.Errorf("unknown device %q: use one of %s", device, strings.Join(Devices, ", "))
 	}
+	return nil, "", fmt.Errorf("unknown device %v: use one of %s", device, strings.Join(Devices, ", "))
 }

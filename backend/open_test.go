@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cuda"
+	"github.com/simclr-go/simclr/tensor"
 )
 
 func TestOpen(t *testing.T) {
@@ -31,7 +32,7 @@ func TestOpen(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.device+"/"+tc.precision, func(t *testing.T) {
-			b, log, err := Open(tc.device, tc.precision)
+			b, log, err := openNamed(tc.device, tc.precision)
 			if tc.wantName == "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantInErr) {
 					t.Fatalf("Open error = %v, want one containing %q", err, tc.wantInErr)
@@ -48,5 +49,39 @@ func TestOpen(t *testing.T) {
 				c.Close()
 			}
 		})
+	}
+}
+
+// openNamed parses the names as a command does and opens the backend.
+func openNamed(device, precision string) (tensor.Backend, string, error) {
+	d, err := ParseDevice(device)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := ParsePrecision(precision)
+	if err != nil {
+		return nil, "", err
+	}
+	return Open(d, p)
+}
+
+func TestDeviceAndPrecisionNamesRoundTrip(t *testing.T) {
+	for _, name := range Devices {
+		d, err := ParseDevice(name)
+		if err != nil || d.String() != name {
+			t.Errorf("ParseDevice(%q) = %v, %v", name, d, err)
+		}
+	}
+	for _, name := range []string{"tf32", "fp32"} {
+		p, err := ParsePrecision(name)
+		if err != nil || p.String() != name {
+			t.Errorf("ParsePrecision(%q) = %v, %v", name, p, err)
+		}
+	}
+	if d, err := ParseDevice("GPU"); err != nil || d != DeviceCUDA {
+		t.Errorf("ParseDevice(GPU) = %v, %v; want cuda", d, err)
+	}
+	if _, err := ParsePrecision("fp16"); err == nil {
+		t.Error("ParsePrecision accepted fp16")
 	}
 }

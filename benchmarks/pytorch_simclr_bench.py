@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference for `simclr bench` (issue 7).
+"""PyTorch reference for `simclr bench`.
 
 Times full SimCLR training steps -- forward in training mode, NT-Xent loss,
 backward, SGD update -- of the same network `simclr bench` times, on random
@@ -32,7 +32,7 @@ Run with the PyTorch of the GPU machine:
     ... --amp bf16 --channels-last      # PyTorch's fast path
     ... --compile                        # torch.compile (slow first steps)
 
-CPU mode (issue 14): --device cpu times the same step on the host with
+CPU mode: --device cpu times the same step on the host with
 --threads intra-op threads (default 2, the development machine's cores),
 the way `simclr bench --device cpu` runs; peak_rss_mb is then the process's
 peak resident memory (VmHWM), as simclr reports it. Debian's PyTorch

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // gemmCase is one Sgemm call to check against Naive.

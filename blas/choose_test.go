@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // envReferenceBLAS names a copy of the reference BLAS for
@@ -117,5 +117,20 @@ func TestNotUsedErrorSummary(t *testing.T) {
 		if got := tc.err.Summary(); !strings.HasPrefix(got, tc.want) || strings.Contains(got, "\n") {
 			t.Errorf("%s: Summary() = %q, want one line starting %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Choose measures once per process and library override: a second call
+// (every kNN or probe evaluation opens a BLAS) returns the same SGEMM
+// without loading and timing the library again.
+func TestChooseOncePerProcess(t *testing.T) {
+	t.Setenv(EnvLibrary, "")
+	first := Choose(1)
+	second := Choose(1)
+	if first.Gemm != second.Gemm || first.Why != second.Why {
+		t.Errorf("Choose(1) made two choices: %s (%s) and %s (%s)", first.Gemm.Name(), first.Why, second.Gemm.Name(), second.Why)
+	}
+	if Open() != Open() {
+		t.Error("Open() made two choices")
 	}
 }

@@ -3,9 +3,9 @@ package blas
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -39,7 +39,25 @@ const (
 // library's name: a library may run kernels older than the CPU (OpenBLAS
 // told OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU) or lose on the small
 // products of the levels MLMC queries most.
+//
+// The choice is made once per process for each thread count and library
+// override (machine.choices): the kNN monitor and the probe, which open a
+// BLAS at every evaluation, reuse it rather than load and time the
+// library again.
 func Choose(threads int) Choice {
+	key := chooseKey{threads: threads, library: os.Getenv(EnvLibrary)}
+	machine.choiceMu.Lock()
+	defer machine.choiceMu.Unlock()
+	if c, ok := machine.choices[key]; ok {
+		return c
+	}
+	c := choose(threads)
+	machine.choices[key] = c
+	return c
+}
+
+// choose is Choose without the cache.
+func choose(threads int) Choice {
 	g, why, err := systemBLAS(threads)
 	if err != nil {
 		return Choice{Gemm: PureGo(threads), Kind: KindBuiltin, Why: "built-in kernel: " + summary(err)}
@@ -54,16 +72,16 @@ func Choose(threads int) Choice {
 
 // chooseFaster races lib (accepted for the reason why) against the
 // built-in ours on stepRaceShapes and returns the choice. The race runs
-// once per process and pair of implementations (raceResults).
+// once per process and pair of implementations (machine.races).
 func chooseFaster(lib Gemm, why string, ours Gemm) Choice {
 	key := lib.Name() + "\x00" + ours.Name()
-	raceResults.mu.Lock()
-	r, ok := raceResults.byPair[key]
+	machine.raceMu.Lock()
+	r, ok := machine.races[key]
 	if !ok {
 		r.lib, r.ours = raceStep(lib, ours)
-		raceResults.byPair[key] = r
+		machine.races[key] = r
 	}
-	raceResults.mu.Unlock()
+	machine.raceMu.Unlock()
 	libTime, oursTime := r.lib, r.ours
 	figures := fmt.Sprintf("a training step's products took %s with the built-in kernel and %s with the library",
 		oursTime.Round(10*time.Microsecond), libTime.Round(10*time.Microsecond))
@@ -98,17 +116,6 @@ func ChooseKind(threads int, kind string) (Choice, error) {
 		return Choice{}, fmt.Errorf("unknown SGEMM kind %q (want %s, %s or %s)", kind, KindLibrary, KindBuiltin, KindPerShape)
 	}
 }
-
-// raceResults keeps each race's times for the rest of the process: every
-// backend of a process then computes with the same SGEMM (a run and its
-// in-process evaluations and resumptions agree bit for bit, where a second
-// race near a tie could choose the other kernel), and the evaluations that
-// open a BLAS each time do not race again. It caches a measurement of the
-// machine, as golang.org/x/sys/cpu caches its features.
-var raceResults = struct {
-	mu     sync.Mutex
-	byPair map[string]struct{ lib, ours time.Duration }
-}{byPair: map[string]struct{ lib, ours time.Duration }{}}
 
 // builtinMargin is how much faster than the library the built-in kernel
 // must be to be chosen: its time below builtinMargin times the library's,

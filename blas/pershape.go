@@ -25,12 +25,12 @@ import (
 // Both lib and ours must be safe for concurrent use.
 func PerShape(lib, ours Gemm) Gemm {
 	key := lib.Name() + "\x00" + ours.Name()
-	perShapeTables.mu.Lock()
-	defer perShapeTables.mu.Unlock()
-	t, ok := perShapeTables.byPair[key]
+	machine.shapeMu.Lock()
+	defer machine.shapeMu.Unlock()
+	t, ok := machine.shapes[key]
 	if !ok {
 		t = &shapeTable{choice: map[shapeKey]bool{}}
-		perShapeTables.byPair[key] = t
+		machine.shapes[key] = t
 	}
 	return &perShape{lib: lib, ours: ours, table: t}
 }
@@ -43,14 +43,6 @@ const perShapeMargin = 0.9
 // (a full-width ResNet-18 training step needs 2.25 Mi at 64 images, 4.5
 // Mi at 256); larger products stay with lib without a race.
 const maxRaceElements = 1 << 24
-
-// perShapeTables holds the per-process choices of every pair of
-// implementations PerShape was given: the measurement is made once per
-// process and shape, as the choice must be the same for every backend.
-var perShapeTables = struct {
-	mu     sync.Mutex
-	byPair map[string]*shapeTable
-}{byPair: map[string]*shapeTable{}}
 
 // shapeKey is what the speed of a product depends on.
 type shapeKey struct {

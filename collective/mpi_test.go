@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cpu"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // envWorker marks a test binary started by mpirun from TestMPI.

@@ -176,7 +176,7 @@ func (n *NCCL) load(dirs []string) error {
 		break
 	}
 	if lib == 0 {
-		return fmt.Errorf("NCCL not found (install it, e.g. `pip install nvidia-nccl-cu12` or the libnccl2 package, or set SIMCLR_NCCL_LIB to libnccl.so.2's path); tried:\n  %s",
+		return fmt.Errorf("NCCL not found (install it for the CUDA major `simclr devices` names in its library set, e.g. `pip install nvidia-nccl-cu13` for CUDA 13, `nvidia-nccl-cu12` for CUDA 12, or the libnccl2 package, or set SIMCLR_NCCL_LIB to libnccl.so.2's path); tried:\n  %s",
 			strings.Join(tried, "\n  "))
 	}
 	for _, s := range []struct {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // TestNCCLCallingConvention loads a fake libnccl.so.2 (testdata/fakenccl.c,

@@ -25,9 +25,7 @@ func TestSeparateHalvesAreThreeIndependentPasses(t *testing.T) {
 		t.Run(fmt.Sprintf("level%d", level), func(t *testing.T) {
 			tr := newTestOracle(t)
 			b, params, o, m := tr.b, tr.model.Params(), tr.oracle, tr.model
-			if err := o.SetHalves(HalvesSeparate); err != nil {
-				t.Fatal(err)
-			}
+			o.SetHalves(HalvesSeparate)
 			b.Copy(tr.prev, params.Flat())
 			s, _, err := o.Draw(level)
 			if err != nil {
@@ -196,9 +194,7 @@ func TestRTMLMCIsUnbiasedWithSeparateHalves(t *testing.T) {
 			each(host(b, out))
 		}
 	}
-	if err := o.SetHalves(HalvesSeparate); err != nil {
-		t.Fatal(err)
-	}
+	o.SetHalves(HalvesSeparate)
 	pilot := make([]float32, dim)
 	run("lsgd", o, pilotDraws, func(v []float32) {
 		for i, x := range v {
@@ -220,9 +216,7 @@ func TestRTMLMCIsUnbiasedWithSeparateHalves(t *testing.T) {
 	top := collect("lsgd", o)
 	rt := collect("rtmlmc", o)
 	wrong := collect("rtmlmc", unweighted{o, mlmc.Truncated(cfg.MinLevel, cfg.MaxLevel, 1, 1)})
-	if err := o.SetHalves(HalvesShared); err != nil {
-		t.Fatal(err)
-	}
+	o.SetHalves(HalvesShared)
 	shared := collect("rtmlmc", o)
 
 	maxAbs := func(z []float64) float64 {
@@ -326,5 +320,23 @@ func TestOracleEvalAtPreviousReplaysTheDraw(t *testing.T) {
 			check(mlmc.Current, 1, wantCur)
 			o.Release(s)
 		})
+	}
+}
+
+func TestParseHalves(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want Halves
+		ok   bool
+	}{{"shared", HalvesShared, true}, {"", HalvesShared, true}, {"separate", HalvesSeparate, true}, {"both", 0, false}, {"Separate", 0, false}} {
+		got, err := ParseHalves(tc.name)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("ParseHalves(%q) = %v, %v; want %v (ok %v)", tc.name, got, err, tc.want, tc.ok)
+		}
+	}
+	for _, h := range []Halves{HalvesShared, HalvesSeparate} {
+		if back, err := ParseHalves(h.String()); err != nil || back != h {
+			t.Errorf("ParseHalves(%v.String()) = %v, %v", h, back, err)
+		}
 	}
 }

@@ -24,7 +24,7 @@ type Settings struct {
 	// Temperature is the NT-Xent temperature tau.
 	Temperature float64
 	// Halves is the construction of H^l: HalvesShared or HalvesSeparate.
-	Halves string
+	Halves Halves
 	// Augment names the view recipe (augment.Preset; "" is simclr).
 	Augment string
 	// Seed seeds the data stream (apart from training's) and the random
@@ -39,7 +39,7 @@ type Settings struct {
 }
 
 // SettingError is a field of Settings that MeasureLevels cannot use:
-// Setting names the field ("MinLevel", "MaxLevel", "Halves", "Augment"),
+// Setting names the field ("MinLevel", "MaxLevel", "Augment"),
 // so that a command can word the error with its own flag.
 type SettingError struct {
 	Setting string
@@ -71,10 +71,16 @@ func ViewTransform(recipe string, set *data.Set) (augment.Config, error) {
 			return c, err
 		}
 	}
+	return AtImageSize(c, set), nil
+}
+
+// AtImageSize is the view recipe c for the images of set: views of a set
+// of images that are not square are cut square, at their height.
+func AtImageSize(c augment.Config, set *data.Set) augment.Config {
 	if set.H != set.W {
 		c.Size = set.H
 	}
-	return c, nil
+	return c
 }
 
 // ServableLevel is the largest level whose 2^l images a set of n images
@@ -115,9 +121,7 @@ func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg
 	}
 	o := NewOracle(b, m, stream, cfg.Temperature, cfg.MaxLevel, prev)
 	defer o.Free()
-	if err := o.SetHalves(cfg.Halves); err != nil {
-		return nil, &SettingError{"Halves", err}
-	}
+	o.SetHalves(cfg.Halves)
 	ops := NewBufferOps(b, m.Params().Len())
 	rep, err := mlmc.MeasureLevels[tensor.Buffer](o, ops, mlmc.LevelsConfig{
 		MinLevel: cfg.MinLevel, MaxLevel: cfg.MaxLevel, Draws: opts.Draws, B: cfg.B, C: cfg.C,

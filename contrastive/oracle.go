@@ -15,12 +15,18 @@ import (
 // BufferOps are mlmc.VecOps over backend buffers of n elements: the
 // estimators combine gradients where they live (on a GPU for CUDA).
 type BufferOps struct {
-	b tensor.Backend
+	b VectorBackend
 	n int
 }
 
+// VectorBackend is the part of tensor.Backend BufferOps uses.
+type VectorBackend interface {
+	tensor.Memory
+	tensor.Vector
+}
+
 // NewBufferOps are the vector operations over buffers of n elements of b.
-func NewBufferOps(b tensor.Backend, n int) BufferOps { return BufferOps{b: b, n: n} }
+func NewBufferOps(b VectorBackend, n int) BufferOps { return BufferOps{b: b, n: n} }
 
 func (o BufferOps) New() tensor.Buffer                   { return o.b.Alloc(o.n) }
 func (o BufferOps) Zero(v tensor.Buffer)                 { o.b.Zero(v) }
@@ -49,8 +55,9 @@ var ErrNonFinite = errors.New("loss is not finite")
 // 2^level images, kept on the host so that a VR correction can evaluate
 // exactly the same views at x_{t-1}.
 type draw struct {
-	level int
-	views []float32 // (2n, 3, H, W)
+	level   int
+	views   []float32 // (2n, 3, H, W)
+	indices []int     // the images' indices in the training set (SogCLR's u)
 }
 
 // Oracle is the SimCLR oracle of docs/definitions.md, section 4 "Contrastive
@@ -95,36 +102,61 @@ type Oracle struct {
 	// raw and less log(2N - 1) (see Losses).
 	lossSum, excessSum float64
 	lossN              int
+
+	// loss is the contrastive loss of every query (SetLoss); sogU holds
+	// SogCLR's u, one per training image, and gamma its step; sogBuf
+	// caches the device buffers of a batch's u (decoupled.go).
+	loss   Loss
+	sogU   []float32
+	gamma  float64
+	sogBuf map[int]tensor.Buffer
 }
 
-// Halves names how H^l treats its two half-batch losses (--halves).
+// Halves is how H^l treats its two half-batch losses (--halves).
+type Halves int
+
 const (
-	// HalvesShared is one forward and backward pass over the 2^(l+1) views:
-	// the half-batch losses reuse the embeddings of the whole batch, so with
-	// batch norm they see its statistics (not exact, docs/definitions.md,
-	// section 4 "Contrastive learning as a biased oracle").
-	HalvesShared = "shared"
+	// HalvesShared (the zero value) is one forward and backward pass over
+	// the 2^(l+1) views: the half-batch losses reuse the embeddings of the
+	// whole batch, so with batch norm they see its statistics (not exact,
+	// docs/definitions.md, section 4 "Contrastive learning as a biased
+	// oracle").
+	HalvesShared Halves = iota
 	// HalvesSeparate is three passes: B, then B1 and B2 each through the
 	// network on its own views with its own batch statistics. Exact.
-	HalvesSeparate = "separate"
+	HalvesSeparate
 )
+
+func (h Halves) String() string {
+	switch h {
+	case HalvesShared:
+		return "shared"
+	case HalvesSeparate:
+		return "separate"
+	}
+	return fmt.Sprintf("Halves(%d)", int(h))
+}
+
+// ParseHalves reads --halves: shared (or empty, as config files from
+// before the setting have it) or separate.
+func ParseHalves(name string) (Halves, error) {
+	switch name {
+	case "shared", "":
+		return HalvesShared, nil
+	case "separate":
+		return HalvesSeparate, nil
+	}
+	return 0, fmt.Errorf("%q: use shared (one pass) or separate (three passes, exact with batch norm)", name)
+}
 
 // SetHalves chooses the construction of H^l: HalvesShared (the default) or
 // HalvesSeparate.
-func (o *Oracle) SetHalves(mode string) error {
-	switch mode {
-	case HalvesShared, "":
-		o.separate = false
-	case HalvesSeparate:
-		o.separate = true
-	default:
-		return fmt.Errorf("halves %q: use %s or %s", mode, HalvesShared, HalvesSeparate)
-	}
-	return nil
+func (o *Oracle) SetHalves(h Halves) {
+	o.separate = h == HalvesSeparate
 }
 
 // Halves is the construction in use: HalvesShared or HalvesSeparate.
-func (o *Oracle) Halves() string {
+func (o *Oracle) Halves() Halves {
 	if o.separate {
 		return HalvesSeparate
 	}
@@ -145,7 +177,7 @@ func (o *Oracle) SetPasses(n int64) { o.passes = n }
 func NewOracle(b tensor.Backend, m *resnet18.Model, stream *loader.Stream, tau float64, maxLevel int, prev tensor.Buffer) *Oracle {
 	o := &Oracle{b: b, model: m, stream: stream, tau: float32(tau), viewLen: stream.ViewLen(), maxLevel: maxLevel,
 		prev: prev, inputs: map[int]tensor.Buffer{}, dz: map[int]tensor.Buffer{}, gathered: map[int]tensor.Buffer{},
-		pool: map[int][]*draw{}}
+		pool: map[int][]*draw{}, sogBuf: map[int]tensor.Buffer{}}
 	if prev != nil {
 		o.cur = b.Alloc(m.Params().Len())
 	}
@@ -200,7 +232,8 @@ func (o *Oracle) Draw(level int) (mlmc.Sample, int64, error) {
 	} else {
 		d = &draw{level: level, views: make([]float32, 2*n*o.viewLen)}
 	}
-	o.stream.Next(n, d.views)
+	got := o.stream.Next(n, d.views)
+	d.indices = append(d.indices[:0], got.Indices...)
 	return d, int64(n), nil
 }
 
@@ -211,6 +244,9 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	d := s.(*draw)
 	n := 1 << d.level
 	views := 2 * o.share(d.level)
+	if o.loss != NTXent && (diff || at == mlmc.Previous) {
+		return fmt.Errorf("the %s loss answers plain queries at the current parameters only, not H^l or x_{t-1} (use --estimator lsgd's single level)", o.loss)
+	}
 	proj := o.model.Config().ProjDim
 	x := o.buffer(o.inputs, views*o.viewLen)
 	o.b.Upload(x, d.views)
@@ -226,6 +262,7 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		o.model.UsePreviousHeadStatistics(true)
 	}
 	added := false // the gradient is already in out
+	var err error
 	z := o.model.Forward(x, views, true, at == mlmc.Current)
 	var res tensor.LossResult
 	switch {
@@ -245,13 +282,29 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 			}
 			return fmt.Errorf("gather the projections of level %d: %w", d.level, err)
 		}
-		res = o.b.NTXent(n, proj, o.tau, diff, all, dzAll)
+		if o.loss == NTXent {
+			res = o.b.NTXent(n, proj, o.tau, diff, all, dzAll)
+		} else {
+			indices := d.indices
+			if o.loss == SogCLR {
+				if indices, err = o.gatherIndices(n, d.indices); err != nil {
+					return err
+				}
+			}
+			if res, err = o.decoupled(n, proj, indices, all, dzAll); err != nil {
+				return err
+			}
+		}
 		o.model.Backward(o.b.Slice(dzAll, mine, views*proj))
 		o.passes++
 		alpha *= float64(o.shard.Size())
 	default:
 		dz := o.buffer(o.dz, views*proj)
-		res = o.b.NTXent(n, proj, o.tau, diff && !o.separate, z, dz)
+		if o.loss == NTXent {
+			res = o.b.NTXent(n, proj, o.tau, diff && !o.separate, z, dz)
+		} else if res, err = o.decoupled(n, proj, d.indices, z, dz); err != nil {
+			return err
+		}
 		o.model.Backward(dz)
 		o.passes++
 		if diff && o.separate {
@@ -291,7 +344,7 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	}
 	if at == mlmc.Current {
 		o.lossSum += res.Full
-		o.excessSum += res.Full - LossScale(n)
+		o.excessSum += res.Full - o.lossScale(n)
 		o.lossN++
 	}
 	if !added {
@@ -337,7 +390,7 @@ func (o *Oracle) buffer(cache map[int]tensor.Buffer, n int) tensor.Buffer {
 
 // Free releases the oracle's device buffers.
 func (o *Oracle) Free() {
-	for _, cache := range []map[int]tensor.Buffer{o.inputs, o.dz, o.gathered} {
+	for _, cache := range []map[int]tensor.Buffer{o.inputs, o.dz, o.gathered, o.sogBuf} {
 		for k, buf := range cache {
 			o.b.Free(buf)
 			delete(cache, k)

@@ -1,12 +1,14 @@
 package contrastive
 
 import (
+	"math"
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/data"
-	"github.com/simclr-go/simclr/internal/synthdata"
+	"github.com/simclr-go/simclr/internal/testsupport/synthdata"
 	"github.com/simclr-go/simclr/loader"
+	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/tensor"
 )
@@ -63,4 +65,46 @@ func host(b interface {
 	out := make([]float32, buf.Len())
 	b.Download(out, buf)
 	return out
+}
+
+// A SogCLR query updates u of exactly the images it drew (from 0, their
+// first visit, to the mean over their negatives: positive), and the
+// decoupled losses refuse multilevel queries.
+func TestSogCLRQueryUpdatesItsImages(t *testing.T) {
+	tr := newTestOracle(t)
+	if err := tr.oracle.SetLoss(SogCLR, 64); err != nil {
+		t.Fatal(err)
+	}
+	tr.oracle.SetGamma(0.9)
+	out := tr.b.Alloc(tr.model.Params().Len())
+	defer tr.b.Free(out)
+	drawn := map[int]bool{}
+	for range 2 {
+		s, _, err := tr.oracle.Draw(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, idx := range s.(*draw).indices {
+			drawn[idx] = true
+		}
+		if err := tr.oracle.Eval(s, mlmc.Current, false, 1, out); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.oracle.Eval(s, mlmc.Current, true, 1, out); err == nil {
+			t.Fatal("a multilevel SogCLR query: no error")
+		}
+		tr.oracle.Release(s)
+	}
+	if len(drawn) != 16 {
+		t.Fatalf("two draws of 8 from a 64-image epoch hold %d distinct images, want 16", len(drawn))
+	}
+	for idx, u := range tr.oracle.SogCLRState() {
+		if drawn[idx] != (u > 0) {
+			t.Errorf("image %d (drawn %v): u = %g", idx, drawn[idx], u)
+		}
+	}
+	raw, excess := tr.oracle.Losses()
+	if math.IsNaN(raw) || math.Abs(raw-excess-math.Log(14)) > 1e-12 {
+		t.Fatalf("losses %g and %g: their difference should be log(2n-2) = log 14", raw, excess)
+	}
 }

@@ -12,6 +12,13 @@
 // them only through the caller's VecOps and the oracle's accumulating Eval,
 // never by copying them into Go slices.
 //
+// Each method is a Scheme in a file of its own (lsgd.go, vmlmc.go,
+// rtmlmc.go, rumlmc.go, rrmlmc.go): its checks, its plan of queries, its
+// expected queries per level (which ExpectedCost and the predictions price)
+// and, where it has one, its variance from measured levels. New,
+// ExpectedCost, ParseKind and Names read the table of methods; another
+// program adds its own method with one call to Register.
+//
 // MeasureLevels is the per-level diagnostics of docs/definitions.md, section 4 "Contrastive learning as a biased oracle": at fixed
 // parameters it measures the mean, variance and cost of H^l per level, fits
 // the rates b and c, checks the telescoping sum and predicts each

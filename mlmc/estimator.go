@@ -6,67 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 )
-
-// Method is a base estimator of the table of docs/definitions.md, section 2 "The estimators".
-type Method int
-
-const (
-	LSGD   Method = iota // mean of NL draws of h^L
-	VMLMC                // sum over l of the mean of n_l draws of H^l
-	RTMLMC               // H^i / q_i, i from the truncated law on MinLevel..MaxLevel
-	RUMLMC               // H^i / q_i, i from the geometric law on MinLevel..infinity
-	RRMLMC               // sum_{l<=T} H^l / P(T >= l), T from the geometric law
-)
-
-var methodNames = [...]string{"lsgd", "vmlmc", "rtmlmc", "rumlmc", "rrmlmc"}
-
-func (m Method) String() string {
-	if m < 0 || int(m) >= len(methodNames) {
-		return fmt.Sprintf("Method(%d)", int(m))
-	}
-	return methodNames[m]
-}
-
-// Names lists every estimator name New accepts.
-func Names() []string {
-	var names []string
-	for _, n := range methodNames {
-		names = append(names, n)
-	}
-	for _, n := range methodNames {
-		names = append(names, "vr-"+n)
-	}
-	return names
-}
-
-// Kind is an estimator: a base method of the table, variance reduced
-// (docs/definitions.md, section 2 "The estimators") or not. Its String is
-// the name New's callers know it by ("rtmlmc", "vr-rtmlmc", ...).
-type Kind struct {
-	Method Method
-	VR     bool
-}
-
-func (k Kind) String() string {
-	if k.VR {
-		return "vr-" + k.Method.String()
-	}
-	return k.Method.String()
-}
-
-// ParseKind reads an estimator name ("rtmlmc", "vr-rtmlmc", ...; any
-// case): the one parser of the names.
-func ParseKind(name string) (Kind, error) {
-	base, vr := strings.CutPrefix(strings.ToLower(strings.TrimSpace(name)), "vr-")
-	for i, n := range methodNames {
-		if base == n {
-			return Kind{Method: Method(i), VR: vr}, nil
-		}
-	}
-	return Kind{}, fmt.Errorf("unknown estimator %q: use one of %s", name, strings.Join(Names(), ", "))
-}
 
 // Config holds an estimator's settings. Zero values take the defaults
 // stated on each field.
@@ -152,28 +92,16 @@ type Totals struct {
 	Iterations, Samples, Evals, Redraws int64
 }
 
-// query is one oracle query of a plan: its level, whether it asks for H^l
-// rather than h^l, and its weight in the estimate.
-type query struct {
-	level  int
-	diff   bool
-	weight float64
-}
-
 // Estimator is a gradient estimator over gradient vectors of type V bound to
 // one oracle. It is not safe for concurrent use.
 type Estimator[V any] struct {
 	name   string
-	method Method
 	vr     bool
 	cfg    Config
 	ops    VecOps[V]
 	oracle Oracle[V]
-
-	trunc   LevelDist // rtmlmc's law on MinLevel..MaxLevel
-	geom    LevelDist // rumlmc and rrmlmc's law, conditioned on the servable levels
-	geomMax int       // the largest level rumlmc and rrmlmc serve
-	notes   []string
+	alloc  Allocation // the method bound to cfg and the oracle
+	notes  []string
 
 	pcg *rand.PCG
 	rng *rand.Rand
@@ -182,77 +110,28 @@ type Estimator[V any] struct {
 	haveState bool // state holds m_{t-1} of the previous iteration
 	totals    Totals
 
-	plan []query // scratch
+	plan []Query // scratch
 }
 
 // New makes the estimator k over oracle o. Errors name the setting to
 // change in this package's terms (minimum level, b, c, QE, ...); a command
 // words them as its flags.
 func New[V any](k Kind, cfg Config, ops VecOps[V], o Oracle[V]) (*Estimator[V], error) {
-	if k.Method < 0 || int(k.Method) >= len(methodNames) {
-		return nil, fmt.Errorf("unknown estimator %v", k.Method)
-	}
-	m, vr := k.Method, k.VR
 	cfg = cfg.withDefaults()
-	if err := cfg.check(m, o.MaxLevel()); err != nil {
-		return nil, fmt.Errorf("estimator %s: %w", k, err)
+	alloc, err := bind(k, cfg, o.MaxLevel())
+	if err != nil {
+		return nil, err
 	}
-	e := &Estimator[V]{name: k.String(), method: m, vr: vr, cfg: cfg, ops: ops, oracle: o}
-	if vr {
+	e := &Estimator[V]{name: k.String(), vr: k.VR, cfg: cfg, ops: ops, oracle: o, alloc: alloc}
+	if e.vr {
 		e.state = ops.New()
 	}
 	e.pcg = rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)
 	e.rng = rand.New(e.pcg)
-	switch m {
-	case RTMLMC:
-		e.trunc = cfg.rtLaw()
-	case RUMLMC, RRMLMC:
-		e.geomMax = levelCap
-		if max := o.MaxLevel(); max != Unbounded && max < levelCap {
-			e.geomMax = max
-			e.notes = append(e.notes, fmt.Sprintf(
-				"%s: the oracle serves levels up to %d; levels drawn above it are redrawn, "+
-					"which makes this RT-MLMC truncated at %d (its expectation is grad F^%d, not grad F)",
-				e.name, max, max, max))
-		}
-		e.geom = Geometric(cfg.MinLevel, cfg.B, cfg.C).truncate(e.geomMax)
-		if cfg.B <= cfg.C {
-			e.notes = append(e.notes, fmt.Sprintf(
-				"%s: b = %g <= c = %g, so the untruncated estimator has unbounded expected cost (the paper's Table 2)",
-				e.name, cfg.B, cfg.C))
-		}
+	for _, n := range alloc.Notes() {
+		e.notes = append(e.notes, e.name+": "+n)
 	}
 	return e, nil
-}
-
-func (c Config) check(m Method, oracleMax int) error {
-	switch {
-	case c.MinLevel < 0:
-		return fmt.Errorf("minimum level %d is negative", c.MinLevel)
-	case c.B <= 0 || c.C <= 0:
-		return fmt.Errorf("rates b = %g, c = %g must be positive", c.B, c.C)
-	case c.NL < 1 || c.D1 < 1 || c.D2 < 1 || c.QE < 1:
-		return fmt.Errorf("NL = %d, D1 = %d, D2 = %d, QE = %d must all be at least 1", c.NL, c.D1, c.D2, c.QE)
-	case c.N <= 0:
-		return fmt.Errorf("vmlmc N = %g must be positive", c.N)
-	}
-	switch m {
-	case LSGD, VMLMC, RTMLMC:
-		if c.MaxLevel < c.MinLevel {
-			return fmt.Errorf("maximum level %d is below the minimum level %d", c.MaxLevel, c.MinLevel)
-		}
-		if oracleMax != Unbounded && c.MaxLevel > oracleMax {
-			return fmt.Errorf("maximum level %d is above the largest level the oracle serves (%d)", c.MaxLevel, oracleMax)
-		}
-		if m != LSGD {
-			return c.checkExplicit()
-		}
-	default:
-		if oracleMax != Unbounded && c.MinLevel > oracleMax {
-			return fmt.Errorf("minimum level %d is above the largest level the oracle serves (%d)", c.MinLevel, oracleMax)
-		}
-	}
-	return nil
 }
 
 // Name is the estimator's name as New accepts it.
@@ -323,82 +202,28 @@ func (e *Estimator[V]) Estimate(t int, out V) (Step, error) {
 // Each draw is evaluated and released before the next is made, so at most
 // one draw is held at a time.
 func (e *Estimator[V]) accumulate(step *Step, out V, alpha float64, correction bool) error {
-	e.plan = e.makePlan(e.plan[:0], step)
+	var redraws int
+	e.plan, redraws = e.alloc.Plan(e.plan[:0], e.rng)
+	step.Redraws += redraws
 	for _, q := range e.plan {
-		s, cost, err := e.oracle.Draw(q.level)
+		s, cost, err := e.oracle.Draw(q.Level)
 		if err != nil {
-			return fmt.Errorf("draw at level %d: %w", q.level, err)
+			return fmt.Errorf("draw at level %d: %w", q.Level, err)
 		}
-		step.Levels = append(step.Levels, q.level)
+		step.Levels = append(step.Levels, q.Level)
 		step.Samples += cost
-		err = e.oracle.Eval(s, Current, q.diff, alpha*q.weight, out)
+		err = e.oracle.Eval(s, Current, q.Correction, alpha*q.Weight, out)
 		step.Evals++
 		if err == nil && correction {
-			err = e.oracle.Eval(s, Previous, q.diff, -alpha*q.weight, out)
+			err = e.oracle.Eval(s, Previous, q.Correction, -alpha*q.Weight, out)
 			step.Evals++
 		}
 		e.oracle.Release(s)
 		if err != nil {
-			return fmt.Errorf("evaluate at level %d: %w", q.level, err)
+			return fmt.Errorf("evaluate at level %d: %w", q.Level, err)
 		}
 	}
 	return nil
-}
-
-// makePlan draws the levels of one base estimate (the table of docs/definitions.md, section 2 "The estimators").
-func (e *Estimator[V]) makePlan(plan []query, step *Step) []query {
-	c := e.cfg
-	at := func(l int, w float64) query { return query{level: l, diff: c.correction(e.method, l), weight: w} }
-	switch e.method {
-	case LSGD:
-		for range c.NL {
-			plan = append(plan, at(c.MaxLevel, 1/float64(c.NL)))
-		}
-	case VMLMC:
-		for l := c.MinLevel; l <= c.MaxLevel; l++ {
-			n := c.vmlmcDraws(l)
-			for range n {
-				plan = append(plan, at(l, 1/float64(n)))
-			}
-		}
-	case RTMLMC:
-		i := e.trunc.Draw(e.rng)
-		plan = append(plan, at(i, 1/e.trunc.Prob(i)))
-	case RUMLMC:
-		i := e.drawGeometric(step)
-		plan = append(plan, at(i, 1/e.geom.Prob(i)))
-	case RRMLMC:
-		top := e.drawGeometric(step)
-		for l := c.MinLevel; l <= top; l++ {
-			plan = append(plan, at(l, 1/e.geom.Tail(l)))
-		}
-	}
-	return plan
-}
-
-// correction says whether method m queries level l as a correction H^l
-// (every level above the minimum of an MLMC estimator) rather than as
-// h^l (L-SGD's every query, and an MLMC estimator's minimum level). It is
-// the one statement of it, which the estimators' plans and ExpectedCost's
-// passes share.
-func (c Config) correction(m Method, l int) bool { return m != LSGD && l > c.MinLevel }
-
-// drawGeometric draws from the unbounded law and redraws levels the oracle
-// cannot serve, which draws from the law conditioned on T <= geomMax (e.geom).
-func (e *Estimator[V]) drawGeometric(step *Step) int {
-	law := Geometric(e.cfg.MinLevel, e.cfg.B, e.cfg.C)
-	for {
-		l := law.Draw(e.rng)
-		if l <= e.geomMax {
-			return l
-		}
-		step.Redraws++
-	}
-}
-
-// VMLMCDraws is n_l = ceil(2^(-(b+c) l/2) N), V-MLMC's draws at level l.
-func VMLMCDraws(l int, b, c, n float64) int {
-	return int(math.Ceil(math.Exp2(-(b+c)*float64(l)/2) * n))
 }
 
 const stateVersion = 1

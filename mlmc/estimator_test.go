@@ -209,11 +209,7 @@ func TestEstimatorMomentsOnSyntheticOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := mustKind(tc.name).Method
-			law := e.trunc
-			if m == RUMLMC || m == RRMLMC {
-				law = e.geom
-			}
-			ex := exactMoments(o, m, e.cfg, law)
+			ex := exactMoments(o, m, e.cfg, lawOf(e))
 			target := make([]float64, 3)
 			o.Grad(tc.toward, o.X, target)
 			for i := range target {
@@ -263,4 +259,13 @@ func TestEstimatorMomentsOnSyntheticOracle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lawOf is the level law an estimator of RT-, RU- or RR-MLMC draws from
+// (the zero law for the others, which draw no level).
+func lawOf[V any](e *Estimator[V]) LevelDist {
+	if a, ok := e.alloc.(interface{ levelLaw() LevelDist }); ok {
+		return a.levelLaw()
+	}
+	return LevelDist{}
 }

@@ -28,17 +28,27 @@ func Truncated(min, max int, b, c float64) LevelDist {
 	if min < 0 || max < min {
 		panic(fmt.Sprintf("mlmc: Truncated: levels %d..%d are not a range of non-negative levels", min, max))
 	}
-	d := LevelDist{Min: min, Max: max, ratio: math.Exp2(-(b + c) / 2)}
-	n := max - min + 1
-	d.probs = make([]float64, n)
-	d.tails = make([]float64, n)
+	ratio := math.Exp2(-(b + c) / 2)
+	w := make([]float64, max-min+1)
+	for i := range w {
+		w[i] = math.Pow(ratio, float64(i))
+	}
+	d := proportional(min, w)
+	d.ratio = ratio
+	return d
+}
+
+// proportional is the law on min..min+len(w)-1 with q_l proportional to
+// w[l-min] (positive, finite): the one normalisation of Truncated and
+// Explicit. It keeps w as its probabilities.
+func proportional(min int, w []float64) LevelDist {
+	d := LevelDist{Min: min, Max: min + len(w) - 1, probs: w, tails: make([]float64, len(w))}
 	sum := 0.0
-	for i := range d.probs {
-		d.probs[i] = math.Pow(d.ratio, float64(i))
-		sum += d.probs[i]
+	for _, p := range w {
+		sum += p
 	}
 	tail := 0.0
-	for i := n - 1; i >= 0; i-- {
+	for i := len(w) - 1; i >= 0; i-- {
 		d.probs[i] /= sum
 		tail += d.probs[i]
 		d.tails[i] = tail
@@ -119,68 +129,10 @@ func Explicit(min int, probs []float64) (LevelDist, error) {
 	if min < 0 || len(probs) == 0 {
 		return LevelDist{}, fmt.Errorf("explicit level law: %d probabilities from level %d: need at least one, from a non-negative level", len(probs), min)
 	}
-	d := LevelDist{Min: min, Max: min + len(probs) - 1}
-	d.probs = make([]float64, len(probs))
-	d.tails = make([]float64, len(probs))
-	sum := 0.0
 	for i, p := range probs {
 		if !(p > 0) || math.IsInf(p, 0) {
 			return LevelDist{}, fmt.Errorf("explicit level law: q at level %d is %g; every level needs a positive, finite probability", min+i, p)
 		}
-		sum += p
 	}
-	tail := 0.0
-	for i := len(probs) - 1; i >= 0; i-- {
-		d.probs[i] = probs[i] / sum
-		tail += d.probs[i]
-		d.tails[i] = tail
-	}
-	return d, nil
-}
-
-// rtLaw is RT-MLMC's level law: Config.LevelProbs when set, else q_l
-// proportional to 2^(-(b+c) l/2) on MinLevel..MaxLevel.
-func (c Config) rtLaw() LevelDist {
-	if c.LevelProbs != nil {
-		d, err := Explicit(c.MinLevel, c.LevelProbs)
-		if err == nil {
-			return d
-		}
-		// checkExplicit has rejected such a config before any law is built.
-		panic("mlmc: " + err.Error())
-	}
-	return Truncated(c.MinLevel, c.MaxLevel, c.B, c.C)
-}
-
-// vmlmcDraws is V-MLMC's n_l: Config.LevelDraws when set, else
-// VMLMCDraws(l, b, c, N).
-func (c Config) vmlmcDraws(l int) int {
-	if c.LevelDraws != nil {
-		return c.LevelDraws[l-c.MinLevel]
-	}
-	return VMLMCDraws(l, c.B, c.C, c.N)
-}
-
-// checkExplicit checks LevelProbs and LevelDraws against MinLevel..MaxLevel.
-func (c Config) checkExplicit() error {
-	n := c.MaxLevel - c.MinLevel + 1
-	if c.LevelProbs != nil {
-		if len(c.LevelProbs) != n {
-			return fmt.Errorf("explicit level law: %d probabilities for the %d levels %d..%d", len(c.LevelProbs), n, c.MinLevel, c.MaxLevel)
-		}
-		if _, err := Explicit(c.MinLevel, c.LevelProbs); err != nil {
-			return err
-		}
-	}
-	if c.LevelDraws != nil {
-		if len(c.LevelDraws) != n {
-			return fmt.Errorf("explicit V-MLMC draws: %d counts for the %d levels %d..%d", len(c.LevelDraws), n, c.MinLevel, c.MaxLevel)
-		}
-		for i, k := range c.LevelDraws {
-			if k < 1 {
-				return fmt.Errorf("explicit V-MLMC draws: n at level %d is %d; every level needs at least one draw", c.MinLevel+i, k)
-			}
-		}
-	}
-	return nil
+	return proportional(min, append([]float64(nil), probs...)), nil
 }

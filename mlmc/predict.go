@@ -3,6 +3,7 @@ package mlmc
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // PredictEstimators computes each estimator's variance and expected cost
@@ -26,41 +27,12 @@ func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64)
 	minL, maxL := levels[0].Level, levels[len(levels)-1].Level
 	// The estimators' allocations, as the cost model states them.
 	alloc := Config{MinLevel: minL, MaxLevel: maxL, B: b, C: c}.withDefaults()
-	lsgd := Prediction{Name: LSGD.String(), Var: top.Var, Images: top.Images, Seconds: top.Seconds, RelImages: 1, RelSeconds: 1}
-	preds := []Prediction{lsgd}
-	rel := func(p Prediction) Prediction {
-		p.RelImages = p.Var * p.Images / (lsgd.Var * lsgd.Images)
-		p.RelSeconds = p.Var * p.Seconds / (lsgd.Var * lsgd.Seconds)
-		return p
-	}
-
-	vm := func(name string, n func(i int) float64) Prediction {
-		p := Prediction{Name: name}
-		for i, st := range levels {
-			p.Var += st.Var / n(i)
-			p.Images += n(i) * st.Images
-			p.Seconds += n(i) * st.Seconds
-		}
-		return rel(p)
-	}
-	nVM := alloc.perLevel(VMLMC)
-	preds = append(preds, vm(VMLMC.String(), func(i int) float64 { return nVM(levels[i].Level) }))
 	// The optimal allocations weigh the cost in time when every level has
-	// one, else in images. The optimal n_l is scaled so that the top level
-	// has one draw; var x cost does not depend on the scale.
-	cost := func(i int) float64 { return levels[i].Seconds }
+	// one, else in images.
+	byTime := true
 	for _, st := range levels {
-		if !(st.Seconds > 0) {
-			cost = func(i int) float64 { return levels[i].Images }
-		}
+		byTime = byTime && st.Seconds > 0
 	}
-	sqrtVC := func(i int) float64 { return math.Sqrt(levels[i].Var / cost(i)) }
-	last := len(levels) - 1
-	preds = append(preds, vm(VMLMC.String()+optSuffix, func(i int) float64 { return sqrtVC(i) / sqrtVC(last) }))
-	if p := preds[len(preds)-1]; math.IsNaN(p.Var) {
-		preds[len(preds)-1].Note = "needs positive variances and times"
-	}
-
 	// |E v|^2 of the MLMC estimators, E v = sum_l E Y_l, unbiased:
 	// |sum_l mean Y_l|^2 - sum_l Var_l / K (the levels are independent).
 	mean2 := sumNorm * sumNorm
@@ -68,45 +40,113 @@ func PredictEstimators(levels []LevelStat, top LevelStat, sumNorm, b, c float64)
 		mean2 -= st.Var / float64(st.Draws)
 	}
 	mean2 = math.Max(mean2, 0)
-	rt := func(name string, q []float64) Prediction {
-		p := Prediction{Name: name}
-		for i, st := range levels {
-			p.Var += st.Moment2 / q[i]
-			p.Images += q[i] * st.Images
-			p.Seconds += q[i] * st.Seconds
+
+	var preds []Prediction
+	for _, m := range predictable() {
+		q, stats, ok := measured(m.Bind(alloc, maxL).Expected(), levels, top)
+		if !ok {
+			continue
 		}
-		p.Var -= mean2
-		return rel(p)
+		preds = append(preds, predict(m.Name(), m, q, stats, mean2))
+		cost := make([]float64, len(stats))
+		for i, st := range stats {
+			cost[i] = st.Images
+			if byTime {
+				cost[i] = st.Seconds
+			}
+		}
+		if n := m.Optimal(q, stats, cost); n != nil {
+			opt := slices.Clone(q)
+			for i := range opt {
+				opt[i].Queries = n[i]
+			}
+			p := predict(m.Name()+optSuffix, m, opt, stats, mean2)
+			if math.IsNaN(p.Var) {
+				p.Note = "needs positive variances and times"
+			}
+			preds = append(preds, p)
+		}
 	}
-	qRT := alloc.perLevel(RTMLMC)
-	q := make([]float64, len(levels))
-	for i, st := range levels {
-		q[i] = qRT(st.Level)
+	// Relative to L-SGD, the first method of the table.
+	if len(preds) == 0 || preds[0].Name != LSGD.String() {
+		return preds
 	}
-	preds = append(preds, rt(RTMLMC.String(), q))
-	sum := 0.0
-	for i, st := range levels {
-		q[i] = math.Sqrt(st.Moment2 / cost(i))
-		sum += q[i]
+	ref := preds[0]
+	for i := range preds {
+		preds[i].RelImages = preds[i].Var * preds[i].Images / (ref.Var * ref.Images)
+		preds[i].RelSeconds = preds[i].Var * preds[i].Seconds / (ref.Var * ref.Seconds)
 	}
-	for i := range q {
-		q[i] /= sum
-	}
-	preds = append(preds, rt(RTMLMC.String()+optSuffix, q))
+	preds[0].RelImages, preds[0].RelSeconds = 1, 1
 	return preds
 }
 
-// PredictVR predicts the vr- versions of lsgd, vmlmc and rtmlmc from the
+// predictable lists the methods of the table whose variance can be
+// predicted, in the table's order.
+func predictable() []interface {
+	Scheme
+	Predictable
+} {
+	table.RLock()
+	defer table.RUnlock()
+	var out []interface {
+		Scheme
+		Predictable
+	}
+	for _, s := range table.schemes {
+		if p, ok := s.(interface {
+			Scheme
+			Predictable
+		}); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// measured pairs each level of an allocation with its measured statistic:
+// h^L is top (also where the minimum level is L), h^l at the minimum level
+// levels[0] and H^l above it levels[l-minimum]. ok is false when a level was not measured. Levels
+// with no expected query are dropped.
+func measured(q []LevelQueries, levels []LevelStat, top LevelStat) (kept []LevelQueries, stats []LevelStat, ok bool) {
+	minL := levels[0].Level
+	for _, lq := range q {
+		if lq.Queries == 0 {
+			continue
+		}
+		var st LevelStat
+		switch i := lq.Level - minL; {
+		case !lq.Correction && lq.Level == top.Level:
+			st = top
+		case !lq.Correction && i == 0, lq.Correction && i > 0 && i < len(levels):
+			st = levels[i]
+		default:
+			return nil, nil, false
+		}
+		kept = append(kept, lq)
+		stats = append(stats, st)
+	}
+	return kept, stats, len(kept) > 0
+}
+
+// predict is the prediction of one base estimate that makes the queries q.
+func predict(name string, p Predictable, q []LevelQueries, stats []LevelStat, mean2 float64) Prediction {
+	out := Prediction{Name: name, Var: p.Variance(q, stats, mean2)}
+	for i, st := range stats {
+		out.Images += q[i].Queries * st.Images
+		out.Seconds += q[i].Queries * st.Seconds
+	}
+	return out
+}
+
+// PredictVR predicts the vr- versions of the predictable methods (lsgd,
+// vmlmc and rtmlmc) from the
 // base predictions and the measured corrections (levels measured with
 // LevelsConfig.Previous). Over a period of QE iterations, a fresh step's
 // mean of D1 estimates has variance Var/D1, and each correction step adds
 // the variance of a mean of D2 corrections v(x_t; s) - v(x_(t-1); s), at
-// most their second moment E|corr|^2/D2:
-//
-//	lsgd:   E|corr|^2 = E|Δh^L|^2
-//	vmlmc:  sum_l E|ΔY_l|^2 / n_l
-//	rtmlmc: sum_l E|ΔY_l|^2 / q_l
-//
+// most their second moment E|corr|^2/D2, which for every method of the
+// table is sum_l E|ΔY_l|^2 / n_l, n_l its expected queries at level l
+// (lsgd: E|Δh^L|^2),
 // so the variance averaged over the period is Var/D1 + (QE-1)/2 E|corr|^2/D2
 // (an upper bound, E|corr|^2 >= Var corr), and the cost per iteration is
 // (D1 C + (QE-1) D2 C)/QE images, (D1 T + (QE-1) D2 (T + T_prev))/QE
@@ -131,25 +171,23 @@ func PredictVR(base []Prediction, levels []LevelStat, top LevelStat, cfg LevelsC
 	for _, p := range base {
 		// The "-opt" allocations are no estimator's: ParseKind refuses them.
 		k, err := ParseKind(p.Name)
-		m := k.Method
 		if err != nil || k.VR {
 			continue
 		}
-		var corr, prevSec float64 // E|corr|^2, and the expected time of the evaluations at x_(t-1)
-		switch m {
-		case LSGD:
-			corr, prevSec = top.CorrMoment2, top.CorrSeconds
-		case VMLMC, RTMLMC:
-			n := alloc.perLevel(m)
-			for _, st := range levels {
-				nl := n(st.Level)
-				corr += st.CorrMoment2 / nl
-				prevSec += nl * st.CorrSeconds
-			}
-		default:
+		s, _ := k.Method.scheme()
+		if _, ok := s.(Predictable); !ok {
 			continue
 		}
-		vr := Prediction{Name: "vr-" + m.String(),
+		q, stats, ok := measured(s.Bind(alloc, maxL).Expected(), levels, top)
+		if !ok {
+			continue
+		}
+		var corr, prevSec float64 // E|corr|^2, and the expected time of the evaluations at x_(t-1)
+		for i, st := range stats {
+			corr += st.CorrMoment2 / q[i].Queries
+			prevSec += q[i].Queries * st.CorrSeconds
+		}
+		vr := Prediction{Name: "vr-" + k.Method.String(),
 			Var:     p.Var/d1 + (qe-1)/2*corr/d2,
 			Images:  alloc.vrAverage(p.Images, p.Images),
 			Seconds: alloc.vrAverage(p.Seconds, p.Seconds+prevSec),
@@ -164,16 +202,3 @@ func PredictVR(base []Prediction, levels []LevelStat, top LevelStat, cfg LevelsC
 // optSuffix marks the predictions of the allocations that minimise
 // variance x cost for the measured levels, which no estimator uses.
 const optSuffix = "-opt"
-
-// perLevel is the expected number of queries at each level of one base
-// estimate of method m (Config.queries, the cost model's allocation), as a
-// function of the level; 0 outside its levels.
-func (cfg Config) perLevel(m Method) func(level int) float64 {
-	from, n := cfg.queries(m, cfg.MaxLevel)
-	return func(l int) float64 {
-		if i := l - from; i >= 0 && i < len(n) {
-			return n[i]
-		}
-		return 0
-	}
-}

@@ -21,11 +21,7 @@ func TestVRFreshStepIsMeanOfD1Estimates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			law := e.trunc
-			if e.method == RUMLMC || e.method == RRMLMC {
-				law = e.geom
-			}
-			ex := exactMoments(o, e.method, e.cfg, law)
+			ex := exactMoments(o, mustKind(name).Method, e.cfg, lawOf(e))
 			st := runEstimator(t, e, ex.mean, n)
 			for i := range ex.mean {
 				if !within(st.mean[i], ex.mean[i], st.se[i]) {

@@ -7,11 +7,47 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
+// Kind is an optimizer: SGD (torch.optim.SGD, the zero value) or LARS
+// (as in SimCLR).
+type Kind int
+
+const (
+	SGD Kind = iota
+	LARS
+)
+
+// kindNames are the kinds' names, as --optimizer and config.json write them.
+var kindNames = [...]string{SGD: "sgd", LARS: "lars"}
+
+func (k Kind) String() string {
+	if k < 0 || int(k) >= len(kindNames) {
+		return fmt.Sprintf("Kind(%d)", int(k))
+	}
+	return kindNames[k]
+}
+
+// ParseKind reads an optimizer's name (sgd or lars).
+func ParseKind(name string) (Kind, error) {
+	for k, n := range kindNames {
+		if n == name {
+			return Kind(k), nil
+		}
+	}
+	return 0, fmt.Errorf("optimizer %q: use sgd or lars", name)
+}
+
+// Backend is the part of tensor.Backend an optimizer uses: its momentum's
+// memory and the update kernels.
+type Backend interface {
+	tensor.Memory
+	tensor.Vector
+	tensor.OptimizerSteps
+}
+
 // Config chooses and tunes an optimizer. The learning rate is given per
 // step (see Schedule).
 type Config struct {
-	// Kind is "sgd" (torch.optim.SGD) or "lars" (LARS as in SimCLR).
-	Kind        string
+	Kind        Kind
 	Momentum    float32 // 0.9 in the reference recipe
 	WeightDecay float32 // 5e-4 in the reference recipe (SGD); 1e-6 for LARS in SimCLR
 	Nesterov    bool    // SGD only
@@ -25,7 +61,7 @@ type Config struct {
 // can save and restore it in one piece.
 type Optimizer struct {
 	cfg      Config
-	backend  tensor.Backend
+	backend  Backend
 	params   *nn.Params
 	momentum tensor.Buffer
 	tensors  []stepTensor
@@ -39,11 +75,9 @@ type stepTensor struct {
 
 // New returns an optimizer over the trainable tensors of p (allocated on
 // b), with zero momentum.
-func New(b tensor.Backend, p *nn.Params, cfg Config) (*Optimizer, error) {
-	switch cfg.Kind {
-	case "sgd", "lars":
-	default:
-		return nil, fmt.Errorf("optimizer %q: unknown; use sgd or lars", cfg.Kind)
+func New(b Backend, p *nn.Params, cfg Config) (*Optimizer, error) {
+	if cfg.Kind != SGD && cfg.Kind != LARS {
+		return nil, fmt.Errorf("optimizer %v: unknown; use optim.SGD or optim.LARS", cfg.Kind)
 	}
 	if cfg.Eta == 0 {
 		cfg.Eta = 1e-3
@@ -69,13 +103,13 @@ func (o *Optimizer) Config() Config { return o.cfg }
 func (o *Optimizer) Step(lr float32) {
 	for _, t := range o.tensors {
 		switch o.cfg.Kind {
-		case "sgd":
+		case SGD:
 			c := tensor.SGDConfig{LR: lr, Momentum: o.cfg.Momentum, Nesterov: o.cfg.Nesterov}
 			if t.decayed {
 				c.WeightDecay = o.cfg.WeightDecay
 			}
 			o.backend.SGDStep(c, t.w, t.g, t.v)
-		case "lars":
+		case LARS:
 			c := tensor.LARSConfig{LR: lr, Momentum: o.cfg.Momentum, WeightDecay: o.cfg.WeightDecay, Eta: o.cfg.Eta, Adapt: t.decayed}
 			o.backend.LARSStep(c, t.w, t.g, t.v)
 		}

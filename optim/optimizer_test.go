@@ -54,9 +54,9 @@ func TestOptimizerAppliesDecayOnlyToDecayedTensors(t *testing.T) {
 		name string
 		cfg  optim.Config
 	}{
-		{"sgd", optim.Config{Kind: "sgd", Momentum: 0.9, WeightDecay: 0.05}},
-		{"sgd nesterov", optim.Config{Kind: "sgd", Momentum: 0.9, WeightDecay: 0.05, Nesterov: true}},
-		{"lars", optim.Config{Kind: "lars", Momentum: 0.9, WeightDecay: 0.05, Eta: 0.01}},
+		{"sgd", optim.Config{Kind: optim.SGD, Momentum: 0.9, WeightDecay: 0.05}},
+		{"sgd nesterov", optim.Config{Kind: optim.SGD, Momentum: 0.9, WeightDecay: 0.05, Nesterov: true}},
+		{"lars", optim.Config{Kind: optim.LARS, Momentum: 0.9, WeightDecay: 0.05, Eta: 0.01}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +87,7 @@ func TestOptimizerAppliesDecayOnlyToDecayedTensors(t *testing.T) {
 					}
 					for i := r[0]; i < r[1]; i++ {
 						switch {
-						case tc.cfg.Kind == "lars":
+						case tc.cfg.Kind == optim.LARS:
 							trust := 1.0
 							if decayed {
 								trust = float64(tc.cfg.Eta) * math.Sqrt(ww) / math.Sqrt(gg)
@@ -116,7 +116,23 @@ func TestOptimizerAppliesDecayOnlyToDecayedTensors(t *testing.T) {
 
 func TestOptimizerRejectsUnknownKind(t *testing.T) {
 	b := cpu.New()
-	if _, err := optim.New(b, twoTensorParams(b), optim.Config{Kind: "adam"}); err == nil {
-		t.Fatal("optim.New accepted kind adam")
+	if _, err := optim.New(b, twoTensorParams(b), optim.Config{Kind: optim.Kind(7)}); err == nil {
+		t.Fatal("optim.New accepted Kind(7)")
+	}
+}
+
+func TestParseKind(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want optim.Kind
+		ok   bool
+	}{{"sgd", optim.SGD, true}, {"lars", optim.LARS, true}, {"adam", 0, false}, {"SGD", 0, false}, {"", 0, false}} {
+		got, err := optim.ParseKind(tc.name)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("ParseKind(%q) = %v, %v; want %v (ok %v)", tc.name, got, err, tc.want, tc.ok)
+		}
+		if tc.ok && got.String() != tc.name {
+			t.Errorf("%v.String() = %q, want %q", got, got.String(), tc.name)
+		}
 	}
 }

@@ -21,51 +21,38 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/simclr-go/simclr/runfolder"
+	"github.com/simclr-go/simclr/train"
 )
 
 // Run is what the report reads from one run folder.
 type Run struct {
 	Dir, Name string
-	Config    runConfig
-	Metrics   []runfolder.Metrics
-	Evals     []runfolder.Eval
-	Probe     *runfolder.Probe
+	// Config and Plan are the settings and the plan config.json recorded
+	// (train.OpenRun).
+	Config  train.Settings
+	Plan    train.Plan
+	Metrics []runfolder.Metrics
+	Evals   []runfolder.Eval
+	Probe   *runfolder.Probe
 
 	configKey string // config.json less the seed and bookkeeping (see Group)
 	seed      string // config.json's seed, to count a series' distinct seeds
 }
 
-// runConfig is the part of config.json the report uses.
-type runConfig struct {
-	Dataset       string  `json:"dataset"`
-	Estimator     string  `json:"estimator"`
-	MinLevel      int     `json:"min_level"`
-	MaxLevel      int     `json:"max_level"`
-	Epochs        int     `json:"epochs"`
-	Iterations    int     `json:"iterations"`
-	MaxSamples    int64   `json:"max_samples"`
-	ItersPerEpoch int     `json:"iterations_per_epoch"`
-	Width         float64 `json:"width"`
-	Device        string  `json:"device_log"`
-}
-
 // Load reads the run folder dir. A folder without metrics is an error; a
 // run without evaluations simply has none.
 func Load(dir string) (*Run, error) {
-	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
-	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.ConfigFile), &r.Config); err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s is not a run folder: it has no %s", dir, runfolder.ConfigFile)
-		}
+	tr, err := train.OpenRun(dir)
+	if err != nil {
 		return nil, err
 	}
+	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Config: tr.Settings, Plan: tr.Plan}
 	var raw map[string]any
 	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.ConfigFile), &raw); err != nil {
 		return nil, err
 	}
 	r.seed = fmt.Sprint(raw["seed"])
 	r.configKey = configKey(raw)
-	var err error
 	if r.Metrics, err = runfolder.ReadLines[runfolder.Metrics](filepath.Join(dir, runfolder.MetricsFile)); err != nil {
 		return nil, err
 	}

@@ -19,11 +19,30 @@ if [ "${1:-}" = "--data-dir" ]; then data_dir=$2; shift 2; fi
 if ! ldconfig -p 2>/dev/null | grep -q libopenblas.so.0 && command -v apt-get >/dev/null 2>&1; then
   sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
   echo "quickstart: installing libopenblas0 (optional; continuing without it on failure)"
+  # apt_get runs apt-get, waiting (at most apt_wait seconds in all) while
+  # another install holds apt's or dpkg's lock, as on a machine still
+  # running its first-boot updates, rather than giving up at once.
+  apt_wait=${SIMCLR_APT_WAIT:-180}
+  apt_deadline=$((SECONDS + apt_wait))
+  apt_get() {
+    local out
+    while :; do
+      if out=$($sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=10 "$@" 2>&1); then
+        return 0
+      fi
+      if ! grep -qi -e 'could not get lock' -e 'unable to acquire' -e 'another process using it' <<<"$out" ||
+        [ "$SECONDS" -ge "$apt_deadline" ]; then
+        return 1
+      fi
+      echo "quickstart: another install holds apt's lock; waiting (up to ${apt_wait} s in all)"
+      sleep 5
+    done
+  }
   # A fresh container has empty package lists: install would find nothing.
   if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e '^lock$' -e '^partial$')" ]; then
-    $sudo_cmd apt-get update -qq >/dev/null 2>&1 || echo "quickstart: apt-get update failed"
+    apt_get update -qq || echo "quickstart: apt-get update failed"
   fi
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq libopenblas0 >/dev/null 2>&1 ||
+  apt_get install -y -qq libopenblas0 ||
     echo "quickstart: could not install libopenblas0; using the pure-Go SGEMM"
 fi
 

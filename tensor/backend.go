@@ -91,12 +91,36 @@ type LossResult struct {
 
 // Backend executes kernels on its own buffers. Methods panic on shape
 // mismatches (programmer errors); device failures surface from Sync.
+//
+// It is the union of small interfaces, one per kind of work, so that a
+// package states the part it uses (optim.Backend, say) and a reader finds
+// a kernel with its kin. Every backend implements them all; a kernel that
+// not every backend has is an optional capability instead, found by a type
+// assertion (capability.go), so that adding one touches only the backends
+// that have it.
 type Backend interface {
+	Device
+	Memory
+	Vector
+	Convolution
+	Normalization
+	Layers
+	ContrastiveLoss
+	OptimizerSteps
+}
+
+// Device names the backend and waits for its queued work.
+type Device interface {
 	// Name is "cpu" or "cuda"; Describe says which libraries are in use
 	// (for example "cpu: OpenBLAS 0.3.21 (libopenblas.so.0), 2 threads").
 	Name() string
 	Describe() string
+	// Sync waits for queued work and reports any asynchronous failure.
+	Sync() error
+}
 
+// Memory allocates buffers and moves data between them and the host.
+type Memory interface {
 	// Alloc returns a zeroed buffer of n float32 elements.
 	Alloc(n int) Buffer
 	// Free releases a buffer from Alloc (not a Slice view).
@@ -108,10 +132,11 @@ type Backend interface {
 	Upload(dst Buffer, src []float32)
 	// Download copies src to the host after all queued work is done.
 	Download(dst []float32, src Buffer)
-	// Sync waits for queued work and reports any asynchronous failure.
-	Sync() error
+}
 
-	// Vector kernels, element-wise over equal-length buffers.
+// Vector holds the element-wise kernels over equal-length buffers and
+// their reductions.
+type Vector interface {
 	Zero(x Buffer)
 	Copy(dst, src Buffer)
 	Scale(x Buffer, alpha float32)          // x = alpha x
@@ -120,13 +145,19 @@ type Backend interface {
 	Dot(a, b Buffer) float64                // sum a_i b_i, accumulated in float64; synchronises
 	SumSquares(x Buffer) float64            // sum x_i^2, accumulated in float64; synchronises
 	AllFinite(x Buffer) bool                // no NaN or Inf; synchronises
+}
 
+// Convolution holds the 2-D convolution and its gradients.
+type Convolution interface {
 	// Conv2dForward: x is (N,C,H,W), w is (K,C,R,S), y is (N,K,OH,OW).
 	Conv2dForward(s ConvShape, x, w, y Buffer)
 	// Conv2dBackward: given dy (N,K,OH,OW), writes dx (N,C,H,W) unless dx is
 	// nil (the network input needs none) and dw (K,C,R,S).
 	Conv2dBackward(s ConvShape, x, w, dy, dx, dw Buffer)
+}
 
+// Normalization holds batch norm and group norm, forward and backward.
+type Normalization interface {
 	// BatchNormForwardTrain normalises x (N,C,HW) with batch statistics into
 	// y, saves the batch mean and 1/sqrt(var+eps) (biased var) per channel in
 	// mean and invStd (C each) for the backward pass, and when runMean and
@@ -154,7 +185,11 @@ type Backend interface {
 	// GroupNormBackward writes dx (N,C,HW) and dgamma, dbeta (C each) from dy,
 	// the forward input x and the saved mean and invStd (dx may alias dy).
 	GroupNormBackward(s GNShape, x, dy, gamma, mean, invStd, dx, dgamma, dbeta Buffer)
+}
 
+// Layers holds the other layers of the network: ReLU, global average
+// pooling and the fully connected layer.
+type Layers interface {
 	// ReLUForward: y = max(x, 0) (y may alias x).
 	ReLUForward(x, y Buffer)
 	// ReLUBackward: dx = dy where y > 0, else 0; y is the forward output (dx may alias dy).
@@ -169,7 +204,11 @@ type Backend interface {
 	LinearForward(n, in, out int, x, w, b, y Buffer)
 	// LinearBackward writes dx (N,In) unless nil, dw (Out,In) and db (Out) unless nil.
 	LinearBackward(n, in, out int, x, w, dy, dx, dw, db Buffer)
+}
 
+// ContrastiveLoss is the SimCLR loss (the decoupled losses are the optional
+// DecoupledLoss).
+type ContrastiveLoss interface {
 	// NTXent computes the SimCLR loss of docs/definitions.md, section 4
 	// "Contrastive learning as a biased oracle" on z, the 2n x d projections of
 	// n images (rows 2k and 2k+1 are the two views of image k, 0-based),
@@ -179,7 +218,10 @@ type Backend interface {
 	// (through the normalisation). Reductions are float64; the scalars are
 	// returned to the host (this synchronises).
 	NTXent(n, d int, tau float32, multilevel bool, z, dz Buffer) LossResult
+}
 
+// OptimizerSteps are the optimizers' update kernels.
+type OptimizerSteps interface {
 	// SGDStep updates w and the momentum buffer v in place from gradient g.
 	SGDStep(c SGDConfig, w, g, v Buffer)
 	// LARSStep updates w and v in place from g (the norms are computed on the

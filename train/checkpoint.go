@@ -49,22 +49,10 @@ type gemmChooser interface {
 // Every rank calls it: the ranks' generator states and stream positions
 // are gathered to rank 0, which alone writes.
 func (t *trainer) checkpoint() error {
-	params := t.model.Params()
-	download := func(buf tensor.Buffer) []float32 {
-		out := make([]float32, buf.Len())
-		t.b.Download(out, buf)
-		return out
-	}
-	estState, err := t.est.MarshalBinary()
+	mine, estState, err := t.rankState()
 	if err != nil {
 		return err
 	}
-	pos, _ := json.Marshal(t.stream.Position())
-	state := rankState{EstimatorRNG: base64.StdEncoding.EncodeToString(estState), Loader: string(pos)}
-	if g, ok := t.b.(gemmChooser); ok {
-		state.Gemm = g.GemmKind()
-	}
-	mine, _ := json.Marshal(state)
 	states, err := collective.AllGatherBytes(t.comm, mine)
 	if err != nil {
 		return fmt.Errorf("checkpoint: gather the ranks' states: %w", err)
@@ -77,20 +65,50 @@ func (t *trainer) checkpoint() error {
 	// (reduceHeadStatistics): averaging equal values again over 3 ranks
 	// would round some of them, and a checkpoint would change the training.
 	if len(t.model.BatchNorms()) > 0 {
-		if err := collective.AllReduceMean(t.comm, t.b, params.State()); err != nil {
+		if err := collective.AllReduceMean(t.comm, t.b, t.model.Params().State()); err != nil {
 			return fmt.Errorf("checkpoint: average the running statistics: %w", err)
 		}
 	}
 	if t.comm.Rank() != 0 {
 		return nil
 	}
+	if err := checkpoint.Write(filepath.Join(t.plan.Out, runfolder.StateFile), t.stateTensors(), t.stateMeta(states, estState)); err != nil {
+		return err
+	}
+	return t.model.Save(filepath.Join(t.plan.Out, runfolder.ModelFile), map[string]string{
+		"iteration": strconv.Itoa(t.iter), "estimator": t.est.Name(), "width": strconv.FormatFloat(t.cfg.Width, 'g', -1, 64),
+		"proj_dim": strconv.Itoa(t.cfg.ProjDim), "dataset": t.cfg.Dataset, "version": t.plan.Version,
+	})
+}
+
+// rankState is this rank's rankState as JSON, and its estimator's state.
+func (t *trainer) rankState() (mine, estState []byte, err error) {
+	estState, err = t.est.MarshalBinary()
+	if err != nil {
+		return nil, nil, err
+	}
+	pos, _ := json.Marshal(t.stream.Position())
+	state := rankState{EstimatorRNG: base64.StdEncoding.EncodeToString(estState), Loader: string(pos)}
+	if g, ok := t.b.(gemmChooser); ok {
+		state.Gemm = g.GemmKind()
+	}
+	mine, _ = json.Marshal(state)
+	return mine, estState, nil
+}
+
+// stateMeta is state.safetensors' metadata: the counters, the ranks'
+// states (states, gathered) and, for checkpoints of one process as before
+// the ranks existed, rank 0's estimator state and stream position again.
+func (t *trainer) stateMeta(states [][]byte, estState []byte) map[string]string {
 	all := make([]json.RawMessage, len(states))
 	for i, s := range states {
 		all[i] = s
 	}
 	rankStates, _ := json.Marshal(all)
 	totals, _ := json.Marshal(t.totals)
-	meta := map[string]string{
+	pos, _ := json.Marshal(t.stream.Position())
+	params := t.model.Params()
+	return map[string]string{
 		"ranks":         strconv.Itoa(t.comm.Size()),
 		"rank_states":   string(rankStates),
 		"totals":        string(totals),
@@ -107,6 +125,16 @@ func (t *trainer) checkpoint() error {
 		"params_len":    strconv.Itoa(params.Len()),
 		"state_len":     strconv.Itoa(params.StateLen()),
 	}
+}
+
+// stateTensors are state.safetensors' tensors, downloaded from the device.
+func (t *trainer) stateTensors() []checkpoint.Tensor {
+	params := t.model.Params()
+	download := func(buf tensor.Buffer) []float32 {
+		out := make([]float32, buf.Len())
+		t.b.Download(out, buf)
+		return out
+	}
 	tensors := []checkpoint.Tensor{
 		{Name: "params", Shape: []int{params.Len()}, Data: download(params.Flat())},
 		// Running statistics: batch norm's, or with group norm the head's
@@ -120,6 +148,11 @@ func (t *trainer) checkpoint() error {
 	if m, ok := t.est.VRState(); ok {
 		tensors = append(tensors, checkpoint.Tensor{Name: "vr_m", Shape: []int{params.Len()}, Data: download(m)})
 	}
+	// SogCLR's u, the same on every rank (each computes the loss of the
+	// whole gathered batch).
+	if u := t.oracle.SogCLRState(); u != nil {
+		tensors = append(tensors, checkpoint.Tensor{Name: "sogclr_u", Shape: []int{len(u)}, Data: append([]float32(nil), u...)})
+	}
 	// The group-norm head's statistics of the previous iteration, with
 	// which the next VR correction evaluates x_{t-1}.
 	if hn := t.model.HeadNorm(); hn != nil {
@@ -129,16 +162,12 @@ func (t *trainer) checkpoint() error {
 				checkpoint.Tensor{Name: "head_prev_var", Shape: []int{variance.Len()}, Data: download(variance)})
 		}
 	}
-	if err := checkpoint.Write(filepath.Join(t.plan.Out, runfolder.StateFile), tensors, meta); err != nil {
-		return err
-	}
-	return t.model.Save(filepath.Join(t.plan.Out, runfolder.ModelFile), map[string]string{
-		"iteration": strconv.Itoa(t.iter), "estimator": t.est.Name(), "width": strconv.FormatFloat(t.cfg.Width, 'g', -1, 64),
-		"proj_dim": strconv.Itoa(t.cfg.ProjDim), "dataset": t.cfg.Dataset, "version": t.plan.Version,
-	})
+	return tensors
 }
 
-// restore loads state.safetensors into the session.
+// restore loads state.safetensors into the session: the tensors, this
+// rank's draws and stream position, and the counters; rank 0 cuts the
+// logs back to the checkpoint's iteration.
 func (t *trainer) restore() error {
 	path := filepath.Join(t.plan.Out, runfolder.StateFile)
 	if t.comm.Rank() == 0 {
@@ -149,70 +178,122 @@ func (t *trainer) restore() error {
 	if err != nil {
 		return err
 	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("resume from %s: %w", path, fmt.Errorf(format, args...))
-	}
+	st := checkpointFile{path: path, f: f}
 	if f.Metadata["format"] != stateFormat {
-		return bad("format %q, want %q (written by another program version?)", f.Metadata["format"], stateFormat)
+		return st.bad("format %q, want %q (written by another program version?)", f.Metadata["format"], stateFormat)
 	}
-	params := t.model.Params()
+	if err := t.restoreTensors(st); err != nil {
+		return err
+	}
+	if err := t.restoreRankState(st); err != nil {
+		return err
+	}
+	if err := t.restoreCounters(st); err != nil {
+		return err
+	}
+	if t.comm.Rank() != 0 {
+		return nil
+	}
+	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile} {
+		if err := runfolder.TruncateAfter(filepath.Join(t.plan.Out, name), t.iter); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkpointFile is a state.safetensors being restored.
+type checkpointFile struct {
+	path string
+	f    *checkpoint.File
+}
+
+// bad is an error of the file, naming it.
+func (s checkpointFile) bad(format string, args ...any) error {
+	return fmt.Errorf("resume from %s: %w", s.path, fmt.Errorf(format, args...))
+}
+
+// restoreTensors uploads the checkpoint's tensors: the parameters, the
+// running statistics, the optimizer's state, x_{t-1} and the VR estimate,
+// SogCLR's averages and the group-norm head's previous statistics.
+func (t *trainer) restoreTensors(st checkpointFile) error {
+	f, params := st.f, t.model.Params()
 	// Group-norm runs of the versions before the head kept running
 	// statistics had none (an empty bn_state); their model.safetensors is
 	// refused too (resnet18.Model.Load).
 	if x, ok := f.Get("bn_state"); ok && len(x.Data) == 0 && t.model.HeadNorm() != nil {
-		return bad("the group-norm network was trained by an earlier simclr whose projection head kept no running statistics (it collapsed at small batches); this version's head normalises the features with running statistics first: train the network again")
+		return st.bad("the group-norm network was trained by an earlier simclr whose projection head kept no running statistics (it collapsed at small batches); this version's head normalises the features with running statistics first: train the network again")
 	}
 	load := func(name string, dst tensor.Buffer) error {
 		x, ok := f.Get(name)
 		if !ok {
-			return bad("tensor %s is missing", name)
+			return st.bad("tensor %s is missing", name)
 		}
 		want := dst.Len()
 		if dst == params.State() {
 			want = params.StateLen() // a State buffer without state holds one unused element
 		}
 		if len(x.Data) != want {
-			return bad("tensor %s has %d values, the network wants %d (config.json changed since the checkpoint?)", name, len(x.Data), want)
+			return st.bad("tensor %s has %d values, the network wants %d (config.json changed since the checkpoint?)", name, len(x.Data), want)
 		}
 		if want > 0 {
 			t.b.Upload(dst, x.Data)
 		}
 		return nil
 	}
-	for _, p := range []struct {
-		name string
-		dst  tensor.Buffer
-	}{{"params", params.Flat()}, {"bn_state", params.State()}, {"momentum", t.opt.State()}} {
-		if err := load(p.name, p.dst); err != nil {
-			return err
-		}
-	}
+	bufs := map[string]tensor.Buffer{"params": params.Flat(), "bn_state": params.State(), "momentum": t.opt.State()}
+	names := []string{"params", "bn_state", "momentum"}
 	if t.prev != nil {
-		if err := load("prev_params", t.prev); err != nil {
-			return err
-		}
+		bufs["prev_params"], names = t.prev, append(names, "prev_params")
 	}
 	if m, ok := t.est.VRState(); ok {
-		if err := load("vr_m", m); err != nil {
+		bufs["vr_m"], names = m, append(names, "vr_m")
+	}
+	for _, name := range names {
+		if err := load(name, bufs[name]); err != nil {
 			return err
 		}
 	}
-	if hn := t.model.HeadNorm(); hn != nil {
-		mean, okMean := f.Get("head_prev_mean")
-		variance, okVar := f.Get("head_prev_var")
-		switch {
-		case okMean && okVar:
-			if err := hn.SetPrevious(t.b, mean.Data, variance.Data); err != nil {
-				return bad("%w", err)
-			}
-		case okMean != okVar: // written together (or, before any commit, neither)
-			return bad("tensor head_prev_mean is there without head_prev_var or the other way round (present: mean %v, variance %v): the file is damaged", okMean, okVar)
+	if t.oracle.SogCLRState() != nil {
+		u, ok := f.Get("sogclr_u")
+		if !ok {
+			return st.bad("tensor sogclr_u (SogCLR's averages) is missing")
+		}
+		if err := t.oracle.SetSogCLRState(u.Data); err != nil {
+			return st.bad("%w", err)
 		}
 	}
-	// Each rank continues its own draws: the checkpoint holds every rank's
-	// generator state and stream position, so it needs the same number of
-	// ranks (a checkpoint of one process has no rank_states).
-	ranks, ok, err := checkpoint.ParseMeta[int](path, f.Metadata, "ranks")
+	return t.restoreHeadPrevious(st)
+}
+
+// restoreHeadPrevious restores the group-norm head's statistics of the
+// previous iteration, written together (or, before any commit, neither).
+func (t *trainer) restoreHeadPrevious(st checkpointFile) error {
+	hn := t.model.HeadNorm()
+	if hn == nil {
+		return nil
+	}
+	mean, okMean := st.f.Get("head_prev_mean")
+	variance, okVar := st.f.Get("head_prev_var")
+	switch {
+	case okMean && okVar:
+		if err := hn.SetPrevious(t.b, mean.Data, variance.Data); err != nil {
+			return st.bad("%w", err)
+		}
+	case okMean != okVar:
+		return st.bad("tensor head_prev_mean is there without head_prev_var or the other way round (present: mean %v, variance %v): the file is damaged", okMean, okVar)
+	}
+	return nil
+}
+
+// restoreRankState finds this rank's state in the checkpoint and restores
+// its SGEMM, generator state and stream position. Each rank continues its
+// own draws: the checkpoint holds every rank's generator state and stream
+// position, so it needs the same number of ranks (a checkpoint of one
+// process has no rank_states).
+func (t *trainer) restoreRankState(st checkpointFile) error {
+	meta := st.f.Metadata
+	ranks, ok, err := checkpoint.ParseMeta[int](st.path, meta, "ranks")
 	if err != nil {
 		return err
 	}
@@ -220,14 +301,14 @@ func (t *trainer) restore() error {
 		ranks = 1
 	}
 	if ranks != t.comm.Size() {
-		return bad("%w: the run trained on %d rank(s) and this session has %d; resume it with the same number (mpirun -np %d simclr train --resume %s, or without mpirun for 1), since each rank continues its own draws",
+		return st.bad("%w: the run trained on %d rank(s) and this session has %d; resume it with the same number (mpirun -np %d simclr train --resume %s, or without mpirun for 1), since each rank continues its own draws",
 			ErrRanksDiffer, ranks, t.comm.Size(), ranks, t.plan.Out)
 	}
-	mine := rankState{EstimatorRNG: f.Metadata["estimator_rng"], Loader: f.Metadata["loader"]}
-	if s := f.Metadata["rank_states"]; s != "" {
+	mine := rankState{EstimatorRNG: meta["estimator_rng"], Loader: meta["loader"]}
+	if s := meta["rank_states"]; s != "" {
 		var all []rankState
 		if err := json.Unmarshal([]byte(s), &all); err != nil || len(all) != ranks {
-			return bad("rank_states: %d entries for %d ranks (%v)", len(all), ranks, err)
+			return st.bad("rank_states: %d entries for %d ranks (%v)", len(all), ranks, err)
 		}
 		mine = all[t.comm.Rank()]
 	}
@@ -239,43 +320,51 @@ func (t *trainer) restore() error {
 	}
 	estState, err := base64.StdEncoding.DecodeString(mine.EstimatorRNG)
 	if err != nil {
-		return bad("estimator state: %v", err)
+		return st.bad("estimator state: %v", err)
 	}
 	if err := t.est.UnmarshalBinary(estState); err != nil {
-		return bad("%v", err)
-	}
-	t.totals = t.est.Totals()
-	if s := f.Metadata["totals"]; s != "" {
-		if err := json.Unmarshal([]byte(s), &t.totals); err != nil {
-			return bad("totals: %v", err)
-		}
+		return st.bad("%v", err)
 	}
 	var pos loader.Position
 	if err := json.Unmarshal([]byte(mine.Loader), &pos); err != nil {
-		return bad("loader position: %v", err)
+		return st.bad("loader position: %v", err)
 	}
 	if err := t.stream.Seek(pos); err != nil {
-		return bad("%v", err)
+		return st.bad("%v", err)
 	}
-	// A field that does not parse is an error naming the file and the
-	// field; only a missing one (a checkpoint older than the field) takes a
-	// default.
-	if t.iter, err = checkpoint.RequireMeta[int](path, f.Metadata, "iteration"); err != nil {
+	return nil
+}
+
+// restoreCounters restores the run's totals, iteration, wall time, last
+// losses and oracle passes. A field that does not parse is an error naming
+// the file and the field; only a missing one (a checkpoint older than the
+// field) takes a default.
+func (t *trainer) restoreCounters(st checkpointFile) error {
+	path, meta := st.path, st.f.Metadata
+	t.totals = t.est.Totals()
+	if s := meta["totals"]; s != "" {
+		if err := json.Unmarshal([]byte(s), &t.totals); err != nil {
+			return st.bad("totals: %v", err)
+		}
+	}
+	var err error
+	if t.iter, err = checkpoint.RequireMeta[int](path, meta, "iteration"); err != nil {
 		return err
 	}
-	if t.wallOffset, _, err = checkpoint.ParseMeta[float64](path, f.Metadata, "wall_seconds"); err != nil {
+	if t.wallOffset, _, err = checkpoint.ParseMeta[float64](path, meta, "wall_seconds"); err != nil {
 		return err
 	}
-	if t.lastLoss, _, err = checkpoint.ParseMeta[float64](path, f.Metadata, "last_loss"); err != nil {
+	if t.lastLoss, _, err = checkpoint.ParseMeta[float64](path, meta, "last_loss"); err != nil {
 		return err
 	}
-	if t.lastExcess, ok, err = checkpoint.ParseMeta[float64](path, f.Metadata, "last_excess"); err != nil {
+	var ok bool
+	if t.lastExcess, ok, err = checkpoint.ParseMeta[float64](path, meta, "last_excess"); err != nil {
 		return err
 	} else if !ok {
 		t.lastExcess = math.NaN()
 	}
 	// Checkpoints from before --halves counted one pass per evaluation.
-	passes, ok, err := checkpoint.ParseMeta[int64](path, f.Metadata, "passes")
+	passes, ok, err := checkpoint.ParseMeta[int64](path, meta, "passes")
 	if err != nil {
 		return err
 	}
@@ -283,16 +372,8 @@ func (t *trainer) restore() error {
 		passes = t.est.Totals().Evals
 	}
 	t.oracle.SetPasses(passes)
-	if f.Metadata["totals"] == "" {
-		t.totals.Evals = passes // a checkpoint of one process from before issue 19
-	}
-	if t.comm.Rank() != 0 {
-		return nil
-	}
-	for _, name := range []string{runfolder.MetricsFile, runfolder.EvalFile} {
-		if err := runfolder.TruncateAfter(filepath.Join(t.plan.Out, name), t.iter); err != nil {
-			return err
-		}
+	if meta["totals"] == "" {
+		t.totals.Evals = passes // a checkpoint from before data-parallel training, which kept no totals of its own
 	}
 	return nil
 }

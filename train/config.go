@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/simclr-go/simclr/augment"
-	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/eval"
@@ -23,14 +21,14 @@ import (
 // repeat the run and the plan explains it. Nothing changes Settings during
 // a run.
 type Settings struct {
-	Dataset string `json:"dataset"`  // cifar10, cifar100, svhn, folder:PATH
+	Dataset string `json:"dataset"`  // a name of datasets.Names
 	DataDir string `json:"data_dir"` // where the data sets live
 	// TrainSubset and TestSubset keep only this many images of each split,
 	// class-balanced (0 keeps all): the quick preset's small CIFAR-10.
 	TrainSubset int `json:"train_subset"`
 	TestSubset  int `json:"test_subset"`
 
-	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*
+	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*, dcl, sogclr, auto
 	MinLevel  int     `json:"min_level"`
 	MaxLevel  int     `json:"max_level"`
 	B         float64 `json:"b"`
@@ -50,6 +48,12 @@ type Settings struct {
 	// docs/definitions.md, section 4 "Contrastive learning as a biased
 	// oracle").
 	Halves string `json:"halves"`
+	// SogCLRGamma is SogCLR's step gamma in (0, 1] (0: 0.9), and
+	// SogCLRGammaDecay "" (constant) or "cosine": from 1 at the first
+	// iteration down to SogCLRGamma at the last (docs/definitions.md,
+	// section 10 "Decoupled losses").
+	SogCLRGamma      float64 `json:"sogclr_gamma,omitempty"`
+	SogCLRGammaDecay string  `json:"sogclr_gamma_decay,omitempty"`
 	// MaxServable is the largest level the oracle serves (RU/RR redraw
 	// levels above it); 0 means min(floor(log2 n), MaxLevel+3), since a
 	// level-l query holds 2^(l+1) views in memory. config.json records
@@ -131,7 +135,7 @@ func Defaults() Settings {
 		D1:           1,
 		D2:           1,
 		QE:           10,
-		Halves:       contrastive.HalvesShared,
+		Halves:       "shared",
 		PreciseBN:    true,
 		Optimizer:    "sgd",
 		Momentum:     0.9,
@@ -221,16 +225,32 @@ const maxLevelLimit = 16
 // data set's name is checked by Train and Resume (unless the caller gives
 // the data, Session.Splits), with checkDataset.
 func (c *Settings) Validate() error {
-	if _, err := c.Kind(); err != nil {
+	if c.isAuto() {
+		if err := c.checkAuto(); err != nil {
+			return err
+		}
+	} else if _, err := c.Kind(); err != nil {
 		return err
 	}
+	for _, check := range []func() error{c.checkLengthAndLevels, c.checkEstimator, c.checkOptimizer, c.checkSession, c.checkChoices} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// positive says whether v is a finite positive number.
+func positive(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+
+// checkLengthAndLevels checks the run's length and its levels.
+func (c *Settings) checkLengthAndLevels() error {
 	lengths := 0
 	for _, set := range []bool{c.Epochs > 0, c.Iterations > 0, c.MaxSamples > 0} {
 		if set {
 			lengths++
 		}
 	}
-	positive := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
 	switch {
 	case c.Epochs < 0:
 		return fmt.Errorf("--epochs %d must not be negative", c.Epochs)
@@ -252,6 +272,13 @@ func (c *Settings) Validate() error {
 		return fmt.Errorf("--max-servable-level %d is below --max-level %d", c.MaxServable, c.MaxLevel)
 	case c.MaxServable > maxLevelLimit+3:
 		return fmt.Errorf("--max-servable-level %d: use at most %d", c.MaxServable, maxLevelLimit+3)
+	}
+	return nil
+}
+
+// checkEstimator checks the estimator's rates and draws, and the loss's.
+func (c *Settings) checkEstimator() error {
+	switch {
 	case !positive(c.B):
 		return fmt.Errorf("--b %g: the variance rate must be a positive number", c.B)
 	case !positive(c.C):
@@ -266,8 +293,19 @@ func (c *Settings) Validate() error {
 		return fmt.Errorf("--d2 %d must be at least 1", c.D2)
 	case c.QE < 1:
 		return fmt.Errorf("--qe %d must be at least 1", c.QE)
-	case c.Optimizer != "sgd" && c.Optimizer != "lars":
-		return fmt.Errorf("--optimizer %q: use sgd or lars", c.Optimizer)
+	case c.SogCLRGamma < 0 || c.SogCLRGamma > 1 || math.IsNaN(c.SogCLRGamma):
+		return fmt.Errorf("--sogclr-gamma %g: use a value in (0, 1] (0: %g)", c.SogCLRGamma, DefaultSogCLRGamma)
+	case c.SogCLRGammaDecay != "" && c.SogCLRGammaDecay != "constant" && c.SogCLRGammaDecay != "cosine":
+		return fmt.Errorf("--sogclr-gamma-decay %q: use constant or cosine", c.SogCLRGammaDecay)
+	case (c.SogCLRGamma != 0 || c.SogCLRGammaDecay != "") && c.Loss() != contrastive.SogCLR:
+		return fmt.Errorf("--sogclr-gamma and --sogclr-gamma-decay set for --estimator %s: they are SogCLR's (--estimator sogclr)", c.Estimator)
+	}
+	return nil
+}
+
+// checkOptimizer checks the optimizer, its schedule and the temperature.
+func (c *Settings) checkOptimizer() error {
+	switch {
 	case c.LR < 0 || math.IsNaN(c.LR) || math.IsInf(c.LR, 0):
 		return fmt.Errorf("--lr %g must be a non-negative number", c.LR)
 	case !(c.Momentum >= 0 && c.Momentum < 1):
@@ -280,6 +318,14 @@ func (c *Settings) Validate() error {
 		return fmt.Errorf("--temperature %g must be a positive number", c.Temperature)
 	case c.ProjDim < 0:
 		return fmt.Errorf("--proj-dim %d must not be negative (0 means 128)", c.ProjDim)
+	}
+	return nil
+}
+
+// checkSession checks the settings of evaluation, logging, checkpoints,
+// the data's subsets and the run folder.
+func (c *Settings) checkSession() error {
+	switch {
 	case c.Workers < 0:
 		return fmt.Errorf("--workers %d must not be negative (0: one per core)", c.Workers)
 	case c.EvalEvery < 0:
@@ -292,8 +338,6 @@ func (c *Settings) Validate() error {
 		return fmt.Errorf("--log-every %d must not be negative", c.LogEvery)
 	case c.CheckpointEvery < 0:
 		return fmt.Errorf("--checkpoint-every %s must not be negative (0: only at the end and on interruption)", c.CheckpointEvery)
-	case c.Halves != "" && c.Halves != contrastive.HalvesShared && c.Halves != contrastive.HalvesSeparate:
-		return fmt.Errorf("--halves %q: use %s (one pass) or %s (three passes, exact with batch norm)", c.Halves, contrastive.HalvesShared, contrastive.HalvesSeparate)
 	case c.ValSplit < 0:
 		return fmt.Errorf("--val-split %d must not be negative (0: score the test set)", c.ValSplit)
 	case c.EvalTrainSubset < 0:
@@ -307,6 +351,12 @@ func (c *Settings) Validate() error {
 	case c.Out == "":
 		return fmt.Errorf("--out: give the run folder, e.g. --out runs/NAME")
 	}
+	return nil
+}
+
+// checkChoices checks the settings that name a file or one of a few
+// choices.
+func (c *Settings) checkChoices() error {
 	if _, err := c.measuredLawPath(); err != nil {
 		return err
 	}
@@ -318,33 +368,51 @@ func (c *Settings) Validate() error {
 	default:
 		return fmt.Errorf("--norm %q: use batch (batch norm, the recipe) or group (group norm, which makes the one-forward multilevel correction exact)", c.Norm)
 	}
-	if _, err := c.augmentConfig(); err != nil {
-		return fmt.Errorf("--augment: %w", err)
-	}
-	switch strings.ToLower(c.Device) {
-	case "auto", "cpu", "cuda":
-	default:
-		return fmt.Errorf("--device %q: use auto, cpu or cuda", c.Device)
-	}
-	switch c.Precision {
-	case "tf32", "fp32":
-	default:
-		return fmt.Errorf("--precision %q: use tf32 or fp32", c.Precision)
-	}
-	if _, err := collective.ParseKind(c.Dist); err != nil {
-		return err
-	}
-	return nil
+	_, err := c.Choices()
+	return err
 }
 
 // Kind is the estimator --estimator names: the one place the name is
-// read.
+// read. The decoupled losses (Loss) train as L-SGD does: one batch of
+// 2^L images an iteration.
 func (c *Settings) Kind() (mlmc.Kind, error) {
+	if c.Loss() != contrastive.NTXent {
+		return mlmc.Kind{Method: mlmc.LSGD}, nil
+	}
 	k, err := mlmc.ParseKind(c.Estimator)
 	if err != nil {
 		return k, fmt.Errorf("--estimator: %w", err)
 	}
 	return k, nil
+}
+
+// Loss is the contrastive loss --estimator names: dcl and sogclr are
+// decoupled losses, every other estimator NT-Xent's.
+func (c *Settings) Loss() contrastive.Loss {
+	switch strings.ToLower(strings.TrimSpace(c.Estimator)) {
+	case "dcl":
+		return contrastive.DCL
+	case "sogclr":
+		return contrastive.SogCLR
+	}
+	return contrastive.NTXent
+}
+
+// DefaultSogCLRGamma is SogCLR's gamma when --sogclr-gamma is 0.
+const DefaultSogCLRGamma = 0.9
+
+// SogCLRGammaAt is gamma at iteration iter (0-based) of total: constant,
+// or decayed by a cosine from 1 to --sogclr-gamma.
+func (c *Settings) SogCLRGammaAt(iter, total int) float64 {
+	gamma := c.SogCLRGamma
+	if gamma == 0 {
+		gamma = DefaultSogCLRGamma
+	}
+	if c.SogCLRGammaDecay != "cosine" || total <= 1 {
+		return gamma
+	}
+	frac := float64(min(iter, total-1)) / float64(total-1)
+	return gamma + (1-gamma)*(1+math.Cos(math.Pi*frac))/2
 }
 
 // checkDataset checks the --dataset name (not the files) when the trainer
@@ -359,30 +427,23 @@ func checkDataset(c *Settings, sess Session) error {
 	return nil
 }
 
-// augmentConfig is the view recipe named by Augment ("" is simclr).
-func (c *Settings) augmentConfig() (augment.Config, error) {
-	if c.Augment == "" {
-		return augment.SimCLR(), nil
-	}
-	return augment.Preset(c.Augment)
-}
-
 // defaultLR is the 0.06 x batch/512 of docs/definitions.md, section 6
 // "Training recipe", with batch 2^L images.
 func defaultLR(maxLevel int) float64 { return 0.06 * math.Exp2(float64(maxLevel)) / 512 }
 
 // correctionPasses is the network passes of one H^l above l_min: three
 // with separate halves, else one.
-func (c *Settings) correctionPasses() int {
-	if c.Halves == contrastive.HalvesSeparate {
+func correctionPasses(h contrastive.Halves) int {
+	if h == contrastive.HalvesSeparate {
 		return 3
 	}
 	return 1
 }
 
-// mlmcConfig is the estimator configuration of c, with the level law of
-// --level-law measured:FILE (probs or draws; nil for the rates' law).
-func (c *Settings) mlmcConfig(probs []float64, draws []int) mlmc.Config {
+// mlmcConfig is the estimator configuration of c with halves h, with the
+// level law of --level-law measured:FILE (probs or draws; nil for the
+// rates' law).
+func (c *Settings) mlmcConfig(h contrastive.Halves, probs []float64, draws []int) mlmc.Config {
 	return mlmc.Config{MinLevel: c.MinLevel, MaxLevel: c.MaxLevel, B: c.B, C: c.C, N: c.VMLMCN,
-		LevelProbs: probs, LevelDraws: draws, NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: c.correctionPasses()}
+		LevelProbs: probs, LevelDraws: draws, NL: c.NL, D1: c.D1, D2: c.D2, QE: c.QE, Seed: c.Seed ^ 0x6d6c6d63, CorrectionPasses: correctionPasses(h)}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// Data-parallel training (issue 19). Every rank holds the same parameters,
+// Data-parallel training. Every rank holds the same parameters,
 // optimizer state and VR state; each iteration every rank computes its own
 // estimate and the ranks average them (an all-reduce) before the optimizer
 // step, which they all take identically.
@@ -32,9 +32,10 @@ func rankSeed(seed uint64, rank int) uint64 {
 }
 
 // splitsBatch says whether the estimator's draws are split over the ranks
-// (L-SGD) rather than made independently by each rank (MLMC).
+// (L-SGD) rather than made independently by each rank (MLMC): the method
+// says.
 func splitsBatch(estimator mlmc.Kind, ranks int) bool {
-	return ranks > 1 && estimator.Method == mlmc.LSGD
+	return ranks > 1 && estimator.Method.SplitsBatch()
 }
 
 // launchRank is this process's rank as far as it is known before the
@@ -54,8 +55,8 @@ func launchRank(sess Session) int {
 // of their rank on the node (OMPI_COMM_WORLD_LOCAL_RANK), so that P ranks
 // on a node of P GPUs use one each, unless the launcher already gave each
 // rank one GPU through CUDA_VISIBLE_DEVICES; otherwise GPU 0.
-func localGPU(cfg Settings) int {
-	if kind, err := collective.ParseKind(cfg.Dist); err != nil || kind == collective.KindNone {
+func localGPU(dist collective.Kind) int {
+	if dist == collective.KindNone {
 		return 0
 	}
 	if v := os.Getenv("CUDA_VISIBLE_DEVICES"); v != "" && !strings.Contains(v, ",") {
@@ -151,12 +152,9 @@ func (t *trainer) openComm() error {
 		c = t.sess.Comm
 		t.logf("dist: given by caller: %s", c.Describe())
 	} else {
-		kind, err := collective.ParseKind(cfg.Dist)
-		if err != nil {
-			return err
-		}
 		var line string
-		c, line, err = collective.Open(kind, t.b, collective.Options{Addr: cfg.DistAddr, Rank: t.sess.Rank, Size: t.sess.WorldSize})
+		var err error
+		c, line, err = collective.Open(t.plan.Dist, t.b, collective.Options{Addr: cfg.DistAddr, Rank: t.sess.Rank, Size: t.sess.WorldSize})
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/contrastive"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
@@ -211,16 +211,25 @@ func readParams(t *testing.T, path string) []float32 {
 // With group norm the ranks must also agree on the head's running
 // statistics, which each rank's passes move by its own images (the
 // single-process comparison is left to the batch-norm cases).
+//
+// SogCLR runs 20 iterations, stopped after 10: each rank's stream of 64
+// images gives 4 a step, so images come back from iteration 17 on, and
+// their steps then use the u that the split draws kept (gathered, the
+// same on every rank) and the checkpoint carried.
 func TestDistTrainingMatchesSingleProcess(t *testing.T) {
-	const ranks, iters = 2, 4
-	for _, tc := range []struct{ est, norm string }{{"lsgd", "batch"}, {"vr-rtmlmc", "batch"}, {"vr-rtmlmc", "group"}} {
+	const ranks = 2
+	for _, tc := range []struct {
+		est, norm   string
+		iters, stop int
+	}{{"lsgd", "batch", 4, 3}, {"vr-rtmlmc", "batch", 4, 3}, {"vr-rtmlmc", "group", 4, 3}, {"sogclr", "batch", 20, 10}} {
 		t.Run(tc.est+"/"+tc.norm, func(t *testing.T) {
-			est := tc.est
+			est, iters := tc.est, tc.iters
+			split := est == "lsgd" || est == "sogclr"
 			out := filepath.Join(t.TempDir(), "run")
 			log, err := mpirunWorkers(t, ranks, envDistWorker+"="+out, envDistEst+"="+est, envDistNorm+"="+tc.norm,
-				envDistIters+"="+strconv.Itoa(iters), envDistStop+"=3")
+				envDistIters+"="+strconv.Itoa(iters), envDistStop+"="+strconv.Itoa(tc.stop))
 			if err != nil || strings.Count(log, "interrupted as asked") != ranks {
-				t.Fatalf("mpirun, stopping after 3 iterations: %v\n%s", err, log)
+				t.Fatalf("mpirun, stopping after %d iterations: %v\n%s", tc.stop, err, log)
 			}
 			log, err = mpirunWorkers(t, ranks, envDistWorker+"="+out, envDistResume+"=1")
 			if err != nil {
@@ -281,13 +290,13 @@ func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 			if err := json.Unmarshal([]byte(ls[len(ls)-1]), &last); err != nil {
 				t.Fatal(err)
 			}
-			if est == "lsgd" && last.SamplesDrawn != iters*8 {
+			if split && last.SamplesDrawn != int64(iters*8) {
 				t.Errorf("lsgd on 2 ranks drew %d images in %d iterations, want %d (8 per draw, split)", last.SamplesDrawn, iters, iters*8)
 			}
-			if est == "lsgd" && last.Evaluations != iters {
+			if split && last.Evaluations != int64(iters) {
 				t.Errorf("lsgd on 2 ranks counted %d evaluations in %d iterations, want one per split draw", last.Evaluations, iters)
 			}
-			if est != "lsgd" && last.Evaluations < int64(ranks*iters) {
+			if !split && last.Evaluations < int64(ranks*iters) {
 				t.Errorf("%s counted %d evaluations in %d iterations on %d ranks: costs not summed over ranks", est, last.Evaluations, iters, ranks)
 			}
 		})
@@ -319,7 +328,7 @@ func referenceRun(t *testing.T, cfg Settings, ranks int) [][]float32 {
 	sched := optim.Schedule{BaseLR: float32(plan.LR), WarmupSteps: plan.WarmupIters, TotalSteps: plan.TotalIters}
 	model := resnet18.New(b, netCfg, cfg.Seed)
 	params := model.Params()
-	opt, err := optim.New(b, params, optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
+	opt, err := optim.New(b, params, optim.Config{Kind: plan.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,10 +353,14 @@ func referenceRun(t *testing.T, cfg Settings, ranks int) [][]float32 {
 		grads[r] = b.Alloc(params.Len())
 	}
 	grad := b.Alloc(params.Len())
+	var sogU []float32 // SogCLR's u, one table for the whole run
+	if cfg.Loss() == contrastive.SogCLR {
+		sogU = make([]float32, splits.Train.Len())
+	}
 	var out [][]float32
 	for it := 0; it < cfg.Iterations; it++ {
-		if cfg.Estimator == "lsgd" {
-			lsgdSplitGradient(b, model, streams, cfg, grad)
+		if plan.Estimator.Method == mlmc.LSGD {
+			lsgdSplitGradient(b, model, streams, cfg, grad, sogU, cfg.SogCLRGammaAt(it, plan.TotalIters))
 		} else {
 			b.Zero(grad)
 			for r := range ranks {
@@ -373,24 +386,44 @@ func referenceRun(t *testing.T, cfg Settings, ranks int) [][]float32 {
 
 // lsgdSplitGradient writes into grad the gradient of the loss of one
 // L-SGD draw of 2^L images made of the ranks' shares, each share
-// normalised by batch norm on its own.
-func lsgdSplitGradient(b tensor.Backend, model *resnet18.Model, streams []*loader.Stream, cfg Settings, grad tensor.Buffer) {
+// normalised by batch norm on its own: NT-Xent's, or DCL's, or a SogCLR
+// step that reads and updates u (one per training image) with gamma.
+func lsgdSplitGradient(b tensor.Backend, model *resnet18.Model, streams []*loader.Stream, cfg Settings, grad tensor.Buffer, u []float32, gamma float64) {
 	ranks := len(streams)
 	n := 1 << cfg.MaxLevel
 	share, pd := n/ranks, cfg.ProjDim
 	views := make([][]float32, ranks)
+	var indices []int
 	all := b.Alloc(2 * n * pd)
 	dzAll := b.Alloc(2 * n * pd)
 	for r := range ranks {
 		views[r] = make([]float32, 2*share*streams[r].ViewLen())
-		streams[r].Next(share, views[r])
+		indices = append(indices, streams[r].Next(share, views[r]).Indices...)
 		x := b.Alloc(len(views[r]))
 		b.Upload(x, views[r])
 		z := model.Forward(x, 2*share, true, true)
 		b.Copy(b.Slice(all, r*2*share*pd, 2*share*pd), z)
 		b.Free(x)
 	}
-	b.NTXent(n, pd, float32(cfg.Temperature), false, all, dzAll)
+	switch cfg.Loss() {
+	case contrastive.NTXent:
+		b.NTXent(n, pd, float32(cfg.Temperature), false, all, dzAll)
+	case contrastive.DCL:
+		b.(tensor.DecoupledLoss).Decoupled(n, pd, float32(cfg.Temperature), 0, nil, all, dzAll)
+	case contrastive.SogCLR:
+		host := make([]float32, n)
+		for k, idx := range indices {
+			host[k] = u[idx]
+		}
+		ub := b.Alloc(n)
+		b.Upload(ub, host)
+		b.(tensor.DecoupledLoss).Decoupled(n, pd, float32(cfg.Temperature), float32(gamma), ub, all, dzAll)
+		b.Download(host, ub)
+		b.Free(ub)
+		for k, idx := range indices {
+			u[idx] = host[k]
+		}
+	}
 	b.Zero(grad)
 	for r := range ranks {
 		x := b.Alloc(len(views[r]))

@@ -55,7 +55,7 @@ func (t *trainer) preciseBN() error {
 		return nil
 	}
 	start := time.Now()
-	if err := recalibrateBN(t.model, t.splits, &t.cfg, t.iter); err != nil {
+	if err := recalibrateBN(t.model, t.splits, &t.cfg, t.plan.Augment, t.iter); err != nil {
 		return err
 	}
 	t.logf("precise BN at iteration %d: running statistics re-estimated over %d views (%.1f s)",
@@ -79,7 +79,7 @@ func (t *trainer) linearProbe() (*runfolder.Probe, error) {
 		// The baseline is measured as the trained network is: with
 		// recalibrated statistics (its own are the initial 0 and 1).
 		if t.cfg.PreciseBN {
-			if err := recalibrateBN(init, t.splits, &t.cfg, 0); err != nil {
+			if err := recalibrateBN(init, t.splits, &t.cfg, t.plan.Augment, 0); err != nil {
 				return nil, err
 			}
 		}

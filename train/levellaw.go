@@ -1,7 +1,6 @@
 package train
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -29,8 +28,9 @@ func (c *Settings) measuredLawPath() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if k.Method != mlmc.RTMLMC && k.Method != mlmc.VMLMC {
-		return "", fmt.Errorf("--level-law %s: only rtmlmc and vmlmc (and their vr- versions) draw levels from a law on --min-level..--max-level; --estimator %s does not", c.LevelLaw, c.Estimator)
+	if k.Method.Explicit() == mlmc.NoExplicitLaw {
+		return "", fmt.Errorf("--level-law %s: only %s (and their vr- versions) draw levels from a law on --min-level..--max-level; --estimator %s does not",
+			c.LevelLaw, strings.Join(explicitLawNames(), " and "), c.Estimator)
 	}
 	return path, nil
 }
@@ -80,23 +80,34 @@ func levelLaw(s Settings, rep *mlmc.LevelsReport, prev *Plan) (probs []float64, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("--level-law: %s: %w", path, err)
 	}
-	if k, _ := s.Kind(); k.Method == mlmc.RTMLMC {
+	if k, _ := s.Kind(); k.Method.Explicit() == mlmc.ExplicitProbs {
 		return probs, nil, nil
 	}
 	return nil, draws, nil
 }
 
+// explicitLawNames lists the estimators that take a measured law, in the
+// order of mlmc.Names.
+func explicitLawNames() []string {
+	var names []string
+	for _, n := range mlmc.Names() {
+		if k, err := mlmc.ParseKind(n); err == nil && !k.VR && k.Method.Explicit() != mlmc.NoExplicitLaw {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // readLevelsReport reads a `simclr levels --json` file.
 func readLevelsReport(path string) (*mlmc.LevelsReport, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
+	rep, err := mlmc.ReadLevelsReport(path)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 		return nil, fmt.Errorf("read the levels file: %w (write one with `simclr levels --json > FILE`)", err)
 	}
-	var rep mlmc.LevelsReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		return nil, fmt.Errorf("%s is not the JSON of `simclr levels --json`: %w", path, err)
+	if err != nil {
+		return nil, fmt.Errorf("%w (write one with `simclr levels --json > FILE`)", err)
 	}
-	return &rep, nil
+	return rep, nil
 }
 
 // MeasuredAllocation is the variance-optimal allocation of the measured levels

@@ -137,7 +137,7 @@ func TestLevelLawMeasuredBadInput(t *testing.T) {
 		want                 []string
 	}{
 		{"missing file", "rtmlmc", LevelLawMeasured + missing, []string{missing, "simclr levels --json"}},
-		{"not JSON", "rtmlmc", LevelLawMeasured + notJSON, []string{notJSON, "not the JSON of `simclr levels --json`"}},
+		{"not JSON", "rtmlmc", LevelLawMeasured + notJSON, []string{notJSON, "is not the JSON of a levels report"}},
 		{"other levels", "vmlmc", LevelLawMeasured + wrongLevels, []string{wrongLevels, "levels 4..6", "--min-level 1 --max-level 3"}},
 		{"zero variance", "rtmlmc", LevelLawMeasured + zeroVar, []string{zeroVar, "level 2 has variance 0"}},
 		{"no levels drawn", "lsgd", LevelLawMeasured + good, []string{"--level-law", "--estimator lsgd"}},

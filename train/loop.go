@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/contrastive"
@@ -17,145 +14,123 @@ import (
 	"github.com/simclr-go/simclr/runfolder"
 )
 
+// loop trains until the run's length (or --max-samples) is reached or the
+// ranks agree to stop, then finishes the run: precise BN, the final
+// checkpoint and the linear probe. What happens around each step is in the
+// recorders (recorders.go).
 func (t *trainer) loop(ctx context.Context) (*Summary, error) {
-	cfg := &t.cfg
-	lead := t.comm.Rank() == 0 // writes the run folder and evaluates
-	var metrics *runfolder.Appender
-	if lead {
-		var err error
-		metrics, err = runfolder.OpenAppender(filepath.Join(t.plan.Out, runfolder.MetricsFile))
-		if err != nil {
-			return nil, err
-		}
-		defer metrics.Close()
-	}
-	var bar *progressbar.ProgressBar
-	if t.sess.Progress {
-		bar = progressbar.NewOptions(t.plan.TotalIters,
-			progressbar.OptionSetWriter(t.log),
-			progressbar.OptionSetDescription("train"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionFullWidth())
-		bar.Set(t.iter)
-	}
-	n := t.plan.TrainImages
 	sessionStart := t.iter
-	imagesAtStart := t.totals.Samples
 	t.lastCheckpoint = -1 // before the first
 	if t.iter > 0 {
 		t.lastCheckpoint = t.iter // a resumed session starts from one
 	}
 	// Wall time counts training (and its evaluations), not loading the data.
 	t.start = time.Now()
-	t.lastLogTime = t.start
-	lastCheckpointTime := t.start
-	for t.iter < t.plan.TotalIters {
-		if cfg.MaxSamples > 0 && t.totals.Samples >= cfg.MaxSamples {
-			break
-		}
-		// Every rank stops at the same iteration, when any rank is told to.
-		atLimit := t.sess.StopAfter > 0 && t.iter-sessionStart >= t.sess.StopAfter
-		stop, err := collective.Agree(t.comm, ctx.Err() != nil || atLimit)
-		if err != nil {
-			return nil, t.lostRank(err)
-		}
-		if stop {
-			if err := t.checkpoint(); err != nil {
-				return nil, err
-			}
-			// A signal wins over the limit; a rank that saw neither was
-			// stopped by another rank's signal.
-			why, what := ErrInterrupted, "interrupted"
-			if atLimit && ctx.Err() == nil {
-				why, what = ErrIterationsLimit, "stopped at the iterations limit"
-			}
-			t.logf("\n%s at iteration %d: checkpoint saved; continue with: simclr train --resume %s", what, t.iter, t.plan.Out)
-			return t.summary(), fmt.Errorf("%w at iteration %d (resume with --resume %s)", why, t.iter, t.plan.Out)
+	recs, err := t.recorders()
+	if err != nil {
+		return nil, err
+	}
+	defer closeRecorders(recs)
+	for t.iter < t.plan.TotalIters && !t.samplesReached() {
+		if err := t.agreeStop(ctx, sessionStart); err != nil {
+			return t.summaryOf(err), err
 		}
 		lr := t.sched.LR(t.iter)
+		if t.plan.Loss == contrastive.SogCLR {
+			t.oracle.SetGamma(t.cfg.SogCLRGammaAt(t.iter, t.plan.TotalIters))
+		}
 		step, err := t.iterate(lr)
 		if err != nil {
-			if errors.Is(err, contrastive.ErrNonFinite) {
-				kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", t.lastCheckpoint, t.plan.Out)
-				if t.lastCheckpoint < 0 {
-					kept = "no checkpoint had been written yet"
-				}
-				return nil, fmt.Errorf("iteration %d: %w; training stopped and %s: lower --lr (now %g) or raise --temperature and train again",
-					t.iter+1, err, kept, t.plan.LR)
-			}
-			if errors.Is(err, errRankLost) {
-				return nil, t.lostRank(fmt.Errorf("iteration %d: %w", t.iter+1, err))
-			}
-			if t.comm.Size() == 1 {
-				// One process: save what the failed query left intact.
-				return nil, fmt.Errorf("iteration %d: %w; %s", t.iter+1, err, t.checkpointAfterFailure())
-			}
-			return nil, fmt.Errorf("iteration %d: %w", t.iter+1, err)
+			return nil, t.stepError(err)
 		}
 		t.iter++
-		if t.sess.OnStep != nil {
-			if err := t.sess.OnStep(t.iter, t.model.Params().Flat(), t.model.Params().State()); err != nil {
-				return nil, fmt.Errorf("iteration %d: %w", t.iter, err)
-			}
-		}
-		totals := t.totals
-		last := t.iter == t.plan.TotalIters || (cfg.MaxSamples > 0 && totals.Samples >= cfg.MaxSamples)
-		if lead && cfg.LogEvery > 0 && (t.iter%cfg.LogEvery == 0 || last) {
-			m := runfolder.Metrics{Iteration: t.iter, Epoch: float64(t.iter) / float64(t.plan.ItersPerEpoch),
-				DataEpoch: float64(totals.Samples) / float64(n), Levels: step.Levels, SamplesDrawn: totals.Samples,
-				Evaluations: totals.Evals, Redraws: totals.Redraws, Loss: t.lastLoss, LR: float64(lr), WallSeconds: t.wall()}
-			if excess := t.lastExcess; !math.IsNaN(excess) {
-				m.LossMinusLog2NMinus1 = &excess
-			}
-			if err := metrics.Append(m); err != nil {
+		it := iteration{n: t.iter, step: step, lr: lr, last: t.iter == t.plan.TotalIters || t.samplesReached()}
+		for _, r := range recs {
+			if err := r.record(it); err != nil {
 				return nil, err
 			}
 		}
-		if bar != nil {
-			rate := float64(totals.Samples-imagesAtStart) / time.Since(t.start).Seconds()
-			bar.Describe(fmt.Sprintf("epoch %.2f loss-log(2N-1) %.4f %.0f images/s", float64(t.iter)/float64(t.plan.ItersPerEpoch), t.lastExcess, rate))
-			bar.Set(t.iter)
-		} else if time.Since(t.lastLogTime) > 10*time.Second || last || t.iter == sessionStart+1 {
-			elapsed := time.Since(t.start).Seconds()
-			rate := float64(totals.Samples-imagesAtStart) / elapsed
-			eta := time.Duration(float64(t.plan.TotalIters-t.iter)*elapsed/float64(t.iter-sessionStart)) * time.Second
-			t.logf("iter %d/%d epoch %.2f loss %.4f (L_B-log(2N-1) %.4f) lr %.4g images/s %.1f eta %s",
-				t.iter, t.plan.TotalIters, float64(t.iter)/float64(t.plan.ItersPerEpoch), t.lastLoss, t.lastExcess, lr, rate, eta.Round(time.Second))
-			t.lastLogTime = time.Now()
-		}
-		if every := t.plan.EvalPeriod; lead && every > 0 && t.iter%every == 0 {
-			if err := t.evalKNN(); err != nil {
-				return nil, err
-			}
-		}
-		// Periodic checkpoints by wall time, so that a crash loses at most
-		// that much work whatever an iteration costs; the ranks agree on
-		// when (their clocks differ).
-		due := false
-		if every := time.Duration(cfg.CheckpointEvery); every > 0 && !last {
-			if due, err = collective.Agree(t.comm, time.Since(lastCheckpointTime) >= every); err != nil {
-				return nil, t.lostRank(err)
-			}
-		}
-		if due {
-			every := time.Duration(cfg.CheckpointEvery)
-			if err := t.checkpoint(); err != nil {
-				return nil, t.lostRank(err)
-			}
-			t.lastCheckpoint, lastCheckpointTime = t.iter, time.Now()
-			if bar == nil {
-				t.logf("checkpoint at iteration %d (every %s of wall time)", t.iter, every)
-			}
+	}
+	for _, r := range recs {
+		if f, ok := r.(finisher); ok {
+			f.finish()
 		}
 	}
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(t.log)
+	return t.finish()
+}
+
+// samplesReached says whether --max-samples ends the run here.
+func (t *trainer) samplesReached() bool {
+	return t.cfg.MaxSamples > 0 && t.totals.Samples >= t.cfg.MaxSamples
+}
+
+func closeRecorders(recs []recorder) {
+	for _, r := range recs {
+		if c, ok := r.(closer); ok {
+			c.close()
+		}
 	}
-	// The final checkpoint, and the probe after it, get recalibrated
-	// statistics.
+}
+
+// agreeStop stops every rank at the same iteration when any rank is told
+// to (a signal, or Session.StopAfter reached in this session): it saves a
+// checkpoint and returns ErrInterrupted or ErrIterationsLimit, wrapped.
+func (t *trainer) agreeStop(ctx context.Context, sessionStart int) error {
+	atLimit := t.sess.StopAfter > 0 && t.iter-sessionStart >= t.sess.StopAfter
+	stop, err := collective.Agree(t.comm, ctx.Err() != nil || atLimit)
+	if err != nil {
+		return t.lostRank(err)
+	}
+	if !stop {
+		return nil
+	}
+	if err := t.checkpoint(); err != nil {
+		return err
+	}
+	// A signal wins over the limit; a rank that saw neither was stopped by
+	// another rank's signal.
+	why, what := ErrInterrupted, "interrupted"
+	if atLimit && ctx.Err() == nil {
+		why, what = ErrIterationsLimit, "stopped at the iterations limit"
+	}
+	t.logf("\n%s at iteration %d: checkpoint saved; continue with: simclr train --resume %s", what, t.iter, t.plan.Out)
+	return fmt.Errorf("%w at iteration %d (resume with --resume %s)", why, t.iter, t.plan.Out)
+}
+
+// summaryOf is the summary a stop returns with its error: a run stopped
+// on request reports where it stopped, a failed one nothing.
+func (t *trainer) summaryOf(err error) *Summary {
+	if errors.Is(err, ErrInterrupted) {
+		return t.summary()
+	}
+	return nil
+}
+
+// stepError explains an iteration that failed: a non-finite estimate
+// (with the checkpoint kept), a lost rank, or a device failure after which
+// one process saves what it can.
+func (t *trainer) stepError(err error) error {
+	if errors.Is(err, contrastive.ErrNonFinite) {
+		kept := fmt.Sprintf("the last good checkpoint (iteration %d) is kept in %s", t.lastCheckpoint, t.plan.Out)
+		if t.lastCheckpoint < 0 {
+			kept = "no checkpoint had been written yet"
+		}
+		return fmt.Errorf("iteration %d: %w; training stopped and %s: lower --lr (now %g) or raise --temperature and train again",
+			t.iter+1, err, kept, t.plan.LR)
+	}
+	if errors.Is(err, errRankLost) {
+		return t.lostRank(fmt.Errorf("iteration %d: %w", t.iter+1, err))
+	}
+	if t.comm.Size() == 1 {
+		// One process: save what the failed query left intact.
+		return fmt.Errorf("iteration %d: %w; %s", t.iter+1, err, t.checkpointAfterFailure())
+	}
+	return fmt.Errorf("iteration %d: %w", t.iter+1, err)
+}
+
+// finish ends a run that completed its length: the final checkpoint and
+// the probe after it get recalibrated statistics.
+func (t *trainer) finish() (*Summary, error) {
 	if err := t.preciseBN(); err != nil {
 		return nil, err
 	}
@@ -166,7 +141,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 	sum := t.summary()
 	t.logf("done: %d iterations, %d images drawn, %d evaluations, loss %.4f, %.1f s; checkpoint %s",
 		sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds, filepath.Join(t.plan.Out, runfolder.ModelFile))
-	if cfg.Probe && lead {
+	if t.cfg.Probe && t.comm.Rank() == 0 {
 		probe, err := t.linearProbe()
 		if err != nil {
 			return sum, err
@@ -280,4 +255,14 @@ func (t *trainer) keptCheckpoint() string {
 func (t *trainer) stalled(what string) {
 	fmt.Fprintf(os.Stderr, "rank %d of %d: told to stop while waiting for the other ranks (%s, iteration %d): if a rank died, the job ends here; %s\n",
 		t.comm.Rank(), t.comm.Size(), what, t.iter+1, t.keptCheckpoint())
+}
+
+// excessScale names what the excess loss subtracts: log(2N-1) for NT-Xent,
+// log(2N-2) for the decoupled losses, whose denominators leave the
+// positive out (contrastive.Oracle.Losses).
+func (t *trainer) excessScale() string {
+	if t.oracle.Loss() != contrastive.NTXent {
+		return "log(2N-2)"
+	}
+	return "log(2N-1)"
 }

@@ -148,7 +148,7 @@ func TestOracleReportsDeviceFailureWithLevel(t *testing.T) {
 func TestSeparateHalvesRunCountsPasses(t *testing.T) {
 	cfg := tinyConfig(t, "rtmlmc")
 	cfg.Iterations = 8
-	cfg.Halves = contrastive.HalvesSeparate
+	cfg.Halves = contrastive.HalvesSeparate.String()
 	if _, err := Train(context.Background(), cfg, tinyHooks(syntheticSplits(64, 16, 16, 4))); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestSeparateHalvesRunCountsPasses(t *testing.T) {
 		t.Error("no query above the minimum level in 8 iterations: nothing tested")
 	}
 	var saved Settings
-	if err := runfolder.ReadJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), &saved); err != nil || saved.Halves != contrastive.HalvesSeparate {
+	if err := runfolder.ReadJSON(filepath.Join(cfg.Out, runfolder.ConfigFile), &saved); err != nil || saved.Halves != contrastive.HalvesSeparate.String() {
 		t.Errorf("config.json: halves %q (%v), want %s", saved.Halves, err, contrastive.HalvesSeparate)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/auto"
 )
 
 // Facts is what a session's setup learns before the run is planned: the
@@ -31,6 +32,9 @@ type Facts struct {
 	// Previous is the plan config.json recorded, on resume (nil for a new
 	// run): a resumed run keeps its measured level law.
 	Previous *Plan
+	// Auto is the pilot's plan of a new --estimator auto run (nil
+	// otherwise; a resumed run keeps Previous.Auto).
+	Auto *auto.Plan
 	// Version and DeviceLog are recorded with the plan: the program and
 	// the device of this session.
 	Version, DeviceLog string
@@ -43,6 +47,8 @@ type Facts struct {
 // fields with a JSON key are recorded in config.json (record); the others
 // are derived again from the settings on resume.
 type Plan struct {
+	// Choices are the settings' options, parsed (Settings.Choices).
+	Choices `json:"-"`
 	// Out is the run folder (Facts.Out).
 	Out string `json:"-"`
 	// Estimator is --estimator, read once.
@@ -74,6 +80,10 @@ type Plan struct {
 	// measured:FILE, recorded so that a resumed run keeps it.
 	LevelProbs []float64 `json:"level_probs,omitempty"`
 	LevelDraws []int     `json:"level_draws,omitempty"`
+	// Auto is the plan of --estimator auto's pilot: the estimator, the
+	// law and the reasons, recorded so that a resumed run keeps them; its
+	// images are counted in the run's images drawn.
+	Auto *auto.Plan `json:"auto,omitempty"`
 
 	// EvalPeriod is the iterations between kNN evaluations (0: none):
 	// --eval-every-iterations, else --eval-every epochs.
@@ -94,11 +104,15 @@ type Plan struct {
 // from the facts f of this session. It is a pure function: the same
 // settings and facts give the same plan, and it reads nothing else.
 func Resolve(s Settings, f Facts) (Plan, error) {
-	k, err := s.Kind()
+	choices, err := s.Choices()
 	if err != nil {
 		return Plan{}, err
 	}
-	p := Plan{Out: cmp.Or(f.Out, s.Out), Estimator: k, MaxServable: f.ServableLevel, TrainImages: f.TrainImages, Ranks: max(f.Ranks, 1),
+	k, chosen, err := s.resolveKind(f)
+	if err != nil {
+		return Plan{}, err
+	}
+	p := Plan{Choices: choices, Auto: chosen, Out: cmp.Or(f.Out, s.Out), Estimator: k, MaxServable: f.ServableLevel, TrainImages: f.TrainImages, Ranks: max(f.Ranks, 1),
 		Version: f.Version, DeviceLog: f.DeviceLog}
 	p.SplitBatch = splitsBatch(k, p.Ranks)
 	if p.SplitBatch && (1<<s.MaxLevel)%p.Ranks != 0 {
@@ -115,10 +129,12 @@ func Resolve(s Settings, f Facts) (Plan, error) {
 		p.Notes = append(p.Notes, fmt.Sprintf("this session serves levels up to %d, the run's earlier sessions up to %d: RU-MLMC and RR-MLMC redraw differently from here, so the run no longer continues exactly as one session would",
 			f.ServableLevel, s.MaxServable))
 	}
-	if p.LevelProbs, p.LevelDraws, err = levelLaw(s, f.Levels, f.Previous); err != nil {
+	if chosen != nil {
+		p.LevelProbs, p.LevelDraws = chosen.LevelProbs, chosen.LevelDraws
+	} else if p.LevelProbs, p.LevelDraws, err = levelLaw(s, f.Levels, f.Previous); err != nil {
 		return Plan{}, err
 	}
-	p.MLMC = s.mlmcConfig(p.LevelProbs, p.LevelDraws)
+	p.MLMC = s.mlmcConfig(p.Halves, p.LevelProbs, p.LevelDraws)
 	if p.ExpectedImages, p.ExpectedEvals, err = p.expectedCost(); err != nil {
 		return Plan{}, err
 	}
@@ -131,8 +147,9 @@ func Resolve(s Settings, f Facts) (Plan, error) {
 	case s.Iterations > 0:
 		p.TotalIters = s.Iterations
 	default:
-		// A sample budget: as many iterations as the expected cost allows.
-		p.TotalIters = int(math.Ceil(float64(s.MaxSamples) / p.ExpectedImages))
+		// A sample budget: as many iterations as the expected cost allows
+		// after the pilot's images.
+		p.TotalIters = int(math.Ceil(float64(s.MaxSamples-p.pilotImages()) / p.ExpectedImages))
 	}
 	p.WarmupIters = int(math.Round(s.WarmupEpochs * float64(p.ItersPerEpoch)))
 	if p.WarmupIters > p.TotalIters/10 {
@@ -183,4 +200,33 @@ type record struct {
 func newRecord(s Settings, p Plan) record {
 	s.Out, s.MaxServable = p.Out, p.MaxServable
 	return record{Settings: s, Plan: p}
+}
+
+// resolveKind is the run's estimator: --estimator, or for auto the pilot's
+// choice (f.Auto for a new run, the recorded one on resume).
+func (s Settings) resolveKind(f Facts) (mlmc.Kind, *auto.Plan, error) {
+	if !s.isAuto() {
+		k, err := s.Kind()
+		return k, nil, err
+	}
+	chosen := f.Auto
+	if f.Previous != nil {
+		chosen = f.Previous.Auto
+	}
+	if chosen == nil {
+		return mlmc.Kind{}, nil, fmt.Errorf("--estimator auto: no pilot plan (a resumed run's config.json must record it under \"auto\")")
+	}
+	if chosen.MinLevel != s.MinLevel || chosen.MaxLevel != s.MaxLevel {
+		return mlmc.Kind{}, nil, fmt.Errorf("--estimator auto: the pilot's plan is for levels %d..%d, the run uses --min-level %d --max-level %d",
+			chosen.MinLevel, chosen.MaxLevel, s.MinLevel, s.MaxLevel)
+	}
+	return chosen.Kind, chosen, nil
+}
+
+// pilotImages is the images the pilot of an auto run drew (0 otherwise).
+func (p *Plan) pilotImages() int64 {
+	if p.Auto == nil {
+		return 0
+	}
+	return p.Auto.Samples
 }

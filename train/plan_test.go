@@ -214,3 +214,28 @@ func TestResumeConfigOfAnEarlierVersion(t *testing.T) {
 		}
 	}
 }
+
+// SogCLR's gamma: constant, or a cosine from 1 at the first iteration to
+// --sogclr-gamma at the last; 0 is the default 0.9.
+func TestSogCLRGammaAt(t *testing.T) {
+	cases := []struct {
+		gamma       float64
+		decay       string
+		iter, total int
+		want        float64
+	}{
+		{0, "", 5, 10, DefaultSogCLRGamma},
+		{0.5, "", 0, 10, 0.5},
+		{0.5, "constant", 9, 10, 0.5},
+		{0.5, "cosine", 0, 11, 1},
+		{0.5, "cosine", 5, 11, 0.75},
+		{0.5, "cosine", 10, 11, 0.5},
+		{0.5, "cosine", 0, 1, 0.5}, // one iteration: no decay to make
+	}
+	for _, tc := range cases {
+		c := Settings{Estimator: "sogclr", SogCLRGamma: tc.gamma, SogCLRGammaDecay: tc.decay}
+		if got := c.SogCLRGammaAt(tc.iter, tc.total); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("gamma %g, decay %q, iteration %d of %d: %g, want %g", tc.gamma, tc.decay, tc.iter, tc.total, got, tc.want)
+		}
+	}
+}

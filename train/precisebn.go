@@ -19,16 +19,6 @@ const preciseBNViews = 2048
 // stream of the same seed.
 const preciseBNSeed = 0x70726563697365
 
-// viewTransform is the augmentation of the run's training views of set
-// (--augment) at the images' own size.
-func viewTransform(cfg *Settings, set *data.Set) (augment.Config, error) {
-	c, err := contrastive.ViewTransform(cfg.Augment, set)
-	if err != nil {
-		return c, fmt.Errorf("--augment: %w", err)
-	}
-	return c, nil
-}
-
 // recalibrateBN re-estimates m's batch-norm running statistics (precise BN,
 // docs/definitions.md, section 4 "Contrastive learning as a biased oracle"):
 // training-mode passes without gradients over at least 2,048 augmented training
@@ -37,13 +27,11 @@ func viewTransform(cfg *Settings, set *data.Set) (augment.Config, error) {
 // own, seeded by the run's seed and the iteration: the training stream and its
 // position are untouched, and a resumed run recalibrates exactly as an
 // uninterrupted one.
-func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Settings, iter int) error {
+// aug is the run's view recipe (Choices.Augment).
+func recalibrateBN(m *resnet18.Model, splits *data.Splits, cfg *Settings, aug augment.Config, iter int) error {
 	views, batches := 2<<cfg.MaxLevel, preciseBNBatches(cfg.MaxLevel)
 	seed := cfg.Seed ^ preciseBNSeed ^ (uint64(iter) * 0x9e3779b97f4a7c15)
-	aug, err := viewTransform(cfg, splits.Train)
-	if err != nil {
-		return err
-	}
+	aug = contrastive.AtImageSize(aug, splits.Train)
 	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, aug, seed, cfg.Workers)
 	if err != nil {
 		return fmt.Errorf("precise BN: %w", err)

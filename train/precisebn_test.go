@@ -87,7 +87,11 @@ func TestPreciseBNLeavesTrainingUntouched(t *testing.T) {
 	}
 	// Recalibrating the network without precise BN as the trainer does at
 	// the end gives the saved statistics of the run with it.
-	if err := recalibrateBN(mOff, splits, &off, off.Iterations); err != nil {
+	ch, err := off.Choices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := recalibrateBN(mOff, splits, &off, ch.Augment, off.Iterations); err != nil {
 		t.Fatal(err)
 	}
 	for i, nt := range mOn.Params().Tensors() {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/collective"
@@ -59,31 +60,73 @@ func ModelConfig(cfg Settings, splits *data.Splits) (resnet18.Config, error) {
 // session, resolves the run's Plan into t.plan (Resolve), and either
 // restores the checkpoint (resume) or writes config.json.
 func (t *trainer) setup(s opening) error {
+	// The choices are the part of the plan known before this session's
+	// facts: the device, the ranks and the pilot need them. Resolve
+	// parses the same ones into the whole plan.
+	var err error
+	if t.plan.Choices, err = t.cfg.Choices(); err != nil {
+		return err
+	}
+	facts := Facts{Out: t.cfg.Out, Levels: s.levels, Previous: s.previous, Version: t.sess.Version}
+	netCfg, servable, err := t.openData(&facts)
+	if err != nil {
+		return err
+	}
+	if err := t.openDevice(&facts, s.resume); err != nil {
+		return err
+	}
+	if err := t.openModel(netCfg, s.resume); err != nil {
+		return err
+	}
+	if err := t.planRun(facts, servable, s.resume); err != nil {
+		return err
+	}
+	if err := t.openOracle(); err != nil {
+		return err
+	}
+	if err := t.openEstimator(); err != nil {
+		return err
+	}
+	t.logPlan(netCfg)
+	if s.resume {
+		return t.resumeSession(s)
+	}
+	return t.startRun()
+}
+
+// openData loads the splits and checks that the network and the levels
+// fit them: the network's configuration and the largest level the data
+// can serve.
+func (t *trainer) openData(facts *Facts) (resnet18.Config, int, error) {
 	cfg := &t.cfg
 	splits, err := LoadSplits(*cfg, t.sess.Splits)
 	if err != nil {
-		return err
+		return resnet18.Config{}, 0, err
 	}
 	t.splits = splits
 	n := splits.Train.Len()
 	if n < 2 {
-		return fmt.Errorf("training set %s has %d images; SimCLR needs at least 2", splits.Train.Name, n)
+		return resnet18.Config{}, 0, fmt.Errorf("training set %s has %d images; SimCLR needs at least 2", splits.Train.Name, n)
 	}
+	facts.TrainImages = n
 	netCfg, err := ModelConfig(*cfg, splits)
 	if err != nil {
-		return err
+		return netCfg, 0, err
 	}
-	maxServable, err := maxServableLevel(*cfg, splits.Train)
-	if err != nil {
-		return err
-	}
+	servable, err := maxServableLevel(*cfg, splits.Train)
+	return netCfg, servable, err
+}
 
-	facts := Facts{Out: cfg.Out, TrainImages: n, Levels: s.levels, Previous: s.previous, Version: t.sess.Version}
+// openDevice opens the backend (or takes the session's) and the ranks'
+// communicator; on a new run of several ranks they agree on rank 0's run
+// folder (the default --out names the start time, which the ranks read
+// separately).
+func (t *trainer) openDevice(facts *Facts, resume bool) error {
 	if t.sess.Backend != nil {
 		t.b = t.sess.Backend
 		facts.DeviceLog = "device given by caller: " + t.b.Describe()
 	} else {
-		b, line, err := backend.OpenGPU(cfg.Device, cfg.Precision, localGPU(*cfg))
+		b, line, err := backend.OpenGPU(t.plan.Device, t.plan.Precision, localGPU(t.plan.Dist))
 		if err != nil {
 			return err
 		}
@@ -94,65 +137,111 @@ func (t *trainer) setup(s opening) error {
 	if err := t.openComm(); err != nil {
 		return err
 	}
-	rank, ranks := t.comm.Rank(), t.comm.Size()
-	facts.Ranks = ranks
-	if ranks > 1 && !s.resume {
-		// The default --out names the start time, which the ranks read
-		// separately: rank 0's name is the run's.
-		out, err := collective.BroadcastBytes(t.comm, []byte(cfg.Out), 0)
+	facts.Ranks = t.comm.Size()
+	if facts.Ranks > 1 && !resume {
+		out, err := collective.BroadcastBytes(t.comm, []byte(t.cfg.Out), 0)
 		if err != nil {
 			return fmt.Errorf("agree on the run folder: %w", err)
 		}
 		facts.Out = string(out)
 	}
+	return nil
+}
 
+// openModel builds the network (a new group-norm run initialises its head
+// from the data) and its optimizer.
+func (t *trainer) openModel(netCfg resnet18.Config, resume bool) error {
+	cfg := &t.cfg
 	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
-	if !s.resume {
-		if err := initHead(t.b, t.model, splits); err != nil {
+	if !resume {
+		if err := initHead(t.b, t.model, t.splits); err != nil {
 			return err
 		}
 	}
+	var err error
+	t.opt, err = optim.New(t.b, t.model.Params(), optim.Config{Kind: t.plan.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
+	return err
+}
+
+// planRun caps the servable levels by every rank's memory, runs the pilot
+// of a new --estimator auto run, and resolves the plan.
+func (t *trainer) planRun(facts Facts, servable int, resume bool) error {
+	meminfo := cmp.Or(t.sess.Meminfo, "/proc/meminfo")
+	servable, err := t.capByMemory(servable, meminfo)
+	if err != nil {
+		return err
+	}
+	if facts.ServableLevel, err = t.agreeMaxServable(servable); err != nil {
+		return err
+	}
+	if t.cfg.isAuto() && !resume {
+		if facts.Ranks > 1 {
+			return fmt.Errorf("--estimator auto runs its pilot in one process; %d ranks were started: run it with one, or name the estimator", facts.Ranks)
+		}
+		if facts.Auto, err = t.pilot(t.splits); err != nil {
+			return err
+		}
+	}
+	if t.plan, err = Resolve(t.cfg, facts); err != nil {
+		return err
+	}
+	if a := t.plan.Auto; a != nil {
+		t.logf("%s", strings.TrimRight(a.String(), "\n"))
+		if !resume {
+			// The pilot's images and queries are the run's: counted before
+			// the first iteration, checkpointed with the rest.
+			t.totals.Samples += a.Samples
+			t.totals.Evals += int64(a.PilotDraws) * int64(a.PilotMax-a.PilotMin+2)
+		}
+	}
+	return nil
+}
+
+// openOracle opens this rank's loader stream and the SimCLR oracle over
+// it, with x_{t-1} for a VR estimator, the halves, the batch split of the
+// ranks and the loss.
+func (t *trainer) openOracle() error {
+	cfg, plan := &t.cfg, &t.plan
+	augCfg := contrastive.AtImageSize(plan.Augment, t.splits.Train)
+	var err error
+	t.stream, err = loader.Open(t.splits.Train, t.splits.Mean, t.splits.Std, augCfg, rankSeed(cfg.Seed, t.comm.Rank()), cfg.Workers)
+	if err != nil {
+		return err
+	}
 	params := t.model.Params()
-	t.opt, err = optim.New(t.b, params, optim.Config{Kind: cfg.Optimizer, Momentum: float32(cfg.Momentum), WeightDecay: float32(cfg.WeightDecay)})
-	if err != nil {
-		return err
-	}
-	meminfo := t.sess.Meminfo
-	if meminfo == "" {
-		meminfo = "/proc/meminfo"
-	}
-	if maxServable, err = t.capByMemory(maxServable, meminfo); err != nil {
-		return err
-	}
-	if facts.ServableLevel, err = t.agreeMaxServable(maxServable); err != nil {
-		return err
-	}
-	if t.plan, err = Resolve(*cfg, facts); err != nil {
-		return err
-	}
-	plan := &t.plan
-	augCfg, err := viewTransform(cfg, splits.Train)
-	if err != nil {
-		return err
-	}
-	t.stream, err = loader.Open(splits.Train, splits.Mean, splits.Std, augCfg, rankSeed(cfg.Seed, rank), cfg.Workers)
-	if err != nil {
-		return err
-	}
 	if plan.Estimator.VR {
 		t.prev = t.b.Alloc(params.Len())
 		t.b.Copy(t.prev, params.Flat())
 	}
 	t.oracle = contrastive.NewOracle(t.b, t.model, t.stream, cfg.Temperature, plan.MaxServable, t.prev)
-	if err := t.oracle.SetHalves(cfg.Halves); err != nil {
-		return err
-	}
+	t.oracle.SetHalves(plan.Halves)
 	if plan.SplitBatch {
 		t.oracle.SetShard(t.comm)
 	}
+	loss := plan.Loss
+	if loss == contrastive.NTXent {
+		return nil
+	}
+	if err := t.oracle.SetLoss(loss, plan.TrainImages); err != nil {
+		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+	}
+	how := "the positive left out of each view's denominator"
+	if loss == contrastive.SogCLR {
+		how = fmt.Sprintf("a moving average per training image, gamma %g (%s)", cfg.SogCLRGammaAt(plan.TotalIters, plan.TotalIters), cmp.Or(cfg.SogCLRGammaDecay, "constant"))
+	}
+	t.logf("loss: %s (docs/definitions.md, section 10), one batch of %d images an iteration, %s", loss, 1<<cfg.MaxLevel, how)
+	return nil
+}
+
+// openEstimator makes the gradient estimator (its seed offset by rank),
+// the estimate's buffer and the learning-rate schedule.
+func (t *trainer) openEstimator() error {
+	plan := &t.plan
+	params := t.model.Params()
 	ops := contrastive.NewBufferOps(t.b, params.Len())
 	mc := plan.MLMC
-	mc.Seed = rankSeed(mc.Seed, rank)
+	mc.Seed = rankSeed(mc.Seed, t.comm.Rank())
+	var err error
 	t.est, err = mlmc.New[tensor.Buffer](plan.Estimator, mc, ops, t.oracle)
 	if err != nil {
 		return fmt.Errorf("--estimator %s: %w", plan.Estimator, err)
@@ -165,11 +254,16 @@ func (t *trainer) setup(s opening) error {
 	}
 	t.grad = t.b.Alloc(params.Len())
 	t.sched = optim.Schedule{BaseLR: float32(plan.LR), WarmupSteps: plan.WarmupIters, TotalSteps: plan.TotalIters}
+	return nil
+}
 
-	// The cost model's figures, so that a reader sees what an iteration
-	// costs before it runs (VR estimators: averaged over a Q_E cycle).
+// logPlan logs the data, the estimator and the cost model's figures, so
+// that a reader sees what an iteration costs before it runs (VR
+// estimators: averaged over a Q_E cycle), and what the ranks share.
+func (t *trainer) logPlan(netCfg resnet18.Config) {
+	cfg, plan, splits := &t.cfg, &t.plan, t.splits
 	evalNote := ""
-	if t.oracle.Halves() == contrastive.HalvesSeparate {
+	if plan.Halves == contrastive.HalvesSeparate {
 		evalNote = fmt.Sprintf(" (network passes: each correction above level %d is 3)", cfg.MinLevel)
 	}
 	scored := "test"
@@ -178,45 +272,51 @@ func (t *trainer) setup(s opening) error {
 	}
 	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), "+
 		"expected per iteration %.4g images and %.4g oracle evaluations%s, lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
-		splits.Train.Name, n, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, plan.TotalIters, plan.ItersPerEpoch,
-		plan.ExpectedImages, plan.ExpectedEvals, evalNote, plan.LR, cfg.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), t.oracle.Halves(), cfg.PreciseBN)
-
-	if ranks > 1 {
+		splits.Train.Name, plan.TrainImages, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, plan.TotalIters, plan.ItersPerEpoch,
+		plan.ExpectedImages, plan.ExpectedEvals, evalNote, plan.LR, plan.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), plan.Halves, cfg.PreciseBN)
+	if ranks := t.comm.Size(); ranks > 1 {
 		t.logf("dist: %d ranks; %s", ranks, parallelNote(plan.Estimator, plan.SplitBatch, cfg.MaxLevel, ranks, netCfg.Norm))
 	}
-	if s.resume {
-		if err := t.restore(); err != nil {
-			return err
-		}
-		t.logf("resumed %s at iteration %d of %d", plan.Out, t.iter, plan.TotalIters)
-		if s.extendedFrom > 0 {
-			// The cosine schedule now spans the new length, so the
-			// learning rate jumps up where the run continues.
-			t.logf("extended from %d to %d iterations: the learning-rate schedule now spans %d iterations (%.4g at iteration %d)",
-				s.extendedFrom, plan.TotalIters, plan.TotalIters, t.sched.LR(t.iter), t.iter)
-			if rank == 0 {
-				return t.writeRecord()
-			}
-		}
-		if t.iter >= plan.TotalIters {
-			t.logf("%s had finished training; running the linear probe it lacks", plan.Out)
-		}
-		return nil
+}
+
+// resumeSession restores the checkpoint; a run made longer records its
+// new plan.
+func (t *trainer) resumeSession(s opening) error {
+	plan := &t.plan
+	if err := t.restore(); err != nil {
+		return err
 	}
-	// The ranks built the same network from the same seed; rank 0's copy
-	// is made everyone's so that they cannot start apart.
-	if err := t.comm.Broadcast(params.Flat(), 0); err != nil {
-		return fmt.Errorf("broadcast the initial parameters: %w", err)
-	}
-	if rank == 0 {
-		// Last, once everything the run needs has opened: a start that
-		// fails leaves no folder behind.
-		if err := prepareFolder(plan.Out); err != nil {
-			return err
+	t.logf("resumed %s at iteration %d of %d", plan.Out, t.iter, plan.TotalIters)
+	if s.extendedFrom > 0 {
+		// The cosine schedule now spans the new length, so the learning
+		// rate jumps up where the run continues.
+		t.logf("extended from %d to %d iterations: the learning-rate schedule now spans %d iterations (%.4g at iteration %d)",
+			s.extendedFrom, plan.TotalIters, plan.TotalIters, t.sched.LR(t.iter), t.iter)
+		if t.comm.Rank() == 0 {
+			return t.writeRecord()
 		}
-		return t.writeRecord()
+	}
+	if t.iter >= plan.TotalIters {
+		t.logf("%s had finished training; running the linear probe it lacks", plan.Out)
 	}
 	return nil
+}
+
+// startRun gives every rank rank 0's initial network (they built the same
+// one from the same seed, so that they cannot start apart), and rank 0
+// makes the run folder and writes config.json: last, once everything the
+// run needs has opened, so that a start that fails leaves no folder behind.
+func (t *trainer) startRun() error {
+	if err := t.comm.Broadcast(t.model.Params().Flat(), 0); err != nil {
+		return fmt.Errorf("broadcast the initial parameters: %w", err)
+	}
+	if t.comm.Rank() != 0 {
+		return nil
+	}
+	if err := prepareFolder(t.plan.Out); err != nil {
+		return err
+	}
+	return t.writeRecord()
 }
 
 // writeRecord writes the run's config.json: its settings and its plan.

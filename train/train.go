@@ -307,13 +307,12 @@ type trainer struct {
 
 	lastCheckpoint int // iteration of the last checkpoint written this session or resumed from, -1 before
 
-	iter        int     // completed iterations
-	wallOffset  float64 // wall seconds of earlier sessions
-	start       time.Time
-	lastLoss    float64 // mean L_B of the last iteration
-	lastExcess  float64 // its mean L_B - log(2N - 1)
-	finished    bool    // the loop has ended: the next checkpoint is the final one
-	lastLogTime time.Time
+	iter       int     // completed iterations
+	wallOffset float64 // wall seconds of earlier sessions
+	start      time.Time
+	lastLoss   float64 // mean L_B of the last iteration
+	lastExcess float64 // its mean L_B - log(2N - 1)
+	finished   bool    // the loop has ended: the next checkpoint is the final one
 }
 
 func (t *trainer) logf(format string, args ...any) {

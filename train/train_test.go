@@ -24,8 +24,8 @@ import (
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
-	"github.com/simclr-go/simclr/internal/synthdata"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/synthdata"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 	"github.com/simclr-go/simclr/runfolder"
 )
 
@@ -166,7 +166,13 @@ func TestResumeIsBitForBit(t *testing.T) {
 		// previous iteration's (head_prev_*); the resumed sessions read
 		// --norm and --augment back from config.json.
 		{"vr-rtmlmc", "group", "paper", 5, []int{3}, "", 0, false},
-		{"vr-rtmlmc", "", "", 7, []int{2, 3}, contrastive.HalvesSeparate, 8, true},
+		{"vr-rtmlmc", "", "", 7, []int{2, 3}, "separate", 8, true},
+		// The decoupled losses; SogCLR's u is state (sogclr_u, compared
+		// below with the parameters), and its cosine-decayed gamma is a
+		// function of the iteration. 48 images: 6 iterations an epoch, so
+		// the second epoch's visits update u with gamma < 1.
+		{"dcl", "", "", 5, []int{2}, "", 0, false},
+		{"sogclr", "", "", 9, []int{4, 3}, "", 0, false},
 	} {
 		t.Run(strings.Trim(tc.estimator+"/"+tc.norm+"/"+tc.augment+"/"+tc.halves, "/"), func(t *testing.T) {
 			whole := tinyConfig(t, tc.estimator)
@@ -178,6 +184,9 @@ func TestResumeIsBitForBit(t *testing.T) {
 				whole.Halves = tc.halves
 			}
 			whole.ValSplit = tc.valSplit
+			if tc.estimator == "sogclr" {
+				whole.SogCLRGamma, whole.SogCLRGammaDecay = 0.7, "cosine"
+			}
 			if tc.evalKNN {
 				whole.EvalEvery, whole.KNNK = 1, 3 // 40 training images: 5 iterations an epoch
 			}
@@ -372,6 +381,9 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 		{"val-split of every image", func(c *Settings, _ *Session) { c.ValSplit = 16 }, "--val-split"},
 		{"bad norm", func(c *Settings, _ *Session) { c.Norm = "layer" }, "--norm \"layer\""},
 		{"bad augment", func(c *Settings, _ *Session) { c.Augment = "byol" }, "--augment"},
+		{"gamma without sogclr", func(c *Settings, _ *Session) { c.SogCLRGamma = 0.5 }, "--estimator sogclr"},
+		{"gamma above 1", func(c *Settings, _ *Session) { c.Estimator, c.SogCLRGamma = "sogclr", 1.5 }, "--sogclr-gamma 1.5"},
+		{"unknown gamma decay", func(c *Settings, _ *Session) { c.Estimator, c.SogCLRGammaDecay = "sogclr", "linear" }, "--sogclr-gamma-decay"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tinyConfig(t, "lsgd")

@@ -7,6 +7,9 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
+// This file implements tensor.Normalization (batch norm here, group norm in groupnorm.go).
+var _ tensor.Normalization = (*Backend)(nil)
+
 // Batch normalisation as torch.nn.BatchNorm2d / BatchNorm1d,
 // https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm2d.html.
 // x is (N,C,HW); statistics are per channel over the M = N*HW values of

@@ -6,6 +6,9 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
+// This file implements tensor.Convolution (the convolution).
+var _ tensor.Convolution = (*Backend)(nil)
+
 // Convolutions as torch.nn.Conv2d (bias=False, dilation 1, groups 1),
 // https://pytorch.org/docs/stable/generated/torch.nn.Conv2d.html, computed
 // as GEMMs on im2col matrices.

@@ -160,7 +160,17 @@ func newBackend(gemm blas.Gemm, threads int, spin time.Duration) *Backend {
 		workspaces: make([][]float32, threads), pool: parallel.NewPool(threads, spin)}
 }
 
-var _ tensor.Backend = (*Backend)(nil)
+// The backend implements every part of tensor.Backend, each in its own
+// file: tensor.Device and tensor.Memory here, tensor.Vector in vector.go,
+// tensor.Convolution in conv.go, tensor.Normalization in batchnorm.go and
+// groupnorm.go, tensor.Layers in layers.go, tensor.ContrastiveLoss (and
+// the optional tensor.DecoupledLoss) in loss.go, tensor.OptimizerSteps in
+// optim.go.
+var (
+	_ tensor.Backend = (*Backend)(nil)
+	_ tensor.Device  = (*Backend)(nil)
+	_ tensor.Memory  = (*Backend)(nil)
+)
 
 func (b *Backend) Name() string { return "cpu" }
 

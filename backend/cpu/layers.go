@@ -7,6 +7,9 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
+// This file implements tensor.Layers (ReLU, pooling and the linear layer).
+var _ tensor.Layers = (*Backend)(nil)
+
 // ReLUForward: y = max(x, 0), y may alias x.
 func (b *Backend) ReLUForward(x, y tensor.Buffer) {
 	xd, yd := same("ReLUForward", x, y)

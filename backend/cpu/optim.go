@@ -7,6 +7,9 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
+// This file implements tensor.OptimizerSteps (SGDStep and LARSStep).
+var _ tensor.OptimizerSteps = (*Backend)(nil)
+
 // SGDStep is ref.SGDStep on the host slices, split over the workers: the
 // step is element-wise, so each part is ref.SGDStep on its own range and
 // the result is the same bit for bit. A single thread took 4-5% of a 4-image

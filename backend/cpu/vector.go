@@ -6,6 +6,9 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
+// This file implements tensor.Vector (the element-wise kernels).
+var _ tensor.Vector = (*Backend)(nil)
+
 // same returns the slices of two buffers, panicking unless their lengths match.
 func same(op string, a, b tensor.Buffer) ([]float32, []float32) {
 	x, y := Data(a), Data(b)

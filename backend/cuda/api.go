@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -58,8 +59,33 @@ func (d *driverAPI) check(what string, r uintptr) error {
 		purego.SyscallN(d.cuGetErrorName, uintptr(code), uintptr(unsafe.Pointer(&name)))
 		purego.SyscallN(d.cuGetErrorStr, uintptr(code), uintptr(unsafe.Pointer(&desc)))
 	}
-	return &Error{Call: what, Code: int(code), Name: goString(name), Desc: goString(desc)}
+	return &Error{Call: what, Code: int(code), Name: goString(name), Desc: goString(desc), Sticky: stickyCUresult(code)}
 }
+
+// stickyCUresult reports whether a driver error is one that the CUDA
+// documentation says leaves the context unusable ("the process must be
+// terminated and relaunched"): the faults of a kernel, cuBLAS or cuDNN
+// work, raised by whichever call comes after them.
+func stickyCUresult(code int32) bool {
+	switch code {
+	case 700, // CUDA_ERROR_ILLEGAL_ADDRESS
+		702, // CUDA_ERROR_LAUNCH_TIMEOUT
+		710, // CUDA_ERROR_ASSERT
+		714, // CUDA_ERROR_HARDWARE_STACK_ERROR
+		715, // CUDA_ERROR_ILLEGAL_INSTRUCTION
+		716, // CUDA_ERROR_MISALIGNED_ADDRESS
+		717, // CUDA_ERROR_INVALID_ADDRESS_SPACE
+		718, // CUDA_ERROR_INVALID_PC
+		719: // CUDA_ERROR_LAUNCH_FAILED
+		return true
+	}
+	return false
+}
+
+// ErrDeviceFault marks a sticky driver error (Error.Sticky): device work
+// queued before the failing call faulted, and the context is lost, so
+// Backend.Recover never clears it.
+var ErrDeviceFault = errors.New("a GPU fault left the CUDA context unusable")
 
 // CUDA driver constants.
 const (
@@ -138,6 +164,18 @@ type cudnnAPI struct {
 	getFwdV7, getBwdDataV7, getBwdFilterV7                       uintptr
 	convFwd, convBwdData, convBwdFilter                          uintptr
 	fwdWorkspaceSize, bwdDataWorkspaceSize, bwdFilterWorkspaceSz uintptr
+	// getCudartVersion (optional: only the report and checkSet use it) is
+	// the CUDA version cuDNN was built for, e.g. 12080.
+	getCudartVersion uintptr
+}
+
+// cudaVersion is the CUDA version cuDNN was built for (12080 for 12.8), 0
+// when the library does not say.
+func (c *cudnnAPI) cudaVersion() int {
+	if c.getCudartVersion == 0 {
+		return 0
+	}
+	return int(mustCall(c.getCudartVersion))
 }
 
 // load binds the entry points from l (libcudnn.so.9), falling back to
@@ -145,6 +183,10 @@ type cudnnAPI struct {
 // a symbol the shim does not export.
 func (c *cudnnAPI) load(l *library, sub ...*library) error {
 	c.lib = l
+	var optional uintptr
+	if l.bind(map[string]*uintptr{"cudnnGetCudartVersion": &optional}, sub...) == nil {
+		c.getCudartVersion = optional
+	}
 	return l.bind(map[string]*uintptr{
 		"cudnnCreate": &c.create, "cudnnDestroy": &c.destroy, "cudnnSetStream": &c.setStream,
 		"cudnnGetVersion": &c.getVersion, "cudnnGetErrorString": &c.getErrorString,
@@ -236,6 +278,11 @@ type Error struct {
 	Code int
 	Name string // e.g. CUDA_ERROR_OUT_OF_MEMORY
 	Desc string
+	// Sticky marks a driver error that reports an earlier fault (an
+	// illegal address in a kernel, say) rather than a failure of Call:
+	// work runs asynchronously, so a fault surfaces at whatever call comes
+	// next, often an allocation or a synchronisation.
+	Sticky bool
 }
 
 func (e *Error) Error() string {
@@ -243,8 +290,17 @@ func (e *Error) Error() string {
 	if e.Desc != "" && e.Desc != e.Name {
 		s += ": " + e.Desc
 	}
+	if e.Sticky {
+		s += "; this is a sticky fault of GPU work queued before this call (a kernel, cuBLAS or cuDNN), not a failure of the call itself: " +
+			"the CUDA context is lost and the process must start again (resume from the last checkpoint); " +
+			"to find the faulting work, rerun with CUDA_LAUNCH_BLOCKING=1 (each launch then reports its own fault) " +
+			"or under compute-sanitizer --tool memcheck (it names the kernel and the address)"
+	}
 	return s
 }
+
+// Is makes errors.Is(err, ErrDeviceFault) true for a sticky error.
+func (e *Error) Is(target error) bool { return e.Sticky && target == ErrDeviceFault }
 
 // goString copies the NUL-terminated C string at p.
 func goString(p uintptr) string {
@@ -271,6 +327,7 @@ func cstr(s string) []byte {
 // libraries is everything loaded by loadLibraries.
 type libraries struct {
 	dirs   searchPath
+	set    cudaSet // the CUDA major chosen for cuBLAS(Lt), NVRTC and cuDNN, and why
 	driver driverAPI
 	cublas cublasAPI
 	cudnn  cudnnAPI
@@ -278,29 +335,57 @@ type libraries struct {
 	paths  map[string]string // role -> path loaded
 }
 
-// loadLibraries finds and loads the driver, NVRTC, cuBLAS(Lt) and cuDNN (in
-// dependency order: cuDNN's runtime-compiled engines use NVRTC) and resolves
-// the entry points. It stops at the first library that is missing.
+// driverCUDAMajor is the newest CUDA major the loaded driver supports
+// (cuDriverGetVersion, which needs no cuInit); 0 when it does not say.
+func (d *driverAPI) driverCUDAMajor() int {
+	var v int32
+	if d.cuDriverGetVersion == 0 || int32(mustCall(d.cuDriverGetVersion, uintptr(unsafe.Pointer(&v)))) != 0 {
+		return 0
+	}
+	return int(v / 1000)
+}
+
+// loadLibraries finds and loads the driver, then one set of NVRTC,
+// cuBLAS(Lt) and cuDNN of one CUDA major (chooseSet), in dependency order
+// (cuDNN's runtime-compiled engines use NVRTC, cuBLAS its cuBLASLt), binds
+// the entry points and checks that the loaded libraries report the set's
+// major. It stops at the first library that is missing.
 func loadLibraries(env searchEnv) (*libraries, error) {
 	L := &libraries{dirs: env.search(), paths: map[string]string{}}
-	open := func(spec libSpec, prefer string) (*library, error) {
-		l, err := openLibrary(L.dirs, spec, prefer)
+	drv, err := openLibrary(L.dirs, specDriver, "")
+	if err != nil {
+		return L, fmt.Errorf("NVIDIA driver library: %w (is an NVIDIA driver installed? `nvidia-smi` should work)", err)
+	}
+	L.paths[specDriver.role] = drv.path
+	if err := L.driver.load(drv); err != nil {
+		return L, err
+	}
+	driverMajor := L.driver.driverCUDAMajor()
+	if L.set, err = chooseSet(L.dirs, env.root, driverMajor); err != nil {
+		return L, err
+	}
+	major := L.set.major
+	open := func(spec libSpec) (*library, error) {
+		var l *library
+		var err error
+		if p, ok := L.set.paths[spec.role]; ok {
+			l, err = openFile(spec.role, p)
+		} else {
+			l, err = openLibrary(L.dirs, specOfMajor(spec, major), "")
+		}
 		if err != nil {
 			return nil, err
 		}
 		L.paths[spec.role] = l.path
 		return l, nil
 	}
-	drv, err := open(specDriver, "")
-	if err != nil {
-		return L, fmt.Errorf("NVIDIA driver library: %w (is an NVIDIA driver installed? `nvidia-smi` should work)", err)
+	hintMajor := major
+	if hintMajor == 0 {
+		hintMajor = driverMajor
 	}
-	if err := L.driver.load(drv); err != nil {
-		return L, err
-	}
-	nv, err := open(specNvrtc, "")
+	nv, err := open(specNvrtc)
 	if err != nil {
-		return L, fmt.Errorf("NVRTC: %w (pip install nvidia-cuda-nvrtc-cu12, or install the CUDA toolkit)", err)
+		return L, fmt.Errorf("NVRTC: %w (%s)", err, installHint(hintMajor, "nvrtc"))
 	}
 	if err := preloadSiblings(filepath.Dir(nv.path), nvrtcBuiltins(nv.path)); err != nil {
 		return L, fmt.Errorf("NVRTC builtins: %w", err)
@@ -308,32 +393,27 @@ func loadLibraries(env searchEnv) (*libraries, error) {
 	if err := L.nvrtc.load(nv); err != nil {
 		return L, err
 	}
-	// cuBLAS needs cuBLASLt of the same version; load it first from the
-	// folder cuBLAS is in so the dependency resolves to it.
-	cbPath, ok := locate(L.dirs, specCublas, "")
-	prefer := ""
-	if ok {
-		prefer = filepath.Dir(cbPath)
+	// cuBLAS needs cuBLASLt of the same version; chooseSet took it from
+	// cuBLAS's folder where it is, and it is loaded first so that cuBLAS's
+	// dependency resolves to it.
+	if _, err := open(specCublasLt); err != nil {
+		return L, fmt.Errorf("cuBLASLt: %w (%s)", err, installHint(hintMajor, "cublas"))
 	}
-	if _, err := open(specCublasLt, prefer); err != nil {
-		return L, fmt.Errorf("cuBLASLt: %w (pip install nvidia-cublas-cu12)", err)
-	}
-	cb, err := open(specCublas, prefer)
+	cb, err := open(specCublas)
 	if err != nil {
-		return L, fmt.Errorf("cuBLAS: %w (pip install nvidia-cublas-cu12)", err)
+		return L, fmt.Errorf("cuBLAS: %w (%s)", err, installHint(hintMajor, "cublas"))
 	}
 	if err := L.cublas.load(cb); err != nil {
 		return L, err
 	}
-	dnnPath, ok := locate(L.dirs, specCudnn, "")
-	if ok {
-		if err := preloadSiblings(filepath.Dir(dnnPath), cudnnSubLibraries); err != nil {
+	if p, ok := L.set.paths[specCudnn.role]; ok {
+		if err := preloadSiblings(filepath.Dir(p), cudnnSubLibraries); err != nil {
 			return L, fmt.Errorf("cuDNN: %w", err)
 		}
 	}
-	dnn, err := open(specCudnn, "")
+	dnn, err := open(specCudnn)
 	if err != nil {
-		return L, fmt.Errorf("cuDNN 9: %w (pip install nvidia-cudnn-cu12)", err)
+		return L, fmt.Errorf("cuDNN 9: %w (%s)", err, installHint(hintMajor, "cudnn"))
 	}
 	// The legacy convolution API lives in libcudnn_cnn, the tensor and
 	// filter descriptors in libcudnn_ops, the handle in libcudnn_graph.
@@ -344,5 +424,40 @@ func loadLibraries(env searchEnv) (*libraries, error) {
 	if err := L.cudnn.load(dnn, sub...); err != nil {
 		return L, err
 	}
-	return L, nil
+	return L, L.checkSet()
+}
+
+// checkSet compares the CUDA major each loaded library reports with the
+// set's: a cuDNN whose major no file beside it recorded is known only now,
+// and a library the system loader found may be of any major. When no
+// folder said, the set's major becomes cuBLAS's (else NVRTC's, cuDNN's).
+func (L *libraries) checkSet() error {
+	reported := map[string]int{}
+	var parts [1]int32
+	if L.cublas.getProperty != 0 && int32(mustCall(L.cublas.getProperty, libraryPropMajor, uintptr(unsafe.Pointer(&parts[0])))) == 0 {
+		reported[specCublas.role] = int(parts[0])
+	}
+	if L.nvrtc.version != 0 {
+		maj, _ := L.nvrtc.versionNumbers()
+		reported[specNvrtc.role] = maj
+	}
+	if v := L.cudnn.cudaVersion(); v > 0 {
+		reported[specCudnn.role] = v / 1000
+	}
+	order := []libSpec{specCublas, specNvrtc, specCudnn}
+	for _, spec := range order {
+		if L.set.major == 0 {
+			L.set.major = reported[spec.role]
+		}
+	}
+	for _, spec := range order {
+		got := reported[spec.role]
+		if got == 0 || L.set.major == 0 || got == L.set.major {
+			continue
+		}
+		return fmt.Errorf("cuda: %s at %s reports CUDA %d, but the other libraries loaded are CUDA %d, and cuDNN needs cuBLASLt and NVRTC of its own major; "+
+			"install a whole set of one major (%s; or %s) or point SIMCLR_CUDA_LIBS at a folder holding one (set chosen: %s)",
+			spec.role, L.paths[spec.role], got, L.set.major, installHint(L.set.major, spec.role), installHint(got, "nvrtc", "cublas", "cudnn"), L.set.why)
+	}
+	return nil
 }

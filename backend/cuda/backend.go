@@ -82,6 +82,10 @@ type Versions struct {
 	Driver, CUBLAS, CUDNN, NVRTC string
 }
 
+// The backend implements every part of tensor.Backend, each in the file
+// of its kind as in backend/cpu (memory.go, vector.go, conv.go,
+// batchnorm.go and groupnorm.go, layers.go, loss.go, optim.go), and the
+// optional tensor.DecoupledLoss and tensor.ExternalStream.
 var _ tensor.Backend = (*Backend)(nil)
 
 // Open loads the CUDA libraries, creates a context on opts.Device, compiles

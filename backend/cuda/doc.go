@@ -15,8 +15,11 @@
 // Libraries are searched in SIMCLR_CUDA_LIBS (a colon-separated list of
 // folders), LD_LIBRARY_PATH, /usr/local/nvidia/lib64 (the mounted driver),
 // /usr/local/cuda*, Python wheels
-// (site-packages/nvidia/*/lib, e.g. PyTorch's) and the system folders;
-// Probe reports what was found for `simclr devices`.
+// (site-packages/nvidia/*/lib, e.g. PyTorch's) and the system folders,
+// and cuBLAS(Lt), NVRTC and cuDNN are chosen as one set of one CUDA major,
+// the driver's where it is whole (libset.go: cuDNN opens the cuBLASLt and
+// NVRTC of its own major); Probe reports what was found and the set chosen
+// for `simclr devices`.
 //
 // Device failures do not panic: the first one is remembered, later kernels
 // are skipped, and Sync returns it.

@@ -1,12 +1,26 @@
 package cuda
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
-// fail records the first device error.
+// fail records the first device error. cuBLAS and cuDNN report a fault of
+// earlier work as a failure of their own (CUBLAS_STATUS_EXECUTION_FAILED,
+// CUDNN_STATUS_EXECUTION_FAILED): after any failure but a refused
+// allocation the stream is asked, and a sticky driver error it returns is
+// recorded with the failure, so that the error names the fault it is.
 func (b *Backend) fail(err error) {
-	if err != nil && b.err == nil {
-		b.err = err
+	if err == nil || b.err != nil {
+		return
 	}
+	if !errors.Is(err, ErrDeviceFault) && !errors.Is(err, ErrOutOfMemory) && b.stream != 0 && b.libs != nil && b.libs.driver.cuStreamSynchronize != 0 {
+		dr := &b.libs.driver
+		if f := dr.check("cuStreamSynchronize, after it", mustCall(dr.cuStreamSynchronize, b.stream)); errors.Is(f, ErrDeviceFault) {
+			err = fmt.Errorf("%w; %w", err, f)
+		}
+	}
+	b.err = err
 }
 
 func (b *Backend) Sync() error {

@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // realDriverOpens reports whether a real libcuda.so.1 can be loaded: from

@@ -78,6 +78,8 @@ var kernelSigs = map[string]string{
 	"k_ntxent_rows":     "pppifi",
 	"k_ntxent_sum":      "piip",
 	"k_l2norm_bwd":      "ppppii",
+	"k_decoupled_rows":  "pppppiffi",
+	"k_u_mean":          "ppi",
 	"k_sgd":             "pppifffi",
 	"k_lars_partial":    "ppifp",
 	"k_lars_trust":      "pifp",

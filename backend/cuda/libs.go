@@ -221,17 +221,12 @@ type library struct {
 // is in none of the folders, the bare sonames are tried, which lets the
 // system loader's cache find it.
 func openLibrary(search searchPath, spec libSpec, preferDir string) (*library, error) {
-	const mode = rtldNow | rtldGlobal
 	if p, ok := locate(search, spec, preferDir); ok {
-		h, err := dlopen(p, mode)
-		if err != nil {
-			return nil, fmt.Errorf("load %s: %v (remove it from the search path or point SIMCLR_CUDA_LIBS at a working copy)", p, err)
-		}
-		return &library{role: spec.role, path: p, handle: h}, nil
+		return openFile(spec.role, p)
 	}
 	var lastErr error
 	for _, n := range spec.names {
-		h, err := dlopen(n, mode)
+		h, err := dlopen(n, rtldNow|rtldGlobal)
 		if err == nil {
 			return &library{role: spec.role, path: n, handle: h}, nil
 		}
@@ -239,6 +234,15 @@ func openLibrary(search searchPath, spec libSpec, preferDir string) (*library, e
 	}
 	return nil, fmt.Errorf("%s not found (tried %s in %d folders and the system loader: %v); set SIMCLR_CUDA_LIBS to the folder holding it",
 		spec.role, strings.Join(spec.names, ", "), len(search.dirs), lastErr)
+}
+
+// openFile loads the library at path, as openLibrary does.
+func openFile(role, path string) (*library, error) {
+	h, err := dlopen(path, rtldNow|rtldGlobal)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %v (remove it from the search path or point SIMCLR_CUDA_LIBS at a working copy)", path, err)
+	}
+	return &library{role: role, path: path, handle: h}, nil
 }
 
 // preloadSiblings loads every file of names present in dir, ignoring the

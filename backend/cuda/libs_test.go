@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // fakeTree creates empty files (fake libraries) under root and returns root.
@@ -108,9 +108,10 @@ func TestLocate(t *testing.T) {
 	}
 }
 
-// TestNewestSonameWins: docs/gpu.md's rule through the whole search: the
-// newest soname found anywhere wins, unless SIMCLR_CUDA_LIBS names a folder
-// holding the library.
+// TestNewestSonameWins: locate's rule (the driver's library; the CUDA
+// libraries of a set are chosen together, TestChooseSet) through the whole
+// search: the newest soname found anywhere wins, unless SIMCLR_CUDA_LIBS
+// names a folder holding the library.
 func TestNewestSonameWins(t *testing.T) {
 	root := fakeTree(t,
 		"usr/local/cuda/lib64/libcublas.so.12",

@@ -11,6 +11,7 @@ import (
 // ntxentPlan is the scratch of the NT-Xent kernel for one (views, d).
 type ntxentPlan struct {
 	zn, norms, s, g, dzn, terms uint64
+	urow                        uint64 // SogCLR's u_i of each view
 }
 
 func (b *Backend) ntxentPlanLocked(rows, d int) *ntxentPlan {
@@ -30,6 +31,7 @@ func (b *Backend) ntxentPlanLocked(rows, d int) *ntxentPlan {
 		{&p.g, rows * rows * 4, "NT-Xent similarity gradient"},
 		{&p.dzn, rows * d * 4, "NT-Xent gradient of the normalised projections"},
 		{&p.terms, rows * 2 * 8, "NT-Xent per-view loss terms"},
+		{&p.urow, rows * 4, "SogCLR per-view averages"},
 	} {
 		ptr, err := b.arena.alloc(uint64(a.bytes), fmt.Sprintf("%s (%d views, d=%d)", a.what, rows, d))
 		if err != nil {
@@ -89,3 +91,50 @@ func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Bu
 	}
 	return tensor.LossResult{Loss: full, Full: full}
 }
+
+// Decoupled is tensor.DecoupledLoss: DCL (u nil) or a SogCLR step on z
+// (2n x d), as NTXent is computed, with the rows of the loss in
+// k_decoupled_rows and SogCLR's u updated in place by k_u_mean.
+func (b *Backend) Decoupled(n, d int, tau, gamma float32, u, z, dz tensor.Buffer) tensor.LossResult {
+	rows := 2 * n
+	if n < 2 || d < 1 || z.Len() != rows*d || dz.Len() != rows*d || (u != nil && u.Len() != n) {
+		panic(fmt.Sprintf("cuda: Decoupled(n=%d, d=%d): z has %d, dz has %d elements, want %d (and n >= 2, u of n)", n, d, z.Len(), dz.Len(), rows*d))
+	}
+	if !(tau > 0) || (u != nil && !(gamma > 0 && gamma <= 1)) {
+		panic(fmt.Sprintf("cuda: Decoupled: temperature %g must be positive and gamma %g in (0, 1]", tau, gamma))
+	}
+	b.enter()
+	defer b.leave()
+	nan := tensor.LossResult{Loss: math.NaN(), Full: math.NaN()}
+	if b.err != nil {
+		return nan
+	}
+	p := b.ntxentPlanLocked(rows, d)
+	if p == nil {
+		return nan
+	}
+	sog, uimg := 0, uint64(0)
+	if u != nil {
+		sog, uimg = 1, b.ptr(u)
+	}
+	b.launch("k_l2norm_rows", rows, 1, b.buf(z), p.zn, p.norms, rows, d)
+	b.gemm(false, true, rows, rows, d, 1, p.zn, d, p.zn, d, 0, p.s, rows, false)
+	b.launch("k_decoupled_rows", rows, 1, p.s, p.g, p.terms, uimg, p.urow, rows, tau, gamma, sog)
+	b.gemm(false, false, rows, d, rows, 1, p.g, rows, p.zn, d, 0, p.dzn, d, false)
+	b.gemm(true, false, rows, d, rows, 1, p.g, rows, p.zn, d, 1, p.dzn, d, false)
+	b.launch("k_l2norm_bwd", rows, 1, p.zn, p.dzn, p.norms, b.buf(dz), rows, d)
+	if u != nil {
+		b.launch("k_u_mean", gridFor(n, b.sms), 1, p.urow, uimg, n)
+	}
+	b.launch("k_ntxent_sum", 1, 1, p.terms, rows, 0, b.scalars+scalarNTXent)
+	if b.err != nil {
+		return nan
+	}
+	b.copyToHost(unsafe.Pointer(&b.hostScalars[0]), b.scalars+scalarNTXent, 8)
+	if b.err != nil {
+		return nan
+	}
+	return tensor.LossResult{Loss: b.hostScalars[0], Full: b.hostScalars[0]}
+}
+
+var _ tensor.DecoupledLoss = (*Backend)(nil)

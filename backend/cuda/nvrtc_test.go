@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // TestNVRTCCompilesKernels compiles kernelSource with the NVRTC found on

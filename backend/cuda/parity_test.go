@@ -481,6 +481,48 @@ func TestParityNTXent(t *testing.T) {
 	}
 }
 
+// TestParityDecoupled runs DCL and two SogCLR steps (the first visit, then
+// gamma < 1 from the u the first left) on both backends.
+func TestParityDecoupled(t *testing.T) {
+	p := openPair(t, "tf32") // the loss is always computed in fp32
+	tests := []struct {
+		n, d   int
+		tau    float32
+		sogclr bool
+		gamma  float32
+	}{
+		{2, 8, 0.5, false, 0},
+		{8, 128, 0.2, false, 0},
+		{300, 64, 0.1, false, 0}, // rows not a multiple of the block size
+		{2, 8, 0.5, true, 0.9},
+		{8, 128, 0.5, true, 0.5},
+		{300, 64, 0.1, true, 0.9},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("n=%d d=%d tau=%g sogclr=%v gamma=%g", tc.n, tc.d, tc.tau, tc.sogclr, tc.gamma), func(t *testing.T) {
+			rows := 2 * tc.n
+			var ug, uc tensor.Buffer
+			steps := 1
+			if tc.sogclr {
+				ug, uc = p.zeros(tc.n)
+				steps = 2
+			}
+			for step := range steps {
+				zg, zc := p.both(p.randn(rows*tc.d, 3))
+				dzg, dzc := p.zeros(rows * tc.d)
+				p.gpu.Upload(dzg, p.randn(rows*tc.d, 5)) // overwritten
+				rg := p.gpu.Decoupled(tc.n, tc.d, tc.tau, tc.gamma, ug, zg, dzg)
+				rc := p.cpu.Decoupled(tc.n, tc.d, tc.tau, tc.gamma, uc, zc, dzc)
+				checkScalar(t, fmt.Sprintf("step %d loss", step), rg.Loss, rc.Loss, 1e-5)
+				p.check(t, fmt.Sprintf("step %d dz", step), dzg, dzc, 1e-4)
+				if tc.sogclr {
+					p.check(t, fmt.Sprintf("step %d u", step), ug, uc, 1e-5)
+				}
+			}
+		})
+	}
+}
+
 func TestParityOptimisers(t *testing.T) {
 	p := openPair(t, "fp32")
 	n := 4099

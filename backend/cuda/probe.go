@@ -12,7 +12,11 @@ type Report struct {
 	SearchDirs []string
 	Libraries  []LibraryReport
 	Versions   Versions
-	Devices    []DeviceInfo
+	// Set is the CUDA major of the cuBLAS, cuBLASLt, NVRTC and cuDNN
+	// chosen ("CUDA 12"), SetWhy the reason (the driver's major, what a
+	// newer set lacked, how cuDNN's major was learnt, what was left unused).
+	Set, SetWhy string
+	Devices     []DeviceInfo
 	// Err says why the CUDA backend cannot be used here (nil when it can).
 	Err error
 }
@@ -43,22 +47,35 @@ func Probe() Report {
 func probe(env searchEnv) Report {
 	search := env.search()
 	r := Report{SearchDirs: search.dirs}
-	for _, spec := range []libSpec{specDriver, specNvrtc, specCublasLt, specCublas, specCudnn} {
-		p, _ := locate(search, spec, "")
-		r.Libraries = append(r.Libraries, LibraryReport{Role: spec.role, Names: spec.names, Path: p})
-	}
 	libs, err := loadLibraries(env)
-	if libs != nil {
-		// Libraries found through the system loader rather than a folder.
-		for i := range r.Libraries {
-			if p, ok := libs.paths[r.Libraries[i].Role]; ok && r.Libraries[i].Path == "" {
-				r.Libraries[i].Path = p
-			}
+	set := libs.set
+	if set.paths == nil {
+		// The driver did not load: the set as it would be chosen, for
+		// the paths reported.
+		set, _ = chooseSet(search, env.root, 0)
+	}
+	if err == nil || set.why != "" {
+		r.Set = fmt.Sprintf("CUDA %d", set.major)
+		if set.major == 0 {
+			r.Set = "CUDA major unknown"
 		}
+		r.SetWhy = set.why
+	}
+	for _, spec := range []libSpec{specDriver, specNvrtc, specCublasLt, specCublas, specCudnn} {
+		p, ok := libs.paths[spec.role]
+		if !ok {
+			p, ok = set.paths[spec.role]
+		}
+		if !ok {
+			// The driver did not load, or no consistent set exists (the
+			// error lists every copy): the newest copy found.
+			p, _ = locate(search, spec, "")
+		}
+		r.Libraries = append(r.Libraries, LibraryReport{Role: spec.role, Names: spec.names, Path: p})
 	}
 	if err != nil {
 		r.Err = err
-		if libs != nil && libs.driver.cuInit != 0 {
+		if libs.driver.cuInit != 0 {
 			r.Devices, _ = listDevices(&libs.driver)
 		}
 		return r
@@ -148,6 +165,9 @@ func libraryVersions(l *libraries) Versions {
 		n := int(mustCall(l.cudnn.getVersion))
 		// cuDNN 9 encodes major*10000 + minor*100 + patch.
 		v.CUDNN = fmt.Sprintf("%d.%d.%d", n/10000, n%10000/100, n%100)
+		if c := l.cudnn.cudaVersion(); c > 0 {
+			v.CUDNN += fmt.Sprintf(" for CUDA %d.%d", c/1000, c%1000/10)
+		}
 	}
 	return v
 }
@@ -165,6 +185,9 @@ func (r Report) String() string {
 			where = "not found (tried " + strings.Join(l.Names, ", ") + ")"
 		}
 		fmt.Fprintf(&sb, "  %-9s %s\n", l.Role, where)
+	}
+	if r.Set != "" {
+		fmt.Fprintf(&sb, "library set: %s (%s)\n", r.Set, r.SetWhy)
 	}
 	if r.Versions != (Versions{}) {
 		fmt.Fprintf(&sb, "versions: driver %s, NVRTC %s, cuBLAS %s, cuDNN %s\n",

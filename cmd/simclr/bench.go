@@ -124,7 +124,7 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	if err := o.validate(); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	b, logLine, err := backend.Open(o.device, o.precision)
+	b, logLine, err := openBackend(o.device, o.precision)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
@@ -228,7 +228,7 @@ func newBenchStep(b tensor.Backend, timer *opTimer, o benchOptions) (func() (flo
 	}
 	b.Upload(x, host)
 	dz := b.Alloc(views * proj)
-	opt, err := optim.New(b, m.Params(), optim.Config{Kind: "sgd", Momentum: 0.9, WeightDecay: 5e-4})
+	opt, err := optim.New(b, m.Params(), optim.Config{Kind: optim.SGD, Momentum: 0.9, WeightDecay: 5e-4})
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: %w", err)
 	}

@@ -44,6 +44,9 @@ var recordKeys = map[string]bool{
 	"total_iterations": true, "warmup_iterations": true, "resolved_lr": true, "ranks": true,
 	// The level law of --level-law measured:FILE, resolved from that file.
 	"level_probs": true, "level_draws": true,
+	// The plan --estimator auto's pilot made; a run repeated from the file
+	// runs its own pilot.
+	"auto": true,
 }
 
 // presetKey names the preset a file starts from (config.json records it).

@@ -98,7 +98,7 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 		c := base
 		c.Dataset, c.DataDir, c.TrainSubset, c.TestSubset = "folder:/data/photos", "/data", 1234, 56
 		c.Estimator, c.MinLevel, c.MaxLevel, c.B, c.C, c.VMLMCN = "vr-rtmlmc", 2, 6, 1.25, 0.75, 3.5
-		c.NL, c.D1, c.D2, c.QE, c.Halves, c.MaxServable = 2, 3, 4, 5, contrastive.HalvesSeparate, 8
+		c.NL, c.D1, c.D2, c.QE, c.Halves, c.MaxServable = 2, 3, 4, 5, contrastive.HalvesSeparate.String(), 8
 		c.Epochs, c.Iterations, c.MaxSamples = 0, 0, 1<<40
 		c.Optimizer, c.LR, c.Momentum, c.WeightDecay, c.WarmupEpochs, c.Temperature = "lars", 0.123456789, 0.8, 1e-6, 0.25, 0.2
 		c.Width, c.ProjDim, c.Seed, c.Norm, c.Augment = 0.25, 64, 1<<63+12345, "group", "paper"

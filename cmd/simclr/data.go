@@ -61,7 +61,7 @@ is a problem.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dataset, "dataset", "cifar10", "data set to inspect: "+datasets.Names)
+	f.StringVar(&dataset, "dataset", "cifar10", "data set to inspect: "+datasets.Names())
 	f.StringVar(&dataDir, "data-dir", datasets.DefaultDir, "folder holding the data sets, as written by scripts/fetch_data.sh --dir")
 	f.IntVar(&size, "size", 0, "image side to load at: 0 keeps the data set's own size; CIFAR and SVHN accept only 32, folder data sets are scaled and centre-cropped (default 0)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a table (default false)")

@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/data/datasets"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // sharedSample returns the test data's svhn/sample_32x32.mat (see
-// internal/testenv.DataDir).
+// internal/testsupport/testenv.DataDir).
 func sharedSample(t *testing.T) string {
 	t.Helper()
 	return testenv.DataFile(t, "svhn/sample_32x32.mat")

@@ -49,6 +49,10 @@ N x D, format 1.0: numpy.load reads it), and beside it a CSV index with the
 same base name: row (the image's index in the split), file (for image
 folders), label and class.
 
+--dataset folder:PATH also takes a flat folder of pictures, PATH/*.jpg (or
+.png), without train/ and test/ class folders: every picture is embedded
+(--split does not matter), and the CSV index has no label or class column.
+
 The rows are the backbone's pooled features (D = 512 at width 1), or with
 --projection the projection head's output (D = the run's --proj-dim), before
 the L2 normalisation of the loss. The images are prepared exactly as for
@@ -59,6 +63,7 @@ checkpoint (re-estimated by precise BN at the end of training). Every image
 of the split is embedded, whatever subset the run trained or was scored on.`,
 		Example: `  simclr embed --run runs/quick --split test --out test.npy
   simclr embed --run runs/quick --dataset folder:photos --split train --out photos.npy
+  simclr embed --run runs/quick --dataset folder:my-pictures --out mine.npy
   simclr embed --checkpoint runs/quick/model.safetensors --dataset cifar10 --projection --out z.npy`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -68,7 +73,7 @@ of the split is embedded, whatever subset the run trained or was scored on.`,
 	f := cmd.Flags()
 	f.StringVar(&e.run, "run", "", "run folder whose model.safetensors and config.json (data set, width, head) to use")
 	f.StringVar(&e.checkpoint, "checkpoint", "", "model checkpoint (model.safetensors) to use instead of a run folder")
-	f.StringVar(&e.dataset, "dataset", "", "data set to embed: "+datasets.Names+" (default: the run's, else cifar10)")
+	f.StringVar(&e.dataset, "dataset", "", "data set to embed: "+datasets.Names()+" (default: the run's, else cifar10)")
 	f.StringVar(&e.dataset, "data", "", "the same as --dataset")
 	f.StringVar(&e.dataDir, "data-dir", "", "folder holding the data sets (default: the run's, else "+datasets.DefaultDir+")")
 	f.StringVar(&opt.split, "split", "test", "split to embed: train or test")
@@ -114,6 +119,7 @@ func runEmbed(cmd *cobra.Command, e *evalTarget, opt embedOptions) error {
 	// Every image of the split: no subset, and the test split itself
 	// rather than a run's validation images.
 	e.trainSubset, e.testSub, e.valSplit = 0, 0, 0
+	e.unlabelled = true
 	b, m, splits, cfg, err := e.open(cmd)
 	if err != nil {
 		return err
@@ -184,20 +190,31 @@ func runEmbed(cmd *cobra.Command, e *evalTarget, opt embedOptions) error {
 // writeIndex writes the CSV index of set's rows: the row of the .npy file
 // (which is also the image's index in its split: every image is embedded,
 // in data-set order), the image's file (image folders; empty for sets read
-// from a few large files, such as CIFAR's), its label and its class name.
+// from a few large files, such as CIFAR's), and for a labelled set its label
+// and class name (an unlabelled set, a flat folder of pictures, has
+// neither column).
 func writeIndex(w io.Writer, set *data.Set) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"row", "file", "label", "class"})
+	labelled := len(set.Classes) > 0
+	header := []string{"row", "file"}
+	if labelled {
+		header = append(header, "label", "class")
+	}
+	cw.Write(header)
 	for i := range set.Len() {
 		file := ""
 		if set.Files != nil {
 			file = set.Files[i]
 		}
-		label, class := "", ""
-		if l := set.Labels[i]; l >= 0 && int(l) < len(set.Classes) {
-			label, class = strconv.Itoa(int(l)), set.Classes[l]
+		row := []string{strconv.Itoa(i), file}
+		if labelled {
+			label, class := "", ""
+			if l := set.Labels[i]; l >= 0 && int(l) < len(set.Classes) {
+				label, class = strconv.Itoa(int(l)), set.Classes[l]
+			}
+			row = append(row, label, class)
 		}
-		cw.Write([]string{strconv.Itoa(i), file, label, class})
+		cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/data/datasets"
+	"github.com/simclr-go/simclr/data/folder"
 	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/internal/npy"
 	"github.com/simclr-go/simclr/model/resnet18"
@@ -181,5 +182,71 @@ func TestEmbedErrors(t *testing.T) {
 				t.Errorf("the failed embed left %v in %s", entries, dir)
 			}
 		})
+	}
+}
+
+// A flat folder of pictures, without train/ and test/ class folders, is
+// embedded whole: the rows are eval's features of folder.LoadFlat's
+// images, normalised with their own statistics, and the CSV index has no
+// label or class column. Training refuses such a folder with a line
+// pointing at embed.
+func TestEmbedFlatFolder(t *testing.T) {
+	labelled := imageFolder(t, 8, 6)
+	run := trainTinyRun(t, labelled)
+	flat := t.TempDir()
+	for _, class := range []string{"red", "blue"} {
+		src := filepath.Join(labelled, "test", class)
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			raw, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(flat, class+"-"+e.Name()), raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	splits, err := folder.LoadFlat(flat, eval.ImageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cpu.New()
+	m := resnet18.New(b, resnet18.Config{Width: 0.0625, ProjDim: 16, InputSize: 32}, 99)
+	if _, err := m.Load(filepath.Join(run, runfolder.ModelFile)); err != nil {
+		t.Fatal(err)
+	}
+	want := eval.Extract(b, m, splits.Train, splits.Mean, splits.Std)
+
+	out := filepath.Join(t.TempDir(), "mine.npy")
+	if _, stderr, err := execute("embed", "--device", "cpu", "--run", run, "--dataset", "folder:"+flat, "--out", out); err != nil {
+		t.Fatalf("embed: %v\n%s", err, stderr)
+	}
+	got, shape := readNPY(t, out)
+	if splits.Train.Len() != 6 || !slices.Equal(shape, []int{6, m.FeatureDim()}) || !slices.Equal(got, want.X) {
+		t.Errorf("shape %v, want [6 %d]; rows equal to eval's: %v", shape, m.FeatureDim(), slices.Equal(got, want.X))
+	}
+	f, err := os.Open(strings.TrimSuffix(out, ".npy") + ".csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil || len(rows) != 7 || !slices.Equal(rows[0], []string{"row", "file"}) {
+		t.Fatalf("index %v (%v), want a header row, file and 6 rows", rows, err)
+	}
+	for i, r := range rows[1:] {
+		if r[0] != strconv.Itoa(i) || r[1] != splits.Train.Files[i] || filepath.Dir(r[1]) != flat {
+			t.Errorf("index row %d is %v, want %d, %s", i, r, i, splits.Train.Files[i])
+		}
+	}
+
+	_, _, err = execute("train", "--dataset", "folder:"+flat, "--iterations", "1", "--max-level", "2",
+		"--width", "0.0625", "--device", "cpu", "--out", filepath.Join(t.TempDir(), "r"), "--probe=false")
+	if err == nil || !strings.Contains(err.Error(), "simclr embed reads such a folder") {
+		t.Errorf("train on a flat folder: error %v, want one pointing at simclr embed", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
+	"github.com/simclr-go/simclr/train"
 )
 
 // evalTarget is what an evaluation command runs on: a network (trained or
@@ -32,6 +33,9 @@ type evalTarget struct {
 	device, precision    string
 	randomInit           bool
 	asJSON               bool
+	// unlabelled accepts a data set's unlabelled form (a flat folder of
+	// pictures): for embed, which needs no labels.
+	unlabelled bool
 }
 
 func (e *evalTarget) define(cmd *cobra.Command) {
@@ -51,86 +55,95 @@ func (e *evalTarget) define(cmd *cobra.Command) {
 	f.BoolVar(&e.asJSON, "json", false, "print the result as JSON")
 }
 
-// runSettings are the settings of a run's config.json that evaluation needs,
-// under train.Settings' JSON names (a test in train_test.go keeps the two in
-// step), so that evaluating a saved model does not go through the trainer.
-type runSettings struct {
-	Dataset     string  `json:"dataset"`
-	DataDir     string  `json:"data_dir"`
-	TrainSubset int     `json:"train_subset"`
-	TestSubset  int     `json:"test_subset"`
-	ValSplit    int     `json:"val_split"`
-	Width       float64 `json:"width"`
-	ProjDim     int     `json:"proj_dim"`
-	Seed        uint64  `json:"seed"`
-	Norm        string  `json:"norm"`
-}
-
-// defaultRunSettings are train.Defaults' values of those settings, with seed 1.
-func defaultRunSettings() runSettings {
-	return runSettings{Dataset: "cifar10", Width: 1, ProjDim: 128, Seed: 1}
-}
-
-// readRunSettings reads the evaluation settings from the run folder dir.
-func readRunSettings(dir string) (runSettings, error) {
-	s := defaultRunSettings()
-	path := filepath.Join(dir, runfolder.ConfigFile)
-	if err := runfolder.ReadJSON(path, &s); err != nil {
-		if os.IsNotExist(err) {
-			return s, fmt.Errorf("%s is not a run folder: it has no %s (give the folder passed to --out)", dir, runfolder.ConfigFile)
-		}
-		return s, err
-	}
-	return s, nil
-}
-
-// open fills unset settings from the run's config.json (or the checkpoint's
-// metadata) and opens the data, the backend and the network.
-func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, *data.Splits, runSettings, error) {
-	cfg := defaultRunSettings()
-	fail := func(err error) (tensor.Backend, *resnet18.Model, *data.Splits, runSettings, error) {
+// open fills unset settings from the run (train.OpenRun) or the
+// checkpoint's metadata, else train.Defaults, and opens the data, the
+// backend and the network, as the trainer does (train.LoadSplits,
+// train.ModelConfig).
+func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, *data.Splits, train.Settings, error) {
+	cfg := train.Defaults()
+	fail := func(err error) (tensor.Backend, *resnet18.Model, *data.Splits, train.Settings, error) {
 		return nil, nil, nil, cfg, err
 	}
 	switch {
 	case e.run != "" && e.checkpoint != "":
 		return fail(fmt.Errorf("give --run or --checkpoint, not both"))
 	case e.run != "":
-		c, err := readRunSettings(e.run)
+		r, err := train.OpenRun(e.run)
 		if err != nil {
 			return fail(err)
 		}
-		cfg = c
-		e.checkpoint = filepath.Join(e.run, runfolder.ModelFile)
+		cfg = r.Settings
+		// A missing model file is found before any data is read.
+		if e.checkpoint, err = r.ModelFile(); err != nil && !e.randomInit {
+			return fail(err)
+		}
 	case e.checkpoint == "" && !e.randomInit:
 		return fail(fmt.Errorf("give --run runs/NAME or --checkpoint FILE (or --random-init for the untrained baseline)"))
+	case !e.randomInit:
+		if err := e.fromCheckpoint(&cfg); err != nil {
+			return fail(err)
+		}
 	}
+	if err := e.override(cmd, &cfg); err != nil {
+		return fail(err)
+	}
+	var splits *data.Splits
+	var err error
+	if e.unlabelled {
+		// embed: every image, in the data set's own splits.
+		splits, err = datasets.OpenUnlabelled(cfg.Dataset, cfg.DataDir, eval.ImageSize)
+	} else {
+		splits, err = train.LoadSplits(cfg, nil)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	netCfg, err := train.ModelConfig(cfg, splits)
+	if err != nil {
+		return fail(err)
+	}
+	b, line, err := openBackend(e.device, e.precision)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), line)
+	m := resnet18.New(b, netCfg, cfg.Seed)
 	if !e.randomInit {
-		// A missing model file is found before any data is read.
-		if _, err := os.Stat(e.checkpoint); err != nil {
-			if e.run != "" {
-				return fail(fmt.Errorf("run folder %s has no %s yet (it writes one at its first checkpoint): %w", e.run, runfolder.ModelFile, err))
-			}
-			return fail(fmt.Errorf("--checkpoint: %w (give a run's %s)", err, runfolder.ModelFile))
+		if _, err := m.Load(e.checkpoint); err != nil {
+			backend.Close(b)
+			return fail(err)
 		}
 	}
-	if e.checkpoint != "" && e.run == "" && !e.randomInit {
-		// Width, head size and normalisation come from the checkpoint's metadata.
-		meta, err := checkpoint.ReadMetadata(e.checkpoint)
-		if err != nil {
-			return fail(err)
-		}
-		if w, ok, err := checkpoint.ParseMeta[float64](e.checkpoint, meta, "width"); err != nil {
-			return fail(err)
-		} else if ok {
-			cfg.Width = w
-		}
-		if p, ok, err := checkpoint.ParseMeta[int](e.checkpoint, meta, "proj_dim"); err != nil {
-			return fail(err)
-		} else if ok {
-			cfg.ProjDim = p
-		}
-		cfg.Norm = meta["norm"]
+	return b, m, splits, cfg, nil
+}
+
+// fromCheckpoint checks --checkpoint and takes the network's width, head
+// size and normalisation from its metadata.
+func (e *evalTarget) fromCheckpoint(cfg *train.Settings) error {
+	if _, err := os.Stat(e.checkpoint); err != nil {
+		return fmt.Errorf("--checkpoint: %w (give a run's %s)", err, runfolder.ModelFile)
 	}
+	meta, err := checkpoint.ReadMetadata(e.checkpoint)
+	if err != nil {
+		return err
+	}
+	if w, ok, err := checkpoint.ParseMeta[float64](e.checkpoint, meta, "width"); err != nil {
+		return err
+	} else if ok {
+		cfg.Width = w
+	}
+	if p, ok, err := checkpoint.ParseMeta[int](e.checkpoint, meta, "proj_dim"); err != nil {
+		return err
+	} else if ok {
+		cfg.ProjDim = p
+	}
+	cfg.Norm = meta["norm"]
+	return nil
+}
+
+// override applies the flags given over the run's settings and checks the
+// rest, before any data is read.
+func (e *evalTarget) override(cmd *cobra.Command, cfg *train.Settings) error {
 	if e.dataset != "" {
 		cfg.Dataset = e.dataset
 	}
@@ -147,19 +160,18 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 		cfg.ValSplit = e.valSplit
 	}
 	if e.width < 0 {
-		return fail(fmt.Errorf("--width %g must be positive (0: the run's or the checkpoint's)", e.width))
+		return fmt.Errorf("--width %g must be positive (0: the run's or the checkpoint's)", e.width)
 	}
-	// The remaining flags, before any data is read.
 	if err := datasets.CheckName(cfg.Dataset); err != nil {
-		return fail(fmt.Errorf("--dataset: %w", err))
+		return fmt.Errorf("--dataset: %w", err)
 	}
 	switch strings.ToLower(e.device) {
 	case "auto", "cpu", "cuda":
 	default:
-		return fail(fmt.Errorf("--device %q: use auto, cpu or cuda", e.device))
+		return fmt.Errorf("--device %q: use auto, cpu or cuda", e.device)
 	}
 	if e.precision != "tf32" && e.precision != "fp32" {
-		return fail(fmt.Errorf("--precision %q: use tf32 or fp32", e.precision))
+		return fmt.Errorf("--precision %q: use tf32 or fp32", e.precision)
 	}
 	if e.width > 0 {
 		cfg.Width = e.width
@@ -167,36 +179,7 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	if cmd.Flags().Changed("seed") {
 		cfg.Seed = e.seed
 	}
-	all, err := datasets.Open(cfg.Dataset, cfg.DataDir, eval.ImageSize)
-	if err != nil {
-		return fail(err)
-	}
-	splits := all.Subset(cfg.TrainSubset, cfg.TestSubset)
-	if cfg.ValSplit > 0 {
-		// The run tuned on held-out training images: score those, from
-		// the training images it was not trained on.
-		if splits, err = all.Validation(cfg.ValSplit, cfg.TrainSubset); err != nil {
-			return fail(fmt.Errorf("--val-split: %w", err))
-		}
-	}
-	netCfg := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: cfg.Norm}
-	if err := netCfg.Validate(); err != nil {
-		return fail(fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
-			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err))
-	}
-	b, line, err := backend.Open(e.device, e.precision)
-	if err != nil {
-		return fail(err)
-	}
-	fmt.Fprintln(cmd.ErrOrStderr(), line)
-	m := resnet18.New(b, netCfg, cfg.Seed)
-	if !e.randomInit {
-		if _, err := m.Load(e.checkpoint); err != nil {
-			backend.Close(b)
-			return fail(err)
-		}
-	}
-	return b, m, splits, cfg, nil
+	return nil
 }
 
 func newEvalCmd() *cobra.Command {
@@ -314,4 +297,17 @@ func printResult(cmd *cobra.Command, asJSON bool, v any, line string) error {
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), string(data))
 	return nil
+}
+
+// openBackend opens the backend --device and --precision name.
+func openBackend(device, precision string) (tensor.Backend, string, error) {
+	d, err := backend.ParseDevice(device)
+	if err != nil {
+		return nil, "", fmt.Errorf("--device: %w", err)
+	}
+	p, err := backend.ParsePrecision(precision)
+	if err != nil {
+		return nil, "", fmt.Errorf("--precision: %w", err)
+	}
+	return backend.Open(d, p)
 }

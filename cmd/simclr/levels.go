@@ -54,21 +54,19 @@ Levels, temperature and halves default to the run's settings.`,
 			if draws < 3 {
 				return fmt.Errorf("--draws %d: a variance and its standard error need at least 3 draws per level", draws)
 			}
-			b, m, splits, settings, err := e.open(cmd)
+			// Levels, temperature, halves and rates: the run's, else the
+			// defaults, as open read them.
+			b, m, splits, cfg, err := e.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer backend.Close(b)
 			defer m.Free()
-			// Levels, temperature, halves and rates: the run's, else the
-			// defaults.
-			cfg := train.Defaults()
-			if e.run != "" {
-				if cfg, _, err = train.LoadRun(e.run); err != nil {
-					return err
-				}
+			if loss := cfg.Loss(); loss != contrastive.NTXent {
+				// H^l is NT-Xent's; the decoupled losses have no levels
+				// (docs/definitions.md, section 10).
+				fmt.Fprintf(cmd.ErrOrStderr(), "levels: %s trained with the %s loss, which has no levels (one batch an iteration; SogCLR's loss also depends on the images seen before): these are NT-Xent's levels on its network\n", e.run, loss)
 			}
-			cfg.Seed = settings.Seed
 			if cmd.Flags().Changed("min-level") {
 				cfg.MinLevel = minLevel
 			}
@@ -78,8 +76,9 @@ Levels, temperature and halves default to the run's settings.`,
 			if cmd.Flags().Changed("halves") {
 				cfg.Halves = halves
 			}
-			if cfg.Halves == "" {
-				cfg.Halves = contrastive.HalvesShared
+			h, err := contrastive.ParseHalves(cfg.Halves)
+			if err != nil {
+				return fmt.Errorf("--halves %w", err)
 			}
 			cfg.Workers = workers
 			errw := cmd.ErrOrStderr()
@@ -88,7 +87,7 @@ Levels, temperature and halves default to the run's settings.`,
 				runDir = "" // x_(t-1) of the run is not a step from the initial network
 			}
 			run := contrastive.Settings{MinLevel: cfg.MinLevel, MaxLevel: cfg.MaxLevel, Temperature: cfg.Temperature,
-				Halves: cfg.Halves, Augment: cfg.Augment, Seed: cfg.Seed, Workers: cfg.Workers,
+				Halves: h, Augment: cfg.Augment, Seed: cfg.Seed, Workers: cfg.Workers,
 				B: cfg.B, C: cfg.C, D1: cfg.D1, D2: cfg.D2, QE: cfg.QE}
 			rep, err := contrastive.MeasureLevels(b, m, splits, run, contrastive.LevelsOptions{Draws: draws, RunDir: runDir,
 				Progress: func(level int, diff bool, k int) {
@@ -108,7 +107,7 @@ Levels, temperature and halves default to the run's settings.`,
 				ckpt = "(random initialisation)"
 			}
 			res := levelsResult{Checkpoint: ckpt, Dataset: splits.Train.Name, TrainImages: splits.Train.Len(),
-				Halves: cfg.Halves, Temperature: cfg.Temperature, LevelsReport: rep}
+				Halves: h.String(), Temperature: cfg.Temperature, LevelsReport: rep}
 			if e.asJSON {
 				data, err := json.MarshalIndent(res, "", "  ")
 				if err != nil {
@@ -125,7 +124,7 @@ Levels, temperature and halves default to the run's settings.`,
 	f.IntVar(&draws, "draws", 32, "independent queries per level, K (and of h^L)")
 	f.IntVar(&minLevel, "min-level", 1, "lowest level l_min (default: the run's)")
 	f.IntVar(&maxLevel, "max-level", 9, "top level L (default: the run's)")
-	f.StringVar(&halves, "halves", contrastive.HalvesShared, "H^l construction: shared (one pass) or separate (three passes, exact with batch norm); default: the run's")
+	f.StringVar(&halves, "halves", contrastive.HalvesShared.String(), "H^l construction: shared (one pass) or separate (three passes, exact with batch norm); default: the run's")
 	f.IntVar(&workers, "workers", 0, "augmentation goroutines (0: one per CPU)")
 	return cmd
 }
@@ -210,8 +209,6 @@ func levelsSettingError(err error, cfg train.Settings, run string) error {
 		return fmt.Errorf("--min-level %d: %w", cfg.MinLevel, err)
 	case "MaxLevel":
 		return fmt.Errorf("--max-level %d: %w", cfg.MaxLevel, err)
-	case "Halves":
-		return fmt.Errorf("--halves %q: %w", cfg.Halves, err)
 	case "Augment":
 		return fmt.Errorf("augment %q of %s: %w", cfg.Augment, filepath.Join(run, runfolder.ConfigFile), err)
 	}

@@ -90,3 +90,28 @@ func TestLevelsEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// simclr levels on a run of a decoupled loss measures NT-Xent's levels on
+// its network and says so: DCL and SogCLR have no levels.
+func TestLevelsOnDecoupledRunSaysWhy(t *testing.T) {
+	data := imageFolder(t, 32, 8)
+	for _, est := range []string{"dcl", "sogclr"} {
+		t.Run(est, func(t *testing.T) {
+			run := filepath.Join(t.TempDir(), "run")
+			if _, stderr, err := execute("train", "--dataset", "folder:"+data, "--iterations", "2", "--max-level", "3",
+				"--width", "0.0625", "--proj-dim", "16", "--device", "cpu", "--out", run, "--probe=false", "--estimator", est); err != nil {
+				t.Fatalf("train: %v\n%s", err, stderr)
+			}
+			stdout, stderr, err := execute("levels", "--run", run, "--draws", "3", "--max-level", "3", "--device", "cpu")
+			if err != nil {
+				t.Fatalf("levels: %v\n%s", err, stderr)
+			}
+			if want := "trained with the " + est + " loss, which has no levels"; !strings.Contains(stderr, want) {
+				t.Errorf("levels on a %s run: stderr lacks %q:\n%s", est, want, stderr)
+			}
+			if !strings.Contains(stdout, "H^3") {
+				t.Errorf("levels on a %s run measured no NT-Xent levels:\n%s", est, stdout)
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/eval"
 	"github.com/simclr-go/simclr/internal/npy"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/runfolder"

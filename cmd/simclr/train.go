@@ -28,11 +28,11 @@ import (
 // defaults. It is called twice when a preset is used: once for the command
 // line, once to carry the flags the user set over onto the preset.
 func defineTrainFlags(fs *pflag.FlagSet, c *train.Settings) {
-	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "data set: cifar10, cifar100 (cifar100:coarse for the 20 superclasses), svhn, or folder:PATH (PATH/train/CLASS/*.png|jpg and PATH/test/...)")
+	fs.StringVar(&c.Dataset, "dataset", c.Dataset, "data set: "+datasets.Help())
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets, as scripts/fetch_data.sh lays them out (empty: "+datasets.DefaultDir+")")
 	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only N training images, class-balanced (0: all)")
 	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "use only N test images for evaluation, class-balanced (0: all)")
-	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced; docs/definitions.md, section 2)")
+	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced; docs/definitions.md, section 2), or dcl or sogclr (decoupled losses at one batch of 2^L images; section 10), or auto (a pilot of 5% of the run chooses lsgd, vmlmc or rtmlmc and its level law; section 11)")
 	fs.IntVar(&c.MinLevel, "min-level", c.MinLevel, "smallest level l_min (a level-l query uses 2^l images)")
 	fs.IntVar(&c.MaxLevel, "max-level", c.MaxLevel, "largest level L: L-SGD's batch is 2^L images, and an epoch is ceil(n/2^L) iterations")
 	fs.Float64Var(&c.B, "b", c.B, "variance rate b of the level laws (Var H^l ~ 2^(-b l))")
@@ -43,6 +43,8 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Settings) {
 	fs.IntVar(&c.D2, "d2", c.D2, "VR: draws averaged in a correction iteration")
 	fs.IntVar(&c.QE, "qe", c.QE, "VR: a fresh estimate every qe iterations, corrections in between")
 	fs.StringVar(&c.Halves, "halves", c.Halves, "H^l's half-batch losses: shared (one pass; with batch norm the halves see the whole batch's statistics, not exact) or separate (three passes, each half with its own statistics; exact, about twice the cost)")
+	fs.Float64Var(&c.SogCLRGamma, "sogclr-gamma", c.SogCLRGamma, "SogCLR's step gamma in (0, 1] for each image's moving average (0: 0.9; an image's first visit takes 1)")
+	fs.StringVar(&c.SogCLRGammaDecay, "sogclr-gamma-decay", c.SogCLRGammaDecay, "SogCLR's gamma over the run: constant, or cosine (from 1 down to --sogclr-gamma)")
 	fs.IntVar(&c.MaxServable, "max-servable-level", c.MaxServable, "largest level a query may use; RU-MLMC and RR-MLMC redraw levels above it (0: min(log2 of the training images, max-level + 3))")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training length in epochs of ceil(n/2^L) iterations (give one of --epochs, --iterations, --max-samples)")
 	fs.IntVar(&c.Iterations, "iterations", c.Iterations, "training length in iterations")

@@ -29,7 +29,7 @@ func readMetrics(t *testing.T, run string) []runfolder.Metrics {
 // backend opened and closed for the purpose.
 func deviceFree(t *testing.T) uint64 {
 	t.Helper()
-	b, _, err := backend.Open("cuda", "fp32")
+	b, _, err := backend.Open(backend.DeviceCUDA, backend.FP32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +78,8 @@ func TestTrainCUDAEmulatorMatchesCPU(t *testing.T) {
 		{"rumlmc", 3, 0},
 		{"rrmlmc", 3, 0},
 		{"vr-rtmlmc", 5, 2},
+		{"dcl", 3, 0},
+		{"sogclr", 5, 2}, // u is state on the device side too: resumed
 	} {
 		t.Run(tc.estimator, func(t *testing.T) {
 			args := func(device, run string) []string {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/data/internal/shared"
+	"github.com/simclr-go/simclr/internal/testsupport/shared"
 )
 
 // rawRecord reads record i of a binary file straight from disk, independently

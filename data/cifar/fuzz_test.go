@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/simclr-go/simclr/data/internal/shared"
+	"github.com/simclr-go/simclr/internal/testsupport/shared"
 )
 
 // FuzzReadRecords feeds arbitrary bytes and sizes to the record reader for

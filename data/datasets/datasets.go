@@ -7,49 +7,213 @@ package datasets
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/cifar"
-	"github.com/simclr-go/simclr/data/folder"
 	"github.com/simclr-go/simclr/data/internal/fsutil"
-	"github.com/simclr-go/simclr/data/svhn"
 )
 
 // DefaultDir is the data folder used when none is given; scripts/fetch_data.sh
 // writes there by default and .gitignore keeps it out of the repository.
 const DefaultDir = "data-cache"
 
-// Names lists the accepted data set names for help texts.
-const Names = "cifar10, cifar100, cifar100:coarse, svhn, svhn:extra, folder:PATH"
-
 // ErrNotFound is wrapped by Open's error when the data is not on disk.
 var ErrNotFound = errors.New("data set not found")
+
+// A Dataset is one data set Open can load: its name, the options it takes
+// after a colon, a line of help and its reader. Each lives in a file of its
+// own (cifar10.go, cifar100.go, svhn.go, folder.go) and is listed once in
+// Builtin; another program adds its own with Registry.Register.
+type Dataset struct {
+	// Name is what --dataset names it by, before any ":OPTION".
+	Name string
+	// Variants are the accepted options: "" for the plain name (absent
+	// when an option is required), each with the official image counts
+	// Inspect checks against (zero: none) and the fetch_data.sh words that
+	// fetch it.
+	Variants []Variant
+	// Arg, when set, names the free argument the set requires after the
+	// colon (folder:PATH) instead of Variants.
+	Arg string
+	// Help is the set's entry in the help text ("cifar100 (cifar100:coarse
+	// for the 20 superclasses)").
+	Help string
+	// Standard says Mean and Std are the set's published statistics, which
+	// Inspect compares with the measured ones; false for statistics
+	// measured on the images themselves (folders).
+	Standard bool
+	// Load reads the set with option (the part after the colon) from
+	// dataDir at image side size (0: the set's own).
+	Load func(option, dataDir string, size int) (*data.Splits, error)
+	// LoadUnlabelled, when set, is Load for a command that needs no labels
+	// (simclr embed): it also reads the set's unlabelled form (a flat
+	// folder of pictures), whose images have label -1 and no classes.
+	LoadUnlabelled func(option, dataDir string, size int) (*data.Splits, error)
+}
+
+// Variant is one accepted option of a Dataset.
+type Variant struct {
+	Option      string
+	Train, Test int    // the official release's image counts (0: unknown)
+	Fetch       string // scripts/fetch_data.sh's words for it
+}
+
+// Registry is the data sets Open knows. The zero value knows none; Builtin
+// is the project's.
+type Registry struct{ sets []Dataset }
+
+// Builtin is the registry of the data sets this program reads: adding one
+// is a file with its Dataset and a line here.
+func Builtin() *Registry {
+	return &Registry{sets: []Dataset{
+		cifar10Set(),
+		cifar100Set(),
+		svhnSet(),
+		folderSet(),
+	}}
+}
+
+// Register adds d; its name must be new.
+func (r *Registry) Register(d Dataset) error {
+	if d.Name == "" || strings.ContainsAny(d.Name, ": \t") || d.Load == nil {
+		return fmt.Errorf("register data set %q: a data set needs a name without colons or spaces and a Load", d.Name)
+	}
+	if _, ok := r.find(d.Name); ok {
+		return fmt.Errorf("register data set %q: the name is taken", d.Name)
+	}
+	r.sets = append(r.sets, d)
+	return nil
+}
+
+func (r *Registry) find(base string) (Dataset, bool) {
+	for _, d := range r.sets {
+		if d.Name == base {
+			return d, true
+		}
+	}
+	return Dataset{}, false
+}
+
+// Names lists every accepted name, for messages: "cifar10, cifar100,
+// cifar100:coarse, ..., folder:PATH".
+func (r *Registry) Names() string {
+	var names []string
+	for _, d := range r.sets {
+		if d.Arg != "" {
+			names = append(names, d.Name+":"+d.Arg)
+		}
+		for _, v := range d.Variants {
+			names = append(names, d.fullName(v.Option))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// Help is the --dataset flag's list: each set's help, joined.
+func (r *Registry) Help() string {
+	var parts []string
+	for _, d := range r.sets {
+		parts = append(parts, d.Help)
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + ", or " + parts[len(parts)-1]
+}
+
+func (d Dataset) fullName(option string) string {
+	if option == "" {
+		return d.Name
+	}
+	return d.Name + ":" + option
+}
+
+// variant is name's entry: the data set and its option, or an error that
+// lists what is accepted.
+func (r *Registry) variant(name string) (Dataset, Variant, error) {
+	base, option, _ := strings.Cut(name, ":")
+	d, ok := r.find(base)
+	if !ok {
+		return d, Variant{}, fmt.Errorf("unknown dataset %q: use one of %s", name, r.Names())
+	}
+	if d.Arg != "" {
+		if option == "" {
+			return d, Variant{}, fmt.Errorf("dataset %q: say which %s: %s", name, d.Name, d.Help)
+		}
+		return d, Variant{Option: option}, nil
+	}
+	var options []string
+	for _, v := range d.Variants {
+		if v.Option == option {
+			return d, v, nil
+		}
+		if v.Option != "" {
+			options = append(options, ":"+v.Option)
+		}
+	}
+	if len(options) == 0 {
+		return d, Variant{}, fmt.Errorf("dataset %q: %s takes no option; use one of %s", name, d.Name, r.Names())
+	}
+	return d, Variant{}, fmt.Errorf("dataset %q: the only %s option is %s; use %s", name, d.Name, strings.Join(options, ", "), d.Help)
+}
 
 // CheckName reports whether name is one Open accepts, without touching the
 // disk, so that a command can refuse a bad --dataset before loading
 // anything.
-func CheckName(name string) error {
-	base, option, _ := strings.Cut(name, ":")
-	switch {
-	case base == "cifar10" && option != "":
-		return fmt.Errorf("dataset %q: cifar10 takes no option; use one of %s", name, Names)
-	case base == "cifar100" && option != "" && option != "coarse":
-		return fmt.Errorf("dataset %q: the only cifar100 option is :coarse (20 superclasses)", name)
-	case base == "svhn" && option != "" && option != "extra":
-		return fmt.Errorf("dataset %q: the only svhn option is :extra (adds extra_32x32.mat to training)", name)
-	case base == "folder" && option == "":
-		return fmt.Errorf("dataset %q: say which folder, e.g. folder:/path/to/images (holding train/CLASS/*.jpg and test/CLASS/*.jpg)", name)
-	case base == "cifar10", base == "cifar100", base == "svhn", base == "folder":
-		return nil
-	}
-	return fmt.Errorf("unknown dataset %q: use one of %s", name, Names)
+func (r *Registry) CheckName(name string) error {
+	_, _, err := r.variant(name)
+	return err
 }
 
 // Open loads data set name from dataDir ("" means DefaultDir). size is the
 // image side the caller wants: 0 accepts the data set's own size; the CIFAR
 // and SVHN sets are 32x32 and only folder data sets are resized.
+func (r *Registry) Open(name, dataDir string, size int) (*data.Splits, error) {
+	if dataDir == "" {
+		dataDir = DefaultDir
+	}
+	d, v, err := r.variant(name)
+	if err != nil {
+		return nil, err
+	}
+	return d.Load(v.Option, dataDir, size)
+}
+
+// OpenUnlabelled is Open for a command that needs no labels: a data set
+// with an unlabelled form (folder:PATH of a flat folder of pictures) may
+// load it, its one set of images both splits.
+func (r *Registry) OpenUnlabelled(name, dataDir string, size int) (*data.Splits, error) {
+	if dataDir == "" {
+		dataDir = DefaultDir
+	}
+	d, v, err := r.variant(name)
+	if err != nil {
+		return nil, err
+	}
+	if d.LoadUnlabelled != nil {
+		return d.LoadUnlabelled(v.Option, dataDir, size)
+	}
+	return d.Load(v.Option, dataDir, size)
+}
+
+// OpenUnlabelled is Builtin().OpenUnlabelled.
+func OpenUnlabelled(name, dataDir string, size int) (*data.Splits, error) {
+	return Builtin().OpenUnlabelled(name, dataDir, size)
+}
+
+// Names lists the accepted names of the built-in data sets for messages.
+func Names() string { return Builtin().Names() }
+
+// Help is the built-in data sets' list for a --dataset flag.
+func Help() string { return Builtin().Help() }
+
+// CheckName is Builtin().CheckName.
+func CheckName(name string) error { return Builtin().CheckName(name) }
+
+// Open is Builtin().Open:
 //
 //   - "cifar10": DIR/cifar-10-batches-bin/, DIR itself holding
 //     data_batch_1.bin, or an image-folder tree (DIR/cifar10-jpeg/train/airplane/...,
@@ -61,90 +225,7 @@ func CheckName(name string) error {
 //   - "folder:PATH": an image-folder tree at PATH (or DIR/PATH when PATH is
 //     relative and not found as given).
 func Open(name, dataDir string, size int) (*data.Splits, error) {
-	if dataDir == "" {
-		dataDir = DefaultDir
-	}
-	if err := CheckName(name); err != nil {
-		return nil, err
-	}
-	base, option, _ := strings.Cut(name, ":")
-	switch base {
-	case "cifar10":
-		return openCIFAR10(dataDir, size)
-	case "cifar100":
-		if err := need32("cifar100", size); err != nil {
-			return nil, err
-		}
-		tried := []string{filepath.Join(dataDir, "cifar-100-binary", "train.bin"), filepath.Join(dataDir, "train.bin")}
-		if !anyFile(tried) {
-			return nil, missing("cifar100", dataDir)
-		}
-		return cifar.Load100(dataDir, option == "coarse")
-	case "svhn":
-		if err := need32("svhn", size); err != nil {
-			return nil, err
-		}
-		fetch := "svhn"
-		if option == "extra" {
-			fetch = "svhn svhn-extra"
-		}
-		for _, dir := range []string{filepath.Join(dataDir, "svhn"), dataDir} {
-			if fsutil.IsFile(filepath.Join(dir, "train_32x32.mat")) {
-				return svhn.Load(dir, option == "extra")
-			}
-		}
-		return nil, missing(fetch, dataDir)
-	case "folder":
-		root := option
-		if !filepath.IsAbs(root) && !fsutil.IsDir(root) && fsutil.IsDir(filepath.Join(dataDir, root)) {
-			root = filepath.Join(dataDir, root)
-		}
-		if !fsutil.IsDir(root) {
-			return nil, fmt.Errorf("dataset %q: %w: no folder %s (nor %s); it must hold train/CLASS/*.jpg and test/CLASS/*.jpg",
-				name, ErrNotFound, option, filepath.Join(dataDir, option))
-		}
-		return folder.Load(root, size)
-	}
-	return nil, fmt.Errorf("unknown dataset %q: use one of %s", name, Names)
-}
-
-// openCIFAR10 tries the binary layouts first (exact pixels), then the
-// image-folder layouts.
-func openCIFAR10(dataDir string, size int) (*data.Splits, error) {
-	if err := need32("cifar10", size); err != nil {
-		return nil, err
-	}
-	for _, dir := range []string{dataDir, filepath.Join(dataDir, "cifar10")} {
-		for _, bin := range []string{filepath.Join(dir, "cifar-10-batches-bin"), dir} {
-			if fsutil.IsFile(filepath.Join(bin, "data_batch_1.bin")) {
-				return cifar.Load10(bin)
-			}
-		}
-	}
-	for _, root := range []string{filepath.Join(dataDir, "cifar10-jpeg"), dataDir, filepath.Join(dataDir, "cifar10")} {
-		if fsutil.IsDir(filepath.Join(root, "train", "airplane")) {
-			return loadCIFAR10Folder(root)
-		}
-	}
-	return nil, missing("cifar10", dataDir)
-}
-
-// loadCIFAR10Folder reads the image-folder form of CIFAR-10 (the shared
-// JPEG copy) with CIFAR-10's class order and standard statistics, so that
-// a run behaves the same whichever form the data came in.
-func loadCIFAR10Folder(root string) (*data.Splits, error) {
-	s, err := folder.Load(root, 32)
-	if err != nil {
-		return nil, fmt.Errorf("cifar10 (image folders): %w", err)
-	}
-	want := cifar.Classes10()
-	if strings.Join(s.Train.Classes, ",") != strings.Join(want, ",") {
-		return nil, fmt.Errorf("cifar10 (image folders): %s has class folders %v, want the ten CIFAR-10 classes %v",
-			filepath.Join(root, "train"), s.Train.Classes, want)
-	}
-	s.Train.Name, s.Test.Name = "cifar10 train", "cifar10 test"
-	s.Mean, s.Std = cifar.Mean10, cifar.Std10
-	return s, nil
+	return Builtin().Open(name, dataDir, size)
 }
 
 func need32(name string, size int) error {
@@ -154,19 +235,20 @@ func need32(name string, size int) error {
 	return nil
 }
 
-// LocalMirror is where the project's shared machines keep a copy of
-// CIFAR-10 (the JPEG q75 rebuild) for scripts/fetch_data.sh --from, relative
-// to the working directory (a checkout next to the shared folder).
-const LocalMirror = "../shared/data/cifar10"
+// EnvMirror names the environment variable that names a local folder
+// holding cifar10-jpeg.tar.gz (as scripts/fetch_data.sh --from takes it, and
+// scripts/quickstart.sh reads the same variable): the missing-data error
+// then fetches from it rather than the internet.
+const EnvMirror = "SIMCLR_DATA_MIRROR"
 
 // missing is the error for data not on disk: one short line with the
 // command that fetches the data into dataDir, from the local mirror when
-// there is one (the paths looked at would only lengthen it: the command
-// puts the data where Open looks first).
+// $SIMCLR_DATA_MIRROR names one that holds it (the paths looked at would
+// only lengthen it: the command puts the data where Open looks first).
 func missing(fetch, dataDir string) error {
 	command := fmt.Sprintf("scripts/fetch_data.sh %s --dir %s", fetch, dataDir)
-	if fetch == "cifar10" && fsutil.IsFile(filepath.Join(LocalMirror, "cifar10-jpeg.tar.gz")) {
-		command += " --from " + LocalMirror
+	if mirror := os.Getenv(EnvMirror); fetch == "cifar10" && mirror != "" && fsutil.IsFile(filepath.Join(mirror, "cifar10-jpeg.tar.gz")) {
+		command += " --from " + mirror
 	}
 	return fmt.Errorf("%s: %w in %s; fetch it with: %s", strings.Fields(fetch)[0], ErrNotFound, dataDir, command)
 }

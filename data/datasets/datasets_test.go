@@ -10,7 +10,7 @@ import (
 
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/cifar"
-	"github.com/simclr-go/simclr/data/internal/shared"
+	"github.com/simclr-go/simclr/internal/testsupport/shared"
 )
 
 // TestCIFAR10BothForms loads the full CIFAR-10 rebuilt in binary form and
@@ -93,40 +93,31 @@ func TestCIFAR10BothForms(t *testing.T) {
 }
 
 // A missing data set is one short line naming the fetch command; the
-// --from hint for the local CIFAR-10 mirror appears only where the mirror
-// exists (LocalMirror, relative to the working directory).
+// --from hint for a local CIFAR-10 mirror appears only where
+// $SIMCLR_DATA_MIRROR names a folder that holds the archive.
 func TestMissingData(t *testing.T) {
 	dir := t.TempDir()
+	mirror := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mirror, "cifar10-jpeg.tar.gz"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
 	tests := []struct {
 		name   string
-		mirror bool // create LocalMirror before opening
+		mirror string // $SIMCLR_DATA_MIRROR
 		want   string
 	}{
-		{"cifar10", false, "cifar10: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar10 --dir " + dir},
-		{"cifar10", true, "cifar10: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar10 --dir " + dir + " --from " + LocalMirror},
-		{"cifar100", true, "cifar100: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar100 --dir " + dir},
-		{"cifar100:coarse", false, "cifar100: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar100 --dir " + dir},
-		{"svhn", false, "svhn: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh svhn --dir " + dir},
-		{"svhn:extra", false, "svhn: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh svhn svhn-extra --dir " + dir},
+		{"cifar10", "", "cifar10: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar10 --dir " + dir},
+		{"cifar10", mirror, "cifar10: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar10 --dir " + dir + " --from " + mirror},
+		{"cifar10", empty, "cifar10: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar10 --dir " + dir},
+		{"cifar100", mirror, "cifar100: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar100 --dir " + dir},
+		{"cifar100:coarse", "", "cifar100: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh cifar100 --dir " + dir},
+		{"svhn", "", "svhn: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh svhn --dir " + dir},
+		{"svhn:extra", "", "svhn: data set not found in " + dir + "; fetch it with: scripts/fetch_data.sh svhn svhn-extra --dir " + dir},
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprintf("%s/mirror=%v", tc.name, tc.mirror), func(t *testing.T) {
-			// A working directory whose ../shared/data/cifar10 holds the
-			// mirror's archive, or nothing.
-			wd := filepath.Join(t.TempDir(), "checkout")
-			if err := os.MkdirAll(wd, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if tc.mirror {
-				m := filepath.Join(wd, LocalMirror)
-				if err := os.MkdirAll(m, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(m, "cifar10-jpeg.tar.gz"), nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t.Chdir(wd)
+		t.Run(fmt.Sprintf("%s/mirror=%q", tc.name, tc.mirror), func(t *testing.T) {
+			t.Setenv(EnvMirror, tc.mirror)
 			_, err := Open(tc.name, dir, 0)
 			if !errors.Is(err, ErrNotFound) {
 				t.Fatalf("error %v does not wrap ErrNotFound", err)

@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/data/cifar"
-	"github.com/simclr-go/simclr/data/internal/shared"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/shared"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 // script returns the path of scripts/fetch_data.sh at the repository root.

@@ -3,27 +3,17 @@ package datasets
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/data/folder"
 )
 
-// official holds the image counts of the official releases, so that a
-// partial download or a fragment is reported rather than silently trained on.
-var official = map[string][2]int{
-	"cifar10":         {50000, 10000},
-	"cifar100":        {50000, 10000},
-	"cifar100:coarse": {50000, 10000},
-	"svhn":            {73257, 26032},
-	"svhn:extra":      {73257 + 531131, 26032},
-}
-
 // Official returns the training and test image counts of a named data set's
-// official release (false for folder data sets).
+// official release (false for folder data sets), so that a partial
+// download or a fragment is reported rather than silently trained on.
 func Official(name string) (train, test int, ok bool) {
-	c, ok := official[name]
-	return c[0], c[1], ok
+	_, v, err := Builtin().variant(name)
+	return v.Train, v.Test, err == nil && v.Train > 0
 }
 
 // SplitReport describes one split of a loaded data set.
@@ -113,15 +103,14 @@ func check(name string, s *data.Splits, r *Report) string {
 			}
 		}
 	}
-	if train, test, ok := Official(name); ok && (r.Train.Images != train || r.Test.Images != test) {
-		base, _, _ := strings.Cut(name, ":")
-		if name == "svhn:extra" {
-			base = "svhn svhn-extra"
-		}
+	d, v, err := Builtin().variant(name)
+	if train, test := v.Train, v.Test; train > 0 && (r.Train.Images != train || r.Test.Images != test) {
 		note("%d training and %d test images, the official %s has %d and %d: incomplete or partial data (fetch again: scripts/fetch_data.sh %s --dir %s)",
-			r.Train.Images, r.Test.Images, name, train, test, base, r.DataDir)
+			r.Train.Images, r.Test.Images, name, train, test, v.Fetch, r.DataDir)
 	}
-	if !strings.HasPrefix(name, "folder:") {
+	// A data set whose statistics are measured on its own images (a
+	// folder) has nothing to compare them with.
+	if err != nil || d.Standard {
 		for c := 0; c < 3; c++ {
 			if math.Abs(float64(r.TrainMean[c]-r.Mean[c])) > statsTolerance || math.Abs(float64(r.TrainStd[c]-r.Std[c])) > statsTolerance {
 				note("measured training mean %v / std %v differ from the standard %s statistics %v / %v by more than %.2f: wrong or corrupt images",

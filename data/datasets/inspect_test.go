@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/data/internal/shared"
+	"github.com/simclr-go/simclr/internal/testsupport/shared"
 )
 
 func TestInspect(t *testing.T) {

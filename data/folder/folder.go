@@ -287,3 +287,57 @@ func Stats(set *data.Set) (mean, std [3]float32) {
 	}
 	return mean, std
 }
+
+// Unlabelled is the label of an image of a flat folder, which has no class.
+const Unlabelled = -1
+
+// ScanFlat lists the images directly in root (names sorted), the layout of a
+// flat folder of unlabelled pictures.
+func ScanFlat(root string) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries { // os.ReadDir returns names sorted
+		if isFile(root, e) && IsImage(e.Name()) && !strings.HasPrefix(e.Name(), ".") {
+			files = append(files, filepath.Join(root, e.Name()))
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s holds no .png, .jpg or .jpeg images (nor train/CLASS and test/CLASS folders)", root)
+	}
+	return files, nil
+}
+
+// LoadFlat reads a flat folder of unlabelled images, root/*.png|jpg|jpeg,
+// as Load reads a split: scaled and centre-cropped to size x size (0: the
+// images' own square size). The one set is both the training and the test
+// split, with no classes and every label Unlabelled; Mean and Std are
+// measured on it.
+func LoadFlat(root string, size int) (*data.Splits, error) {
+	if size < 0 || size > 4096 {
+		return nil, fmt.Errorf("image size %d out of range: use 0 (keep the images' size) or 1..4096", size)
+	}
+	files, err := ScanFlat(root)
+	if err != nil {
+		return nil, err
+	}
+	strict := size == 0
+	if strict {
+		if size, err = nativeSize(files[0]); err != nil {
+			return nil, err
+		}
+	}
+	labels := make([]int32, len(files))
+	for i := range labels {
+		labels[i] = Unlabelled
+	}
+	set, err := decodeAll(files, labels, size, strict, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return nil, err
+	}
+	set.Name = filepath.Base(filepath.Clean(root)) + " images"
+	mean, std := Stats(set)
+	return &data.Splits{Train: set, Test: set, Mean: mean, Std: std}, nil
+}

@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/simclr-go/simclr/data/internal/shared"
+	"github.com/simclr-go/simclr/internal/testsupport/shared"
 )
 
 // FuzzReadMAT feeds arbitrary bytes to the MAT-file reader, both with the

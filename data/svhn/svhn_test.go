@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/simclr-go/simclr/data/internal/shared"
+	"github.com/simclr-go/simclr/internal/testsupport/shared"
 )
 
 func TestSample(t *testing.T) {

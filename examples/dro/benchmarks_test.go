@@ -1,11 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/experiment"
 )
 
 // The DRO tables of BENCHMARKS.md sit between a begin marker naming the
@@ -33,14 +38,109 @@ func TestBenchmarksTablesMatchResults(t *testing.T) {
 			t.Fatalf("BENCHMARKS.md: the tables of %s have no end marker %q", file, tablesEnd)
 		}
 		got := strings.TrimSpace(text[b[1] : b[1]+end])
-		sums, err := readSummaries(filepath.Join(root, filepath.FromSlash(file)))
+		sums, err := experiment.ReadSummaries(filepath.Join(root, filepath.FromSlash(file)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var want strings.Builder
-		writeMarkdown(&want, sums)
+		experiment.WriteMarkdown(&want, sums)
 		if got != strings.TrimSpace(want.String()) {
 			t.Errorf("BENCHMARKS.md's DRO tables differ from %s: run\n\tgo run ./examples/dro --markdown %s\nand paste its output between the markers", file, file)
 		}
 	}
+}
+
+// TestHarnessRerunMatchesEarlierResults: the reported trials of the
+// settings the earlier driver chose (results/dro/paper-grid), rerun on the
+// experiment harness with the same seeds, give the earlier figures exactly:
+// every trial's first touch of every gap, the medians, the intervals, the
+// final gaps and F*.
+func TestHarnessRerunMatchesEarlierResults(t *testing.T) {
+	dir := filepath.Join("..", "..", "results", "dro", "paper-grid")
+	for _, pair := range [][2]string{{"summary.jsonl", "harness.jsonl"}, {"housing-2m.jsonl", "harness-housing-2m.jsonl"}} {
+		earlier := readLegacy(t, filepath.Join(dir, pair[0]))
+		sums, err := experiment.ReadSummaries(filepath.Join(dir, pair[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sums) != len(earlier) {
+			t.Fatalf("%s has %d data sets, %s %d", pair[1], len(sums), pair[0], len(earlier))
+		}
+		for _, s := range sums {
+			e, ok := earlier[s.Problem]
+			if !ok {
+				t.Fatalf("%s: no data set %s in %s", pair[1], s.Problem, pair[0])
+			}
+			if e.FStar != s.FStar {
+				t.Errorf("%s: F* %v, earlier %v", s.Problem, s.FStar, e.FStar)
+			}
+			for _, m := range s.Methods {
+				em := e.Methods[m.Name]
+				if !sameFloats(em.FinalGaps, m.FinalGaps) {
+					t.Errorf("%s %s: final gaps differ", s.Problem, m.Name)
+				}
+				for i, g := range s.Targets {
+					if !samePtr(em.SamplesToGap[gapKey(g)], m.FirstTouch[i].Median) {
+						t.Errorf("%s %s gap %g: first touch %v, earlier %v", s.Problem, m.Name, g, m.FirstTouch[i].Median, em.SamplesToGap[gapKey(g)])
+					}
+				}
+			}
+			for i, ts := range s.PerTarget {
+				eg := e.PerGap[gapKey(ts.Target)]
+				for _, r := range ts.FirstTouch.Methods {
+					er := eg.Methods[r.Name]
+					if !sameFloats(er.Trials, r.Passage.Trials) || !samePtr(er.Samples, r.Passage.Median) ||
+						!samePtr(er.CI[0], r.Passage.CI[0]) || !samePtr(er.CI[1], r.Passage.CI[1]) {
+						t.Errorf("%s gap %g %s: the trials' first touches differ from the earlier ones", s.Problem, s.Targets[i], r.Name)
+					}
+				}
+				if !samePtr(eg.Ratio, ts.FirstTouch.Ratio) {
+					t.Errorf("%s gap %g: ratio %v, earlier %v", s.Problem, s.Targets[i], ts.FirstTouch.Ratio, eg.Ratio)
+				}
+			}
+		}
+	}
+}
+
+// earlierSummary is what the test reads of the earlier driver's files.
+type earlierSummary struct {
+	Dataset string  `json:"dataset"`
+	FStar   float64 `json:"F_star"`
+	Methods map[string]struct {
+		SamplesToGap map[string]*float64 `json:"samples_to_gap"`
+		FinalGaps    []*float64          `json:"final_gaps"`
+	} `json:"methods"`
+	PerGap map[string]struct {
+		Methods map[string]struct {
+			Samples *float64    `json:"samples"`
+			CI      [2]*float64 `json:"median_ci"`
+			Trials  []*float64  `json:"trials"`
+		} `json:"methods"`
+		Ratio *float64 `json:"lsgd_over_best_mlmc"`
+	} `json:"per_gap"`
+}
+
+func readLegacy(t *testing.T, path string) map[string]earlierSummary {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]earlierSummary{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var s earlierSummary
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out[s.Dataset] = s
+	}
+	return out
+}
+
+func gapKey(g float64) string { return strconv.FormatFloat(g, 'g', -1, 64) }
+
+func samePtr(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func sameFloats(a, b []*float64) bool {
+	return slices.EqualFunc(a, b, samePtr)
 }

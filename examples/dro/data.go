@@ -25,6 +25,14 @@ type Data struct {
 // Dim is the number of features.
 func (d *Data) Dim() int { return len(d.X[0]) }
 
+// The most a data file may hold, so that a bad or hostile file is an error
+// rather than an allocation the machine cannot make: the largest LIBSVM
+// index, and features times rows.
+const (
+	maxLIBSVMIndex = 1 << 20
+	maxDataValues  = 1 << 24
+)
+
 // readLIBSVM reads a LIBSVM regression file: one row a line, "label
 // idx:value ...", 1-based increasing indices; an index that is missing is 0.
 // Rows have dim features (dim 0: the largest index seen).
@@ -42,8 +50,9 @@ func readLIBSVM(path string, dim int) (*Data, error) {
 		val float64
 	}
 	var rows [][]entry
-	maxIdx := 0
-	for line := 1; sc.Scan(); line++ {
+	maxIdx, line := 0, 0
+	for sc.Scan() {
+		line++
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
@@ -66,6 +75,8 @@ func readLIBSVM(path string, dim int) (*Data, error) {
 				return nil, fmt.Errorf("%s:%d: index %d after index %d: LIBSVM indices start at 1 and increase", path, line, idx, last)
 			case dim > 0 && idx > dim:
 				return nil, fmt.Errorf("%s:%d: index %d is above the data set's %d features", path, line, idx, dim)
+			case idx > maxLIBSVMIndex:
+				return nil, fmt.Errorf("%s:%d: index %d: at most %d features are read", path, line, idx, maxLIBSVMIndex)
 			}
 			last = idx
 			row = append(row, entry{idx, val})
@@ -75,13 +86,19 @@ func readLIBSVM(path string, dim int) (*Data, error) {
 		d.Y = append(d.Y, y)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%s: no rows", path)
 	}
 	if dim == 0 {
 		dim = maxIdx
+	}
+	if dim == 0 {
+		return nil, fmt.Errorf("%s: no features: every row holds a label only", path)
+	}
+	if len(rows)*dim > maxDataValues {
+		return nil, fmt.Errorf("%s: %d rows of %d features: more than the %d values this program holds", path, len(rows), dim, maxDataValues)
 	}
 	for _, row := range rows {
 		x := make([]float64, dim)
@@ -97,6 +114,17 @@ func readLIBSVM(path string, dim int) (*Data, error) {
 // columns named in drop are left out; every other column is a feature and
 // must hold numbers. Header names are trimmed (one UCI file has "AFDP ").
 func readCSV(path, target string, drop []string) (*Data, error) {
+	return readCSVBy(path, func(header []string) (int, error) {
+		if i := slices.Index(header, target); i >= 0 {
+			return i, nil
+		}
+		return 0, fmt.Errorf("no column %q in the header %q", target, strings.Join(header, ","))
+	}, drop)
+}
+
+// readCSVBy is readCSV with the target column chosen by target from the
+// trimmed header names.
+func readCSVBy(path string, target func(header []string) (int, error), drop []string) (*Data, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open data file: %w", err)
@@ -109,23 +137,24 @@ func readCSV(path, target string, drop []string) (*Data, error) {
 		return nil, fmt.Errorf("%s:1: read header: %w", path, err)
 	}
 	header = slices.Clone(header) // the reader reuses its record
+	for i, h := range header {
+		header[i] = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+	}
+	ti, err := target(header)
+	if err != nil {
+		return nil, fmt.Errorf("%s:1: %w", path, err)
+	}
 
-	ti := -1
 	var cols []int
 	d := &Data{Name: filepath.Base(path)}
 	for i, h := range header {
-		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
 		switch {
-		case h == target:
-			ti = i
+		case i == ti:
 		case slices.Contains(drop, h):
 		default:
 			cols = append(cols, i)
 			d.Features = append(d.Features, h)
 		}
-	}
-	if ti < 0 {
-		return nil, fmt.Errorf("%s:1: no column %q in the header %q", path, target, strings.Join(header, ","))
 	}
 	for line := 2; ; line++ {
 		rec, err := r.Read()
@@ -151,6 +180,9 @@ func readCSV(path, target string, drop []string) (*Data, error) {
 			if x[k], err = num(c); err != nil {
 				return nil, err
 			}
+		}
+		if (len(d.X)+1)*max(len(cols), 1) > maxDataValues {
+			return nil, fmt.Errorf("%s:%d: more than the %d values this program holds", path, line, maxDataValues)
 		}
 		d.X = append(d.X, x)
 		d.Y = append(d.Y, y)
@@ -180,11 +212,15 @@ func (d *Data) scaleFeatures() {
 		for _, x := range d.X {
 			lo, hi = math.Min(lo, x[j]), math.Max(hi, x[j])
 		}
+		halve := math.IsInf(2*(hi-lo), 1) // twice the span overflows: scale by halves
 		for _, x := range d.X {
-			if hi > lo {
-				x[j] = 2*(x[j]-lo)/(hi-lo) - 1
-			} else {
+			switch {
+			case hi <= lo:
 				x[j] = 0
+			case halve:
+				x[j] = 2*((x[j]/2-lo/2)/(hi/2-lo/2)) - 1
+			default:
+				x[j] = 2*(x[j]-lo)/(hi-lo) - 1
 			}
 		}
 	}
@@ -253,7 +289,12 @@ var datasets = []dataset{
 		}},
 }
 
+// findDataset is the named data set, or a user's file (userDataset:
+// libsvm:PATH, csv:PATH:TARGET).
 func findDataset(name string) (dataset, error) {
+	if ds, ok, err := userDataset(name); ok {
+		return ds, err
+	}
 	var names []string
 	for _, d := range datasets {
 		if d.Name == name {
@@ -261,5 +302,5 @@ func findDataset(name string) (dataset, error) {
 		}
 		names = append(names, d.Name)
 	}
-	return dataset{}, fmt.Errorf("unknown --dataset %q: use one of %s", name, strings.Join(names, ", "))
+	return dataset{}, fmt.Errorf("unknown --dataset %q: use one of %s, or a file of your own: libsvm:PATH or csv:PATH:TARGET", name, strings.Join(names, ", "))
 }

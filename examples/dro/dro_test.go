@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/cso"
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -445,6 +446,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--data-dir", "/nonexistent"}, "--data-dir"},
 		{[]string{"--markdown", "/nonexistent.jsonl"}, "open results"},
 		{[]string{"--methods", "L-SGD,XX"}, `unknown method "XX"`},
+		{[]string{"--method", "grid"}, `--method "grid"`},
+		{[]string{"--gap", "0.01"}, "only --method auto plans for a gap"},
+		{[]string{"--method", "auto", "--gap", "2"}, "--gap 2"},
+		{[]string{"--method", "auto", "--methods", "L-SGD"}, "drop --methods"},
 	} {
 		var out, errOut strings.Builder
 		err := mainErr(c.args, &out, &errOut)
@@ -456,7 +461,8 @@ func TestFlagErrors(t *testing.T) {
 
 // TestExperimentSmall runs the whole experiment on a small synthetic
 // linear data set with a short budget: every method gets a setting and a
-// result, the JSON has the documented shape, and --markdown reads it back.
+// result, the JSON has the documented shape, --markdown reads it back and
+// --tuned reruns the same trials.
 func TestExperimentSmall(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	d := &Data{Name: "toy"}
@@ -471,32 +477,39 @@ func TestExperimentSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex,
-		x0: make([]float64, 3), fStar: fStar, budget: 3000}
+		x0: make([]float64, 3), fStar: fStar, budget: 3000, growth: 1.5}
 	tk.f0 = ex.value(tk.x0)
-	tk.grid = sampleGrid(tk.budget, 1.5)
-	saved := Levels
-	Levels = []int{0, 2}
-	defer func() { Levels = saved }()
-	res, err := tk.experiment(methodSpecs, 3, nil)
+	savedL, savedS := Levels, Steps
+	Levels, Steps = []int{0, 2}, []float64{0.1, 1e-3}
+	defer func() { Levels, Steps = savedL, savedS }()
+	pr := tk.protocol(3)
+	tn, err := experiment.Tune(tk.problem(), pr, grid(kinds))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := res.summary
-	if len(s.Methods) != len(methodSpecs) || len(s.PerGap) != len(gaps) {
-		t.Fatalf("%d methods, %d gaps", len(s.Methods), len(s.PerGap))
+	res, err := experiment.Report(tk.problem(), pr, tn)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if m := s.Methods["L-SGD"]; m.SamplesToGap["0.01"] == nil || m.TrialsReached["0.01"] < 2 {
-		t.Errorf("L-SGD does not reach a 1%% gap on a 3-parameter least-squares problem in 3000 samples: %+v", m)
+	s := res.Summary
+	if len(s.Methods) != len(kinds) || len(s.PerTarget) != len(gaps) {
+		t.Fatalf("%d methods, %d gaps", len(s.Methods), len(s.PerTarget))
 	}
-	if s.Methods["RU-MLMC"].L != nil || s.Methods["L-SGD"].L == nil {
-		t.Errorf("L of RU-MLMC %v (want null), of L-SGD %v", s.Methods["RU-MLMC"].L, s.Methods["L-SGD"].L)
+	if m := s.Methods[0]; m.Name != "L-SGD" || m.StaysBelow[0].Median == nil || m.StaysBelow[0].Reached < 2 {
+		t.Errorf("L-SGD does not stay below a 1%% gap on a 3-parameter least-squares problem in 3000 samples: %+v", m)
+	}
+	js, _ := json.Marshal(s)
+	for _, want := range []string{`"name":"RU-MLMC","setting":{"method":"rumlmc","L":null`, `"name":"L-SGD","setting":{"method":"lsgd","L":`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("JSON lacks %s", want)
+		}
 	}
 	path := filepath.Join(t.TempDir(), "toy.jsonl")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.NewEncoder(f).Encode(s); err != nil {
+	if err := s.WriteJSON(f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -509,14 +522,66 @@ func TestExperimentSmall(t *testing.T) {
 	}
 	// --tuned reruns the trials with the same settings and seeds: the same
 	// results.
-	again, err := tk.experiment(methodSpecs, 3, &s)
+	tn2, err := tuningFromFile(path, "toy", kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
+	again, err := experiment.Report(tk.problem(), pr, tn2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Summary.Tuning = s.Tuning
 	a, _ := json.Marshal(s)
-	b, _ := json.Marshal(again.summary)
+	b, _ := json.Marshal(again.Summary)
 	if string(a) != string(b) {
 		t.Errorf("rerun with the tuned settings differs:\n%s\n%s", a, b)
+	}
+}
+
+// TestAutoSmall runs the auto method on the small linear problem of
+// TestExperimentSmall's kind, planned for a 1% gap: each trial records two
+// plans whose pilot is at most 5% of the budget in all, and the median
+// trial stays below the gap.
+func TestAutoSmall(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	d := &Data{Name: "toy"}
+	for range 50 {
+		a := []float64{2*r.Float64() - 1, 2*r.Float64() - 1}
+		d.X = append(d.X, a)
+		d.Y = append(d.Y, 3*a[0]-2*a[1]+1+0.3*r.NormFloat64())
+	}
+	ex := newExactLinear(d)
+	_, fStar, err := ex.minimise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex,
+		x0: make([]float64, 3), fStar: fStar, budget: 200_000, growth: 1.5}
+	tk.f0 = ex.value(tk.x0)
+	var out strings.Builder
+	o := options{trials: 3, jsonOut: true, auto: true, autoGaps: []float64{0.01}}
+	if err := tk.autoExperiment(o, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var s experiment.Summary
+	if err := json.Unmarshal([]byte(out.String()), &s); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Methods[0]
+	if m.Name != "auto" || len(m.Plans) != 3 {
+		t.Fatalf("%s with %d trials' plans, want auto with 3", m.Name, len(m.Plans))
+	}
+	for i, plans := range m.Plans {
+		spent := int64(0)
+		for _, p := range plans {
+			spent += p.Spent
+		}
+		if len(plans) != 2 || spent > tk.budget/20 {
+			t.Errorf("trial %d: %d plans spending %d samples, want 2 within %d", i, len(plans), spent, tk.budget/20)
+		}
+	}
+	if p := m.StaysBelow[0]; p.Median == nil || p.Reached < 2 {
+		t.Errorf("auto does not stay below a 1%% gap on a 3-parameter least-squares problem: %+v", p)
 	}
 }
 
@@ -533,21 +598,5 @@ func TestRowRho(t *testing.T) {
 	mc := (m2 - m*m) / (m * m)
 	if want := ex.rowRho(x, row); math.Abs(mc-want) > 0.15*want {
 		t.Errorf("relative variance: Monte Carlo %.4g, closed form %.4g", mc, want)
-	}
-}
-
-func TestCIRanks(t *testing.T) {
-	for _, c := range []struct {
-		n, k int
-		cov  float64
-	}{{10, 2, 0.978515625}, {5, 0, 0}, {20, 6, 0.9586105346679688}} {
-		k, cov := ciRanks(c.n)
-		if k != c.k || math.Abs(cov-c.cov) > 1e-12 {
-			t.Errorf("n = %d: k = %d coverage %g, want %d, %g", c.n, k, cov, c.k, c.cov)
-		}
-	}
-	lo, hi := medianCI([]float64{5, 1, 9, 3, 7, 2, 8, 4, 6, 10})
-	if lo != 2 || hi != 9 {
-		t.Errorf("interval [%g, %g], want [2, 9]", lo, hi)
 	}
 }

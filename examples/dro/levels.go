@@ -5,9 +5,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/simclr-go/simclr/cso"
+	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -80,23 +80,27 @@ func (t *task) levels() (*levelsReport, error) {
 			}
 		}
 	} else {
-		ref := setting{Method: "L-SGD", Estimator: "lsgd", L: 4, Step: 1e-2}
-		var err error
-		x, err = t.endPoint(ref, mlpRefRunBudget, 1)
+		ref := method(mlmc.Kind{Method: mlmc.LSGD}, 4, 1e-2, 0)
+		tr, err := experiment.Trial(t.problem(), ref, 1, mlpRefRunBudget)
 		if err != nil {
 			return nil, err
 		}
-		rep.At = fmt.Sprintf("the end of an L-SGD run (L = %d, step %g, %d samples, seed 1)", ref.L, ref.Step, mlpRefRunBudget)
+		x = tr.Final
+		rep.At = fmt.Sprintf("the end of an L-SGD run (L = %d, step %g, %d samples, seed 1)", ref.Config.MaxLevel, ref.Step, mlpRefRunBudget)
 		rep.BiasRef = fmt.Sprintf("F^%d on the same draws", refLevel)
 		rep.F, rep.FSE = t.obj.(*crnObjective).valueSE(x)
 	}
 	p := newSinkhorn(t.data, t.model)
-	o, err := cso.New[int, []float64](p, cso.Config{MaxLevel: levelsMax, Seed: levelsSeed})
-	if err != nil {
-		return nil, err
+	prob := t.problem()
+	prob.NewOracle = func(seed uint64) (experiment.Instance, error) {
+		o, err := cso.New[int, []float64](p, cso.Config{MaxLevel: levelsMax, Seed: seed})
+		if err != nil {
+			return experiment.Instance{}, err
+		}
+		return experiment.Instance{Oracle: o, At: o.SetPoints}, nil
 	}
-	o.SetPoints(x, x)
-	rep.Levels, err = mlmc.MeasureLevels[[]float64](o, mlmc.Float64Ops{Dim: p.Dim()},
+	var err error
+	rep.Levels, err = experiment.MeasureLevels(prob, x, levelsSeed,
 		mlmc.LevelsConfig{MinLevel: 0, MaxLevel: levelsMax, Draws: levelsDraws, B: 2, C: 1, Seed: levelsSeed})
 	if err != nil {
 		return nil, err
@@ -145,38 +149,6 @@ func (t *task) bias(p *sinkhorn, ex *exactLinear, x []float64, l int, r *rand.Ra
 	return mean, math.Sqrt(math.Max(sum2/float64(n)-mean*mean, 0) / float64(n-1))
 }
 
-// endPoint runs a setting for budget samples and returns its last iterate.
-func (t *task) endPoint(s setting, budget int64, seed uint64) ([]float64, error) {
-	p := newSinkhorn(t.data, t.model)
-	o, err := cso.New[int, []float64](p, cso.Config{MaxLevel: oracleMaxLevel, Seed: seed})
-	if err != nil {
-		return nil, err
-	}
-	k, err := mlmc.ParseKind(s.Estimator)
-	if err != nil {
-		return nil, err
-	}
-	e, err := mlmc.New(k, s.config(seed), mlmc.Float64Ops{Dim: p.Dim()}, o)
-	if err != nil {
-		return nil, err
-	}
-	x, prev := slices.Clone(t.x0), slices.Clone(t.x0)
-	o.SetPoints(x, prev)
-	v := make([]float64, len(x))
-	for it, samples := 0, int64(0); samples < budget; it++ {
-		step, err := e.Estimate(it, v)
-		if err != nil {
-			return nil, err
-		}
-		samples += step.Samples
-		copy(prev, x)
-		for i := range x {
-			x[i] -= s.Step * v[i]
-		}
-	}
-	return x, nil
-}
-
 func (r *levelsReport) print(w io.Writer) {
 	fmt.Fprintf(w, "\n== %s: per-level diagnostic at %s (F = %.8g", r.Dataset, r.At, r.F)
 	if r.FSE > 0 {
@@ -185,14 +157,12 @@ func (r *levelsReport) print(w io.Writer) {
 	fmt.Fprintln(w, ")")
 	fmt.Fprintf(w, "Y = h^0 at level 0, H^l above; bias against %s; Var h^l split over %d rows x %d inner sets\n",
 		r.BiasRef, splitOuter, splitInner)
-	fmt.Fprintf(w, "%5s %11s %11s %9s %12s %10s %11s %11s %7s\n",
-		"level", "|E Y|", "Var Y", "cost", "bias F-F^l", "bias SE", "Var h outer", "Var h inner", "inner%")
-	for i, st := range r.Levels.Levels {
+	head := fmt.Sprintf(" %12s %10s %11s %11s %7s", "bias F-F^l", "bias SE", "Var h outer", "Var h inner", "inner%")
+	experiment.WriteLevels(w, r.Levels, head, func(i int) string {
 		row := r.Rows[i]
 		inner := 100 * row.Split.Inner / row.Split.Total
-		fmt.Fprintf(w, "%5d %11.4g %11.4g %9.0f %12.4g %10.2g %11.4g %11.4g %6.1f%%\n",
-			st.Level, st.MeanNorm, st.Var, st.Images, row.Bias, row.BiasSE, row.Split.Outer, row.Split.Inner, inner)
-	}
+		return fmt.Sprintf(" %12.4g %10.2g %11.4g %11.4g %6.1f%%", row.Bias, row.BiasSE, row.Split.Outer, row.Split.Inner, inner)
+	})
 	if r.RhoMax > 0 {
 		fmt.Fprintf(w, "relative variance of exp(l/lambda) given the row: largest %.3g; above 2^10 in %d rows\n", r.RhoMax, r.RhoAbove1024)
 	}

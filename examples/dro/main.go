@@ -1,11 +1,14 @@
 // Command dro runs the paper's first experiment, Sinkhorn distributionally
 // robust regression (docs/definitions.md, section 9), with every estimator
 // of package mlmc on the conditional-stochastic-optimisation oracle of
-// package cso:
+// package cso, through the experiment harness (package experiment):
 //
 //	go run ./examples/dro [--dataset NAME] [--full] [--trials N] [--budget N] [--json] [--png DIR] [--levels] [--data-dir DIR]
+//	go run ./examples/dro --dataset libsvm:PATH [...]        # your own data, LIBSVM rows "label idx:value ..."
+//	go run ./examples/dro --dataset csv:PATH:TARGET [...]    # your own CSV with a header; TARGET a column name or 0-based index
 //	go run ./examples/dro --markdown results/dro/summary.jsonl
 //	go run ./examples/dro --full --tuned results/dro/summary.jsonl --json   # the reported trials again, without tuning
+//	go run ./examples/dro --dataset mpg --method auto --gap 0.001 --json   # the auto method instead of the grid
 //
 // The convex sets (housing, mg, mpg; a linear predictor) are scored by the
 // closed form of the objective, and their optimum F* comes from Newton's
@@ -14,13 +17,21 @@
 // point), and F* is the smallest value any run reached.
 // Each method's step size and top level L are grid-searched on tuning seeds
 // that the reported trials do not use. The report gives, per method, the
-// median over trials of the generated samples at which the relative gap
-// (F - F*)/(F(x0) - F*) first falls to 1%, 0.3% and 0.1%, and the same for
-// the best setting of each method at each gap (best-tuned L-SGD against
-// the best MLMC).
+// median over trials of the generated samples after which the relative gap
+// (F - F*)/(F(x0) - F*) stays at or below 1%, 0.3% and 0.1% (and, beside
+// it, the samples at which it first touches them), and the same for the
+// best setting of each method at each gap (best-tuned L-SGD against the
+// best MLMC).
 //
 // The default run is housing; --dataset runs another; --full runs every data
-// set. --levels prints the per-level diagnostic (mean, variance and cost of
+// set. A file of your own runs with the linear predictor and its closed-form
+// F*: libsvm:PATH, or csv:PATH:TARGET where TARGET is the label column's
+// name, or its 0-based index when no column has that name, and every other
+// column is a numeric feature. Its features are scaled to [-1, 1] by each
+// one's minimum and maximum over the rows, as the named sets' are (a file
+// already scaled so is unchanged); its labels are used as given, as the named
+// linear sets' are. The run's first line says so. PATH is read as given, not
+// under --data-dir. --levels prints the per-level diagnostic (mean, variance and cost of
 // H^l, fitted b and c, the bias F - F^l and the outer and inner parts of
 // Var h^l) at the optimum instead.
 package main
@@ -34,8 +45,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+
+	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/experiment/autoplan"
+	"github.com/simclr-go/simclr/mlmc"
 )
 
 func main() {
@@ -61,14 +75,18 @@ type options struct {
 	hidden  int
 	mdFrom  string
 	tuned   string
-	methods []methodSpec
+	kinds   []mlmc.Kind
+	// auto runs the auto method (package experiment/autoplan) instead of
+	// the grid, planned for each of autoGaps.
+	auto     bool
+	autoGaps []float64
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("dro", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.dataset, "dataset", "housing", "data set: housing, mg, mpg (linear), bike, gas (MLP)")
+	fs.StringVar(&o.dataset, "dataset", "housing", "data set: housing, mg, mpg (linear), bike, gas (MLP), or your own file with the linear predictor: libsvm:PATH, csv:PATH:TARGET (TARGET a column name or 0-based index)")
 	fs.BoolVar(&o.full, "full", false, "every data set")
 	fs.IntVar(&o.trials, "trials", 10, "reported trials per method (seeds 1..N)")
 	fs.Int64Var(&o.budget, "budget", 0, "generated inner samples per run (0: the data set's default)")
@@ -77,11 +95,32 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.levels, "levels", false, "print the per-level diagnostic at the optimum instead of optimising")
 	fs.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "folder holding the data files (housing_scale.txt, bike_hour.csv, ...)")
 	fs.IntVar(&o.hidden, "hidden", 16, "hidden tanh units of the MLP (bike, gas)")
-	methodList := fs.String("methods", "", "comma-separated methods to run (default all ten), e.g. L-SGD,V-MLMC,RT-MLMC")
+	methodList := fs.String("methods", "", "comma-separated methods to run (default all ten), e.g. L-SGD,V-MLMC,RT-MLMC or lsgd,vmlmc,rtmlmc")
 	fs.StringVar(&o.tuned, "tuned", "", "take each method's settings from this --json output file instead of tuning, and rerun the trials")
 	fs.StringVar(&o.mdFrom, "markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
+	methodName := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap")
+	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	switch *methodName {
+	case "":
+		if *gap != 0 {
+			return o, fmt.Errorf("--gap %g: only --method auto plans for a gap; the grid reports every gap", *gap)
+		}
+	case "auto":
+		o.auto, o.autoGaps = true, gaps
+		if *gap != 0 {
+			if !(*gap > 0 && *gap < 1) {
+				return o, fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.001", *gap)
+			}
+			o.autoGaps = []float64{*gap}
+		}
+		if *methodList != "" || o.tuned != "" {
+			return o, errors.New("--method auto chooses its own estimator and settings: drop --methods and --tuned")
+		}
+	default:
+		return o, fmt.Errorf("--method %q: the only method is auto (the grid's methods are chosen with --methods)", *methodName)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -96,22 +135,36 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if _, err := findDataset(o.dataset); err != nil {
 		return o, err
 	}
-	o.methods = methodSpecs
+	o.kinds = kinds
 	if *methodList != "" {
-		o.methods = nil
+		o.kinds = nil
 		for _, name := range strings.Split(*methodList, ",") {
-			i := slices.IndexFunc(methodSpecs, func(m methodSpec) bool { return strings.EqualFold(m.Label, strings.TrimSpace(name)) })
-			if i < 0 {
+			k, ok := kindByName(strings.TrimSpace(name))
+			if !ok {
 				var all []string
-				for _, m := range methodSpecs {
-					all = append(all, m.Label)
+				for _, k := range kinds {
+					all = append(all, experiment.Family{Kind: k}.Name())
 				}
 				return o, fmt.Errorf("--methods: unknown method %q: use some of %s", name, strings.Join(all, ","))
 			}
-			o.methods = append(o.methods, methodSpecs[i])
+			o.kinds = append(o.kinds, k)
 		}
 	}
 	return o, nil
+}
+
+// kindByName reads a method named as the tables name it ("VR RT-MLMC") or
+// as package mlmc does ("vr-rtmlmc").
+func kindByName(name string) (mlmc.Kind, bool) {
+	if k, err := mlmc.ParseKind(name); err == nil {
+		return k, true
+	}
+	for _, k := range kinds {
+		if strings.EqualFold(experiment.Family{Kind: k}.Name(), name) {
+			return k, true
+		}
+	}
+	return mlmc.Kind{}, false
 }
 
 // defaultDataDir is $SIMCLR_DRO_DATA, else data-cache/dro.
@@ -128,11 +181,11 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.mdFrom != "" {
-		sums, err := readSummaries(o.mdFrom)
+		sums, err := experiment.ReadSummaries(o.mdFrom)
 		if err != nil {
 			return err
 		}
-		writeMarkdown(stdout, sums)
+		experiment.WriteMarkdown(stdout, sums)
 		return nil
 	}
 	names := []string{o.dataset}
@@ -164,62 +217,93 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		}
-		fStar := fmt.Sprintf("%.6g", t.fStar)
-		if math.IsInf(t.fStar, 1) {
-			fStar = "the lowest value any run reaches"
+		run := t.experiment
+		if o.auto {
+			run = t.autoExperiment
 		}
-		tuning := fmt.Sprintf("tuning %d settings x %d seeds", countSettings(o.methods), len(tuningSeeds))
-		if o.tuned != "" {
-			tuning = "settings from " + o.tuned
-		}
-		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %s; budget %d samples; %s\n",
-			name, ds.About, t.model.name(), t.f0, fStar, t.budget, tuning)
-		var prior *summary
-		if o.tuned != "" {
-			sums, err := readSummaries(o.tuned)
-			if err != nil {
-				return fmt.Errorf("--tuned: %w", err)
-			}
-			for i := range sums {
-				if sums[i].Dataset == name {
-					prior = &sums[i]
-				}
-			}
-			if prior == nil {
-				return fmt.Errorf("--tuned %s has no data set %s", o.tuned, name)
-			}
-		}
-		res, err := t.experiment(o.methods, o.trials, prior)
-		if err != nil {
+		if err := run(o, stdout, stderr); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
-		}
-		if o.pngDir != "" {
-			if err := os.MkdirAll(o.pngDir, 0o755); err != nil {
-				return err
-			}
-			path := filepath.Join(o.pngDir, "dro-"+name+".png")
-			if err := t.plot(res, path); err != nil {
-				return fmt.Errorf("%s: plot: %w", name, err)
-			}
-			fmt.Fprintln(stderr, "wrote", path)
-		}
-		if o.jsonOut {
-			if err := json.NewEncoder(stdout).Encode(res.summary); err != nil {
-				return err
-			}
-		} else {
-			res.summary.print(stdout)
 		}
 	}
 	return nil
 }
 
-func countSettings(methods []methodSpec) int {
-	n := 0
-	for _, m := range methods {
-		n += len(grid(m))
+// experiment tunes the methods (or takes --tuned's settings), runs the
+// reported trials and writes the summary, the tables and the plot.
+func (t *task) experiment(o options, stdout, stderr io.Writer) error {
+	p, pr := t.problem(), t.protocol(o.trials)
+	fStar := fmt.Sprintf("%.6g", t.fStar)
+	if math.IsInf(t.fStar, 1) {
+		fStar = "the lowest value any run reaches"
 	}
-	return n
+	cands := grid(o.kinds)
+	tuning := fmt.Sprintf("tuning %d settings x %d seeds", len(cands), len(tuningSeeds))
+	if o.tuned != "" {
+		tuning = "settings from " + o.tuned
+	}
+	fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %s; budget %d samples; %s\n",
+		t.ds.Name, t.ds.About, t.model.name(), t.f0, fStar, t.budget, tuning)
+	var tn *experiment.Tuning
+	var err error
+	if o.tuned != "" {
+		tn, err = tuningFromFile(o.tuned, t.ds.Name, o.kinds)
+	} else {
+		tn, err = experiment.Tune(p, pr, cands)
+	}
+	if err != nil {
+		return err
+	}
+	res, err := experiment.Report(p, pr, tn)
+	if err != nil {
+		return err
+	}
+	if o.pngDir != "" {
+		if err := os.MkdirAll(o.pngDir, 0o755); err != nil {
+			return err
+		}
+		path := filepath.Join(o.pngDir, "dro-"+t.ds.Name+".png")
+		panels := res.Panels([]string{t.ds.Name + ": plain", t.ds.Name + ": variance reduced (VR)"},
+			func(c experiment.Curve) int {
+				if c.Family.Kind.VR {
+					return 1
+				}
+				return 0
+			})
+		if err := experiment.WritePNG(path, panels); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		fmt.Fprintln(stderr, "wrote", path)
+	}
+	if o.jsonOut {
+		return res.Summary.WriteJSON(stdout)
+	}
+	experiment.WriteMarkdown(stdout, []experiment.Summary{res.Summary})
+	return nil
+}
+
+// autoExperiment runs the auto method on the reported seeds, planned for
+// each gap of o.autoGaps in turn: one summary per gap, whose trials'
+// plans say what the pilot chose and why.
+func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
+	p, pr := t.problem(), t.protocol(o.trials)
+	for _, g := range o.autoGaps {
+		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; auto planned for gap %g\n",
+			t.ds.Name, t.ds.About, t.model.name(), t.f0, t.fStar, t.budget, g)
+		tn := experiment.Fixed(fmt.Sprintf("auto planned for gap %g: a pilot of at most 5%% of each trial's budget, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", g),
+			experiment.Method{Auto: autoplan.New(g)})
+		res, err := experiment.Report(p, pr, tn)
+		if err != nil {
+			return err
+		}
+		if o.jsonOut {
+			if err := res.Summary.WriteJSON(stdout); err != nil {
+				return err
+			}
+			continue
+		}
+		experiment.WriteMarkdown(stdout, []experiment.Summary{res.Summary})
+	}
+	return nil
 }
 
 // loadData loads a data set, naming the folder and the fix when a file is

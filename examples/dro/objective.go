@@ -10,15 +10,18 @@ import (
 // objective is what a run's progress is measured by: F(x), exactly or by a
 // fixed large-sample estimate.
 type objective interface {
-	// value is F(x) (+Inf outside the problem's domain).
+	// value is F(x) (+Inf outside the problem's domain); valueSE adds its
+	// standard error (0 when exact).
 	value(x []float64) float64
+	valueSE(x []float64) (float64, float64)
 	// cheap says value may be called at every iteration.
 	cheap() bool
 	// about says how the value is computed, for the report.
 	about() string
 }
 
-func (e *exactLinear) cheap() bool { return true }
+func (e *exactLinear) cheap() bool                            { return true }
+func (e *exactLinear) valueSE(x []float64) (float64, float64) { return e.value(x), 0 }
 func (e *exactLinear) about() string {
 	return "exact: the closed form over all rows"
 }

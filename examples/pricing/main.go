@@ -5,15 +5,18 @@
 // gradients (L = 18), for the Erlang, exponential and hyperexponential service
 // laws, against the optimum of the closed-form M/G/1 objective.
 //
-//	go run ./examples/pricing [--construction paper|coupled|tail] [--window M] [--full] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune]
+//	go run ./examples/pricing [--construction paper|coupled|tail] [--window M] [--full] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune] [--method auto [--gap G]]
 //
-// It prints decisions against simulated queue steps next to the optimum,
-// writes a PNG of the median relative error |x - x*|/|x*| against simulated
-// steps, and with --json prints, per law and method, the median number of
-// simulated steps after which the decision is within 1% of (mu*, p*) and
-// stays there until the end of the run, and the budget-free figure of
-// gridHit: the smallest budget 2^k from which the run's decision is within
-// 1% at every larger budget 2^k up to the method's largest.
+// It runs through the experiment harness (package experiment) and prints,
+// per law and method, the median number of simulated queue steps after
+// which the decision is within 1% of (mu*, p*) and stays there, read at the
+// budgets 2^k (a budget-free figure: a run with budget 2^k returns the
+// decision the longer run had there, so the figure is the smallest 2^k
+// from which every budget 2^k up to the method's largest ends within 1%),
+// the first touch beside it, with intervals and L-SGD's ratio to each
+// method; it writes a PNG of the median relative error |x - x*|/|x*| against
+// simulated steps with quartile bands, and with --json one JSON line per
+// law.
 //
 // The constructions of h^l and H^l (oracle.go): paper (the paper's m-step
 // windows at 2^l and 2^(l-1) of one trajectory, m = --window), coupled (the
@@ -31,7 +34,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,10 +41,9 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"slices"
-	"strings"
-	"sync"
 
+	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -79,33 +80,30 @@ const maxLevel = 18
 // about 20 minutes of both cores and was not run for the settings below
 // (/work/notes/mlmc_bench.md). L-SGD's budget is larger (2^34 simulated
 // steps, 65536 draws of h^18) because it needs it; the RT methods' is 2^28.
-// The budget grids 2^k of gridHit start at k = 22 for L-SGD, 20 for the RT
-// methods.
+// Steps to 1% are read at the budgets 2^k.
 //
 // paper: the coupled settings. With m = 1, h^L has the law of the coupled
 // construction's h^L, so L-SGD is the same method; the RT methods get the
 // same steps so that only the construction differs.
-func methods(c Construction) []method {
+func methods(c Construction) []experiment.Method {
 	base := mlmc.Config{MinLevel: 0, MaxLevel: maxLevel}
 	vr := base
 	vr.D1, vr.D2, vr.QE = 256, 8, 20
+	lsgdKind, rtKind, vrKind := mlmc.Kind{Method: mlmc.LSGD}, mlmc.Kind{Method: mlmc.RTMLMC}, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}
 	if c == EndCoupled || c == Paper {
 		lsgd := base
 		lsgd.NL = coupledLSGDDraws
-		return []method{
-			{Label: "L-SGD", Estimator: "lsgd", Config: lsgd, Step: [2]float64{0.5, 0.5}, Decay: coupledLSGDDecay,
-				Budget: 1 << 34, GridMinLevel: 22},
-			{Label: "RT-MLMC", Estimator: "rtmlmc", Config: base, Step: coupledRTStep, Decay: coupledRTDecay,
-				Budget: 1 << 28, GridMinLevel: 20},
-			{Label: "VR RT-MLMC", Estimator: "vr-rtmlmc", Config: vr, Step: coupledVRStep, Decay: coupledVRDecay,
-				Budget: 1 << 28, GridMinLevel: 20},
+		return []experiment.Method{
+			{Kind: lsgdKind, Config: lsgd, Step: 0.5, Decay: coupledLSGDDecay, Budget: 1 << 34},
+			{Kind: rtKind, Config: base, Step: coupledRTStep, Decay: coupledRTDecay, Budget: 1 << 28},
+			{Kind: vrKind, Config: vr, Step: coupledVRStep, Decay: coupledVRDecay, Budget: 1 << 28},
 		}
 	}
 	budget := int64(64) << maxLevel
-	return []method{
-		{Label: "L-SGD", Estimator: "lsgd", Config: base, Step: [2]float64{0.5, 0.5}, Budget: budget, GridMinLevel: 16},
-		{Label: "RT-MLMC", Estimator: "rtmlmc", Config: base, Step: [2]float64{0.02, 0.02}, Decay: 2000, Budget: budget, GridMinLevel: 16},
-		{Label: "VR RT-MLMC", Estimator: "vr-rtmlmc", Config: vr, Step: [2]float64{0.1, 0.1}, Decay: 500, Budget: budget, GridMinLevel: 16},
+	return []experiment.Method{
+		{Kind: lsgdKind, Config: base, Step: 0.5, Budget: budget},
+		{Kind: rtKind, Config: base, Step: 0.02, Decay: 2000, Budget: budget},
+		{Kind: vrKind, Config: vr, Step: 0.1, Decay: 500, Budget: budget},
 	}
 }
 
@@ -115,11 +113,8 @@ const (
 	coupledLSGDDecay = 100
 	coupledRTDecay   = 1000
 	coupledVRDecay   = 1000
-)
-
-var (
-	coupledRTStep = [2]float64{0.1, 0.1}
-	coupledVRStep = [2]float64{0.1, 0.1}
+	coupledRTStep    = 0.1
+	coupledVRStep    = 0.1
 )
 
 // tuningGrid is, per method of methods(c), the settings --tune tries: six
@@ -127,32 +122,27 @@ var (
 // decay; the RT methods vary the step and the decay, over iteration counts
 // about 10^4 times larger than L-SGD's since an iteration costs about 10
 // steps instead of 2^18.
-func tuningGrid(c Construction) [][]method {
-	ms := methods(c)
-	var out [][]method
-	for i, m := range ms {
-		var g []method
+func tuningGrid(c Construction) []experiment.Method {
+	var out []experiment.Method
+	for i, m := range methods(c) {
 		switch i {
 		case 0:
 			for _, nl := range []int{1, 16} {
 				for _, t0 := range []float64{10, 100, 1000} {
 					v := m
 					v.Config.NL, v.Decay = nl, t0
-					v.Label = fmt.Sprintf("%s n_L=%d t0=%g", m.Label, nl, t0)
-					g = append(g, v)
+					out = append(out, v)
 				}
 			}
 		default:
 			for _, eta := range []float64{0.1, 0.5} {
 				for _, t0 := range []float64{100, 1000, 10000} {
 					v := m
-					v.Step, v.Decay = [2]float64{eta, eta}, t0
-					v.Label = fmt.Sprintf("%s step=%g t0=%g", m.Label, eta, t0)
-					g = append(g, v)
+					v.Step, v.Decay = eta, t0
+					out = append(out, v)
 				}
 			}
 		}
-		out = append(out, g)
 	}
 	return out
 }
@@ -182,6 +172,10 @@ type options struct {
 	png       string
 	full      bool
 	lawFilter string
+	// autoGap, when positive, runs the auto method (package
+	// experiment/autoplan) planned for this relative objective gap instead
+	// of the three methods.
+	autoGap float64
 }
 
 // parseOptions reads the command line. The quick default is one law (the
@@ -200,6 +194,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	asJSON := fs.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
 	lawName := fs.String("law", "", "run only this service law (erlang, exponential, hyperexponential); default exponential, or all with --full")
 	png := fs.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
+	method := fs.String("method", "", "auto: run the auto method instead of the three methods (a pilot of at most 5% of the 2^28 steps chooses the estimator, L, the level law and the step), planned for --gap")
+	gap := fs.Float64("gap", tolerance*tolerance, "with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, usageError{err}
 	}
@@ -224,6 +220,19 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{kind: oracleKind{Construction: c, Window: *window}, workers: *workers, tune: *tune,
 		asJSON: *asJSON, png: *png, full: *full, lawFilter: *lawName}
+	switch *method {
+	case "":
+	case "auto":
+		if !(*gap > 0 && *gap < 1) {
+			return options{}, usageError{fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.0001", *gap)}
+		}
+		if *tune {
+			return options{}, usageError{fmt.Errorf("--method auto chooses its own settings: drop --tune")}
+		}
+		o.autoGap = *gap
+	default:
+		return options{}, usageError{fmt.Errorf("--method %q: the only method is auto", *method)}
+	}
 	n := *seeds
 	if n == 0 {
 		n = 2
@@ -255,82 +264,56 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	if o.tune {
 		return tuneMethods(o.kind, o.workers, stdout)
 	}
-	res, err := experiment(o.laws, o.kind, methods(o.kind.Construction), o.seeds, o.workers, stderr)
-	if err != nil {
-		return err
+	fmt.Fprintf(stderr, "construction %s, seeds %v\n", o.kind, o.seeds)
+	pr := experiment.Protocol{Targets: []float64{tolerance}, Points: budgets, FirstSeed: o.seeds[0],
+		Trials: len(o.seeds), Workers: o.workers}
+	var results []*experiment.Result
+	for _, law := range o.laws {
+		p := problem(law, o.kind)
+		fmt.Fprintf(stderr, "%s service (Var V = %.3f): optimum mu* = %.4f, p* = %.4f, F* = %.4f\n",
+			law.Name, law.Var(), p.xStar[0], p.xStar[1], Objective(law, p.xStar[0], p.xStar[1]))
+		tn := experiment.Fixed("one considered choice per method, not tuned", methods(o.kind.Construction)...)
+		if o.autoGap > 0 {
+			tn = experiment.Fixed(fmt.Sprintf("auto planned for the relative objective gap %g, with a budget of 2^28 steps (the RT methods'): a pilot of at most 5%% of it, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", o.autoGap),
+				experiment.Method{Auto: autoplan.New(o.autoGap), Budget: 1 << 28})
+		}
+		res, err := experiment.Report(p.Problem, pr, tn)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
 	}
-	// The table goes where people read; with --json stdout is one JSON
-	// document, so the table goes to stderr.
+	// The tables go where people read; with --json stdout is JSON lines,
+	// so the tables go to stderr.
 	table := stdout
 	if o.asJSON {
 		table = stderr
 	}
-	printTable(table, o.kind, res)
+	var sums []experiment.Summary
+	for _, r := range results {
+		sums = append(sums, r.Summary)
+	}
+	fmt.Fprintf(table, "construction %s\n\n", o.kind)
+	experiment.WriteMarkdown(table, sums)
 	if o.png != "" {
-		if err := plotErrors(res, o.png); err != nil {
-			return err
+		var panels []experiment.Panel
+		for _, r := range results {
+			pn := r.Panels([]string{r.Summary.Problem + " service"}, func(experiment.Curve) int { return 0 })
+			panels = append(panels, pn...)
+		}
+		if err := experiment.WritePNG(o.png, panels); err != nil {
+			return fmt.Errorf("--png: %w", err)
 		}
 		fmt.Fprintln(stderr, "wrote", o.png)
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(summaries(res)); err != nil {
-			return fmt.Errorf("writing JSON: %w", err)
+		for _, s := range sums {
+			if err := s.WriteJSON(stdout); err != nil {
+				return fmt.Errorf("writing JSON: %w", err)
+			}
 		}
 	}
 	return nil
-}
-
-// printTable prints, per law, the budget-free median steps to 1% of each
-// method and L-SGD's over each MLMC method's: the comparison the command
-// exists for.
-func printTable(w io.Writer, k oracleKind, res []result) {
-	fmt.Fprintf(w, "construction %s: median simulated steps to 1%% (budget-free, seeds reached)\n", k)
-	fmt.Fprintf(w, "%-17s", "law")
-	var labels []string
-	for _, r := range res {
-		if slices.Contains(labels, r.Method.Label) {
-			break
-		}
-		labels = append(labels, r.Method.Label)
-		fmt.Fprintf(w, " %-20s", r.Method.Label)
-	}
-	fmt.Fprintln(w, " L-SGD / method")
-	law := ""
-	var ratios []string
-	for _, s := range summaries(res) {
-		if s.Law != law {
-			if law != "" {
-				fmt.Fprintln(w, " "+strings.Join(ratios, ", "))
-			}
-			law, ratios = s.Law, nil
-			fmt.Fprintf(w, "%-17s", s.Law)
-		}
-		cell := fmt.Sprintf("> %.3g", float64(s.Budget))
-		if s.GridMedian != nil {
-			cell = fmt.Sprintf("%.3g", *s.GridMedian)
-		}
-		fmt.Fprintf(w, " %-20s", fmt.Sprintf("%s (%d/%d)", cell, s.GridReached, s.Seeds))
-		switch {
-		case s.GridRatioToLSGD != nil:
-			ratios = append(ratios, fmt.Sprintf("%s %.3g", s.Method, *s.GridRatioToLSGD))
-		case s.Method != "L-SGD":
-			ratios = append(ratios, s.Method+" -")
-		}
-	}
-	if law != "" {
-		fmt.Fprintln(w, " "+strings.Join(ratios, ", "))
-	}
-}
-
-// result holds every run of one law and method.
-type result struct {
-	Law    Law
-	Method method
-	XStar  [2]float64
-	Grid   []int64
-	Traces []trace
 }
 
 func seedRange(first, n int) []uint64 {
@@ -341,210 +324,40 @@ func seedRange(first, n int) []uint64 {
 	return s
 }
 
-// experiment runs every law, method and seed (workers runs at a time),
-// printing progress to log.
-func experiment(laws []Law, k oracleKind, ms []method, seeds []uint64, workers int, log io.Writer) ([]result, error) {
-	fmt.Fprintf(log, "construction %s, seeds %v\n", k, seeds)
-	var out []result
-	for _, law := range laws {
-		mu, p := Optimum(law)
-		fmt.Fprintf(log, "%s service (Var V = %.3f): optimum mu* = %.4f, p* = %.4f, F* = %.4f\n",
-			law.Name, law.Var(), mu, p, Objective(law, mu, p))
-		for _, m := range ms {
-			r := result{Law: law, Method: m, XStar: [2]float64{mu, p}, Grid: grid(m.Budget),
-				Traces: make([]trace, len(seeds))}
-			errs := make([]error, len(seeds))
-			var wg sync.WaitGroup
-			slots := make(chan struct{}, workers)
-			for i, s := range seeds {
-				wg.Add(1)
-				slots <- struct{}{}
-				go func() {
-					defer func() { <-slots; wg.Done() }()
-					r.Traces[i], errs[i] = run(law, k, m, r.XStar, maxLevel, s, r.Grid)
-				}()
+// tuneMethods runs every setting of tuningGrid on seeds 1001 and 1002 for
+// every law and prints, per setting, the median steps after which the
+// decision stays within 1% per law and their geometric mean over laws (a
+// seed that does not get there counts as twice the budget), marking the
+// best setting of each method.
+func tuneMethods(k oracleKind, workers int, w io.Writer) error {
+	grid := tuningGrid(k.Construction)
+	pr := experiment.Protocol{Targets: []float64{tolerance}, Points: budgets, TuningSeeds: seedRange(1001, 2),
+		Criterion: experiment.CostToFirstTarget, Workers: workers, Trials: 1}
+	logScore := make([]float64, len(grid))
+	lines := make([]string, len(grid))
+	for _, law := range Laws() {
+		tn, err := experiment.Tune(problem(law, k).Problem, pr, grid)
+		if err != nil {
+			return err
+		}
+		for i, s := range tn.Settings {
+			score := 2 * float64(grid[i].Budget)
+			if s.Score != nil {
+				score = *s.Score
 			}
-			wg.Wait()
-			for i, err := range errs {
-				if err != nil {
-					return nil, fmt.Errorf("%s, %s, seed %d: %w", law.Name, m.Label, seeds[i], err)
-				}
-			}
-			out = append(out, r)
-			printDecisions(log, r)
+			logScore[i] += math.Log(score) / float64(len(Laws()))
+			lines[i] += fmt.Sprintf(" %s %.3g", law.Name, score)
 		}
 	}
-	return out, nil
-}
-
-// tuneMethods runs every setting of tuningGrid on seeds 1001 and 1002 and
-// prints, per setting, the median steps to 1% per law and the geometric
-// mean over laws (a seed that does not reach 1% counts as twice the
-// budget), marking the best setting of each method.
-func tuneMethods(k oracleKind, workers int, w io.Writer) error {
-	for _, g := range tuningGrid(k.Construction) {
-		best, bestScore := "", math.Inf(1)
-		for _, m := range g {
-			res, err := experiment(Laws(), k, []method{m}, seedRange(1001, 2), workers, io.Discard)
-			if err != nil {
-				return err
-			}
-			score := 0.0
-			fmt.Fprintf(w, "%-36s", m.Label)
-			for _, r := range res {
-				hits := make([]float64, len(r.Traces))
-				for i, t := range r.Traces {
-					hits[i] = 2 * float64(m.Budget)
-					if t.Hit >= 0 {
-						hits[i] = float64(t.Hit)
-					}
-				}
-				med := (hits[0] + hits[1]) / 2
-				score += math.Log(med) / float64(len(res))
-				fmt.Fprintf(w, " %s %.3g (%d/2)", r.Law.Name, med, countHits(r.Traces))
-			}
-			fmt.Fprintf(w, " | geomean %.3g\n", math.Exp(score))
-			if score < bestScore {
-				best, bestScore = m.Label, score
-			}
+	bestOf := map[experiment.Family]int{}
+	for i, m := range grid {
+		fmt.Fprintf(w, "%-44s%s | geomean %.3g\n", m.String(), lines[i], math.Exp(logScore[i]))
+		if b, ok := bestOf[m.Family()]; !ok || logScore[i] < logScore[b] {
+			bestOf[m.Family()] = i
 		}
-		fmt.Fprintf(w, "best: %s\n\n", best)
+	}
+	for _, m := range methods(k.Construction) {
+		fmt.Fprintf(w, "best %s: %s\n", m.Name(), grid[bestOf[m.Family()]])
 	}
 	return nil
-}
-
-// printDecisions prints, for seed 1, the decision against simulated steps at
-// a few points, and the median steps to 1%.
-func printDecisions(w io.Writer, r result) {
-	tr := r.Traces[0]
-	fmt.Fprintf(w, "  %-11s final (mu, p) = (%.4f, %.4f) after %d iterations, %.3g steps simulated; ",
-		r.Method.Label, tr.Final[0], tr.Final[1], tr.Iterations, float64(tr.Simulated))
-	med, reached := medianHit(r.Traces)
-	if reached {
-		fmt.Fprintf(w, "median steps to 1%%: %.3g (%d/%d seeds)\n", med, countHits(r.Traces), len(r.Traces))
-	} else {
-		fmt.Fprintf(w, "1%% not reached by most seeds (%d/%d)\n", countHits(r.Traces), len(r.Traces))
-	}
-	for _, frac := range []float64{0.01, 0.1, 0.5, 1} {
-		k := int(frac*float64(len(r.Grid)-1) + 0.5)
-		fmt.Fprintf(w, "      after %.3g steps: median error %.4f\n", float64(r.Grid[k]), medianAt(r.Traces, k))
-	}
-}
-
-func countHits(ts []trace) int {
-	n := 0
-	for _, t := range ts {
-		if t.Hit >= 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// medianHit is the median over seeds of the steps to 1% (a seed that never
-// gets there counts as infinite); reached is false when the median is
-// infinite.
-func medianHit(ts []trace) (float64, bool) {
-	hits := make([]float64, len(ts))
-	for i, t := range ts {
-		hits[i] = math.Inf(1)
-		if t.Hit >= 0 {
-			hits[i] = float64(t.Hit)
-		}
-	}
-	slices.Sort(hits)
-	n := len(hits)
-	med := hits[n/2]
-	if n%2 == 0 {
-		med = (hits[n/2-1] + hits[n/2]) / 2
-	}
-	return med, !math.IsInf(med, 1)
-}
-
-func medianAt(ts []trace, k int) float64 {
-	v := make([]float64, len(ts))
-	for i, t := range ts {
-		v[i] = t.Errors[k]
-	}
-	slices.Sort(v)
-	n := len(v)
-	if n%2 == 0 {
-		return (v[n/2-1] + v[n/2]) / 2
-	}
-	return v[n/2]
-}
-
-// summary is one line of --json output.
-type summary struct {
-	Law    string `json:"law"`
-	Method string `json:"method"`
-	// MedianSteps is the median number of simulated queue steps to come
-	// within 1% of (mu*, p*) and stay there; null when most seeds do not.
-	MedianSteps *float64 `json:"median_steps_to_1pct"`
-	// MedianDrawn is the same point counted in samples drawn (each draw's
-	// random numbers once, however many queues or evaluations use them).
-	MedianDrawn *float64 `json:"median_drawn_to_1pct"`
-	Reached     int      `json:"seeds_reached"`
-	Seeds       int      `json:"seeds"`
-	Budget      int64    `json:"budget_steps"`
-	// RatioToLSGD is L-SGD's median divided by this method's.
-	RatioToLSGD *float64 `json:"lsgd_over_method,omitempty"`
-	// The budget-free figure (gridHit): per seed, the smallest budget 2^k
-	// (k >= GridMinLevel) from which the error is within 1% at every
-	// larger 2^k up to the budget; null for a seed that is not within 1%
-	// at the budget. GridMedian is their median (null when most seeds do
-	// not reach), GridRatioToLSGD L-SGD's GridMedian over this method's.
-	GridMinSteps    int64      `json:"grid_min_steps"`
-	GridSteps       []*float64 `json:"grid_steps_to_1pct"`
-	GridMedian      *float64   `json:"grid_median_steps_to_1pct"`
-	GridReached     int        `json:"grid_seeds_reached"`
-	GridRatioToLSGD *float64   `json:"grid_lsgd_over_method,omitempty"`
-}
-
-func summaries(res []result) []summary {
-	var out []summary
-	lsgd, lsgdGrid := map[string]float64{}, map[string]float64{}
-	for _, r := range res {
-		med, ok := medianHit(r.Traces)
-		s := summary{Law: r.Law.Name, Method: r.Method.Label, Reached: countHits(r.Traces),
-			Seeds: len(r.Traces), Budget: r.Method.Budget, GridMinSteps: int64(1) << r.Method.GridMinLevel}
-		gridTraces := make([]trace, len(r.Traces))
-		for i, t := range r.Traces {
-			gridTraces[i].Hit = gridHit(r.Grid, t.Errors, r.Method.GridMinLevel, r.Method.Budget)
-			var v *float64
-			if h := gridTraces[i].Hit; h >= 0 {
-				f := float64(h)
-				v = &f
-			}
-			s.GridSteps = append(s.GridSteps, v)
-		}
-		s.GridReached = countHits(gridTraces)
-		if gm, gok := medianHit(gridTraces); gok {
-			s.GridMedian = &gm
-			if r.Method.Estimator == "lsgd" {
-				lsgdGrid[r.Law.Name] = gm
-			} else if l, have := lsgdGrid[r.Law.Name]; have {
-				ratio := l / gm
-				s.GridRatioToLSGD = &ratio
-			}
-		}
-		if ok {
-			s.MedianSteps = &med
-			drawn := make([]trace, len(r.Traces))
-			for i, t := range r.Traces {
-				drawn[i] = t
-				drawn[i].Hit = t.HitDrawn
-			}
-			d, _ := medianHit(drawn)
-			s.MedianDrawn = &d
-			if r.Method.Estimator == "lsgd" {
-				lsgd[r.Law.Name] = med
-			} else if l, have := lsgd[r.Law.Name]; have {
-				ratio := l / med
-				s.RatioToLSGD = &ratio
-			}
-		}
-		out = append(out, s)
-	}
-	return out
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"io"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -290,7 +290,7 @@ func TestLSGDReachesOptimum(t *testing.T) {
 	for _, law := range Laws() {
 		mu, p := Optimum(law)
 		for seed := uint64(1); seed <= 2; seed++ {
-			tr, err := run(law, oracleKind{TailAverages, 1}, m, [2]float64{mu, p}, maxLevel, seed, grid(m.Budget))
+			tr, err := experiment.Trial(problem(law, oracleKind{TailAverages, 1}).Problem, m, seed, m.Budget)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,7 +301,7 @@ func TestLSGDReachesOptimum(t *testing.T) {
 				}
 				continue
 			}
-			if tr.Hit < 0 {
+			if final > tolerance {
 				t.Errorf("%s seed %d: L-SGD ends at %v, not within 1%% of (%.4f, %.4f)", law.Name, seed, tr.Final, mu, p)
 			}
 		}
@@ -437,6 +437,10 @@ func TestParseOptions(t *testing.T) {
 		{args: []string{"--workers", "0"}, wantErr: "--workers"},
 		{args: []string{"--law", "gamma"}, wantErr: "--law"},
 		{args: []string{"extra"}, wantErr: "unexpected argument"},
+		{args: []string{"--method", "auto"}, laws: 1, seeds: 2, kind: oracleKind{EndCoupled, 1}},
+		{args: []string{"--method", "auto", "--gap", "1.5"}, wantErr: "--gap"},
+		{args: []string{"--method", "auto", "--tune"}, wantErr: "--tune"},
+		{args: []string{"--method", "grid"}, wantErr: "--method"},
 	}
 	for _, tc := range tests {
 		o, err := parseOptions(tc.args, io.Discard)
@@ -449,6 +453,9 @@ func TestParseOptions(t *testing.T) {
 		if err != nil {
 			t.Errorf("%v: %v", tc.args, err)
 			continue
+		}
+		if auto := len(tc.args) > 1 && tc.args[0] == "--method"; auto != (o.autoGap == tolerance*tolerance) {
+			t.Errorf("%v: auto gap %g", tc.args, o.autoGap)
 		}
 		if len(o.laws) != tc.laws || len(o.seeds) != tc.seeds || o.kind != tc.kind {
 			t.Errorf("%v: %d laws, %d seeds, %v; want %d, %d, %v", tc.args, len(o.laws), len(o.seeds), o.kind, tc.laws, tc.seeds, tc.kind)
@@ -472,54 +479,20 @@ func TestCoupledRTMLMCReachesOptimum(t *testing.T) {
 	m := methods(EndCoupled)[1]
 	m.Budget = 1 << 26
 	for seed := uint64(1); seed <= 2; seed++ {
-		tr, err := run(law, oracleKind{EndCoupled, 1}, m, [2]float64{mu, p}, maxLevel, seed, grid(m.Budget))
+		tr, err := experiment.Trial(problem(law, oracleKind{EndCoupled, 1}).Problem, m, seed, m.Budget)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if final := math.Hypot(tr.Final[0]-mu, tr.Final[1]-p) / math.Hypot(mu, p); final > tolerance {
-			t.Errorf("seed %d: RT-MLMC (coupled) ends at %v after %d steps, relative error %.4f > 1%%", seed, tr.Final, tr.Simulated, final)
+			t.Errorf("seed %d: RT-MLMC (coupled) ends at %v after %d steps, relative error %.4f > 1%%", seed, tr.Final, tr.Cost, final)
 		}
 	}
 }
 
-// gridHit reads steps-to-1% off the power-of-two budgets of the sample grid:
-// the smallest 2^k >= 2^minLevel from which every later 2^k is within 1%,
-// ignoring the errors between powers of two and -1 when the last is not.
-func TestGridHit(t *testing.T) {
-	const budget = 1 << 6
-	g := grid(budget)
-	for k := 0; k <= 6; k++ {
-		if _, found := slices.BinarySearch(g, int64(1)<<k); !found {
-			t.Fatalf("grid(%d) = %v lacks 2^%d", budget, g, k)
-		}
-	}
-	// errsAt sets the error at 2^k to e[k] and 0.5 between powers of two.
-	errsAt := func(e [7]float64) []float64 {
-		out := make([]float64, len(g))
-		for i, s := range g {
-			out[i] = 0.5
-			if s&(s-1) == 0 {
-				out[i] = e[bits.Len64(uint64(s))-1]
-			}
-		}
-		return out
-	}
-	in, out := 0.005, 0.02
-	tests := []struct {
-		name     string
-		errs     [7]float64
-		minLevel int
-		want     int64
-	}{
-		{"always within", [7]float64{in, in, in, in, in, in, in}, 2, 4},
-		{"enters at 2^3", [7]float64{out, out, out, in, in, in, in}, 0, 8},
-		{"leaves and re-enters", [7]float64{out, in, in, out, in, in, in}, 0, 16},
-		{"out at the budget", [7]float64{in, in, in, in, in, in, out}, 0, -1},
-		{"only the budget", [7]float64{out, out, out, out, out, out, in}, 3, 64},
-	}
-	for _, tc := range tests {
-		if got := gridHit(g, errsAt(tc.errs), tc.minLevel, budget); got != tc.want {
-			t.Errorf("%s: gridHit = %d, want %d", tc.name, got, tc.want)
-		}
+// The logged points are the budgets 2^k up to the method's: the figure
+// "stays within 1%" is then read where a shorter run would end.
+func TestBudgets(t *testing.T) {
+	if got, want := budgets(1<<6), []int64{1, 2, 4, 8, 16, 32, 64}; !slices.Equal(got, want) {
+		t.Errorf("budgets(64) = %v, want %v", got, want)
 	}
 }

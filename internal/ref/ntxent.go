@@ -72,21 +72,8 @@ func (w *NTXentWorkspace) NTXent(n, d int, tau float64, multilevel bool, z, dz [
 		panic(fmt.Sprintf("ref.NTXent: temperature tau=%g must be positive", tau))
 	}
 
-	// u holds the normalised rows in float64; norm the (floored) row norms.
-	w.u, w.norm = grow(w.u, rows*d), grow(w.norm, rows)
-	u, norm := w.u, w.norm
-	for i := 0; i < rows; i++ {
-		zi, ui := z[i*d:(i+1)*d], u[i*d:(i+1)*d]
-		var ss float64
-		for _, v := range zi {
-			ss += float64(v) * float64(v)
-		}
-		nrm := math.Max(math.Sqrt(ss), normEps)
-		norm[i] = nrm
-		for k, v := range zi {
-			ui[k] = float64(v) / nrm
-		}
-	}
+	w.normalize(rows, d, z)
+	u := w.u
 
 	// g[i*rows+u] is d value / d s_iu (s before division by tau); the
 	// similarity matrix is symmetric, so the gradient on u_i collects both
@@ -130,6 +117,37 @@ func (w *NTXentWorkspace) NTXent(n, d int, tau float64, multilevel bool, z, dz [
 		value = full - 0.5*halves/float64(n)
 	}
 
+	w.backward(rows, d, inv, dz)
+	return value, full
+}
+
+// normalize fills w.u with the rows of z (rows x d) L2-normalised in
+// float64 and w.norm with their (floored) norms.
+func (w *NTXentWorkspace) normalize(rows, d int, z []float32) {
+	w.u, w.norm = grow(w.u, rows*d), grow(w.norm, rows)
+	u, norm := w.u, w.norm
+	for i := 0; i < rows; i++ {
+		zi, ui := z[i*d:(i+1)*d], u[i*d:(i+1)*d]
+		var ss float64
+		for _, v := range zi {
+			ss += float64(v) * float64(v)
+		}
+		nrm := math.Max(math.Sqrt(ss), normEps)
+		norm[i] = nrm
+		for k, v := range zi {
+			ui[k] = float64(v) / nrm
+		}
+	}
+}
+
+// backward writes dz from w.g times scale, the gradient of the loss with
+// respect to the cosines s_iu (w.g holds it with respect to s_iu/tau for
+// NT-Xent, whose scale is 1/tau): the similarity matrix is symmetric, so
+// the gradient on u_i collects both g[i,u] and g[u,i], and then goes
+// through the normalisation.
+func (w *NTXentWorkspace) backward(rows, d int, scale float64, dz []float32) {
+	g, u, norm := w.g, w.u, w.norm
+	inv := scale
 	// sym = (g + g^T)/tau, built tile by tile so both reads stay in cache.
 	w.sym = grow(w.sym, rows*rows) // every entry is written below
 	sym := w.sym
@@ -166,7 +184,6 @@ func (w *NTXentWorkspace) NTXent(n, d int, tau float64, multilevel bool, z, dz [
 			}
 		}
 	})
-	return value, full
 }
 
 // softmaxTerm returns l(i, pos) = logsumexp_{v in [lo,hi), v != i} s_v - s_pos

@@ -461,7 +461,7 @@ func TestSGDOverfitsOneBatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	x, _ := uploadRandom(b, rng, 2*n*m.InputLen())
 	dz := b.Alloc(2 * n * tiny.ProjDim)
-	opt, err := optim.New(b, m.Params(), optim.Config{Kind: "sgd", Momentum: 0.9, WeightDecay: 5e-4})
+	opt, err := optim.New(b, m.Params(), optim.Config{Kind: optim.SGD, Momentum: 0.9, WeightDecay: 5e-4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +587,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	x, _ := uploadRandom(be, rng, 2*n*m.InputLen())
 	dz := be.Alloc(2 * n * 128)
-	opt, err := optim.New(be, m.Params(), optim.Config{Kind: "sgd", Momentum: 0.9, WeightDecay: 5e-4})
+	opt, err := optim.New(be, m.Params(), optim.Config{Kind: optim.SGD, Momentum: 0.9, WeightDecay: 5e-4})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,19 +1,23 @@
 # lib.sh — sourced by scripts/gpu/run_all.sh and scripts/gpu/train_chunk.sh on
 # the GPU machine: finds the CUDA libraries simclr loads at run time and sets
 #
-#   SIMCLR_CUDA_LIBS  (exported) the folders holding libcuda, cuBLAS(Lt), NVRTC
-#                     and cuDNN 9, in this order: the driver's
+#   gpu_lib_dirs      the folders holding libcuda, cuBLAS(Lt), NVRTC and
+#                     cuDNN 9, in this order: the driver's
 #                     (/usr/local/nvidia/lib64, the system folder), the CUDA
 #                     toolkit's (/usr/local/cuda, then /usr/local/cuda-*
 #                     newest first), then the NVIDIA wheels of
 #                     /opt/torch/.venv (nvidia/cu13/lib, nvidia/cudnn/lib);
 #                     symlinked folders are followed
-#   gpu_lib_dirs      the same folders as an array
 #   go_env            (env LD_LIBRARY_PATH=...) to put before the Go programs
-#                     only: cuDNN's runtime-compiled engines dlopen NVRTC and
-#                     libcudnn opens cuBLAS by name, while PyTorch must keep the
-#                     copies its RPATH finds, which a toolkit folder first in
-#                     LD_LIBRARY_PATH could shadow
+#                     only: the folders above join simclr's search without
+#                     pinning any (SIMCLR_CUDA_LIBS would: its copies win
+#                     whatever their CUDA major), so simclr chooses one set
+#                     of one CUDA major itself and `simclr devices` says
+#                     which; cuDNN's runtime-compiled engines dlopen NVRTC
+#                     and libcudnn opens cuBLAS by name, while PyTorch must
+#                     keep the copies its RPATH finds, which a toolkit folder
+#                     first in LD_LIBRARY_PATH could shadow. A
+#                     SIMCLR_CUDA_LIBS set before is left as it is.
 #   XDG_CACHE_HOME    (exported) $gpu_work/cache, so NVRTC's compiled kernels
 #                     are cached for the later simclr processes of the session
 #   gpu_work          /tmp/simclr-gpu, scratch space (data, runs, cache)
@@ -57,13 +61,12 @@ for gpu_root in "${gpu_roots[@]}"; do
 	done < <(find -L "$gpu_root" -maxdepth 3 \( -name 'libcuda.so.1' -o -name 'libcublasLt.so.1[23]*' -o -name 'libcublas.so.1[23]*' \
 		-o -name 'libnvrtc.so.1[23]*' -o -name 'libcudnn.so.9*' \) 2>/dev/null | sort)
 done
-SIMCLR_CUDA_LIBS=$(
+gpu_lib_path=$(
 	IFS=:
 	echo "${gpu_lib_dirs[*]}"
 )
-export SIMCLR_CUDA_LIBS
 # shellcheck disable=SC2034 # used by the scripts that source this file
-go_env=(env "LD_LIBRARY_PATH=$SIMCLR_CUDA_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+go_env=(env "LD_LIBRARY_PATH=$gpu_lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 export XDG_CACHE_HOME=$gpu_work/cache
 export PYTHONUNBUFFERED=1
 
@@ -74,7 +77,8 @@ gpu_python=/opt/torch/.venv/bin/python
 # gpu_show_libs prints what was found.
 gpu_show_libs() {
 	local d f
-	echo "SIMCLR_CUDA_LIBS=$SIMCLR_CUDA_LIBS"
+	echo "library folders (LD_LIBRARY_PATH of the Go programs): $gpu_lib_path"
+	[[ -n ${SIMCLR_CUDA_LIBS:-} ]] && echo "SIMCLR_CUDA_LIBS=$SIMCLR_CUDA_LIBS (set before: pins its copies)"
 	for d in "${gpu_lib_dirs[@]}"; do
 		echo "  $d:"
 		for f in "$d"/libcuda.so* "$d"/libcublas* "$d"/libcudnn.so* "$d"/libnvrtc*; do

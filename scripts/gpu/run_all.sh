@@ -111,8 +111,9 @@ want() {
 }
 
 # ---------------------------------------------------------------- libraries
-# simclr loads libcuda, cuBLAS(Lt), cuDNN 9 and NVRTC with purego: lib.sh sets
-# SIMCLR_CUDA_LIBS and go_env (LD_LIBRARY_PATH for the Go programs).
+# simclr loads libcuda, cuBLAS(Lt), cuDNN 9 and NVRTC with purego: lib.sh finds
+# their folders and sets go_env (LD_LIBRARY_PATH for the Go programs), from
+# which simclr chooses one set of one CUDA major (`devices` says which).
 # shellcheck source=scripts/gpu/lib.sh
 source scripts/gpu/lib.sh
 python=$gpu_python

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/simclr-go/simclr/internal/testenv"
+	"github.com/simclr-go/simclr/internal/testsupport/testenv"
 )
 
 //go:embed csrc/*.c csrc/*.h
@@ -87,7 +87,10 @@ func Build(dir string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command(cc, "-std=gnu11", "-O3", "-ffp-contract=off", "-shared", "-fPIC", "-pthread", "-Wall", "-Wno-format-truncation", "-I", dir,
+			// -Bsymbolic: a library's calls to its own functions stay
+			// inside it, so that a test's copy of one (under another
+			// soname) never runs on the state of the other.
+			cmd := exec.Command(cc, "-std=gnu11", "-O3", "-ffp-contract=off", "-shared", "-fPIC", "-pthread", "-Wl,-Bsymbolic", "-Wall", "-Wno-format-truncation", "-I", dir,
 				"-o", filepath.Join(dir, l.name), in, "-ldl", "-lm")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("build %s: %v\n%s", l.name, err, out)

@@ -91,3 +91,55 @@ extern "C" __global__ void k_l2norm_bwd(const float* zn, const float* dzn, const
     double nrm = norms[r];
     for (int j = threadIdx.x; j < d; j += BLOCK) dz[o + j] = (float)((dzn[o + j] - zn[o + j] * s) / nrm);
 }
+
+// The decoupled losses (docs/definitions.md, section 10 "Decoupled losses",
+// DCL and SogCLR): the reference is internal/ref/decoupled.go.
+//
+// k_decoupled_rows: block i handles row i of S. The negatives of view i
+// are every column but i and its positive i^1. DCL (sog 0): terms[i] is
+// log sum_neg exp(s/tau) - s_pos/tau and row i of G = dLoss/dS the
+// softmax over the negatives (and -1 at the positive) times 1/(tau rows).
+// SogCLR (sog 1): u_i = (1-g) uimg[i/2] + g m_i with m_i the mean of
+// exp(s/tau) over the negatives (g = 1 where uimg is 0), urow[i] = u_i,
+// terms[i] = log((rows-2) u_i) - s_pos/tau and G the step's weights
+// exp(s/tau)/((rows-2) u_i) (and -1 at the positive) times 1/rows.
+extern "C" __global__ void k_decoupled_rows(const float* S, float* G, double* terms, const float* uimg, float* urow,
+                                            int rows, float tau, float gamma, int sog) {
+    __shared__ double sh[BLOCK];
+    int i = blockIdx.x;
+    int pos = i ^ 1;
+    const float* Si = S + (long long)i * rows;
+    double itau = 1.0 / (double)tau;
+    double mx = -1e300;
+    for (int u = threadIdx.x; u < rows; u += BLOCK)
+        if (u != i && u != pos && Si[u] * itau > mx) mx = Si[u] * itau;
+    mx = block_max(mx, sh);
+    double sb = 0;
+    for (int u = threadIdx.x; u < rows; u += BLOCK)
+        if (u != i && u != pos) sb += exp(Si[u] * itau - mx);
+    sb = block_sum(sb, sh);
+    double lse = mx + log(sb);
+    double spos = Si[pos] * itau;
+    double negs = (double)(rows - 2);
+    double logDenom = lse, c = itau / rows;
+    if (sog) {
+        double old = (double)uimg[i / 2];
+        double g = old == 0 ? 1.0 : (double)gamma;
+        double ui = (1 - g) * old + g * exp(lse) / negs;
+        logDenom = log(negs * ui);
+        c = 1.0 / rows;
+        if (threadIdx.x == 0) urow[i] = (float)ui;
+    }
+    if (threadIdx.x == 0) terms[i] = logDenom - spos;
+    for (int u = threadIdx.x; u < rows; u += BLOCK) {
+        double g = 0;
+        if (u == pos) g = -c;
+        else if (u != i) g = c * exp(Si[u] * itau - logDenom);
+        G[(long long)i * rows + u] = (float)g;
+    }
+}
+
+// k_u_mean: u[k] = the mean of its two views' u_i, in float as the host does.
+extern "C" __global__ void k_u_mean(const float* urow, float* u, int n) {
+    GRID_STRIDE(k, n) u[k] = (urow[2 * k] + urow[2 * k + 1]) * 0.5f;
+}

@@ -192,8 +192,17 @@ func (r *Run) describe() string {
 	parts := []string{est}
 	L := int(r.cfgFloat("max_level"))
 	switch {
-	case est == "lsgd":
+	case est == "lsgd" || est == "dcl":
 		parts = append(parts, fmt.Sprintf("batch %d", 1<<L))
+	case est == "sogclr":
+		gamma := r.cfgFloat("sogclr_gamma")
+		if math.IsNaN(gamma) || gamma == 0 {
+			gamma = 0.9 // train.DefaultSogCLRGamma
+		}
+		parts = append(parts, fmt.Sprintf("batch %d, gamma %g", 1<<L, gamma))
+		if d := r.cfgString("sogclr_gamma_decay"); d != "" && d != "constant" {
+			parts = append(parts, "decay "+d)
+		}
 	default:
 		parts = append(parts, fmt.Sprintf("l_min %d, L %d, halves %s", int(r.cfgFloat("min_level")), L, r.cfgString("halves")))
 	}
@@ -562,13 +571,9 @@ func levelsTables(b *strings.Builder, root string) error {
 		if strings.HasSuffix(f, ".run.json") {
 			continue
 		}
-		raw, err := os.ReadFile(f)
+		rep, err := mlmc.ReadLevelsReport(f)
 		if err != nil {
 			return err
-		}
-		var rep mlmc.LevelsReport
-		if err := json.Unmarshal(raw, &rep); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		fmt.Fprintf(b, "\n**Per-level diagnostics, %s** (`simclr levels`, levels %d..%d, %d draws; Y = h^%d at the lowest level, H^l above; h^L for L-SGD):\n\n",

@@ -9,7 +9,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
@@ -50,14 +49,9 @@ func run(out string, args []string) error {
 		if !ok {
 			return fmt.Errorf("argument %q: want NAME=FILE.json", arg)
 		}
-		raw, err := os.ReadFile(path)
+		l, err := mlmc.ReadLevelsReport(path)
 		if err != nil {
 			return err
-		}
-		// `simclr levels --json` embeds mlmc.LevelsReport at its top level.
-		var l mlmc.LevelsReport
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		var v, s plotter.XYs
 		for _, st := range l.Levels {

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu_version.h"
+
 typedef unsigned long long u64;
 typedef int cublasStatus_t;
 enum {
@@ -37,6 +39,7 @@ typedef struct handle {
     int math;
     u64 workspace, workspace_size;
     int (*device_range)(u64, u64);
+    int (*sticky)(void); // the driver's sticky error of the current context
 } handle;
 #define MAGIC 0xC0B1A5u
 
@@ -72,6 +75,7 @@ cublasStatus_t cublasCreate_v2(void** out) {
     if (!p) return CUBLAS_STATUS_ALLOC_FAILED;
     p->magic = MAGIC;
     p->device_range = range;
+    p->sticky = (int (*)(void))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_sticky");
     *out = p;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -117,10 +121,11 @@ cublasStatus_t cublasSetWorkspace_v2(void* h, u64 ws, size_t size) {
 
 cublasStatus_t cublasGetProperty(int type, int* value) {
     if (!value) return CUBLAS_STATUS_INVALID_VALUE;
+    int major = emu_own_major(12); // 12.8.4, or N.0.0 for a copy named libcublas.so.N
     switch (type) {
-    case 0: *value = 12; return CUBLAS_STATUS_SUCCESS;
-    case 1: *value = 8; return CUBLAS_STATUS_SUCCESS;
-    case 2: *value = 4; return CUBLAS_STATUS_SUCCESS;
+    case 0: *value = major; return CUBLAS_STATUS_SUCCESS;
+    case 1: *value = major == 12 ? 8 : 0; return CUBLAS_STATUS_SUCCESS;
+    case 2: *value = major == 12 ? 4 : 0; return CUBLAS_STATUS_SUCCESS;
     }
     return CUBLAS_STATUS_INVALID_VALUE;
 }
@@ -128,7 +133,8 @@ cublasStatus_t cublasGetProperty(int type, int* value) {
 cublasStatus_t cublasGetVersion_v2(void* h, int* version) {
     if (!get(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (!version) return CUBLAS_STATUS_INVALID_VALUE;
-    *version = 120804;
+    int major = emu_own_major(12);
+    *version = major == 12 ? 120804 : major * 10000;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -161,6 +167,10 @@ cublasStatus_t cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, cons
                               const float* beta, u64 C, int ldc) {
     handle* p = get(h);
     if (!p) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (p->sticky && p->sticky()) {
+        logf_("cublasSgemm: the context holds the earlier fault %d", p->sticky());
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
     // The checks of the cuBLAS documentation of cublas<t>gemm.
     if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T && ta != CUBLAS_OP_C) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T && tb != CUBLAS_OP_C) ||
         m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||

@@ -68,6 +68,7 @@ typedef struct handle {
     int kind;
     u64 stream;
     int (*device_range)(u64, u64);
+    int (*sticky)(void); // the driver's sticky error of the current context
 } handle;
 
 typedef struct tensor {
@@ -89,6 +90,14 @@ typedef struct conv {
 #define CHECK_KIND(p, K) ((p) != NULL && *(const int*)(p) == (K))
 
 size_t cudnnGetVersion(void) { return 90800; }
+
+// The CUDA version this cuDNN was "built for": SIMCLR_CUDA_EMU_CUDNN_CUDA
+// (e.g. 13000), else 12080; the tests of the library set choose it.
+size_t cudnnGetCudartVersion(void) {
+    const char* v = getenv("SIMCLR_CUDA_EMU_CUDNN_CUDA");
+    long n = v && *v ? strtol(v, NULL, 10) : 0;
+    return n > 0 ? (size_t)n : 12080;
+}
 
 const char* cudnnGetErrorString(cudnnStatus_t s) {
     switch (s) {
@@ -118,6 +127,7 @@ cudnnStatus_t cudnnCreate(void** out) {
     handle* h = calloc(1, sizeof *h);
     h->kind = K_HANDLE;
     h->device_range = range;
+    h->sticky = (int (*)(void))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_sticky");
     *out = h;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -506,6 +516,10 @@ static void backward_filter_part(void* ctx, int lo, int hi) {
 static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u64 ws, size_t ws_size, const float* alpha, const float* beta,
                          u64 in1, u64 in2, u64 out) {
     const char* what = dir_name[dir];
+    if (h->sticky && h->sticky()) {
+        logf_("%s: the context holds the earlier fault %d", what, h->sticky());
+        return CUDNN_STATUS_EXECUTION_FAILED;
+    }
     size_t nx = (size_t)p->N * p->C * p->H * p->W, nw = (size_t)p->K * p->C * p->R * p->S, ny = (size_t)p->N * p->K * p->OH * p->OW;
     size_t need;
     cudnnStatus_t st = algo_info(dir, algo, p, p->cv->math, &need);

@@ -17,7 +17,9 @@
 // default 2), SIMCLR_CUDA_EMU_SMS (the multiprocessor count reported,
 // default 132, an H100 SXM), SIMCLR_CUDA_EMU_MEMORY_MB (the device memory, default 8192),
 // SIMCLR_CUDA_EMU_ORDER (ascending: run a block's threads in index order
-// between barriers instead of a fixed pseudo-random order).
+// between barriers instead of a fixed pseudo-random order),
+// SIMCLR_CUDA_EMU_DRIVER_VERSION (what cuDriverGetVersion reports, default
+// 12080: CUDA 12.8).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -47,6 +49,13 @@ enum {
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+    CUDA_ERROR_LAUNCH_TIMEOUT = 702,
+    CUDA_ERROR_ASSERT = 710,
+    CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
+    CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
+    CUDA_ERROR_MISALIGNED_ADDRESS = 716,
+    CUDA_ERROR_INVALID_ADDRESS_SPACE = 717,
+    CUDA_ERROR_INVALID_PC = 718,
     CUDA_ERROR_LAUNCH_FAILED = 719,
     CUDA_ERROR_NOT_SUPPORTED = 801,
     CUDA_ERROR_UNKNOWN = 999,
@@ -163,6 +172,23 @@ __attribute__((visibility("default"))) int simclr_cuda_emu_device_range(u64 p, u
 __attribute__((visibility("default"))) int simclr_cuda_emu_has_context(void) {
     return initialized && current != NULL && current->refs > 0;
 }
+// The sticky error of the calling thread's context (0: none): the
+// emulated cuBLAS and cuDNN fail their work after a fault, as the real
+// ones do.
+__attribute__((visibility("default"))) int simclr_cuda_emu_sticky(void) {
+    return initialized && current != NULL && current->refs > 0 ? current->sticky : 0;
+}
+
+// For tests: the next launch that succeeds leaves a fault of code behind,
+// as a kernel that faults on a GPU does: the launch itself returns
+// success (the kernel runs after it returns), and the context is poisoned
+// for every later call, which then returns code (a "sticky" error).
+static CUresult fault_after_launch;
+__attribute__((visibility("default"))) void simclr_cuda_emu_fault_after_next_launch(int code) {
+    pthread_mutex_lock(&mu);
+    fault_after_launch = code;
+    pthread_mutex_unlock(&mu);
+}
 
 static int valid_stream(u64 s) {
     if (s == 0 || s == 1 || s == 2) return 1; // the NULL stream, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
@@ -187,7 +213,7 @@ CUresult cuInit(unsigned int flags) {
 
 CUresult cuDriverGetVersion(int* v) {
     if (!v) return CUDA_ERROR_INVALID_VALUE;
-    *v = 12080;
+    *v = env_int("SIMCLR_CUDA_EMU_DRIVER_VERSION", 12080, 1000, 99990);
     return CUDA_SUCCESS;
 }
 
@@ -262,6 +288,13 @@ static const struct {
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
+    {CUDA_ERROR_ASSERT, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
+    {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"},
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
+    {CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
+    {CUDA_ERROR_INVALID_ADDRESS_SPACE, "CUDA_ERROR_INVALID_ADDRESS_SPACE", "operation not supported on global/shared address space"},
+    {CUDA_ERROR_INVALID_PC, "CUDA_ERROR_INVALID_PC", "invalid program counter"},
     {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
@@ -987,6 +1020,14 @@ CUresult cuLaunchKernel(u64 f, unsigned gx, unsigned gy, unsigned gz, unsigned b
         pthread_mutex_lock(&mu);
         current->sticky = r;
         pthread_mutex_unlock(&mu);
+        return r;
     }
-    return r;
+    pthread_mutex_lock(&mu);
+    if (fault_after_launch) {
+        emu_log("cuLaunchKernel(%s): fault %d injected by the test, returned by the calls after this launch", k->name, fault_after_launch);
+        current->sticky = fault_after_launch;
+        fault_after_launch = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "emu_abi.h"
+#include "emu_version.h"
 
 typedef int nvrtcResult;
 enum {
@@ -49,8 +50,8 @@ typedef struct program {
 
 nvrtcResult nvrtcVersion(int* major, int* minor) {
     if (!major || !minor) return NVRTC_ERROR_INVALID_INPUT;
-    *major = 12;
-    *minor = 8;
+    *major = emu_own_major(12);
+    *minor = *major == 12 ? 8 : 0;
     return NVRTC_SUCCESS;
 }
 
@@ -142,15 +143,27 @@ static unsigned long long fnv(unsigned long long h, const char* s, size_t n) {
     return h;
 }
 
-// The folder this library was loaded from: kernel_shim.h and emu_abi.h
-// are there.
-static int own_dir(char* out, size_t size) {
+// The folder this library's file is in: kernel_shim.h and emu_abi.h are
+// there. Found once, when the library is loaded, as the file's real path:
+// a test may load it through a symbolic link in a folder of its own, and
+// the loader keeps that first name for every later load of the same file,
+// after the test has removed the link.
+static char own_dir_path[4096];
+
+__attribute__((constructor)) static void find_own_dir(void) {
     Dl_info info;
-    if (!dladdr((void*)own_dir, &info) || !info.dli_fname) return -1;
-    snprintf(out, size, "%s", info.dli_fname);
-    char* slash = strrchr(out, '/');
-    if (!slash) return -1;
-    *slash = 0;
+    if (!dladdr((void*)find_own_dir, &info) || !info.dli_fname) return;
+    char* real = realpath(info.dli_fname, NULL);
+    snprintf(own_dir_path, sizeof own_dir_path, "%s", real ? real : info.dli_fname);
+    free(real);
+    char* slash = strrchr(own_dir_path, '/');
+    if (slash) *slash = 0;
+    else own_dir_path[0] = 0;
+}
+
+static int own_dir(char* out, size_t size) {
+    if (!own_dir_path[0]) return -1;
+    snprintf(out, size, "%s", own_dir_path);
     return 0;
 }
 

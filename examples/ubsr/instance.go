@@ -1,0 +1,232 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/simclr-go/simclr/ubsr"
+)
+
+// oracleMaxLevel is the largest level the oracles serve: 2^20 copies of X
+// and as many of X~.
+const oracleMaxLevel = 20
+
+// instance is one problem with its loss: the oracle, the objective runs are
+// scored on and its minimum (docs/definitions.md, section 12).
+type instance struct {
+	Name   string // "gaussian-3" or "student-t-20"
+	Loss   ubsr.Loss
+	Lambda float64
+	X0     []float64
+	// Exact says whether SR is the closed form (true) or the
+	// sample-average objective on a fixed reference sample.
+	Exact bool
+	// SR is the objective runs are scored on, with its gradient when grad
+	// is not nil.
+	SR func(theta, grad []float64) (float64, error)
+	// SR0 = SR(X0); SRStar and ThetaStar its minimum on the budget plane;
+	// SRStarSE the standard error of SRStar as an estimate of the true
+	// minimum (0 for a closed form), Reference what SRStar is.
+	SR0, SRStar, SRStarSE float64
+	ThetaStar             []float64
+	Grad0                 []float64
+	Reference             string
+
+	payoff ubsr.Problem[[]float64]
+}
+
+// oracle makes the instance's UBSR oracle with the given seed.
+func (in *instance) oracle(seed uint64) (*ubsr.Oracle[[]float64], error) {
+	return ubsr.New(in.payoff, in.Loss, ubsr.Config{Lambda: in.Lambda, MaxLevel: oracleMaxLevel, Seed: seed})
+}
+
+// The 3-asset Gaussian portfolio: means, standard deviations and the one
+// correlation of every pair.
+var (
+	gaussMu  = []float64{0.05, 0.10, 0.15}
+	gaussSD  = []float64{0.10, 0.20, 0.30}
+	gaussRho = 0.3
+)
+
+// losses are the three losses of the Gaussian instance with their risk
+// levels, by the names the command accepts.
+var losses = []struct {
+	Name   string
+	Loss   ubsr.Loss
+	Lambda float64
+}{
+	{"entropic", ubsr.Entropic(5), 0.5},
+	{"quadratic-hinge", ubsr.QuadraticHinge(10), 0.01},
+	{"expectile", ubsr.Expectile(0.9), 0},
+}
+
+// solverTol is the projected-gradient norm at which the deterministic
+// solver stops: the objective is then within about tol^2 / (2 mu) of its
+// minimum, far below the smallest gap measured.
+const solverTol = 1e-8
+
+func uniform(d int) []float64 {
+	x := make([]float64, d)
+	for i := range x {
+		x[i] = 1 / float64(d)
+	}
+	return x
+}
+
+// gaussianInstance is the 3-asset Gaussian portfolio with loss number k of
+// losses, with its exact optimum.
+func gaussianInstance(k int) (*instance, error) {
+	p, err := ubsr.NewGaussianPortfolio(gaussMu, gaussSD, gaussRho)
+	if err != nil {
+		return nil, err
+	}
+	lc := losses[k]
+	in := &instance{Name: "gaussian-3", Loss: lc.Loss, Lambda: lc.Lambda, X0: uniform(3), Exact: true,
+		Reference: "closed form, minimised on the budget plane by projected gradient to a gradient norm of 1e-8",
+		payoff:    p}
+	in.SR = func(theta, grad []float64) (float64, error) { return p.SR(lc.Loss, lc.Lambda, theta, grad) }
+	return in, in.solve()
+}
+
+// solve sets SR0, Grad0, ThetaStar and SRStar.
+func (in *instance) solve() error {
+	in.Grad0 = make([]float64, len(in.X0))
+	var err error
+	if in.SR0, err = in.SR(in.X0, in.Grad0); err != nil {
+		return fmt.Errorf("%s, %s: SR at x0: %w", in.Name, in.Loss.Name, err)
+	}
+	in.ThetaStar, in.SRStar, err = ubsr.MinimiseBudget(in.SR, in.X0, solverTol)
+	if err != nil {
+		return fmt.Errorf("%s, %s: optimum: %w", in.Name, in.Loss.Name, err)
+	}
+	return nil
+}
+
+// The 20-asset factor model: R_k = mu_k + beta_k sigmaM F + sigma_k e_k with
+// F and e_k independent Student-t with nu = 4 degrees of freedom scaled to
+// unit variance (t_4 / sqrt 2). Asset k = 0..19 has mu_k = 0.02 + 0.10 k/19,
+// beta_k = 0.5 + k/19 and sigma_k = 0.10 + 0.20 ((7k mod 20)/19), so that
+// idiosyncratic risk does not follow the mean.
+const (
+	factorAssets = 20
+	factorNu     = 4
+	factorSigmaM = 0.15
+	// referenceDraws is the size of the fixed sample the student-t
+	// objective is the sample-average SR of.
+	referenceDraws = 1 << 18
+	referenceSeed  = 20240
+)
+
+type factorModel struct {
+	mu, beta, sigma []float64
+}
+
+func newFactorModel() *factorModel {
+	f := &factorModel{}
+	for k := range factorAssets {
+		f.mu = append(f.mu, 0.02+0.10*float64(k)/19)
+		f.beta = append(f.beta, 0.5+float64(k)/19)
+		f.sigma = append(f.sigma, 0.10+0.20*float64((7*k)%20)/19)
+	}
+	return f
+}
+
+func (f *factorModel) Dim() int { return factorAssets }
+
+// studentT draws a Student-t variate with nu degrees of freedom scaled to
+// unit variance: Z / sqrt(chi2_nu / nu) times sqrt((nu - 2)/nu), the
+// chi-square a sum of nu squared normals (nu is a small integer).
+func studentT(r *rand.Rand) float64 {
+	chi := 0.0
+	for range factorNu {
+		z := r.NormFloat64()
+		chi += z * z
+	}
+	return r.NormFloat64() / math.Sqrt(chi/factorNu) * math.Sqrt((factorNu-2.0)/factorNu)
+}
+
+func (f *factorModel) Draw(r *rand.Rand, reuse []float64) []float64 {
+	if cap(reuse) < factorAssets {
+		reuse = make([]float64, factorAssets)
+	}
+	out := reuse[:factorAssets]
+	m := factorSigmaM * studentT(r)
+	for k := range out {
+		out[k] = f.mu[k] + f.beta[k]*m + f.sigma[k]*studentT(r)
+	}
+	return out
+}
+
+func (f *factorModel) Payoff(theta, r, grad []float64) float64 {
+	x := 0.0
+	for i, t := range theta {
+		x += t * r[i]
+	}
+	if grad != nil {
+		copy(grad, r)
+	}
+	return x
+}
+
+// studentInstance is the 20-asset factor model with the quadratic-hinge
+// loss, scored on the sample-average SR of referenceDraws fixed draws; its
+// SRStar is that objective's minimum, with the delta-method standard error
+// of the sample-average SR at the minimiser.
+func studentInstance() (*instance, error) {
+	f := newFactorModel()
+	lc := losses[1]
+	r := rand.New(rand.NewPCG(referenceSeed, 7))
+	rs := make([]float64, referenceDraws*factorAssets)
+	for i := range referenceDraws {
+		f.Draw(r, rs[i*factorAssets:(i+1)*factorAssets])
+	}
+	in := &instance{Name: "student-t-20", Loss: lc.Loss, Lambda: lc.Lambda, X0: uniform(factorAssets),
+		Reference: fmt.Sprintf("the sample-average SR over %d fixed draws (seed %d), minimised on the budget plane; "+
+			"SR* is that sample objective's minimum, its standard error the delta method's at the minimiser", referenceDraws, referenceSeed),
+		payoff: f}
+	// SR allocates its payoffs per call, so that runs may score
+	// concurrently.
+	in.SR = func(theta, grad []float64) (float64, error) {
+		xs := make([]float64, referenceDraws)
+		for i := range xs {
+			xs[i] = f.Payoff(theta, rs[i*factorAssets:(i+1)*factorAssets], nil)
+		}
+		t, err := ubsr.SampleRoot(lc.Loss, xs, lc.Lambda, ubsr.DefaultTol)
+		if err != nil || grad == nil {
+			return t, err
+		}
+		clear(grad)
+		den := 0.0
+		for i, x := range xs {
+			w := lc.Loss.Deriv(-x - t)
+			den += w
+			for k, v := range rs[i*factorAssets : (i+1)*factorAssets] {
+				grad[k] += w * v
+			}
+		}
+		for k := range grad {
+			grad[k] /= -den
+		}
+		return t, nil
+	}
+	if err := in.solve(); err != nil {
+		return nil, err
+	}
+	// Delta method: the root's influence function is (l(-X - t) - lambda) / E l'.
+	xs := make([]float64, referenceDraws)
+	for i := range xs {
+		xs[i] = f.Payoff(in.ThetaStar, rs[i*factorAssets:(i+1)*factorAssets], nil)
+	}
+	var m1, m2, d float64
+	for _, x := range xs {
+		v := lc.Loss.Value(-x-in.SRStar) - lc.Lambda
+		m1 += v
+		m2 += v * v
+		d += lc.Loss.Deriv(-x - in.SRStar)
+	}
+	n := float64(len(xs))
+	m1, m2, d = m1/n, m2/n, d/n
+	in.SRStarSE = math.Sqrt((m2-m1*m1)/n) / d
+	return in, nil
+}

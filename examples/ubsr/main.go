@@ -1,0 +1,231 @@
+// Command ubsr optimises utility-based shortfall risk (docs/definitions.md,
+// section 12) with the estimators of package mlmc on the UBSR oracle of
+// package ubsr: a 3-asset Gaussian portfolio with three losses (entropic,
+// quadratic-hinge, expectile), each with its exact optimum, and a 20-asset
+// Student-t factor model with the quadratic-hinge loss, scored on a large
+// sample-average objective.
+//
+//	go run ./examples/ubsr [--instance gaussian-3|student-t-20|all] [--loss NAME|all] [--levels] [--json FILE]
+//
+// Without --levels it prints each instance: SR at the start x0 (the uniform
+// portfolio), its gradient, and the optimum theta*, SR* on the budget plane
+// sum theta = 1. --levels runs the per-level diagnostic at x0: the bias
+// |E h^l - grad SR| and Var h^l with 95% intervals, Var H^l and the cost
+// per level, and the fitted rates a (on the squared bias, the paper's
+// convention), b and c against the paper's a = b = c = 1; --json writes
+// its reports.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "ubsr:", err)
+		os.Exit(1)
+	}
+}
+
+// settings are the command line's.
+type settings struct {
+	Instance, Loss string
+	Levels         bool
+	JSON           string
+	// Run runs the experiment: tuning on seeds 1001-1003, then Trials
+	// reported trials of each family's chosen settings.
+	Run     bool
+	Budget  int64
+	Trials  int
+	Workers int
+	Grid    string
+	Methods string
+	Out     string
+	// FirstTouch also reports each family's best setting per target by
+	// the first-touch rule.
+	FirstTouch bool
+	// LevelsFrom is a --levels JSON file to take the rates from instead of
+	// measuring them again.
+	LevelsFrom string
+	// Refit rebuilds the outputs of an earlier --run from its summary
+	// files under Out.
+	Refit bool
+}
+
+func parse(args []string) (settings, error) {
+	var s settings
+	fs := flag.NewFlagSet("ubsr", flag.ContinueOnError)
+	fs.StringVar(&s.Instance, "instance", "gaussian-3", "gaussian-3, student-t-20 or all")
+	fs.StringVar(&s.Loss, "loss", "all", "the Gaussian instance's loss: entropic, quadratic-hinge, expectile or all")
+	fs.BoolVar(&s.Levels, "levels", false, "run the per-level diagnostic at x0")
+	fs.StringVar(&s.JSON, "json", "", "write the reports as JSON to this file")
+	fs.BoolVar(&s.Run, "run", false, "run the experiment: tune every estimator, report its trials, fit the complexity exponents")
+	fs.Int64Var(&s.Budget, "budget", 1<<21, "samples per run")
+	fs.IntVar(&s.Trials, "trials", 10, "reported trials per chosen setting")
+	fs.IntVar(&s.Workers, "workers", 2, "runs at a time")
+	fs.StringVar(&s.Grid, "grid", "paper", "tuning grid: paper (L = 0..10, steps 4..0.25, two schedules, D1 = 1, 10) or small (L = 6, 8, 10, steps 2, 1, 0.5 decaying with t0 = 300, D1 = 10)")
+	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...)")
+	fs.BoolVar(&s.FirstTouch, "first-touch", false, "also report each family's best setting per target by the first-touch rule (more reported runs)")
+	fs.StringVar(&s.LevelsFrom, "levels-from", "", "with --run, take the rates a, b, c, v from this --levels JSON file instead of measuring them again")
+	fs.BoolVar(&s.Refit, "refit", false, "with --run and --levels-from: refit the exponents and rewrite --json from the summary files under --out, without running")
+	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
+	if err := fs.Parse(args); err != nil {
+		return s, err
+	}
+	if fs.NArg() > 0 {
+		return s, fmt.Errorf("unexpected argument %q: every setting is a flag (see --help)", fs.Arg(0))
+	}
+	if !slices.Contains([]string{"gaussian-3", "student-t-20", "all"}, s.Instance) {
+		return s, fmt.Errorf("--instance %q: use gaussian-3, student-t-20 or all", s.Instance)
+	}
+	if s.Grid != "paper" && s.Grid != "small" {
+		return s, fmt.Errorf("--grid %q: use paper or small", s.Grid)
+	}
+	if s.Refit && (!s.Run || s.LevelsFrom == "") {
+		return s, fmt.Errorf("--refit needs --run and --levels-from: it rebuilds a run's outputs from its files")
+	}
+	if s.Run && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
+		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
+	}
+	if _, err := kindsOf(s.Methods); err != nil {
+		return s, err
+	}
+	if s.Loss != "all" && lossIndex(s.Loss) < 0 {
+		return s, fmt.Errorf("--loss %q: use entropic, quadratic-hinge, expectile or all", s.Loss)
+	}
+	return s, nil
+}
+
+func lossIndex(name string) int {
+	for k, l := range losses {
+		if l.Name == name {
+			return k
+		}
+	}
+	return -1
+}
+
+// instances makes the instances the settings name.
+func instances(s settings) ([]*instance, error) {
+	var out []*instance
+	if s.Instance != "student-t-20" {
+		for k, l := range losses {
+			if s.Loss != "all" && s.Loss != l.Name {
+				continue
+			}
+			in, err := gaussianInstance(k)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, in)
+		}
+	}
+	if s.Instance != "gaussian-3" {
+		in, err := studentInstance()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func run(args []string, w io.Writer) error {
+	s, err := parse(args)
+	if err != nil {
+		return err
+	}
+	ins, err := instances(s)
+	if err != nil {
+		return err
+	}
+	var reports []any
+	for _, in := range ins {
+		in.print(w)
+		if s.Run {
+			kinds, _ := kindsOf(s.Methods)
+			g := paperGrid
+			if s.Grid == "small" {
+				g = smallGrid
+			}
+			var o *outcome
+			if s.Refit {
+				o, err = refit(in, s, w)
+			} else {
+				o, err = runExperiment(in, s, g, kinds, w)
+			}
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", in.Name, in.Loss.Name, err)
+			}
+			if !s.Refit {
+				if err := os.MkdirAll(s.Out, 0o755); err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+				if err := o.write(s.Out); err != nil {
+					return err
+				}
+			}
+			o.print(w)
+			reports = append(reports, o.issueJSON())
+		} else if s.Levels {
+			rep, err := measureLevels(in)
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", in.Name, in.Loss.Name, err)
+			}
+			rep.print(w)
+			reports = append(reports, rep)
+		} else {
+			reports = append(reports, in.summary())
+		}
+	}
+	if s.JSON != "" {
+		b, err := json.MarshalIndent(reports, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(s.JSON, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+	}
+	return nil
+}
+
+// summary is an instance's ground truth as JSON.
+func (in *instance) summary() map[string]any {
+	return map[string]any{"instance": in.Name, "loss": in.Loss.Name, "lambda": in.Lambda, "x0": in.X0,
+		"SR0": in.SR0, "grad0": in.Grad0, "SR_star": in.SRStar, "SR_star_se": in.SRStarSE,
+		"theta_star": in.ThetaStar, "reference": in.Reference}
+}
+
+func (in *instance) print(w io.Writer) {
+	fmt.Fprintf(w, "%s, %s loss (lambda = %g): SR(x0) = %.10f, grad SR(x0) = %.6f\n", in.Name, in.Loss.Name, in.Lambda, in.SR0, in.Grad0)
+	fmt.Fprintf(w, "  theta* = %.6f, SR* = %.10f", in.ThetaStar, in.SRStar)
+	if in.SRStarSE > 0 {
+		fmt.Fprintf(w, " ± %.2g", in.SRStarSE)
+	}
+	fmt.Fprintf(w, ", SR(x0) - SR* = %.6g (%s)\n", in.SR0-in.SRStar, in.Reference)
+}
+
+// kindsOf reads --methods.
+func kindsOf(list string) ([]mlmc.Kind, error) {
+	if list == "all" {
+		return families, nil
+	}
+	var out []mlmc.Kind
+	for _, n := range strings.Split(list, ",") {
+		k, err := mlmc.ParseKind(n)
+		if err != nil {
+			return nil, fmt.Errorf("--methods: %w", err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// Bad flags get one error naming the flag.
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--instance", "gaussian-4"}, "--instance"},
+		{[]string{"--loss", "cvar"}, "--loss"},
+		{[]string{"--grid", "huge"}, "--grid"},
+		{[]string{"--methods", "lsgd,sgd"}, "--methods"},
+		{[]string{"--run", "--budget", "0"}, "--budget"},
+		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--refit"}, "--refit needs --run and --levels-from"},
+	} {
+		if _, err := parse(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+// The exponent fit recovers the slope of medians that follow N = C eps^-e
+// exactly, with an interval around it, and skips a target whose median
+// trial did not reach it.
+func TestFitExponent(t *testing.T) {
+	in := &instance{SR0: 2, SRStar: 1}
+	const e = 1.5
+	var sum experiment.Summary
+	for k, target := range targets {
+		var ps experiment.Passage
+		for j := range 10 {
+			c := 1000 * math.Pow(target, -e) * (1 + 0.01*float64(j-5))
+			if k == len(targets)-1 && j < 6 {
+				ps.Trials = append(ps.Trials, nil) // most did not reach the last target
+				continue
+			}
+			ps.Trials = append(ps.Trials, &c)
+			ps.Reached++
+		}
+		if ps.Reached == 10 {
+			med := 1000 * math.Pow(target, -e)
+			ps.Median = &med // the harness's median; nil where the median trial did not reach
+		}
+		sum.PerTarget = append(sum.PerTarget, experiment.TargetSummary{Target: target,
+			StaysBelow: experiment.Ranking{Methods: []experiment.Ranked{{Name: "L-SGD", Passage: ps,
+				Setting: experiment.Method{Kind: mlmc.Kind{Method: mlmc.LSGD}}}}}})
+	}
+	ex := fitExponent(sum, in, func(experiment.Ranking) string { return "L-SGD" })
+	if len(ex.Targets) != len(targets)-1 {
+		t.Errorf("fitted on %d targets, want %d (the last one reached by 4 of 10)", len(ex.Targets), len(targets)-1)
+	}
+	if v := ex.Exponent; math.Abs(v[0]-e) > 0.01 || v[1] > v[0] || v[2] < v[0] || v[2]-v[1] > 0.1 {
+		t.Errorf("exponent %v, want %g inside a narrow interval", v, e)
+	}
+}
+
+// The projection keeps iterates on the budget plane, and an oracle error
+// becomes a NaN gradient (a diverged trial) instead of an error.
+func TestProblemProjectionAndDivergence(t *testing.T) {
+	in, err := gaussianInstance(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := in.problem()
+	x := []float64{3, -1, 0.5}
+	p.Project(x)
+	if s := x[0] + x[1] + x[2]; math.Abs(s-1) > 1e-15 {
+		t.Errorf("projected sum %g, want 1", s)
+	}
+	inst, err := p.NewOracle(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := []float64{1e6, -1e6 + 1, 0} // exp(-beta X) overflows: no root
+	inst.At(far, far)
+	s, _, err := inst.Oracle.Draw(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := make([]float64, 3)
+	if err := inst.Oracle.Eval(s, mlmc.Current, false, 1, g); err != nil {
+		t.Fatalf("Eval returned %v, want a NaN gradient", err)
+	}
+	if !math.IsNaN(g[0]) {
+		t.Errorf("gradient %v at a point with no root, want NaNs", g)
+	}
+}
+
+// --levels-from names the file and what is missing in it.
+func TestReadLevelsErrors(t *testing.T) {
+	in := &instance{Name: "gaussian-3", Loss: losses[0].Loss}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"missing.json", "", "--levels-from"},
+		{"bad.json", "{", "write it with --levels --json"},
+		{"other.json", `[{"instance": "gaussian-3", "loss": "expectile", "rates": {}}]`, "no diagnostic of gaussian-3 with the entropic loss"},
+		{"norates.json", `[{"instance": "gaussian-3", "loss": "entropic", "rates": {"a": [1, 2]}}]`, "is not [value, lo, hi]"},
+	} {
+		path := filepath.Join(dir, c.name)
+		if c.body != "" {
+			if err := os.WriteFile(path, []byte(c.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := readLevels(path, in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}

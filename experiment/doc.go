@@ -1,0 +1,54 @@
+// Package experiment runs the paper's experimental protocol on any biased
+// oracle of package mlmc over []float64 vectors: a grid search of each
+// estimator's settings on tuning seeds, reported trials on other seeds,
+// the cost each method needs to reach each target gap, and the tables,
+// JSON lines and plots that report them (docs/definitions.md, section 9,
+// states the protocol).
+//
+// A Problem gives the oracle of each trial (per seed), the start x0, an
+// optional projection and step scaling, and what progress is read on: the
+// relative gap (F(x) - F*)/(F(x0) - F*) of an objective that is exact or
+// estimated with a standard error, against an F* that is exact or the
+// lowest value any run reached (Optimum.Reached, said so in the summary);
+// or a problem's own Error (the pricing problem's |x - x*|/|x*|). A Method
+// is typed: an mlmc.Kind with its mlmc.Config, a step size and decay;
+// names for people ("VR RT-MLMC") are derived from the kind, never parsed.
+//
+// The cost to a target is counted in two ways. The headline is the cost
+// after which a trial's gap stays at or below the target for the rest of
+// its budget, checked at every logged point (Protocol.Points), so that a
+// noisy step that crosses the target once by chance does not count as
+// reaching it; the first touch (at every iterate where the problem allows
+// it, else at the logged points) is kept beside it. Each is reported as
+// the median over trials, a distribution-free interval for the median from
+// order statistics at a stated confidence (CIRanks), and the trials that
+// reached it.
+//
+// Tune runs every candidate setting on the tuning seeds and keeps, per
+// family (estimator kind), the overall-tuned setting (Protocol.Criterion)
+// and the best setting for each target by each rule; it names chosen values
+// that sit at an edge of their grid, where the grid must be widened.
+// Report runs the chosen settings on the reported seeds; Fixed and
+// TuningFrom run hand-chosen settings or those of an earlier results file.
+// WriteMarkdown, WritePNG and MeasureLevels (the per-level diagnostic of
+// package mlmc at a point) report them.
+//
+// The auto method. A Method whose Auto is set is decided by a Planner
+// rather than a grid:
+//
+//	type Planner interface {
+//		Plan(pilot Pilot) (Plan, error)
+//	}
+//
+// Pilot carries the Problem (its oracle factory NewOracle, X0, Project,
+// Objective or Error), the point X to measure at, the trial's Seed, its
+// Budget and the cost Spent so far, and the Previous plan when re-planning.
+// Plan returns the concrete Method to run (kind, levels, level law in
+// Config.LevelProbs or LevelDraws, step), the cost its pilot Spent (added
+// to the trial's total before the first iterate, so a pilot is never
+// free), the Reasons for each choice, and optionally ReplanAt: the trial
+// cost at which the harness calls Plan again with the iterate of that
+// moment and continues with the new method. The trial records every plan
+// in its summary. The planner owns its own settings (the target gap, the
+// pilot's share of the budget).
+package experiment

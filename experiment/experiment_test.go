@@ -1,0 +1,432 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// scripted is a deterministic oracle that moves the iterate along a
+// prescribed path: the t-th query's gradient is (x - path[t])/step, so that
+// x_t = path[t] (the last value held once the path ends). Every query costs
+// cost samples.
+type scripted struct {
+	path []float64
+	step float64
+	cost int64
+	x    []float64
+	t    int
+}
+
+func (s *scripted) MaxLevel() int { return mlmc.Unbounded }
+func (s *scripted) Draw(int) (mlmc.Sample, int64, error) {
+	s.t++
+	return s.t, s.cost, nil
+}
+func (s *scripted) Eval(smp mlmc.Sample, _ mlmc.Point, _ bool, alpha float64, out []float64) error {
+	t := min(smp.(int), len(s.path)) - 1
+	out[0] += alpha * (s.x[0] - s.path[t]) / s.step
+	return nil
+}
+func (s *scripted) Release(mlmc.Sample) {}
+
+// path is |x_t| for t = 1..8 from x0 = 1: it touches 1% at t = 2, leaves
+// and is back below for good at t = 4; touches 0.1% at t = 5, leaves at 6
+// and stays from t = 7.
+var path = []float64{0.5, 0.008, 0.02, 0.004, 0.0009, 0.002, 0.0008, 0.0005}
+
+// scriptedProblem: trial s pays 10 s samples a query, so it reaches every
+// iterate at 10 s t samples.
+func scriptedProblem(errorMode bool) *Problem {
+	const step = 0.5
+	p := &Problem{Name: "scripted", X0: []float64{1}, EveryIterate: true,
+		NewOracle: func(seed uint64) (Instance, error) {
+			o := &scripted{path: path, step: step, cost: 10 * int64(seed)}
+			return Instance{Oracle: o, At: func(x, _ []float64) { o.x = x }}, nil
+		}}
+	abs := func(x []float64) float64 { return math.Abs(x[0]) }
+	if errorMode {
+		p.Error = abs
+	} else {
+		p.Objective = Objective{Value: func(x []float64) (float64, float64) { return abs(x), 0 }, About: "|x|"}
+		p.FStar = Optimum{Value: 0}
+	}
+	return p
+}
+
+var lsgd0 = Method{Kind: mlmc.Kind{Method: mlmc.LSGD}, Config: mlmc.Config{MaxLevel: 0}, Step: 0.5}
+
+// everyTen are logged points 10, 20, ..., budget.
+func everyTen(b int64) []int64 {
+	var g []int64
+	for c := int64(10); c <= b; c += 10 {
+		g = append(g, c)
+	}
+	return g
+}
+
+// TestScriptedCosts checks the harness's figures on the scripted path,
+// whose answers are known by hand: trial s reaches iterate t at 10 s t
+// samples, so the stays-below costs are 40 s (1%), 50 s (0.3%), 70 s
+// (0.1%) and the first touches 20 s, 50 s, 50 s; over seeds 1..10 the
+// medians are 5.5 times those of seed 1 and the 97.9% intervals (order
+// statistics 2 and 9) twice and nine times them.
+func TestScriptedCosts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		error  bool
+		points func(int64) []int64
+		every  bool
+		// per seed 1 costs by rule
+		stays, first []float64
+	}{
+		{"error, every iterate", true, everyTen, true, []float64{40, 50, 70}, []float64{20, 50, 50}},
+		{"gap, every iterate", false, everyTen, true, []float64{40, 50, 70}, []float64{20, 50, 50}},
+		// Logged every 40 samples and first touches read there: trial 1 is
+		// at iterates 4 (0.004) and 8 (0.0005) at the first two points, so
+		// it reaches 1% at 40 and the smaller targets at 80 by both rules.
+		// (Only trial 1 is checked: the others' iterates fall between.)
+		{"gap, logged points only", false, func(b int64) []int64 {
+			var g []int64
+			for c := int64(40); c <= b; c += 40 {
+				g = append(g, c)
+			}
+			return g
+		}, false, []float64{40, 80, 80}, []float64{40, 80, 80}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := scriptedProblem(tc.error)
+			p.EveryIterate = tc.every
+			pr := Protocol{Budget: 800, Points: tc.points, Trials: 10, Workers: 3}
+			res, err := Report(p, pr, Fixed("by hand", lsgd0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := res.Summary
+			if math.Abs(s.Coverage-0.978515625) > 1e-12 {
+				t.Errorf("coverage %v, want 0.978515625 (order statistics 2 and 9 of 10)", s.Coverage)
+			}
+			m := s.Methods[0]
+			if !tc.every {
+				for i := range s.Targets {
+					if a, b := m.StaysBelow[i].Trials[0], m.FirstTouch[i].Trials[0]; a == nil || b == nil || *a != tc.stays[i] || *b != tc.first[i] {
+						t.Errorf("target %g, seed 1: stays below %v, first touch %v; want %g, %g", s.Targets[i], ptr(a), ptr(b), tc.stays[i], tc.first[i])
+					}
+				}
+				return
+			}
+			for i := range s.Targets {
+				for _, r := range []struct {
+					rule string
+					ps   Passage
+					one  float64
+				}{{"stays below", m.StaysBelow[i], tc.stays[i]}, {"first touch", m.FirstTouch[i], tc.first[i]}} {
+					ps := r.ps
+					if ps.Median == nil || *ps.Median != 5.5*r.one || ps.Reached != 10 {
+						t.Errorf("target %g, %s: median %v reached %d, want %g by 10", s.Targets[i], r.rule, ptr(ps.Median), ps.Reached, 5.5*r.one)
+					}
+					if ps.CI[0] == nil || ps.CI[1] == nil || *ps.CI[0] != 2*r.one || *ps.CI[1] != 9*r.one {
+						t.Errorf("target %g, %s: interval [%v, %v], want [%g, %g]", s.Targets[i], r.rule, ptr(ps.CI[0]), ptr(ps.CI[1]), 2*r.one, 9*r.one)
+					}
+					for j, c := range ps.Trials {
+						if c == nil || *c != float64(j+1)*r.one {
+							t.Errorf("target %g, %s, seed %d: %v, want %g", s.Targets[i], r.rule, j+1, ptr(c), float64(j+1)*r.one)
+						}
+					}
+				}
+			}
+			if m.FinalGap == nil || *m.FinalGap != 0.0005 {
+				t.Errorf("final gap %v, want 0.0005", ptr(m.FinalGap))
+			}
+		})
+	}
+}
+
+func ptr(p *float64) any {
+	if p == nil {
+		return "null"
+	}
+	return *p
+}
+
+// TestReachedOptimum: with F* unknown, the harness takes the lowest value
+// any run reached, and reads gaps against it.
+func TestReachedOptimum(t *testing.T) {
+	p := scriptedProblem(false)
+	p.Objective.Value = func(x []float64) (float64, float64) { return 5 + math.Abs(x[0]), 0 }
+	p.FStar = Optimum{Reached: true, Value: math.Inf(1)}
+	res, err := Report(p, Protocol{Budget: 800, Points: everyTen, Trials: 3}, Fixed("by hand", lsgd0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	if s.FStar != 5.0005 || !s.FStarReached || s.F0 != 6 {
+		t.Fatalf("F0 = %v, F* = %v (reached %v), want 6, 5.0005, true", s.F0, s.FStar, s.FStarReached)
+	}
+	// The gap (|x| - 0.0005)/0.9995 stays at or below 0.1% from iterate 6
+	// on (0.0015/0.9995 > 0.001 at iterate 6, so from 7): 70 for seed 1.
+	if got := s.Methods[0].StaysBelow[2].Trials[0]; got == nil || *got != 70 {
+		t.Errorf("seed 1 stays below 0.1%% at %v, want 70", ptr(got))
+	}
+	if got := s.Methods[0].FirstTouch[2].Trials[0]; got == nil || *got != 50 {
+		t.Errorf("seed 1 first touches 0.1%% at %v, want 50 (read at the logged points)", ptr(got))
+	}
+}
+
+// quadratic is F(x) = x^2/2 with the exact gradient at every level, one
+// sample a query: gradient descent with step a gives x_t = (1 - a)^t and
+// the gap (1 - a)^(2t).
+type quadratic struct{ x []float64 }
+
+func (q *quadratic) MaxLevel() int                        { return mlmc.Unbounded }
+func (q *quadratic) Draw(int) (mlmc.Sample, int64, error) { return nil, 1, nil }
+func (q *quadratic) Eval(_ mlmc.Sample, _ mlmc.Point, _ bool, alpha float64, out []float64) error {
+	out[0] += alpha * q.x[0]
+	return nil
+}
+func (q *quadratic) Release(mlmc.Sample) {}
+
+func quadraticProblem() *Problem {
+	return &Problem{Name: "quadratic", X0: []float64{1}, EveryIterate: true,
+		NewOracle: func(uint64) (Instance, error) {
+			q := &quadratic{}
+			return Instance{Oracle: q, At: func(x, _ []float64) { q.x = x }}, nil
+		},
+		Objective: Objective{Value: func(x []float64) (float64, float64) { return x[0] * x[0] / 2, 0 }},
+		FStar:     Optimum{Value: 0}}
+}
+
+// TestTuneQuadratic: on the quadratic the step 0.8 wins every criterion
+// (gap 0.04^t against 0.25^t and 0.81^t), reaches 1% and 0.3% at t = 2 and
+// 0.1% at t = 3 (0.04^2 = 0.0016 > 0.001), and sits at the largest value of its grid.
+func TestTuneQuadratic(t *testing.T) {
+	var cands []Method
+	for _, st := range []float64{0.1, 0.5, 0.8} {
+		m := lsgd0
+		m.Step = st
+		cands = append(cands, m)
+	}
+	pr := Protocol{Budget: 100, Points: func(b int64) []int64 { return GeometricGrid(b, 1) }, Trials: 6}
+	tn, err := Tune(quadraticProblem(), pr, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tn.Choices) != 1 || len(tn.Settings) != 3 {
+		t.Fatalf("%d choices, %d settings; want 1, 3", len(tn.Choices), len(tn.Settings))
+	}
+	c := tn.Choices[0]
+	if c.Best.Step != 0.8 || c.Stays[0].Step != 0.8 || c.First[2].Step != 0.8 {
+		t.Errorf("chose %v, %v, %v; want step 0.8", c.Best, c.Stays[0], c.First[2])
+	}
+	if len(tn.Edges) != 1 || !strings.Contains(tn.Edges[0], "step 0.8 is the largest of its grid") {
+		t.Errorf("edges %q, want step 0.8 at the largest", tn.Edges)
+	}
+	res, err := Report(quadraticProblem(), pr, tn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{2, 2, 3}
+	for i, w := range want {
+		if got := res.Summary.PerTarget[i].StaysBelow.Methods[0].Passage.Median; got == nil || *got != w {
+			t.Errorf("target %g: %v samples, want %g", pr.withDefaults().Targets[i], ptr(got), w)
+		}
+	}
+	// The step 0.1 gives gap 0.81^t: 1% at t = 22, and the tuning row says so.
+	if got := tn.Settings[0].StaysBelow[0]; got == nil || *got != 22 {
+		t.Errorf("step 0.1 reaches 1%% at %v on the tuning seeds, want 22", ptr(got))
+	}
+}
+
+// TestMedianIntervalCoverage checks by simulation that the order-statistic
+// interval covers the median with the probability CIRanks states: 20,000
+// samples of n exponential draws per n, the empirical coverage within 4
+// standard errors of the stated one, which is at least the confidence.
+func TestMedianIntervalCoverage(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const reps, conf = 20000, 0.95
+	for _, n := range []int{6, 10, 20, 31} {
+		_, stated := CIRanks(n, conf)
+		if stated < conf {
+			t.Fatalf("n = %d: stated coverage %v below %v", n, stated, conf)
+		}
+		hits := 0
+		xs := make([]float64, n)
+		for range reps {
+			for i := range xs {
+				xs[i] = r.ExpFloat64()
+			}
+			lo, hi := MedianCI(xs, conf)
+			if lo <= math.Ln2 && math.Ln2 <= hi {
+				hits++
+			}
+		}
+		got := float64(hits) / reps
+		se := math.Sqrt(stated * (1 - stated) / reps)
+		if math.Abs(got-stated) > 4*se {
+			t.Errorf("n = %d: coverage %.4f, stated %.4f (4 SE = %.4f)", n, got, stated, 4*se)
+		}
+	}
+}
+
+func TestCIRanks(t *testing.T) {
+	for _, c := range []struct {
+		n, k int
+		cov  float64
+	}{{10, 2, 0.978515625}, {5, 0, 0}, {20, 6, 0.9586105346679688}} {
+		k, cov := CIRanks(c.n, 0.95)
+		if k != c.k || math.Abs(cov-c.cov) > 1e-12 {
+			t.Errorf("n = %d: k = %d coverage %g, want %d, %g", c.n, k, cov, c.k, c.cov)
+		}
+	}
+}
+
+func TestStaysBelowAndFirstTouch(t *testing.T) {
+	points := []int64{1, 2, 4, 8, 16}
+	for _, tc := range []struct {
+		name         string
+		gaps         []float64
+		stays, first int64
+	}{
+		{"always below", []float64{0, 0, 0, 0, 0}, 1, 1},
+		{"crosses once", []float64{1, 1, 0, 0, 0}, 4, 4},
+		{"touches, leaves, returns", []float64{1, 0, 1, 0, 0}, 8, 2},
+		{"above at the end", []float64{0, 0, 0, 0, 1}, -1, 1},
+		{"infinite (diverged)", []float64{1, 0, math.Inf(1), math.Inf(1), math.Inf(1)}, -1, 2},
+		{"not a number", []float64{1, 0, 0, math.NaN(), 0}, 16, 2},
+	} {
+		if got := StaysBelow(points, tc.gaps, 0.5); got != tc.stays {
+			t.Errorf("%s: StaysBelow = %d, want %d", tc.name, got, tc.stays)
+		}
+		if got := FirstTouch(points, tc.gaps, 0.5); got != tc.first {
+			t.Errorf("%s: FirstTouch = %d, want %d", tc.name, got, tc.first)
+		}
+	}
+}
+
+func TestMethodJSONRoundTrip(t *testing.T) {
+	for _, m := range []Method{
+		lsgd0,
+		{Kind: mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, Config: mlmc.Config{MaxLevel: 5, B: 2, C: 1, D1: 10}, Step: 1e-4},
+		{Kind: mlmc.Kind{Method: mlmc.RUMLMC}, Config: mlmc.Config{B: 2, C: 1}, Step: 0.01, Decay: 100, Budget: 1 << 20},
+	} {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Method
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if key(back) != key(m) || back.Name() != m.Name() {
+			t.Errorf("%s: round trip gives %s (%s)", b, key(back), back.Name())
+		}
+	}
+	if n := (Method{Kind: mlmc.Kind{Method: mlmc.RTMLMC, VR: true}}).Name(); n != "VR RT-MLMC" {
+		t.Errorf("name %q, want VR RT-MLMC", n)
+	}
+}
+
+// TestRerunFromSummary: the reported trials rerun from a summary's chosen
+// settings give the same summary, and the markdown regenerates from the
+// file.
+func TestRerunFromSummary(t *testing.T) {
+	var cands []Method
+	for _, k := range []mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RTMLMC}} {
+		for _, st := range []float64{0.1, 0.5} {
+			cands = append(cands, Method{Kind: k, Config: mlmc.Config{MaxLevel: 1}, Step: st})
+		}
+	}
+	pr := Protocol{Budget: 200, Trials: 6}
+	tn, err := Tune(quadraticProblem(), pr, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Report(quadraticProblem(), pr, tn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "q.jsonl")
+	var buf bytes.Buffer
+	if err := res.Summary.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := ReadSummaries(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := TuningFrom(sums[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := Report(quadraticProblem(), pr, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2.Summary.Tuning = res.Summary.Tuning
+	a, _ := json.Marshal(res.Summary)
+	b, _ := json.Marshal(res2.Summary)
+	if !bytes.Equal(a, b) {
+		t.Errorf("rerun differs:\n%s\n%s", a, b)
+	}
+	var md strings.Builder
+	WriteMarkdown(&md, sums)
+	for _, want := range []string{"| quadratic | 1% |", "| quadratic (", "RT-MLMC"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+// fakePlanner plans L-SGD at step 0.5 for a pilot of 100 samples, and once
+// more at cost 150 for 30 samples with step 0.8.
+type fakePlanner struct{}
+
+func (fakePlanner) Plan(p Pilot) (Plan, error) {
+	if p.Previous == nil {
+		return Plan{Method: lsgd0, Spent: 100, Reasons: []string{"start"}, ReplanAt: 150}, nil
+	}
+	m := lsgd0
+	m.Step = 0.8
+	return Plan{Method: m, Spent: 30, Reasons: []string{"again at " + formatCost(p.Spent)}}, nil
+}
+
+func formatCost(c int64) string { b, _ := json.Marshal(c); return string(b) }
+
+// TestAutoCountsPilot: the auto method's pilot costs count in the trial's
+// total, the run re-plans when asked, and the plans are recorded.
+func TestAutoCountsPilot(t *testing.T) {
+	p := quadraticProblem()
+	tr, err := trial(p, Method{Auto: fakePlanner{}}, 1, 300, GeometricGrid(300, 1), []float64{0.01}, gauge{f0: 0.5}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Iterates 1..50 at costs 101..150 (x = 0.5^t), re-plan (30), then
+	// 0.2^k after cost 180: 150 + 30 + 120 = 300.
+	if len(tr.Plans) != 2 || tr.Plans[1].Reasons[0] != "again at 150" {
+		t.Fatalf("plans %+v", tr.Plans)
+	}
+	if tr.Iterations != 170 || tr.Cost != 300 {
+		t.Errorf("%d iterations to cost %d, want 170 to 300", tr.Iterations, tr.Cost)
+	}
+	// Gap 0.25^t <= 1% first at t = 4: cost 104.
+	if tr.First[0] != 104 {
+		t.Errorf("first touch of 1%% at %d, want 104 (100 of pilot + 4)", tr.First[0])
+	}
+	if v := tr.Values[99]; v != 0.5 { // logged point 100: still x0 (F = 0.5)
+		t.Errorf("F at cost 100 = %v, want F(x0) = 0.5: the pilot's samples come first", v)
+	}
+	if !slices.Equal(tr.Final, tr.Final) || math.Abs(tr.Final[0]) > 1e-30 {
+		t.Errorf("final %v", tr.Final)
+	}
+}

@@ -1,0 +1,182 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// WriteMarkdown writes the tables of a results file: per target, the cost
+// every family needs at its best setting for that target (stays-below
+// rule, with the first-touch ratio beside it); best-tuned L-SGD against
+// the best multilevel method by both rules, with the medians' intervals;
+// and each family at its overall-tuned setting. Documentation pastes them
+// as they are, and a test can check that they still match the file.
+func WriteMarkdown(w io.Writer, sums []Summary) {
+	if len(sums) == 0 {
+		return
+	}
+	var names []string
+	for _, s := range sums {
+		for _, m := range s.Methods {
+			if !slices.Contains(names, m.Name) {
+				names = append(names, m.Name)
+			}
+		}
+	}
+	cost := sums[0].Cost
+	fmt.Fprintf(w, "Median %s after which the gap stays at or below each target (checked at every logged point), every method at its best setting for that target (in brackets: the trials, of %d, that reached it; — where the median trial did not); the last two columns are best-tuned L-SGD's median over the best multilevel method's by this rule and by the first touch:\n\n",
+		cost, sums[0].Trials)
+	fmt.Fprint(w, "| problem | target |")
+	for _, n := range names {
+		fmt.Fprintf(w, " %s |", n)
+	}
+	fmt.Fprintln(w, " L-SGD / best MLMC | first touch: L-SGD / best MLMC |")
+	fmt.Fprint(w, "|---|---|")
+	for range names {
+		fmt.Fprint(w, "---:|")
+	}
+	fmt.Fprintln(w, "---|---|")
+	for _, s := range sums {
+		for _, ts := range s.PerTarget {
+			fmt.Fprintf(w, "| %s | %s |", s.Problem, pct(ts.Target))
+			for _, n := range names {
+				i := slices.IndexFunc(ts.StaysBelow.Methods, func(r Ranked) bool { return r.Name == n })
+				if i < 0 {
+					fmt.Fprint(w, " not run |")
+					continue
+				}
+				r := ts.StaysBelow.Methods[i]
+				fmt.Fprintf(w, " %s (%d) |", mdCost(r.Passage.Median), r.Passage.Reached)
+			}
+			fmt.Fprintf(w, " %s | %s |\n", mdRatio(ts.StaysBelow.Ratio, ts.StaysBelow.BestMLMC), mdRatio(ts.FirstTouch.Ratio, ts.FirstTouch.BestMLMC))
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Best-tuned L-SGD against the best multilevel method at each target, by each rule (stays below: the headline; first touch: the first logged cost at or below the target): median with the median's order-statistic interval (its coverage in brackets under the problem) and the ratio of the medians:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| problem | target | rule | L-SGD setting | L-SGD | best MLMC setting | best MLMC | L-SGD / MLMC |")
+	fmt.Fprintln(w, "|---|---|---|---|---:|---|---:|---:|")
+	for _, s := range sums {
+		for _, ts := range s.PerTarget {
+			for _, rr := range []struct {
+				rule string
+				rk   Ranking
+			}{{"stays below", ts.StaysBelow}, {"first touch", ts.FirstTouch}} {
+				li := slices.IndexFunc(rr.rk.Methods, func(r Ranked) bool { return r.Setting.Family() == lsgd })
+				bi := slices.IndexFunc(rr.rk.Methods, func(r Ranked) bool { return r.Name == rr.rk.BestMLMC })
+				if li < 0 || bi < 0 {
+					continue
+				}
+				l, b := rr.rk.Methods[li], rr.rk.Methods[bi]
+				fmt.Fprintf(w, "| %s (%.1f%%) | %s | %s | %s | %s | %s, %s | %s | %s |\n", s.Problem, 100*s.Coverage, pct(ts.Target), rr.rule,
+					short(l.Setting), mdInterval(l.Passage), b.Name, short(b.Setting), mdInterval(b.Passage), mdRatio(rr.rk.Ratio, ""))
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	targets := sums[0].Targets
+	fmt.Fprintf(w, "Each method at its overall-tuned setting (%s after which the gap stays at or below each target, the first touch in brackets; median final gap with its interval):\n\n", cost)
+	fmt.Fprint(w, "| problem | F(x0) | F* | method | setting |")
+	for _, t := range targets {
+		fmt.Fprintf(w, " to %s |", pct(t))
+	}
+	fmt.Fprintln(w, " final gap |")
+	fmt.Fprint(w, "|---|---:|---:|---|---|")
+	for range targets {
+		fmt.Fprint(w, "---:|")
+	}
+	fmt.Fprintln(w, "---:|")
+	for _, s := range sums {
+		for i, m := range s.Methods {
+			f0, fs := "", ""
+			if i == 0 && (s.F0 != 0 || s.FStar != 0) {
+				f0, fs = fmt.Sprintf("%.6g", s.F0), fmt.Sprintf("%.6g", s.FStar)
+				if s.FStarReached {
+					fs += " (lowest reached)"
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |", s.Problem, f0, fs, m.Name, short(m.Setting))
+			for t := range s.Targets {
+				fmt.Fprintf(w, " %s (%s) |", mdCost(m.StaysBelow[t].Median), mdCost(m.FirstTouch[t].Median))
+			}
+			fmt.Fprintf(w, " %s |\n", mdInterval(Passage{Median: m.FinalGap, CI: m.FinalGapCI}))
+		}
+	}
+	var edges []string
+	for _, s := range sums {
+		if s.Tuning == nil {
+			continue
+		}
+		for _, e := range s.Tuning.Edges {
+			edges = append(edges, s.Problem+": "+e)
+		}
+	}
+	if len(edges) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Chosen values at the edge of their grid:")
+		fmt.Fprintln(w)
+		for _, e := range edges {
+			fmt.Fprintln(w, "- "+e)
+		}
+	}
+}
+
+// pct writes a target as a percentage: "0.3%".
+func pct(t float64) string { return strconv.FormatFloat(t*100, 'g', -1, 64) + "%" }
+
+// short is a setting in a table cell: "L 5, step 0.01, D1 10".
+func short(m Method) string {
+	if m.Auto != nil {
+		return "auto"
+	}
+	var parts []string
+	if !m.Family().Unbounded() {
+		parts = append(parts, fmt.Sprintf("L %d", m.Config.MaxLevel))
+	}
+	parts = append(parts, fmt.Sprintf("step %g", m.Step))
+	if m.Decay > 0 {
+		parts = append(parts, fmt.Sprintf("t0 %g", m.Decay))
+	}
+	if m.Kind.VR && m.Config.D1 > 0 {
+		parts = append(parts, fmt.Sprintf("D1 %d", m.Config.D1))
+	}
+	if m.Config.NL > 1 {
+		parts = append(parts, fmt.Sprintf("NL %d", m.Config.NL))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func mdCost(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3g", *p)
+}
+
+func mdRatio(p *float64, best string) string {
+	switch {
+	case p == nil:
+		return "—"
+	case best == "":
+		return fmt.Sprintf("%.2f", *p)
+	}
+	return fmt.Sprintf("%.2f (%s)", *p, best)
+}
+
+// mdInterval is "median [lo, hi]", "—" for a missing median and "∞" for an
+// end that never reached the target (or left F's domain).
+func mdInterval(ps Passage) string {
+	if ps.Median == nil {
+		return "—"
+	}
+	end := func(p *float64) string {
+		if p == nil {
+			return "∞"
+		}
+		return fmt.Sprintf("%.3g", *p)
+	}
+	return fmt.Sprintf("%.3g [%s, %s]", *ps.Median, end(ps.CI[0]), end(ps.CI[1]))
+}

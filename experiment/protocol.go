@@ -1,0 +1,537 @@
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// Protocol is how an experiment is run: the targets, the budget and its
+// logged points, the tuning and reported seeds, the interval's confidence.
+// Zero values take the defaults stated on each field.
+type Protocol struct {
+	// Targets are the gaps (or errors) at which the cost is counted
+	// (default 1%, 0.3%, 0.1%).
+	Targets []float64
+	// Budget is a trial's cost budget (a Method's own Budget overrides it).
+	Budget int64
+	// Points gives the logged points of a budget: the costs at which a
+	// trial's value is recorded, plotted and read by the stays-below rule
+	// (default GeometricGrid(budget, 1.1)).
+	Points func(budget int64) []int64
+	// TuningSeeds are the seeds of the grid search (default 1001, 1002,
+	// 1003); the reported trials never use them.
+	TuningSeeds []uint64
+	// Trials is the number of reported trials, seeds FirstSeed,
+	// FirstSeed+1, ... (default 10 from seed 1).
+	Trials    int
+	FirstSeed uint64
+	// Confidence is the least coverage of the median's interval (default
+	// 0.95).
+	Confidence float64
+	// Criterion is the tuning criterion of the overall-tuned setting.
+	Criterion Criterion
+	// Workers is the number of trials run at a time (default GOMAXPROCS).
+	Workers int
+}
+
+// Criterion is how the grid search scores a setting over the tuning seeds
+// (smaller is better).
+type Criterion int
+
+const (
+	// MeanGapLateHalf is the median over tuning seeds of the mean gap over
+	// the logged points in the second half of the budget: a setting that
+	// reaches a small gap and stays there wins.
+	MeanGapLateHalf Criterion = iota
+	// CostToFirstTarget is the median over tuning seeds of the cost after
+	// which the gap stays at or below the first target, a seed that does
+	// not get there counting as twice the budget.
+	CostToFirstTarget
+)
+
+func (c Criterion) String() string {
+	switch c {
+	case MeanGapLateHalf:
+		return "median over seeds of the mean gap over the second half of the budget"
+	case CostToFirstTarget:
+		return "median over seeds of the cost after which the gap stays at or below the first target (not reached: twice the budget)"
+	}
+	return fmt.Sprintf("Criterion(%d)", int(c))
+}
+
+func (pr Protocol) withDefaults() Protocol {
+	if len(pr.Targets) == 0 {
+		pr.Targets = []float64{0.01, 0.003, 0.001}
+	}
+	if pr.Points == nil {
+		pr.Points = func(b int64) []int64 { return GeometricGrid(b, 1.1) }
+	}
+	if len(pr.TuningSeeds) == 0 {
+		pr.TuningSeeds = []uint64{1001, 1002, 1003}
+	}
+	if pr.Trials == 0 {
+		pr.Trials = 10
+	}
+	if pr.FirstSeed == 0 {
+		pr.FirstSeed = 1
+	}
+	if pr.Confidence == 0 {
+		pr.Confidence = 0.95
+	}
+	if pr.Workers < 1 {
+		pr.Workers = runtime.GOMAXPROCS(0)
+	}
+	return pr
+}
+
+func (pr Protocol) check() error {
+	switch {
+	case pr.Budget < 0:
+		return fmt.Errorf("budget %d: give a positive budget", pr.Budget)
+	case pr.Trials < 1:
+		return fmt.Errorf("%d trials: run at least 1", pr.Trials)
+	case pr.Confidence <= 0 || pr.Confidence >= 1:
+		return fmt.Errorf("confidence %g is not in (0, 1)", pr.Confidence)
+	}
+	return nil
+}
+
+func (pr Protocol) budget(m Method) int64 {
+	if m.Budget > 0 {
+		return m.Budget
+	}
+	return pr.Budget
+}
+
+// Scored is one setting of the grid search with its scores on the tuning
+// seeds: every setting is kept, the losers too.
+type Scored struct {
+	Setting Method `json:"setting"`
+	// Score is the criterion's value (null: infinite).
+	Score *float64 `json:"score"`
+	// StaysBelow and FirstTouch are the medians over the tuning seeds of
+	// the cost to each target by the two rules (null: not reached).
+	StaysBelow []*float64 `json:"stays_below"`
+	FirstTouch []*float64 `json:"first_touch"`
+}
+
+// Choice is what tuning chose within one family.
+type Choice struct {
+	Family Family `json:"-"`
+	Name   string `json:"name"`
+	// Best has the smallest score; Stays[i] and First[i] the smallest
+	// median cost to target i by the stays-below and the first-touch rule
+	// (ties: the smaller score).
+	Best  Method   `json:"best"`
+	Stays []Method `json:"stays_below"`
+	First []Method `json:"first_touch"`
+}
+
+// Tuning is the outcome of a grid search, or the settings taken from an
+// earlier summary or given as they are (Fixed).
+type Tuning struct {
+	Choices []Choice `json:"choices"`
+	// Settings are every setting tried (empty for Fixed and From).
+	Settings []Scored `json:"settings,omitempty"`
+	// Edges say which chosen values sit at the edge of their grid, where
+	// the grid should be widened.
+	Edges []string `json:"edges,omitempty"`
+	// About says how the settings were chosen.
+	About string `json:"about"`
+	// fStar is the lowest value the tuning runs reached (Optimum.Reached).
+	fStar float64
+}
+
+// Fixed makes a Tuning that runs each method as it is: no grid search (a
+// problem whose settings were chosen by hand, or the auto method).
+func Fixed(about string, methods ...Method) *Tuning {
+	t := &Tuning{About: about, fStar: math.Inf(1)}
+	for _, m := range methods {
+		c := Choice{Family: m.Family(), Name: m.Name(), Best: m}
+		t.Choices = append(t.Choices, c)
+	}
+	return t
+}
+
+// job is one trial of a setting.
+type job struct {
+	m    Method
+	seed uint64
+}
+
+// runJobs runs the jobs pr.Workers at a time and returns their traces in
+// order.
+func runJobs(p *Problem, pr Protocol, jobs []job, g gauge, everyIterate bool) ([]Trace, error) {
+	for _, j := range jobs {
+		if pr.budget(j.m) < 1 {
+			return nil, fmt.Errorf("problem %s: %s has no budget: set the protocol's Budget or the method's", p.Name, j.m)
+		}
+	}
+	out := make([]Trace, len(jobs))
+	errs := make([]error, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(pr.Workers, max(len(jobs), 1)) {
+		wg.Go(func() {
+			for i := range next {
+				b := pr.budget(jobs[i].m)
+				out[i], errs[i] = trial(p, jobs[i].m, jobs[i].seed, b, pr.Points(b), pr.Targets, g, everyIterate)
+			}
+		})
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("problem %s: %w", p.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// session holds what the runs of one experiment share: the problem, the
+// protocol and the gauge (F(x0), F* so far).
+type session struct {
+	p  *Problem
+	pr Protocol
+	g  gauge
+}
+
+func newSession(p *Problem, pr Protocol) (*session, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	pr = pr.withDefaults()
+	if err := pr.check(); err != nil {
+		return nil, fmt.Errorf("problem %s: %w", p.Name, err)
+	}
+	s := &session{p: p, pr: pr, g: gauge{err: p.Error != nil}}
+	if p.Error == nil {
+		s.g.f0, _ = p.Objective.Value(p.X0)
+		s.g.fStar = p.FStar.Value
+		if p.FStar.Reached && s.g.fStar == 0 {
+			s.g.fStar = math.Inf(1)
+		}
+	}
+	return s, nil
+}
+
+// everyIterate says first touches are read during the run: the value is
+// cheap and the gap known while the run goes.
+func (s *session) everyIterate() bool {
+	return s.p.EveryIterate && (s.p.Error != nil || !s.p.FStar.Reached)
+}
+
+// run runs the jobs and, where F* is the lowest value reached, lowers it
+// and reads the first touches off the logged points.
+func (s *session) run(jobs []job) ([]Trace, error) {
+	trs, err := runJobs(s.p, s.pr, jobs, s.g, s.everyIterate())
+	if err != nil {
+		return nil, err
+	}
+	if s.p.Error == nil && s.p.FStar.Reached {
+		for _, tr := range trs {
+			for _, v := range tr.Values {
+				s.g.fStar = min(s.g.fStar, v)
+			}
+		}
+	}
+	return trs, nil
+}
+
+// gaps are a trace's gaps at its logged points.
+func (s *session) gaps(tr Trace) []float64 {
+	out := make([]float64, len(tr.Values))
+	for k, v := range tr.Values {
+		out[k] = s.g.gap(v)
+	}
+	return out
+}
+
+// passages are the trials' costs to target i by the stays-below rule or
+// the first touch (+Inf: not reached).
+func (s *session) passages(trs []Trace, m Method, i int, stays bool) []float64 {
+	points := s.pr.Points(s.pr.budget(m))
+	out := make([]float64, len(trs))
+	for j, tr := range trs {
+		var c int64
+		switch {
+		case stays:
+			c = StaysBelow(points, s.gaps(tr), s.pr.Targets[i])
+		case tr.firstRead:
+			c = tr.First[i]
+		default:
+			c = FirstTouch(points, s.gaps(tr), s.pr.Targets[i])
+		}
+		out[j] = math.Inf(1)
+		if c >= 0 {
+			out[j] = float64(c)
+		}
+	}
+	return out
+}
+
+// score is the tuning criterion over the traces of one setting.
+func (s *session) score(trs []Trace, m Method) float64 {
+	b := s.pr.budget(m)
+	points := s.pr.Points(b)
+	scores := make([]float64, len(trs))
+	for j, tr := range trs {
+		switch s.pr.Criterion {
+		case CostToFirstTarget:
+			c := StaysBelow(points, s.gaps(tr), s.pr.Targets[0])
+			scores[j] = float64(c)
+			if c < 0 {
+				scores[j] = 2 * float64(b)
+			}
+		default:
+			sum, n := 0.0, 0
+			for k, pt := range points {
+				if pt >= b/2 {
+					sum += s.g.gap(tr.Values[k])
+					n++
+				}
+			}
+			scores[j] = sum / float64(n)
+		}
+	}
+	return Median(scores)
+}
+
+// Tune runs every candidate on the tuning seeds and chooses, within each
+// family (estimator kind), the setting with the best criterion and the
+// settings with the smallest median cost to each target by the
+// stays-below and the first-touch rules.
+func Tune(p *Problem, pr Protocol, candidates []Method) (*Tuning, error) {
+	s, err := newSession(p, pr)
+	if err != nil {
+		return nil, err
+	}
+	if len(candidates) == 0 {
+		return nil, fmt.Errorf("problem %s: no settings to tune", p.Name)
+	}
+	pr = s.pr
+	var jobs []job
+	for _, m := range candidates {
+		for _, seed := range pr.TuningSeeds {
+			jobs = append(jobs, job{m, seed})
+		}
+	}
+	trs, err := s.run(jobs)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tuning{About: fmt.Sprintf("%d settings x seeds %v; criterion: %s; per target the smallest median cost by each rule",
+		len(candidates), pr.TuningSeeds, pr.Criterion), fStar: s.g.fStar}
+	type best struct {
+		score       float64
+		stays, firs [][2]float64 // (median cost, score)
+	}
+	index := map[Family]int{}
+	var bests []best
+	ns := len(pr.TuningSeeds)
+	for ci, m := range candidates {
+		runs := trs[ci*ns : (ci+1)*ns]
+		sc := s.score(runs, m)
+		row := Scored{Setting: m, Score: finitePtr(sc)}
+		stays := make([]float64, len(pr.Targets))
+		first := make([]float64, len(pr.Targets))
+		for i := range pr.Targets {
+			stays[i] = Median(s.passages(runs, m, i, true))
+			first[i] = Median(s.passages(runs, m, i, false))
+			row.StaysBelow = append(row.StaysBelow, finitePtr(stays[i]))
+			row.FirstTouch = append(row.FirstTouch, finitePtr(first[i]))
+		}
+		t.Settings = append(t.Settings, row)
+		f := m.Family()
+		fi, ok := index[f]
+		if !ok {
+			index[f] = len(t.Choices)
+			c := Choice{Family: f, Name: f.Name(), Best: m}
+			b := best{score: sc}
+			for i := range pr.Targets {
+				c.Stays = append(c.Stays, m)
+				c.First = append(c.First, m)
+				b.stays = append(b.stays, [2]float64{stays[i], sc})
+				b.firs = append(b.firs, [2]float64{first[i], sc})
+			}
+			t.Choices = append(t.Choices, c)
+			bests = append(bests, b)
+			continue
+		}
+		c, b := &t.Choices[fi], &bests[fi]
+		if sc < b.score {
+			c.Best, b.score = m, sc
+		}
+		for i := range pr.Targets {
+			if v := b.stays[i]; stays[i] < v[0] || (stays[i] == v[0] && sc < v[1]) {
+				c.Stays[i], b.stays[i] = m, [2]float64{stays[i], sc}
+			}
+			if v := b.firs[i]; first[i] < v[0] || (first[i] == v[0] && sc < v[1]) {
+				c.First[i], b.firs[i] = m, [2]float64{first[i], sc}
+			}
+		}
+	}
+	t.Edges = edges(candidates, t.Choices)
+	return t, nil
+}
+
+// axis is one numeric setting of a method, for finding grid edges.
+type axis struct {
+	name  string
+	value func(Method) float64
+	// floor is a value below which the setting cannot go (the minimum
+	// level for L): an edge there is no edge.
+	floor func(Method) float64
+}
+
+var axes = []axis{
+	{"step", func(m Method) float64 { return m.Step }, nil},
+	{"L", func(m Method) float64 { return float64(m.Config.MaxLevel) }, func(m Method) float64 { return float64(m.Config.MinLevel) }},
+	{"D1", func(m Method) float64 { return float64(m.Config.D1) }, nil},
+	{"decay t0", func(m Method) float64 { return m.Decay }, nil},
+	{"NL", func(m Method) float64 { return float64(m.Config.NL) }, nil},
+}
+
+// edges lists the chosen values that sit at the smallest or largest value
+// their family's candidates tried, on axes with at least three values.
+func edges(candidates []Method, choices []Choice) []string {
+	var out []string
+	for _, c := range choices {
+		var fam []Method
+		for _, m := range candidates {
+			if m.Family() == c.Family {
+				fam = append(fam, m)
+			}
+		}
+		chosen := append([]Method{c.Best}, c.Stays...)
+		chosen = append(chosen, c.First...)
+		for _, a := range axes {
+			if a.name == "L" && c.Family.Unbounded() {
+				continue
+			}
+			var vals []float64
+			for _, m := range fam {
+				if v := a.value(m); !slices.Contains(vals, v) {
+					vals = append(vals, v)
+				}
+			}
+			if len(vals) < 3 {
+				continue
+			}
+			lo, hi := slices.Min(vals), slices.Max(vals)
+			var seen []string
+			for _, m := range chosen {
+				v := a.value(m)
+				var note string
+				switch {
+				case v == lo && (a.floor == nil || v > a.floor(m)):
+					note = fmt.Sprintf("%s: %s %g is the smallest of its grid", c.Name, a.name, v)
+				case v == hi:
+					note = fmt.Sprintf("%s: %s %g is the largest of its grid", c.Name, a.name, v)
+				}
+				if note != "" && !slices.Contains(seen, note) {
+					seen = append(seen, note)
+					out = append(out, note+" ("+m.String()+")")
+				}
+			}
+		}
+	}
+	return out
+}
+
+// key identifies a setting (Methods hold slices, so they are not
+// comparable).
+func key(m Method) string {
+	b, _ := json.Marshal(m)
+	if m.Auto != nil {
+		return fmt.Sprintf("auto %p", m.Auto)
+	}
+	return string(b)
+}
+
+// Curve is one family's trials at its overall-tuned setting, for plots.
+type Curve struct {
+	Name   string
+	Family Family
+	Points []int64
+	// Gaps[j][k] is trial j's gap at Points[k].
+	Gaps [][]float64
+}
+
+// Result is a reported experiment: the summary that goes to results files
+// and the curves of the plots.
+type Result struct {
+	Summary Summary
+	Curves  []Curve
+}
+
+// Report runs each family's chosen settings (overall-tuned and best per
+// target by each rule) on the reported seeds and summarises them.
+func Report(p *Problem, pr Protocol, t *Tuning) (*Result, error) {
+	s, err := newSession(p, pr)
+	if err != nil {
+		return nil, err
+	}
+	pr = s.pr
+	if t.fStar < s.g.fStar {
+		s.g.fStar = t.fStar
+	}
+	var settings []Method
+	seen := map[string]int{}
+	add := func(m Method) {
+		if _, ok := seen[key(m)]; !ok {
+			seen[key(m)] = len(settings)
+			settings = append(settings, m)
+		}
+	}
+	for _, c := range t.Choices {
+		add(c.Best)
+		for _, m := range c.Stays {
+			add(m)
+		}
+		for _, m := range c.First {
+			add(m)
+		}
+	}
+	var jobs []job
+	for _, m := range settings {
+		for j := range pr.Trials {
+			jobs = append(jobs, job{m, pr.FirstSeed + uint64(j)})
+		}
+	}
+	trs, err := s.run(jobs)
+	if err != nil {
+		return nil, err
+	}
+	runsOf := func(m Method) []Trace { i := seen[key(m)]; return trs[i*pr.Trials : (i+1)*pr.Trials] }
+	return s.summarise(t, runsOf), nil
+}
+
+// setting picks target i's setting of a choice by a rule; a choice
+// without per-target settings (Fixed) uses its Best.
+func (c Choice) setting(i int, stays bool) Method {
+	switch {
+	case stays && i < len(c.Stays):
+		return c.Stays[i]
+	case !stays && i < len(c.First):
+		return c.First[i]
+	}
+	return c.Best
+}
+
+// lsgd is the baseline family of the ratios.
+var lsgd = Family{Kind: mlmc.Kind{Method: mlmc.LSGD}}
+
+// isMLMC says a family competes for "best MLMC": a multilevel estimator
+// (auto is reported on its own).
+func isMLMC(f Family) bool { return !f.Auto && f.Kind.Method != mlmc.LSGD }

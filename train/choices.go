@@ -1,0 +1,58 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/simclr-go/simclr/augment"
+	"github.com/simclr-go/simclr/backend"
+	"github.com/simclr-go/simclr/collective"
+	"github.com/simclr-go/simclr/contrastive"
+	"github.com/simclr-go/simclr/optim"
+)
+
+// Choices are the settings that name one of a few options, parsed once
+// (Settings.Choices) into the types of the packages that act on them, so
+// that no setting travels further down as a string to be read again. They
+// are the part of the Plan known before a session learns its Facts: setup
+// opens the device and the ranks with them.
+type Choices struct {
+	Device    backend.Device    // --device
+	Precision backend.Precision // --precision
+	Optimizer optim.Kind        // --optimizer
+	Halves    contrastive.Halves
+	// Loss is the contrastive loss --estimator names (Settings.Loss).
+	Loss contrastive.Loss
+	Dist collective.Kind // --dist
+	// Augment is the view recipe --augment names ("" is simclr), before
+	// it is fitted to the images (contrastive.AtImageSize).
+	Augment augment.Config
+}
+
+// Choices parses the settings' options, each error naming its flag.
+func (c *Settings) Choices() (Choices, error) {
+	var ch Choices
+	var err error
+	if ch.Device, err = backend.ParseDevice(c.Device); err != nil {
+		return ch, fmt.Errorf("--device %q: use auto, cpu or cuda", c.Device)
+	}
+	if ch.Precision, err = backend.ParsePrecision(c.Precision); err != nil {
+		return ch, fmt.Errorf("--precision %q: use tf32 or fp32", c.Precision)
+	}
+	if ch.Optimizer, err = optim.ParseKind(c.Optimizer); err != nil {
+		return ch, fmt.Errorf("--optimizer %q: use sgd or lars", c.Optimizer)
+	}
+	if ch.Halves, err = contrastive.ParseHalves(c.Halves); err != nil {
+		return ch, fmt.Errorf("--halves %w", err)
+	}
+	if ch.Dist, err = collective.ParseKind(c.Dist); err != nil {
+		return ch, err // it names --dist
+	}
+	ch.Augment = augment.SimCLR()
+	if c.Augment != "" {
+		if ch.Augment, err = augment.Preset(c.Augment); err != nil {
+			return ch, fmt.Errorf("--augment: %w", err)
+		}
+	}
+	ch.Loss = c.Loss()
+	return ch, nil
+}

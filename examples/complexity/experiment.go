@@ -178,7 +178,7 @@ func (x *experiment) tune(c cellSpec, eps float64, T0 int) (tuning, []tried) {
 	L0 := prescribe(c.Row, c.Method, c.Regime, eps, prescribedTuning, prob).Cfg.MaxLevel
 	for _, dir := range []int{-1, 1} {
 		moved := false
-		for dl := best.DL + dir; L0+dl >= 0 && dl >= -8 && dl <= 4; dl += dir {
+		for dl := best.DL + dir; L0+dl >= 0 && dl >= -16 && dl <= 4; dl += dir {
 			tu := tuning{DL: dl, Kappa: best.Kappa}
 			if !(cost(tu) < cost(best)) {
 				break

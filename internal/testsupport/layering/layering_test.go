@@ -26,7 +26,7 @@ var layers = map[string]int{
 	"internal/parallel": 0, "data/internal/fsutil": 0, "eval/features": 0,
 	"internal/npy": 0,
 	// Test-only helpers (internal/testsupport): no runtime package imports them.
-	"internal/testsupport/layering": 0, "internal/testsupport/testenv": 0, "internal/testsupport/citations": 0,
+	"internal/testsupport/layering": 0, "internal/testsupport/testenv": 0, "internal/testsupport/citations": 0, "internal/testsupport/mdtables": 0,
 	// 1: the CSO and UBSR oracles, the estimator chooser, the host reference maths, data readers, augmentations.
 	"cso": 1, "ubsr": 1, "mlmc/auto": 1, "internal/testsupport/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "internal/testsupport/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
 	// 2: data sets by name, the loader, layers.

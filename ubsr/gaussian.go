@@ -115,6 +115,13 @@ func (p *GaussianPortfolio) Draw(r *rand.Rand, reuse []float64) []float64 {
 
 // Payoff is theta . R, with gradient R.
 func (p *GaussianPortfolio) Payoff(theta, r, grad []float64) float64 {
+	return LinearPayoff(theta, r, grad)
+}
+
+// LinearPayoff is the payoff of a portfolio theta of assets with returns
+// r, X = theta . r, and writes its gradient r into grad when grad is not
+// nil: the Payoff of any Problem whose draw is a vector of returns.
+func LinearPayoff(theta, r, grad []float64) float64 {
 	x := 0.0
 	for i, t := range theta {
 		x += t * r[i]

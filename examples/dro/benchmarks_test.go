@@ -2,52 +2,29 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/internal/testsupport/mdtables"
 )
 
-// The DRO tables of BENCHMARKS.md sit between a begin marker naming the
-// results file they come from and an end marker, and must be exactly what
-// --markdown prints from that committed file.
-var tablesBegin = regexp.MustCompile(`<!-- dro tables: go run ./examples/dro --markdown (\S+) -->`)
-
-const tablesEnd = "<!-- end dro tables -->"
-
+// The DRO tables of BENCHMARKS.md must be exactly what --markdown prints
+// from the committed results files they name.
 func TestBenchmarksTablesMatchResults(t *testing.T) {
-	root := filepath.Join("..", "..")
-	bench, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(bench)
-	blocks := tablesBegin.FindAllStringSubmatchIndex(text, -1)
-	if len(blocks) == 0 {
-		t.Fatalf("BENCHMARKS.md has no DRO tables (no %q marker)", tablesBegin)
-	}
-	for _, b := range blocks {
-		file := text[b[2]:b[3]]
-		end := strings.Index(text[b[1]:], tablesEnd)
-		if end < 0 {
-			t.Fatalf("BENCHMARKS.md: the tables of %s have no end marker %q", file, tablesEnd)
-		}
-		got := strings.TrimSpace(text[b[1] : b[1]+end])
-		sums, err := experiment.ReadSummaries(filepath.Join(root, filepath.FromSlash(file)))
+	mdtables.Check(t, filepath.Join("..", ".."), "dro", func(file string, w io.Writer) error {
+		sums, err := experiment.ReadSummaries(file)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		var want strings.Builder
-		experiment.WriteMarkdown(&want, sums)
-		if got != strings.TrimSpace(want.String()) {
-			t.Errorf("BENCHMARKS.md's DRO tables differ from %s: run\n\tgo run ./examples/dro --markdown %s\nand paste its output between the markers", file, file)
-		}
-	}
+		experiment.WriteMarkdown(w, sums)
+		return nil
+	})
 }
 
 // TestHarnessRerunMatchesEarlierResults: the reported trials of the

@@ -78,8 +78,8 @@ const maxLevel = 18
 // RT methods, whose iterations are about 10^4 times cheaper and noisier.
 // These are one considered guess per method, NOT tuned: --tune runs
 // tuningGrid (six settings per method on seeds 1001-1002), but it needs
-// about 20 minutes of both cores and was not run for the settings below
-// (/work/notes/mlmc_bench.md). L-SGD's budget is larger (2^34 simulated
+// about 20 minutes of both cores and was not run for the settings below.
+// L-SGD's budget is larger (2^34 simulated
 // steps, 65536 draws of h^18) because it needs it; the RT methods' is 2^28.
 // Steps to 1% are read at the budgets 2^k.
 //

@@ -466,8 +466,8 @@ func TestParseOptions(t *testing.T) {
 // What the coupled construction achieves end to end: RT-MLMC with the
 // settings of methods(EndCoupled) ends within 1% of (mu*, p*) after 2^26
 // simulated steps on the exponential law (seeds 1 and 2). Measured median
-// end errors at 2^27 steps are 0.08% to 0.4% over the three laws (4 seeds,
-// /work/notes/mlmc_bench.md), so 1% leaves a margin of 2.5x or more; L-SGD
+// end errors at 2^27 steps were 0.08% to 0.4% over the three laws (4 seeds),
+// so 1% leaves a margin of 2.5x or more; L-SGD
 // at 2^27 steps (512 draws of h^18) ends 2.5% to 10% away on this law and
 // is not run here (it needs about 8e9 steps to stay within 1%).
 func TestCoupledRTMLMCReachesOptimum(t *testing.T) {

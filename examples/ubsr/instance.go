@@ -159,14 +159,7 @@ func (f *factorModel) Draw(r *rand.Rand, reuse []float64) []float64 {
 }
 
 func (f *factorModel) Payoff(theta, r, grad []float64) float64 {
-	x := 0.0
-	for i, t := range theta {
-		x += t * r[i]
-	}
-	if grad != nil {
-		copy(grad, r)
-	}
-	return x
+	return ubsr.LinearPayoff(theta, r, grad)
 }
 
 // studentInstance is the 20-asset factor model with the quadratic-hinge

@@ -26,7 +26,7 @@ var layers = map[string]int{
 	"internal/parallel": 0, "data/internal/fsutil": 0, "eval/features": 0,
 	"internal/npy": 0,
 	// Test-only helpers (internal/testsupport): no runtime package imports them.
-	"internal/testsupport/layering": 0, "internal/testsupport/testenv": 0, "internal/testsupport/citations": 0,
+	"internal/testsupport/layering": 0, "internal/testsupport/testenv": 0, "internal/testsupport/citations": 0, "internal/testsupport/mdtables": 0,
 	// 1: the CSO and UBSR oracles, the estimator chooser, the host reference maths, data readers, augmentations.
 	"cso": 1, "ubsr": 1, "mlmc/auto": 1, "internal/testsupport/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "internal/testsupport/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
 	// 2: data sets by name, the loader, layers.
@@ -47,7 +47,7 @@ var layers = map[string]int{
 	// 7: reports on run folders (they open runs as the trainer recorded them).
 	"report": 7,
 	// 8: programs.
-	"cmd/simclr": 8, "examples/pricing": 8, "examples/dro": 8, "examples/ubsr": 8, "scripts/study/levelsplot": 8, "scripts/paper/tables": 8,
+	"cmd/simclr": 8, "examples/pricing": 8, "examples/dro": 8, "examples/ubsr": 8, "examples/complexity": 8, "scripts/study/levelsplot": 8, "scripts/paper/tables": 8,
 }
 
 // testSupport holds the test-only helpers; a runtime package imports them

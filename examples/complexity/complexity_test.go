@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// counting wraps an oracle and counts its draws per level, so that a test
+// can price them by hand.
+type counting struct {
+	mlmc.Oracle[[]float64]
+	draws map[int]int
+}
+
+func (c *counting) Draw(level int) (mlmc.Sample, int64, error) {
+	c.draws[level]++
+	return c.Oracle.Draw(level)
+}
+
+// TestCostCounter checks the samples the harness reports against queries
+// counted by hand: every draw at level l costs round(2^(c l)) once, however
+// often it is evaluated (VR evaluates corrections twice), and the
+// allocations are the paper's (n_L = 1 for L-SGD, n_l = ceil(2^(-(b+c)l/2) N)
+// for V-MLMC, D1 and D2 estimates per fresh and correction step).
+func TestCostCounter(t *testing.T) {
+	r := Regime{A: 2, B: 1, C: 1.5}
+	price := func(l int) float64 { return math.Round(math.Exp2(r.C * float64(l))) }
+	cases := []struct {
+		name  string
+		row   Row
+		m     mlmc.Method
+		iters int
+		// perIter is the hand count of one iteration's samples from the
+		// setting (nil: priced from the counted draws only).
+		handTotal func(s setting, iters int) float64
+	}{
+		{"lsgd", Row{StronglyConvex, false}, mlmc.LSGD, 7, func(s setting, n int) float64 {
+			return float64(n) * price(s.Cfg.MaxLevel)
+		}},
+		{"vmlmc", Row{Convex, false}, mlmc.VMLMC, 3, func(s setting, n int) float64 {
+			per := 0.0
+			for l := 0; l <= s.Cfg.MaxLevel; l++ {
+				nl := math.Ceil(math.Exp2(-(r.B+r.C)*float64(l)/2) * s.Cfg.N)
+				per += nl * price(l)
+			}
+			return float64(n) * per
+		}},
+		{"rtmlmc", Row{Nonconvex, false}, mlmc.RTMLMC, 50, nil},
+		{"vr-lsgd", Row{Nonconvex, true}, mlmc.LSGD, 9, func(s setting, n int) float64 {
+			fresh := 0
+			for t := range n {
+				if t%s.Cfg.QE == 0 {
+					fresh++
+				}
+			}
+			return float64(fresh*s.Cfg.D1+(n-fresh)*s.Cfg.D2) * price(s.Cfg.MaxLevel)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var counters []*counting
+			rn := &runner{row: tc.row, regime: r, seeds: seeds(3, false), lim: defaultLimits,
+				wrap: func(o mlmc.Oracle[[]float64], _ setting) mlmc.Oracle[[]float64] {
+					c := &counting{Oracle: o, draws: map[int]int{}}
+					counters = append(counters, c)
+					return c
+				}}
+			s := prescribe(tc.row, tc.m, r, 0.3, prescribedTuning, objective(tc.row.Class, r.A, r.B, r.C, 0))
+			tr, err := rn.run(s, 100, func(tr *trace) bool { return len(tr.metric) <= tc.iters })
+			if err != nil {
+				t.Fatal(err)
+			}
+			counted := 0.0
+			for _, c := range counters {
+				for l, n := range c.draws {
+					counted += float64(n) * price(l)
+				}
+			}
+			counted /= float64(len(counters))
+			got := tr.cost[tc.iters]
+			if math.Abs(got-counted) > 1e-9*counted {
+				t.Errorf("harness reports %g samples per trial, the counted draws cost %g", got, counted)
+			}
+			if tc.handTotal != nil {
+				if want := tc.handTotal(s, tc.iters); math.Abs(got-want) > 1e-9*want {
+					t.Errorf("harness reports %g samples per trial over %d iterations, by hand %g", got, tc.iters, want)
+				}
+			}
+		})
+	}
+}
+
+// brokenWeights scales every query at level l by q_l, so that RT-MLMC's
+// H^i/q_i becomes H^i: the estimator's weights are broken (it is no longer
+// unbiased for grad F^L) while its cost is unchanged.
+type brokenWeights struct {
+	mlmc.Oracle[[]float64]
+	law mlmc.LevelDist
+}
+
+type brokenDraw struct {
+	inner mlmc.Sample
+	level int
+}
+
+func (b *brokenWeights) Draw(level int) (mlmc.Sample, int64, error) {
+	s, cost, err := b.Oracle.Draw(level)
+	return brokenDraw{s, level}, cost, err
+}
+
+func (b *brokenWeights) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, out []float64) error {
+	d := s.(brokenDraw)
+	return b.Oracle.Eval(d.inner, at, diff, alpha*b.law.Prob(d.level), out)
+}
+
+func (b *brokenWeights) Release(s mlmc.Sample) { b.Oracle.Release(s.(brokenDraw).inner) }
+
+// quickTolerance is how far the --quick exponent may sit from the
+// table's: loose, since one decade of eps and the slow approach of the
+// mean to its 1/t law leave a bias of a few tenths.
+const quickTolerance = 0.35
+
+// TestQuickExponent runs the --quick subset's RT-MLMC cell (strongly
+// convex, (a, b, c) = (1, 2, 1), table: eps^-1) and checks its exponent
+// within quickTolerance; the same cell with broken weights must fail the
+// same check.
+func TestQuickExponent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of measurements")
+	}
+	row, r := Row{StronglyConvex, false}, Regime{1, 2, 1}
+	pred, _, _ := predicted(row, mlmc.RTMLMC, r)
+	cell := cellSpec{Row: row, Regime: r, Method: mlmc.RTMLMC}
+	cases := []struct {
+		name    string
+		wrap    oracleWrap
+		wantErr string
+	}{
+		{"rtmlmc", nil, ""},
+		{"rtmlmc with broken weights", func(o mlmc.Oracle[[]float64], s setting) mlmc.Oracle[[]float64] {
+			return &brokenWeights{Oracle: o, law: mlmc.Truncated(0, s.Cfg.MaxLevel, s.Cfg.B, s.Cfg.C)}
+		}, "reached the target"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			x := experiment{Trials: 20, TuneTrials: 10, Lim: limits{MaxIter: 1 << 14, MaxWork: 4e6}, Wrap: tc.wrap}
+			pts := x.measureCell(cell, epsGrid(row, r, true))
+			err := checkExponent(pts, pred, quickTolerance)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("the quick exponent fails: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("got %v, want an error containing %q", err, tc.wantErr)
+			}
+			t.Logf("%s: %v", tc.name, err)
+		})
+	}
+}
+
+// TestPredicted checks cells of the paper's Table 1 against the values
+// written out by hand.
+func TestPredicted(t *testing.T) {
+	sc, cv, nc, vr := Row{StronglyConvex, false}, Row{Convex, false}, Row{Nonconvex, false}, Row{Nonconvex, true}
+	cases := []struct {
+		row  Row
+		m    mlmc.Method
+		r    Regime
+		want float64
+		ok   bool
+	}{
+		{sc, mlmc.LSGD, Regime{1, 2, 1}, 2, true},
+		{sc, mlmc.VMLMC, Regime{1, 2, 2}, 2, true}, // c >= b: n2 = max(1 + 0, 2) = 2
+		{sc, mlmc.VMLMC, Regime{1, 3, 2}, 2, true}, // c < b: n1 = max(1, 2) = 2
+		{sc, mlmc.RTMLMC, Regime{2, 1, 1.5}, 1.25, true},
+		{cv, mlmc.VMLMC, Regime{2, 1, 1.5}, 2.25, true}, // 1 + n2, n2 = max(1.25, 0.75)
+		{cv, mlmc.RUMLMC, Regime{1, 1, 1}, 0, false},
+		{nc, mlmc.LSGD, Regime{1, 2, 1}, 6, true},
+		{nc, mlmc.RTMLMC, Regime{2, 1, 1.5}, 4.5, true},
+		{vr, mlmc.RRMLMC, Regime{1, 2, 1}, 3, true},
+		{vr, mlmc.VMLMC, Regime{1, 2, 1}, 3, true},
+		{vr, mlmc.LSGD, Regime{2, 1, 1.5}, 4.5, true},
+	}
+	for _, tc := range cases {
+		got, _, ok := predicted(tc.row, tc.m, tc.r)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("%v %v %v: got %g (ok %v), want %g (ok %v)", tc.row, tc.m, tc.r, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestShapedGradients checks the convex and nonconvex shapes' derivatives
+// against central finite differences, and that the oracle's h^l averages
+// to grad F^l (its noise has mean zero).
+func TestShapedGradients(t *testing.T) {
+	for _, phi := range []shape{quarticHuber{}, cosineBump{}} {
+		for _, u := range []float64{-3.1, -1, -0.4, 0, 0.7, 1.2, 2.5} {
+			const h = 1e-6
+			fd := (phi.value(u+h) - phi.value(u-h)) / (2 * h)
+			if math.Abs(fd-phi.deriv(u)) > 1e-5*(1+math.Abs(fd)) {
+				t.Errorf("%T: phi'(%g) = %g, finite difference %g", phi, u, phi.deriv(u), fd)
+			}
+		}
+	}
+	o := newShaped(cosineBump{}, 1, 2, 1, 3)
+	o.X[0], o.X[1] = 2, -1
+	const n, level = 20000, 3
+	mean := make([]float64, dim)
+	for range n {
+		s, _, _ := o.Draw(level)
+		if err := o.Eval(s, mlmc.Current, false, 1.0/n, mean); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range mean {
+		want := cosineBump{}.deriv(o.X[i]-o.XStar[i]) + math.Exp2(-level)*o.Dir[i]
+		// The noise's standard deviation per coordinate is below 3; the
+		// mean of n draws is within 5 standard errors with near certainty.
+		if math.Abs(mean[i]-want) > 5*3/math.Sqrt(n) {
+			t.Errorf("coordinate %d: mean of h^%d = %g, grad F^%d = %g", i, level, mean[i], level, want)
+		}
+	}
+}
+
+// TestQuickWritesResults runs the command's --quick and checks its files.
+func TestQuickWritesResults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of measurements")
+	}
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	if err := run([]string{"--quick", "--out", dir}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "cells.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("cells.jsonl has %d lines, want one per estimator (5)", len(lines))
+	}
+	for _, l := range lines {
+		var c map[string]any
+		if err := json.Unmarshal([]byte(l), &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"objective", "estimator", "vr", "a", "b", "c", "params", "predicted", "measured"} {
+			if _, ok := c[k]; !ok {
+				t.Errorf("cells.jsonl line %s lacks %q", l, k)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "row-strongly-convex-c-lt-b.png")); err != nil {
+		t.Error(err)
+	}
+	if err := run([]string{"--regimes", "1:x:1"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "--regimes") {
+		t.Errorf("a bad --regimes gives %v, want an error naming the flag", err)
+	}
+}
+
+// TestExactVariance checks the truncation study's exact variance of an
+// RU- and an RR-MLMC estimate against the variance measured over its
+// draws, at caps low enough that the draws reach every level often.
+func TestExactVariance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second of draws")
+	}
+	for _, m := range []mlmc.Method{mlmc.RUMLMC, mlmc.RRMLMC} {
+		for _, tr := range truncationStudy(Row{Nonconvex, false}, Regime{1, 2, 1}, m)[:2] {
+			// 4000 draws estimate a variance to a few percent here; 15%
+			// leaves room for the heavier tails of the rarer levels.
+			if math.Abs(tr.Variance-tr.VarianceExact) > 0.15*tr.VarianceExact {
+				t.Errorf("%v K=%d: measured variance %.3g, exact %.3g", m, tr.K, tr.Variance, tr.VarianceExact)
+			}
+		}
+	}
+}

@@ -1,0 +1,370 @@
+// Command complexity measures the paper's Table 1 (docs/definitions.md,
+// "The complexity table, measured"): the total cost, in samples as
+// the oracle counts them, that L-SGD, V-MLMC, RT-MLMC, RU-MLMC and RR-MLMC
+// (and their VR versions on the nonconvex rows) need to reach an
+// eps-optimal point (F - F* <= eps: strongly convex, convex) or an
+// eps-stationary point (|grad F|^2 <= eps^2: nonconvex), on oracles with
+// known rates a, b, c, for eps over a grid; it fits the exponent of cost
+// against 1/eps with a 95% interval and prints it next to the table's.
+//
+//	go run ./examples/complexity [--quick] [--out DIR] [--workers N] [--rows LIST] [--regimes LIST] [--no-tune]
+//
+// Every cell is measured twice: with the parameters the paper's theorems
+// prescribe for each eps (level L, n_l, q_l, step sizes, VR batch sizes),
+// and with the step factor and level offset tuned per eps on tuning seeds
+// (reported on other seeds). The criterion is the mean over the trials
+// (20 by default) of F - F* or |grad F|^2, which must stay at or below
+// the target. The table's N.A. cells (RU/RR-MLMC when c >= b) get a
+// truncation study instead: the oracle capped at level K, the cost and
+// variance of one estimate against K.
+//
+// --quick measures the strongly convex row in regime (1, 2, 1) with the
+// prescribed parameters over one decade of eps: about a minute of one
+// core. The full run writes DIR/cells.jsonl (one line per cell),
+// DIR/points.jsonl (one line per cell and eps), DIR/truncation.jsonl,
+// DIR/table.md and one log-log figure per row of the table,
+// DIR/row-*.png.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// The regimes: b > c, b = c, b < c, and a >= max(b, c), where the paper
+// says V-MLMC matches RT-MLMC.
+var regimes = []Regime{{1, 2, 1}, {1, 1, 1}, {2, 1, 1.5}, {2, 1.5, 1}}
+
+var rows = []Row{{StronglyConvex, false}, {Convex, false}, {Nonconvex, false}, {Nonconvex, true}}
+
+// epsGrid is a row's grid of eps in regime r: the targets 4 2^(-k) (eps,
+// or eps^2 on the nonconvex rows) from the largest below top to the first
+// at least decades decades further down. With a = 1 the theorems' level
+// L = ceil(log2(4/target)/a) is then exact at every point, so that
+// rounding L up adds no staircase to the fit; with a = 2 at every other.
+func epsGrid(row Row, r Regime, quick bool) []float64 {
+	top, decades := rowRange(row, quick)
+	var g []float64
+	lo := int(math.Ceil(math.Log2(4/target(row, top)) - 1e-9))
+	hi := int(math.Ceil(math.Log2(4/target(row, top/math.Pow(10, decades))) - 1e-9))
+	for k := lo; k <= hi; k++ {
+		t := 4 * math.Exp2(-float64(k))
+		if row.Class == Nonconvex {
+			g = append(g, math.Sqrt(t))
+		} else {
+			g = append(g, t)
+		}
+	}
+	return g
+}
+
+// rowRange is the largest eps and the decades of eps a row measures:
+// two where the cost grows as eps^-1, 1.2 where it grows as eps^-2, less
+// on the nonconvex rows, whose cost grows as eps^-3 to eps^-6 (two
+// decades would be 6 to 12 decades of cost) and whose largest eps must
+// leave the start's |grad F|^2 = 27 behind. The smallest eps of a row
+// costs the most; these ranges keep the full run within about a quarter
+// of an hour of CPU.
+func rowRange(row Row, quick bool) (top, decades float64) {
+	switch {
+	case quick:
+		return 0.02, 1
+	case row.Class == StronglyConvex:
+		return 0.02, 2
+	case row.Class == Convex:
+		return 0.25, 1.2
+	case row.VR:
+		return 1.5, 0.6
+	default:
+		return 1.5, 0.3
+	}
+}
+
+func target(row Row, eps float64) float64 {
+	if row.Class == Nonconvex {
+		return eps * eps
+	}
+	return eps
+}
+
+type options struct {
+	quick, noTune, onlyTuned bool
+	replot                   string
+	truncOnly                bool
+	methods                  []mlmc.Method
+	out                      string
+	workers                  int
+	rows                     []Row
+	regimes                  []Regime
+	exp                      experiment
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "complexity:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if o.replot != "" {
+		return replot(o.replot, stdout)
+	}
+	var cells []cellSpec
+	for _, row := range o.rows {
+		if o.truncOnly {
+			break
+		}
+		for _, r := range o.regimes {
+			for _, m := range o.methods {
+				if !applicable(m, r) {
+					continue
+				}
+				if !o.onlyTuned {
+					cells = append(cells, cellSpec{Row: row, Regime: r, Method: m})
+				}
+				if !o.noTune {
+					cells = append(cells, cellSpec{Row: row, Regime: r, Method: m, Tuned: true})
+				}
+			}
+		}
+	}
+	results := make([][]point, len(cells))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for range o.workers {
+		wg.Go(func() {
+			for i := range jobs {
+				t0 := time.Now()
+				results[i] = o.exp.measureCell(cells[i], epsGrid(cells[i].Row, cells[i].Regime, o.quick))
+				mu.Lock()
+				done++
+				fmt.Fprintf(stderr, "[%d/%d %s] %s %s %s %v: %.1fs\n", done, len(cells), time.Since(start).Round(time.Second),
+					cells[i].Row, cells[i].Regime, estimatorLabels[cells[i].Method], paramsName(cells[i].Tuned), time.Since(t0).Seconds())
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range cells {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+
+	var out []cellResult
+	var allPoints []point
+	for i, c := range cells {
+		out = append(out, summarize(c, results[i]))
+		allPoints = append(allPoints, results[i]...)
+	}
+	var trunc []truncation
+	if !o.quick && !o.onlyTuned {
+		for _, row := range o.rows {
+			for _, r := range o.regimes {
+				for _, m := range methods {
+					switch {
+					case !applicable(m, r):
+						t := truncationStudy(row, r, m)
+						trunc = append(trunc, t...)
+						out = append(out, naCell(row, r, m, t))
+					case (m == mlmc.RUMLMC || m == mlmc.RRMLMC) && secondMomentGrows(row, r):
+						trunc = append(trunc, truncationStudy(row, r, m)...)
+					}
+				}
+			}
+		}
+	}
+	table := markdownTable(out)
+	fmt.Fprint(stdout, table)
+	if o.out == "" {
+		return nil
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("create the output folder: %w (choose another with --out)", err)
+	}
+	if err := writeJSONLines(filepath.Join(o.out, "cells.jsonl"), out); err != nil {
+		return err
+	}
+	if err := writeJSONLines(filepath.Join(o.out, "points.jsonl"), allPoints); err != nil {
+		return err
+	}
+	if len(trunc) > 0 {
+		if err := writeJSONLines(filepath.Join(o.out, "truncation.jsonl"), trunc); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "table.md"), []byte(table), 0o644); err != nil {
+		return fmt.Errorf("write the table: %w", err)
+	}
+	figs, err := plotRows(allPoints, trunc, o.out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s (cells.jsonl, points.jsonl, table.md, %d figures) in %s\n",
+		o.out, len(figs), time.Since(start).Round(time.Second))
+	return nil
+}
+
+func paramsName(tuned bool) string {
+	if tuned {
+		return "tuned"
+	}
+	return "prescribed"
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("complexity", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "the strongly convex row in regime (1,2,1), prescribed parameters, one decade of eps (about a minute)")
+	out := fs.String("out", "results/complexity", "write cells.jsonl, points.jsonl, table.md and the figures here (empty: print the table only)")
+	workers := fs.Int("workers", min(2, runtime.NumCPU()), "cells measured at once")
+	rowList := fs.String("rows", "", "comma-separated rows to measure (strongly-convex, convex, nonconvex, vr-nonconvex; default all)")
+	regimeList := fs.String("regimes", "", "comma-separated regimes a:b:c to measure (default 1:2:1,1:1:1,2:1:1.5,2:1.5:1)")
+	noTune := fs.Bool("no-tune", false, "measure the prescribed parameters only")
+	estList := fs.String("estimators", "", "comma-separated estimators to measure (L-SGD, V-MLMC, RT-MLMC, RU-MLMC, RR-MLMC; default all)")
+	truncOnly := fs.Bool("truncation-only", false, "run the truncation studies only (N.A. cells, and RU/RR where the second moment of H^l grows)")
+	onlyTuned := fs.Bool("only-tuned", false, "measure the tuned parameters only (N.A. cells and their truncation study are written by the prescribed runs)")
+	verbose := fs.Bool("v", false, "print a line per measured eps")
+	replotDir := fs.String("replot", "", "redraw the figures and table.md of an earlier run's folder (its cells.jsonl, points.jsonl, truncation.jsonl), measuring nothing")
+	trials := fs.Int("trials", 20, "trials per eps (the report seeds 1..N)")
+	tuneTrials := fs.Int("tune-trials", 6, "trials per tuning candidate (seeds 1001..)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected argument %q: every setting is a flag (see --help)", fs.Arg(0))
+	}
+	if *workers < 1 || *trials < 2 || *tuneTrials < 2 {
+		return options{}, fmt.Errorf("--workers must be at least 1, --trials and --tune-trials at least 2")
+	}
+	if *noTune && *onlyTuned {
+		return options{}, fmt.Errorf("--no-tune and --only-tuned exclude each other: give one")
+	}
+	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
+		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: defaultLimits}}
+	if *verbose {
+		o.exp.Log = stderr
+	}
+	if *quick {
+		o.rows, o.regimes = []Row{{StronglyConvex, false}}, []Regime{{1, 2, 1}}
+	}
+	if *rowList != "" {
+		o.rows = nil
+		for _, name := range strings.Split(*rowList, ",") {
+			i := slices.IndexFunc(rows, func(r Row) bool { return r.String() == strings.TrimSpace(name) })
+			if i < 0 {
+				return options{}, fmt.Errorf("--rows: unknown row %q: use strongly-convex, convex, nonconvex or vr-nonconvex", name)
+			}
+			o.rows = append(o.rows, rows[i])
+		}
+	}
+	if *estList != "" {
+		o.methods = nil
+		for _, name := range strings.Split(*estList, ",") {
+			found := false
+			for m, label := range estimatorLabels {
+				if strings.EqualFold(label, strings.TrimSpace(name)) {
+					o.methods, found = append(o.methods, m), true
+				}
+			}
+			if !found {
+				return options{}, fmt.Errorf("--estimators: unknown estimator %q: use L-SGD, V-MLMC, RT-MLMC, RU-MLMC or RR-MLMC", name)
+			}
+		}
+	}
+	if *regimeList != "" {
+		o.regimes = nil
+		for _, s := range strings.Split(*regimeList, ",") {
+			var r Regime
+			if _, err := fmt.Sscanf(strings.TrimSpace(s), "%g:%g:%g", &r.A, &r.B, &r.C); err != nil || r.A <= 0 || r.B <= 0 || r.C <= 0 {
+				return options{}, fmt.Errorf("--regimes: %q is not a:b:c with positive rates (e.g. 1:2:1)", s)
+			}
+			o.regimes = append(o.regimes, r)
+		}
+	}
+	return o, nil
+}
+
+// defaultLimits bound one run: 2^20 iterations or 2e7 oracle evaluations
+// over its trials.
+var defaultLimits = limits{MaxIter: 1 << 20, MaxWork: 2e7}
+
+func writeJSONLines[T any](path string, rows []T) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w (choose another folder with --out)", path, err)
+	}
+	enc := json.NewEncoder(f)
+	enc.SetEscapeHTML(false) // the explanations say "c >= b"
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return f.Close()
+}
+
+// replot redraws the figures and table.md of the folder dir from its JSON
+// lines, so that runs of single rows can be merged (cat their files) and
+// drawn again.
+func replot(dir string, stdout io.Writer) error {
+	cells, err := readJSONLines[cellResult](filepath.Join(dir, "cells.jsonl"))
+	if err != nil {
+		return err
+	}
+	pts, err := readJSONLines[point](filepath.Join(dir, "points.jsonl"))
+	if err != nil {
+		return err
+	}
+	trunc, err := readJSONLines[truncation](filepath.Join(dir, "truncation.jsonl"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	table := markdownTable(cells)
+	fmt.Fprint(stdout, table)
+	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table), 0o644); err != nil {
+		return fmt.Errorf("write the table: %w", err)
+	}
+	_, err = plotRows(pts, trunc, dir)
+	return err
+}
+
+func readJSONLines[T any](path string) ([]T, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w (--replot needs a folder an earlier run wrote)", path, err)
+	}
+	var out []T
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for dec.More() {
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

@@ -227,7 +227,7 @@ func (t *trainer) openOracle() error {
 	}
 	how := "the positive left out of each view's denominator"
 	if loss == contrastive.SogCLR {
-		how = fmt.Sprintf("a moving average per training image, gamma %g (%s)", cfg.SogCLRGammaAt(plan.TotalIters, plan.TotalIters), cmp.Or(cfg.SogCLRGammaDecay, "constant"))
+		how = fmt.Sprintf("a moving average per training image, gamma %g (%s)", plan.Run.Gamma.At(plan.TotalIters, plan.TotalIters), cmp.Or(cfg.SogCLRGammaDecay, "constant"))
 	}
 	t.logf("loss: %s (docs/definitions.md, section 10), one batch of %d images an iteration, %s", loss, 1<<cfg.MaxLevel, how)
 	return nil

@@ -422,6 +422,14 @@ func (c *Settings) gammaSchedule() GammaSchedule {
 	return GammaSchedule{Gamma: cmp.Or(c.SogCLRGamma, DefaultSogCLRGamma), Cosine: c.SogCLRGammaDecay == "cosine"}
 }
 
+// name is the schedule's --sogclr-gamma-decay, for the log.
+func (g GammaSchedule) name() string {
+	if g.Cosine {
+		return "cosine"
+	}
+	return "constant"
+}
+
 // At is gamma at iteration iter (0-based) of total.
 func (g GammaSchedule) At(iter, total int) float64 {
 	if !g.Cosine || total <= 1 {

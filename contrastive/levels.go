@@ -25,8 +25,10 @@ type Settings struct {
 	Temperature float64
 	// Halves is the construction of H^l: HalvesShared or HalvesSeparate.
 	Halves Halves
-	// Augment names the view recipe (augment.Preset; "" is simclr).
-	Augment string
+	// Augment is the view recipe (augment.SimCLR, augment.Preset), before
+	// it is fitted to the images (AtImageSize); its zero value only
+	// normalises.
+	Augment augment.Config
 	// Seed seeds the data stream (apart from training's) and the random
 	// directions.
 	Seed uint64
@@ -39,7 +41,7 @@ type Settings struct {
 }
 
 // SettingError is a field of Settings that MeasureLevels cannot use:
-// Setting names the field ("MinLevel", "MaxLevel", "Augment"),
+// Setting names the field ("MinLevel" or "MaxLevel"),
 // so that a command can word the error with its own flag.
 type SettingError struct {
 	Setting string
@@ -103,10 +105,7 @@ func MeasureLevels(b tensor.Backend, m *resnet18.Model, splits *data.Splits, cfg
 	if cfg.MinLevel < 1 || cfg.MinLevel > cfg.MaxLevel {
 		return nil, &SettingError{"MinLevel", fmt.Errorf("minimum level %d: levels start at 1 and must not exceed the maximum level %d", cfg.MinLevel, cfg.MaxLevel)}
 	}
-	aug, err := ViewTransform(cfg.Augment, splits.Train)
-	if err != nil {
-		return nil, &SettingError{"Augment", fmt.Errorf("augmentation: %w", err)}
-	}
+	aug := AtImageSize(cfg.Augment, splits.Train)
 	stream, err := loader.Open(splits.Train, splits.Mean, splits.Std, aug, cfg.Seed^levelsStreamSeed, cfg.Workers)
 	if err != nil {
 		return nil, err

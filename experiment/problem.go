@@ -164,11 +164,7 @@ func (f Family) Name() string {
 	if f.Auto {
 		return "auto"
 	}
-	names := [...]string{mlmc.LSGD: "L-SGD", mlmc.VMLMC: "V-MLMC", mlmc.RTMLMC: "RT-MLMC", mlmc.RUMLMC: "RU-MLMC", mlmc.RRMLMC: "RR-MLMC"}
-	n := f.Kind.Method.String()
-	if int(f.Kind.Method) >= 0 && int(f.Kind.Method) < len(names) {
-		n = names[f.Kind.Method]
-	}
+	n := f.Kind.Method.DisplayName()
 	if f.Kind.VR {
 		return "VR " + n
 	}
@@ -181,7 +177,7 @@ func (m Method) Name() string { return m.Family().Name() }
 // Unbounded says the estimator draws levels from a law on l_min..infinity
 // (RU-MLMC, RR-MLMC): it has no top level L.
 func (f Family) Unbounded() bool {
-	return !f.Auto && (f.Kind.Method == mlmc.RUMLMC || f.Kind.Method == mlmc.RRMLMC)
+	return !f.Auto && f.Kind.Method.Unbounded()
 }
 
 // String is a one-line description: "RT-MLMC L=5 step=0.01".

@@ -534,4 +534,4 @@ var lsgd = Family{Kind: mlmc.Kind{Method: mlmc.LSGD}}
 
 // isMLMC says a family competes for "best MLMC": a multilevel estimator
 // (auto is reported on its own).
-func isMLMC(f Family) bool { return !f.Auto && f.Kind.Method != mlmc.LSGD }
+func isMLMC(f Family) bool { return !f.Auto && !f.Kind.Method.SingleLevel() }

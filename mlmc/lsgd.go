@@ -11,6 +11,9 @@ func (lsgd) Name() string                          { return "lsgd" }
 func (lsgd) Check(cfg Config, oracleMax int) error { return CheckLevelRange(cfg, oracleMax) }
 func (lsgd) Bind(cfg Config, _ int) Allocation     { return lsgdPlan{cfg} }
 
+func (lsgd) DisplayName() string { return "L-SGD" }
+func (lsgd) SingleLevel() bool   { return true }
+
 // SplitsBatch: the ranks of a data-parallel run share L-SGD's one batch of
 // 2^L images, each computing 2^L/P of it, so that the loss is that of the
 // whole batch.

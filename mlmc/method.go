@@ -36,9 +36,11 @@ var builtin = []Scheme{
 // this package implementing it; another program adds its own with Register.
 // A Scheme may also implement Predictable (its variance from measured
 // levels), Explicit() ExplicitLaw (it reads Config.LevelProbs or
-// LevelDraws) and SplitsBatch() bool (ranks share each of its draws);
-// without them it is not predicted, takes no measured law and draws
-// independently on every rank.
+// LevelDraws), SplitsBatch() bool (ranks share each of its draws) and the
+// traits Method's methods of the same names read (DisplayName, Unbounded,
+// SingleLevel, DrawsLevels); without them it is not predicted, takes no
+// measured law, draws independently on every rank, is shown by its Name
+// and is a bounded, multilevel method of fixed levels.
 type Scheme interface {
 	// Name is the method's name as ParseKind reads it: lower case, without
 	// the "vr-" of the variance-reduced version.
@@ -189,6 +191,64 @@ func (m Method) SplitsBatch() bool {
 		}
 	}
 	return false
+}
+
+// displayNamer, unbounded, singleLevel and levelDrawer are the optional
+// traits of a Scheme that programs comparing methods (tables, grids of
+// settings) read through Method rather than naming methods.
+type (
+	displayNamer interface{ DisplayName() string }
+	unbounded    interface{ Unbounded() bool }
+	singleLevel  interface{ SingleLevel() bool }
+	levelDrawer  interface{ DrawsLevels() bool }
+)
+
+// trait is what ask returns for m's scheme when it implements T, and
+// otherwise (or for an unknown method) the zero value.
+func trait[T any, V any](m Method, ask func(T) V) V {
+	var zero V
+	s, err := m.scheme()
+	if err != nil {
+		return zero
+	}
+	if t, ok := s.(T); ok {
+		return ask(t)
+	}
+	return zero
+}
+
+// DisplayName is the method's name for people ("RT-MLMC"), its Name where
+// the method gives none.
+func (m Method) DisplayName() string {
+	if n := trait(m, displayNamer.DisplayName); n != "" {
+		return n
+	}
+	return m.String()
+}
+
+// Unbounded says the method draws its levels from a law on
+// MinLevel..infinity (RU-MLMC, RR-MLMC): it has no top level, and
+// Config.MaxLevel does not configure it.
+func (m Method) Unbounded() bool { return trait(m, unbounded.Unbounded) }
+
+// SingleLevel says the method queries one level only (L-SGD's h^L): the
+// baseline the multilevel methods are compared against.
+func (m Method) SingleLevel() bool { return trait(m, singleLevel.SingleLevel) }
+
+// DrawsLevels says the method draws its levels at random from the law of
+// rates Config.B and Config.C (RT-, RU- and RR-MLMC).
+func (m Method) DrawsLevels() bool { return trait(m, levelDrawer.DrawsLevels) }
+
+// Methods lists the methods of the table, the paper's first, in the order
+// of registration.
+func Methods() []Method {
+	table.RLock()
+	defer table.RUnlock()
+	ms := make([]Method, len(table.schemes))
+	for i := range ms {
+		ms[i] = Method(i)
+	}
+	return ms
 }
 
 // Names lists every estimator name New accepts.

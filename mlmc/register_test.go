@@ -134,3 +134,36 @@ type named string
 func (n named) Name() string                              { return string(n) }
 func (named) Check(mlmc.Config, int) error                { return nil }
 func (named) Bind(cfg mlmc.Config, _ int) mlmc.Allocation { return uniformPlan{cfg} }
+
+// The traits that programs comparing methods read (display name, no top
+// level, single level, random levels) come from each method's table entry;
+// a registered method without them gets its Name and the defaults, and
+// Methods lists it after the paper's five.
+func TestMethodTraits(t *testing.T) {
+	if errUniformRT != nil {
+		t.Fatal(errUniformRT)
+	}
+	for _, tc := range []struct {
+		m                           mlmc.Method
+		display                     string
+		unbounded, single, drawsLev bool
+	}{
+		{mlmc.LSGD, "L-SGD", false, true, false},
+		{mlmc.VMLMC, "V-MLMC", false, false, false},
+		{mlmc.RTMLMC, "RT-MLMC", false, false, true},
+		{mlmc.RUMLMC, "RU-MLMC", true, false, true},
+		{mlmc.RRMLMC, "RR-MLMC", true, false, true},
+		{uniformRT, "uniformrt", false, false, false},
+		{mlmc.Method(-1), "Method(-1)", false, false, false},
+	} {
+		got := []any{tc.m.DisplayName(), tc.m.Unbounded(), tc.m.SingleLevel(), tc.m.DrawsLevels()}
+		want := []any{tc.display, tc.unbounded, tc.single, tc.drawsLev}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: (DisplayName, Unbounded, SingleLevel, DrawsLevels) = %v, want %v", tc.m, got, want)
+		}
+	}
+	ms := mlmc.Methods()
+	if len(ms) < 6 || !slices.Equal(ms[:5], []mlmc.Method{mlmc.LSGD, mlmc.VMLMC, mlmc.RTMLMC, mlmc.RUMLMC, mlmc.RRMLMC}) || !slices.Contains(ms, uniformRT) {
+		t.Errorf("Methods() = %v, want the paper's five first, then uniformrt", ms)
+	}
+}

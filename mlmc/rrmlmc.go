@@ -10,6 +10,10 @@ type rrmlmc struct{}
 func (rrmlmc) Name() string                          { return "rrmlmc" }
 func (rrmlmc) Check(cfg Config, oracleMax int) error { return checkServable(cfg, oracleMax) }
 
+func (rrmlmc) DisplayName() string { return "RR-MLMC" }
+func (rrmlmc) Unbounded() bool     { return true }
+func (rrmlmc) DrawsLevels() bool   { return true }
+
 func (rrmlmc) Bind(cfg Config, oracleMax int) Allocation {
 	return rrmlmcPlan{cfg: cfg, geometric: bindGeometric(cfg, oracleMax)}
 }

@@ -25,6 +25,9 @@ func (rtmlmc) Bind(cfg Config, _ int) Allocation {
 
 func (rtmlmc) Explicit() ExplicitLaw { return ExplicitProbs }
 
+func (rtmlmc) DisplayName() string { return "RT-MLMC" }
+func (rtmlmc) DrawsLevels() bool   { return true }
+
 func (rtmlmc) Variance(q []LevelQueries, stats []LevelStat, mean2 float64) float64 {
 	return singleDrawVariance(q, stats, mean2)
 }

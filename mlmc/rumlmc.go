@@ -13,6 +13,10 @@ type rumlmc struct{}
 func (rumlmc) Name() string                          { return "rumlmc" }
 func (rumlmc) Check(cfg Config, oracleMax int) error { return checkServable(cfg, oracleMax) }
 
+func (rumlmc) DisplayName() string { return "RU-MLMC" }
+func (rumlmc) Unbounded() bool     { return true }
+func (rumlmc) DrawsLevels() bool   { return true }
+
 func (rumlmc) Bind(cfg Config, oracleMax int) Allocation {
 	g := bindGeometric(cfg, oracleMax)
 	return singleDraw{cfg: cfg, law: g.law, expected: &g.expected, draw: g.draw, notes: g.notes}

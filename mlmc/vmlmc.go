@@ -22,6 +22,8 @@ func (vmlmc) Check(cfg Config, oracleMax int) error {
 
 func (vmlmc) Bind(cfg Config, _ int) Allocation { return vmlmcPlan{cfg} }
 
+func (vmlmc) DisplayName() string { return "V-MLMC" }
+
 func (vmlmc) Explicit() ExplicitLaw { return ExplicitDraws }
 
 func (vmlmc) Variance(q []LevelQueries, stats []LevelStat, _ float64) float64 {

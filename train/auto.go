@@ -73,7 +73,7 @@ func (t *trainer) pilot(splits *data.Splits) (*auto.Plan, error) {
 		}
 	}
 	run := contrastive.Settings{MinLevel: cfg.MinLevel, MaxLevel: cfg.MaxLevel, Temperature: cfg.Temperature,
-		Halves: t.plan.Halves, Augment: cfg.Augment, Seed: cfg.Seed, Workers: cfg.Workers, B: cfg.B, C: cfg.C}
+		Halves: t.plan.Halves, Augment: t.plan.Augment, Seed: cfg.Seed, Workers: cfg.Workers, B: cfg.B, C: cfg.C}
 	rep, err := contrastive.MeasureLevels(t.b, t.model, splits, run, contrastive.LevelsOptions{Draws: int(draws)})
 	if err != nil {
 		return nil, fmt.Errorf("--estimator auto: pilot: %w", err)

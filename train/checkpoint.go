@@ -76,8 +76,8 @@ func (t *trainer) checkpoint() error {
 		return err
 	}
 	return t.model.Save(filepath.Join(t.plan.Out, runfolder.ModelFile), map[string]string{
-		"iteration": strconv.Itoa(t.iter), "estimator": t.est.Name(), "width": strconv.FormatFloat(t.cfg.Width, 'g', -1, 64),
-		"proj_dim": strconv.Itoa(t.cfg.ProjDim), "dataset": t.cfg.Dataset, "version": t.plan.Version,
+		"iteration": strconv.Itoa(t.iter), "estimator": t.est.Name(), "width": strconv.FormatFloat(t.plan.Run.Width, 'g', -1, 64),
+		"proj_dim": strconv.Itoa(t.plan.Run.ProjDim), "dataset": t.plan.Run.Dataset, "version": t.plan.Version,
 	})
 }
 

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -404,15 +405,38 @@ const DefaultSogCLRGamma = 0.9
 // SogCLRGammaAt is gamma at iteration iter (0-based) of total: constant,
 // or decayed by a cosine from 1 to --sogclr-gamma.
 func (c *Settings) SogCLRGammaAt(iter, total int) float64 {
-	gamma := c.SogCLRGamma
-	if gamma == 0 {
-		gamma = DefaultSogCLRGamma
+	return c.gammaSchedule().At(iter, total)
+}
+
+// GammaSchedule is SogCLR's gamma over a run: Gamma throughout, or with
+// Cosine decayed by a cosine from 1 at the first iteration to Gamma at the
+// last.
+type GammaSchedule struct {
+	Gamma  float64
+	Cosine bool
+}
+
+// gammaSchedule reads --sogclr-gamma (0: DefaultSogCLRGamma) and
+// --sogclr-gamma-decay (checked by Validate).
+func (c *Settings) gammaSchedule() GammaSchedule {
+	return GammaSchedule{Gamma: cmp.Or(c.SogCLRGamma, DefaultSogCLRGamma), Cosine: c.SogCLRGammaDecay == "cosine"}
+}
+
+// name is the schedule's --sogclr-gamma-decay, for the log.
+func (g GammaSchedule) name() string {
+	if g.Cosine {
+		return "cosine"
 	}
-	if c.SogCLRGammaDecay != "cosine" || total <= 1 {
-		return gamma
+	return "constant"
+}
+
+// At is gamma at iteration iter (0-based) of total.
+func (g GammaSchedule) At(iter, total int) float64 {
+	if !g.Cosine || total <= 1 {
+		return g.Gamma
 	}
 	frac := float64(min(iter, total-1)) / float64(total-1)
-	return gamma + (1-gamma)*(1+math.Cos(math.Pi*frac))/2
+	return g.Gamma + (1-g.Gamma)*(1+math.Cos(math.Pi*frac))/2
 }
 
 // checkDataset checks the --dataset name (not the files) when the trainer

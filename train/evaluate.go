@@ -16,7 +16,7 @@ func (t *trainer) evalKNN() error {
 	if err := t.preciseBN(); err != nil {
 		return err
 	}
-	res, err := eval.KNN(t.b, t.model, t.evalSplits(), t.cfg.KNNK)
+	res, err := eval.KNN(t.b, t.model, t.evalSplits(), t.plan.Run.KNNK)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (t *trainer) evalKNN() error {
 func (t *trainer) evalSplits() *data.Splits {
 	if t.evalSet == nil {
 		t.evalSet = t.splits
-		if n := t.cfg.EvalTrainSubset; n > 0 && n < t.splits.Train.Len() {
+		if n := t.plan.Run.EvalTrainSubset; n > 0 && n < t.splits.Train.Len() {
 			t.evalSet = t.splits.Subset(n, 0)
 		}
 	}
@@ -51,15 +51,15 @@ func (t *trainer) evalSplits() *data.Splits {
 // preciseBN recalibrates the running statistics before an evaluation or
 // the final checkpoint, unless --precise-bn=false.
 func (t *trainer) preciseBN() error {
-	if !t.cfg.PreciseBN {
+	if !t.plan.Run.PreciseBN {
 		return nil
 	}
 	start := time.Now()
-	if err := recalibrateBN(t.model, t.splits, &t.cfg, t.plan.Augment, t.iter); err != nil {
+	if err := recalibrateBN(t.model, t.splits, &t.plan, t.plan.Augment, t.iter); err != nil {
 		return err
 	}
 	t.logf("precise BN at iteration %d: running statistics re-estimated over %d views (%.1f s)",
-		t.iter, preciseBNBatches(t.cfg.MaxLevel)*(2<<t.cfg.MaxLevel), time.Since(start).Seconds())
+		t.iter, preciseBNBatches(t.plan.Run.MaxLevel)*(2<<t.plan.Run.MaxLevel), time.Since(start).Seconds())
 	return nil
 }
 
@@ -67,23 +67,23 @@ func (t *trainer) preciseBN() error {
 // the same network at initialisation) and writes linear_probe.json.
 func (t *trainer) linearProbe() (*runfolder.Probe, error) {
 	start := time.Now()
-	res, err := eval.LinearProbe(t.b, t.model, t.evalSplits(), t.cfg.Seed)
+	res, err := eval.LinearProbe(t.b, t.model, t.evalSplits(), t.plan.Run.Seed)
 	if err != nil {
 		return nil, err
 	}
-	rec := eval.ProbeRecord(res, filepath.Join(t.plan.Out, runfolder.ModelFile), t.cfg.Dataset, t.iter, time.Since(start).Seconds())
+	rec := eval.ProbeRecord(res, filepath.Join(t.plan.Out, runfolder.ModelFile), t.plan.Run.Dataset, t.iter, time.Since(start).Seconds())
 	t.logf("linear probe: top-1 %.2f%% top-5 %.2f%% (l2 %g, %d train / %d test images, %.1f s)",
 		res.Top1, res.Top5, res.L2, res.Train, res.Test, rec.Seconds)
-	if t.cfg.ProbeBaseline {
-		init := resnet18.New(t.b, t.model.Config(), t.cfg.Seed)
+	if t.plan.Run.ProbeBaseline {
+		init := resnet18.New(t.b, t.model.Config(), t.plan.Run.Seed)
 		// The baseline is measured as the trained network is: with
 		// recalibrated statistics (its own are the initial 0 and 1).
-		if t.cfg.PreciseBN {
-			if err := recalibrateBN(init, t.splits, &t.cfg, t.plan.Augment, 0); err != nil {
+		if t.plan.Run.PreciseBN {
+			if err := recalibrateBN(init, t.splits, &t.plan, t.plan.Augment, 0); err != nil {
 				return nil, err
 			}
 		}
-		base, err := eval.LinearProbe(t.b, init, t.evalSplits(), t.cfg.Seed)
+		base, err := eval.LinearProbe(t.b, init, t.evalSplits(), t.plan.Run.Seed)
 		init.Free()
 		if err != nil {
 			return nil, err

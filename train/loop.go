@@ -37,7 +37,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 		}
 		lr := t.sched.LR(t.iter)
 		if t.plan.Loss == contrastive.SogCLR {
-			t.oracle.SetGamma(t.cfg.SogCLRGammaAt(t.iter, t.plan.TotalIters))
+			t.oracle.SetGamma(t.plan.Run.Gamma.At(t.iter, t.plan.TotalIters))
 		}
 		step, err := t.iterate(lr)
 		if err != nil {
@@ -61,7 +61,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 
 // samplesReached says whether --max-samples ends the run here.
 func (t *trainer) samplesReached() bool {
-	return t.cfg.MaxSamples > 0 && t.totals.Samples >= t.cfg.MaxSamples
+	return t.plan.Run.MaxSamples > 0 && t.totals.Samples >= t.plan.Run.MaxSamples
 }
 
 func closeRecorders(recs []recorder) {
@@ -141,7 +141,7 @@ func (t *trainer) finish() (*Summary, error) {
 	sum := t.summary()
 	t.logf("done: %d iterations, %d images drawn, %d evaluations, loss %.4f, %.1f s; checkpoint %s",
 		sum.Iterations, sum.SamplesDrawn, sum.Evaluations, sum.Loss, sum.WallSeconds, filepath.Join(t.plan.Out, runfolder.ModelFile))
-	if t.cfg.Probe && t.comm.Rank() == 0 {
+	if t.plan.Run.Probe && t.comm.Rank() == 0 {
 		probe, err := t.linearProbe()
 		if err != nil {
 			return sum, err

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/mlmc/auto"
@@ -96,6 +97,11 @@ type Plan struct {
 	// Notes are lines for the log: what the plan changed of what was asked.
 	Notes []string `json:"-"`
 
+	// Run is what the loop, its recorders and the evaluations read of the
+	// settings, copied once; config.json keeps these under the settings'
+	// own keys.
+	Run RunSettings `json:"-"`
+
 	Version   string `json:"version"`
 	DeviceLog string `json:"device_log,omitempty"`
 }
@@ -135,6 +141,7 @@ func Resolve(s Settings, f Facts) (Plan, error) {
 		return Plan{}, err
 	}
 	p.MLMC = s.mlmcConfig(p.Halves, p.LevelProbs, p.LevelDraws)
+	p.Run = s.runSettings()
 	if p.ExpectedImages, p.ExpectedEvals, err = p.expectedCost(); err != nil {
 		return Plan{}, err
 	}
@@ -229,4 +236,43 @@ func (p *Plan) pilotImages() int64 {
 		return 0
 	}
 	return p.Auto.Samples
+}
+
+// RunSettings are the settings the training loop, its recorders and the
+// evaluations read (each as the Settings field of the same name
+// documents it).
+type RunSettings struct {
+	// EstimatorName is --estimator as given, for error messages.
+	EstimatorName string
+	Temperature   float64
+	MinLevel      int
+	ValSplit      int
+	// AugmentName is the name of --augment's recipe, for the log.
+	AugmentName     string
+	Seed            uint64
+	Workers         int
+	Width           float64
+	ProjDim         int
+	Dataset         string
+	MaxLevel        int
+	MaxSamples      int64
+	KNNK            int
+	LogEvery        int
+	CheckpointEvery time.Duration
+	PreciseBN       bool
+	EvalTrainSubset int
+	Probe           bool
+	ProbeBaseline   bool
+	// Gamma is SogCLR's schedule of gamma (--sogclr-gamma and
+	// --sogclr-gamma-decay).
+	Gamma GammaSchedule
+}
+
+// runSettings is s's RunSettings.
+func (s Settings) runSettings() RunSettings {
+	return RunSettings{EstimatorName: s.Estimator, Temperature: s.Temperature, MinLevel: s.MinLevel, ValSplit: s.ValSplit,
+		AugmentName: cmp.Or(s.Augment, "simclr"), Seed: s.Seed, Workers: s.Workers, Width: s.Width, ProjDim: s.ProjDim, Dataset: s.Dataset, MaxLevel: s.MaxLevel,
+		MaxSamples: s.MaxSamples, KNNK: s.KNNK, LogEvery: s.LogEvery, CheckpointEvery: time.Duration(s.CheckpointEvery),
+		PreciseBN: s.PreciseBN, EvalTrainSubset: s.EvalTrainSubset, Probe: s.Probe, ProbeBaseline: s.ProbeBaseline,
+		Gamma: s.gammaSchedule()}
 }

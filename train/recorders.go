@@ -65,8 +65,8 @@ func (t *trainer) recorders() ([]recorder, error) {
 	if lead && t.plan.EvalPeriod > 0 {
 		rs = append(rs, knnMonitor{t})
 	}
-	if t.cfg.CheckpointEvery > 0 {
-		rs = append(rs, &periodicCheckpoint{t: t, every: time.Duration(t.cfg.CheckpointEvery), last: t.start})
+	if t.plan.Run.CheckpointEvery > 0 {
+		rs = append(rs, &periodicCheckpoint{t: t, every: t.plan.Run.CheckpointEvery, last: t.start})
 	}
 	return rs, nil
 }
@@ -91,7 +91,7 @@ type metricsLog struct {
 
 func (r *metricsLog) record(it iteration) error {
 	t := r.t
-	every := t.cfg.LogEvery
+	every := t.plan.Run.LogEvery
 	if every <= 0 || (it.n%every != 0 && !it.last) {
 		return nil
 	}

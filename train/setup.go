@@ -201,7 +201,8 @@ func (t *trainer) planRun(facts Facts, servable int, resume bool) error {
 // it, with x_{t-1} for a VR estimator, the halves, the batch split of the
 // ranks and the loss.
 func (t *trainer) openOracle() error {
-	cfg, plan := &t.cfg, &t.plan
+	plan := &t.plan
+	cfg := &plan.Run
 	augCfg := contrastive.AtImageSize(plan.Augment, t.splits.Train)
 	var err error
 	t.stream, err = loader.Open(t.splits.Train, t.splits.Mean, t.splits.Std, augCfg, rankSeed(cfg.Seed, t.comm.Rank()), cfg.Workers)
@@ -223,11 +224,11 @@ func (t *trainer) openOracle() error {
 		return nil
 	}
 	if err := t.oracle.SetLoss(loss, plan.TrainImages); err != nil {
-		return fmt.Errorf("--estimator %s: %w", cfg.Estimator, err)
+		return fmt.Errorf("--estimator %s: %w", cfg.EstimatorName, err)
 	}
 	how := "the positive left out of each view's denominator"
 	if loss == contrastive.SogCLR {
-		how = fmt.Sprintf("a moving average per training image, gamma %g (%s)", cfg.SogCLRGammaAt(plan.TotalIters, plan.TotalIters), cmp.Or(cfg.SogCLRGammaDecay, "constant"))
+		how = fmt.Sprintf("a moving average per training image, gamma %g (%s)", cfg.Gamma.At(plan.TotalIters, plan.TotalIters), cfg.Gamma.name())
 	}
 	t.logf("loss: %s (docs/definitions.md, section 10), one batch of %d images an iteration, %s", loss, 1<<cfg.MaxLevel, how)
 	return nil
@@ -261,7 +262,8 @@ func (t *trainer) openEstimator() error {
 // that a reader sees what an iteration costs before it runs (VR
 // estimators: averaged over a Q_E cycle), and what the ranks share.
 func (t *trainer) logPlan(netCfg resnet18.Config) {
-	cfg, plan, splits := &t.cfg, &t.plan, t.splits
+	plan, splits := &t.plan, t.splits
+	cfg := &plan.Run
 	evalNote := ""
 	if plan.Halves == contrastive.HalvesSeparate {
 		evalNote = fmt.Sprintf(" (network passes: each correction above level %d is 3)", cfg.MinLevel)
@@ -273,7 +275,7 @@ func (t *trainer) logPlan(netCfg resnet18.Config) {
 	t.logf("data: %s, %d training images, %d %s images; %s over levels %d..%d, %d iterations (%d per epoch), "+
 		"expected per iteration %.4g images and %.4g oracle evaluations%s, lr %g, %s, width %g, %s norm, %s augmentation, halves %s, precise BN %v",
 		splits.Train.Name, plan.TrainImages, splits.Test.Len(), scored, t.est.Name(), cfg.MinLevel, cfg.MaxLevel, plan.TotalIters, plan.ItersPerEpoch,
-		plan.ExpectedImages, plan.ExpectedEvals, evalNote, plan.LR, plan.Optimizer, cfg.Width, netCfg.Norm, cmp.Or(cfg.Augment, "simclr"), plan.Halves, cfg.PreciseBN)
+		plan.ExpectedImages, plan.ExpectedEvals, evalNote, plan.LR, plan.Optimizer, cfg.Width, netCfg.Norm, cfg.AugmentName, plan.Halves, cfg.PreciseBN)
 	if ranks := t.comm.Size(); ranks > 1 {
 		t.logf("dist: %d ranks; %s", ranks, parallelNote(plan.Estimator, plan.SplitBatch, cfg.MaxLevel, ranks, netCfg.Norm))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/mlmc"
@@ -81,13 +82,19 @@ Levels, temperature and halves default to the run's settings.`,
 				return fmt.Errorf("--halves %w", err)
 			}
 			cfg.Workers = workers
+			aug := augment.SimCLR()
+			if cfg.Augment != "" {
+				if aug, err = augment.Preset(cfg.Augment); err != nil {
+					return fmt.Errorf("augment %q of %s: augmentation: %w", cfg.Augment, filepath.Join(e.run, runfolder.ConfigFile), err)
+				}
+			}
 			errw := cmd.ErrOrStderr()
 			runDir := e.run
 			if e.randomInit {
 				runDir = "" // x_(t-1) of the run is not a step from the initial network
 			}
 			run := contrastive.Settings{MinLevel: cfg.MinLevel, MaxLevel: cfg.MaxLevel, Temperature: cfg.Temperature,
-				Halves: h, Augment: cfg.Augment, Seed: cfg.Seed, Workers: cfg.Workers,
+				Halves: h, Augment: aug, Seed: cfg.Seed, Workers: cfg.Workers,
 				B: cfg.B, C: cfg.C, D1: cfg.D1, D2: cfg.D2, QE: cfg.QE}
 			rep, err := contrastive.MeasureLevels(b, m, splits, run, contrastive.LevelsOptions{Draws: draws, RunDir: runDir,
 				Progress: func(level int, diff bool, k int) {
@@ -100,7 +107,7 @@ Levels, temperature and halves default to the run's settings.`,
 					}
 				}})
 			if err != nil {
-				return levelsSettingError(err, cfg, e.run)
+				return levelsSettingError(err, cfg)
 			}
 			ckpt := e.checkpoint
 			if e.randomInit {
@@ -197,9 +204,8 @@ func writeLevelsTable(w io.Writer, r levelsResult) error {
 }
 
 // levelsSettingError words an error of contrastive.MeasureLevels about
-// one of its settings as the flag that set it (or, for the augmentation,
-// the run's config.json, which alone sets it).
-func levelsSettingError(err error, cfg train.Settings, run string) error {
+// one of its settings as the flag that set it.
+func levelsSettingError(err error, cfg train.Settings) error {
 	var bad *contrastive.SettingError
 	if !errors.As(err, &bad) {
 		return err
@@ -209,8 +215,6 @@ func levelsSettingError(err error, cfg train.Settings, run string) error {
 		return fmt.Errorf("--min-level %d: %w", cfg.MinLevel, err)
 	case "MaxLevel":
 		return fmt.Errorf("--max-level %d: %w", cfg.MaxLevel, err)
-	case "Augment":
-		return fmt.Errorf("augment %q of %s: %w", cfg.Augment, filepath.Join(run, runfolder.ConfigFile), err)
 	}
 	return err
 }

@@ -49,11 +49,12 @@ var tuningSeeds = []uint64{1001, 1002, 1003}
 // samples are counted.
 var gaps = []float64{0.01, 0.003, 0.001}
 
-// kinds are the ten estimators compared, in the tables' order.
+// kinds are the estimators compared, in the tables' order: every method
+// of mlmc's table (the paper's five), then their VR versions.
 var kinds = func() []mlmc.Kind {
 	var ks []mlmc.Kind
 	for _, vr := range []bool{false, true} {
-		for _, m := range []mlmc.Method{mlmc.LSGD, mlmc.VMLMC, mlmc.RTMLMC, mlmc.RUMLMC, mlmc.RRMLMC} {
+		for _, m := range mlmc.Methods() {
 			ks = append(ks, mlmc.Kind{Method: m, VR: vr})
 		}
 	}
@@ -70,7 +71,7 @@ func method(k mlmc.Kind, l int, step float64, d1 int) experiment.Method {
 	if k.VR {
 		m.Config.D1 = d1
 	}
-	if k.Method == mlmc.RTMLMC || k.Method == mlmc.RUMLMC || k.Method == mlmc.RRMLMC {
+	if k.Method.DrawsLevels() {
 		m.Config.B, m.Config.C = 2, 1
 	}
 	return m

@@ -43,12 +43,17 @@ var smallGrid = grid{
 	D1:     []int{10},
 }
 
-// families are the ten estimators, in the order of the tables.
-var families = []mlmc.Kind{
-	{Method: mlmc.LSGD}, {Method: mlmc.VMLMC}, {Method: mlmc.RTMLMC}, {Method: mlmc.RUMLMC}, {Method: mlmc.RRMLMC},
-	{Method: mlmc.LSGD, VR: true}, {Method: mlmc.VMLMC, VR: true}, {Method: mlmc.RTMLMC, VR: true},
-	{Method: mlmc.RUMLMC, VR: true}, {Method: mlmc.RRMLMC, VR: true},
-}
+// families are the estimators, in the order of the tables: every method of
+// mlmc's table (the paper's five), then their VR versions.
+var families = func() []mlmc.Kind {
+	var ks []mlmc.Kind
+	for _, vr := range []bool{false, true} {
+		for _, m := range mlmc.Methods() {
+			ks = append(ks, mlmc.Kind{Method: m, VR: vr})
+		}
+	}
+	return ks
+}()
 
 // candidates is every setting of the grid for the given families. b is the
 // variance rate the randomized laws use (RT, RU, RR: q_l proportional to
@@ -58,7 +63,7 @@ func (g grid) candidates(kinds []mlmc.Kind, b float64) []experiment.Method {
 	var out []experiment.Method
 	for _, k := range kinds {
 		levels := g.Levels
-		if k.Method == mlmc.RUMLMC || k.Method == mlmc.RRMLMC {
+		if k.Method.Unbounded() {
 			levels = []int{0}
 		}
 		d1s := []int{0}
@@ -70,7 +75,7 @@ func (g grid) candidates(kinds []mlmc.Kind, b float64) []experiment.Method {
 				for _, dc := range g.Decays {
 					for _, d1 := range d1s {
 						cfg := mlmc.Config{MinLevel: 0, MaxLevel: l, D1: d1}
-						if k.Method == mlmc.RTMLMC || k.Method == mlmc.RUMLMC || k.Method == mlmc.RRMLMC {
+						if k.Method.DrawsLevels() {
 							cfg.B, cfg.C = b, 1
 						}
 						out = append(out, experiment.Method{Kind: k, Config: cfg, Step: st, Decay: dc})

@@ -464,21 +464,7 @@ func TestFlagErrors(t *testing.T) {
 // result, the JSON has the documented shape, --markdown reads it back and
 // --tuned reruns the same trials.
 func TestExperimentSmall(t *testing.T) {
-	r := rand.New(rand.NewPCG(21, 22))
-	d := &Data{Name: "toy"}
-	for range 50 {
-		a := []float64{2*r.Float64() - 1, 2*r.Float64() - 1}
-		d.X = append(d.X, a)
-		d.Y = append(d.Y, 3*a[0]-2*a[1]+1+0.3*r.NormFloat64())
-	}
-	ex := newExactLinear(d)
-	_, fStar, err := ex.minimise()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex,
-		x0: make([]float64, 3), fStar: fStar, budget: 3000, growth: 1.5}
-	tk.f0 = ex.value(tk.x0)
+	tk := toyTask(t, 3000)
 	savedL, savedS := Levels, Steps
 	Levels, Steps = []int{0, 2}, []float64{0.1, 1e-3}
 	defer func() { Levels, Steps = savedL, savedS }()
@@ -543,21 +529,7 @@ func TestExperimentSmall(t *testing.T) {
 // plans whose pilot is at most 5% of the budget in all, and the median
 // trial stays below the gap.
 func TestAutoSmall(t *testing.T) {
-	r := rand.New(rand.NewPCG(21, 22))
-	d := &Data{Name: "toy"}
-	for range 50 {
-		a := []float64{2*r.Float64() - 1, 2*r.Float64() - 1}
-		d.X = append(d.X, a)
-		d.Y = append(d.Y, 3*a[0]-2*a[1]+1+0.3*r.NormFloat64())
-	}
-	ex := newExactLinear(d)
-	_, fStar, err := ex.minimise()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex,
-		x0: make([]float64, 3), fStar: fStar, budget: 200_000, growth: 1.5}
-	tk.f0 = ex.value(tk.x0)
+	tk := toyTask(t, 200_000)
 	var out strings.Builder
 	o := options{trials: 3, jsonOut: true, auto: true, autoGaps: []float64{0.01}}
 	if err := tk.autoExperiment(o, &out, io.Discard); err != nil {
@@ -599,4 +571,26 @@ func TestRowRho(t *testing.T) {
 	if want := ex.rowRho(x, row); math.Abs(mc-want) > 0.15*want {
 		t.Errorf("relative variance: Monte Carlo %.4g, closed form %.4g", mc, want)
 	}
+}
+
+// toyTask is a small linear problem (50 rows, two features, noise 0.3)
+// with its exact F*, for the end-to-end tests.
+func toyTask(t *testing.T, budget int64) *task {
+	t.Helper()
+	r := rand.New(rand.NewPCG(21, 22))
+	d := &Data{Name: "toy"}
+	for range 50 {
+		a := []float64{2*r.Float64() - 1, 2*r.Float64() - 1}
+		d.X = append(d.X, a)
+		d.Y = append(d.Y, 3*a[0]-2*a[1]+1+0.3*r.NormFloat64())
+	}
+	ex := newExactLinear(d)
+	_, fStar, err := ex.minimise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex,
+		x0: make([]float64, 3), fStar: fStar, budget: budget, growth: 1.5}
+	tk.f0 = ex.value(tk.x0)
+	return tk
 }

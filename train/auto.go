@@ -57,8 +57,7 @@ func (c *Settings) autoRunImages(trainImages int) int64 {
 // and chooses the plan at the run's levels (auto.ChooseAtLevel). The
 // queries update the network's batch-norm running statistics, as training
 // queries do.
-func (t *trainer) pilot(splits *data.Splits) (*auto.Plan, error) {
-	cfg := &t.cfg
+func (t *trainer) pilot(cfg Settings, splits *data.Splits) (*auto.Plan, error) {
 	budget := cfg.autoRunImages(splits.Train.Len())
 	perDraw := int64(1) << cfg.MaxLevel // h^L of the telescoping check
 	for l := cfg.MinLevel; l <= cfg.MaxLevel; l++ {

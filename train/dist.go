@@ -145,8 +145,7 @@ func (g *guardedComm) Close() error {
 // openComm opens the communicator of the run (the caller's, or the one
 // --dist asks for) and checks the world against the session's rank and
 // world size.
-func (t *trainer) openComm() error {
-	cfg := &t.cfg
+func (t *trainer) openComm(distAddr string) error {
 	var c collective.Comm
 	if t.sess.Comm != nil {
 		c = t.sess.Comm
@@ -154,7 +153,7 @@ func (t *trainer) openComm() error {
 	} else {
 		var line string
 		var err error
-		c, line, err = collective.Open(t.plan.Dist, t.b, collective.Options{Addr: cfg.DistAddr, Rank: t.sess.Rank, Size: t.sess.WorldSize})
+		c, line, err = collective.Open(t.plan.Dist, t.b, collective.Options{Addr: distAddr, Rank: t.sess.Rank, Size: t.sess.WorldSize})
 		if err != nil {
 			return err
 		}

@@ -83,21 +83,21 @@ func queryBytes(m *resnet18.Model, b tensor.Backend, level int) uint64 {
 // fits in the available memory, and says so in the log; a --max-level
 // that does not fit is an error naming the flag. When the memory cannot
 // be read the levels stay as they are.
-func (t *trainer) capByMemory(maxServable int, meminfo string) (int, error) {
+func (t *trainer) capByMemory(minLevel, maxLevel, maxServable int, meminfo string) (int, error) {
 	avail, source, err := availableMemory(t.b, meminfo)
 	if err != nil {
 		t.logf("memory: %v; levels are not capped by memory", err)
 		return maxServable, nil
 	}
 	budget := uint64(float64(avail) * memoryHeadroom)
-	fits := t.cfg.MinLevel - 1
-	for l := t.cfg.MinLevel; l <= maxServable && queryBytes(t.model, t.b, l) <= budget; l++ {
+	fits := minLevel - 1
+	for l := minLevel; l <= maxServable && queryBytes(t.model, t.b, l) <= budget; l++ {
 		fits = l
 	}
-	if fits < t.cfg.MaxLevel {
+	if fits < maxLevel {
 		return 0, fmt.Errorf("--max-level %d: a level-%d query (%d images, %d views) needs about %s, but only %s is %s "+
 			"(%.0f%% of it usable): use --max-level %d or less, a smaller --width, or a device with more memory",
-			t.cfg.MaxLevel, t.cfg.MaxLevel, 1<<t.cfg.MaxLevel, 2<<t.cfg.MaxLevel, humanBytes(queryBytes(t.model, t.b, t.cfg.MaxLevel)),
+			maxLevel, maxLevel, 1<<maxLevel, 2<<maxLevel, humanBytes(queryBytes(t.model, t.b, maxLevel)),
 			humanBytes(avail), source, 100*memoryHeadroom, max(fits, 0))
 	}
 	if fits < maxServable {

@@ -34,8 +34,8 @@ func newTestTrainerOn(t *testing.T, estimator string, b tensor.Backend) *trainer
 	}
 	hooks := tinyHooks(syntheticSplits(64, 8, 16, 4))
 	hooks.Backend = b
-	tr := &trainer{cfg: cfg, sess: hooks, log: ioDiscard{}}
-	if err := tr.setup(opening{}); err != nil {
+	tr := &trainer{sess: hooks, log: ioDiscard{}}
+	if err := tr.setup(cfg, opening{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.close)
@@ -73,13 +73,14 @@ func TestSteadyStateIterationAllocatesAlmostNothing(t *testing.T) {
 				}
 				tr.iter++
 			}
-			for range 2 * tr.cfg.QE { // plan every size, fill the draw pools
+			qe := tinyConfig(t, tc.name).QE // the trainer keeps only its plan
+			for range 2 * qe {              // plan every size, fill the draw pools
 				iterate()
 			}
 			// AllocsPerRun runs once more before measuring: with QE = 2 an
 			// even count still averages over as many fresh steps as
 			// corrections.
-			runs := 4 * tr.cfg.QE
+			runs := 4 * qe
 			// The count includes the loader's goroutines, which allocate
 			// as they prefetch, whenever the scheduler runs them: that
 			// noise only adds (6 to 16.5 beyond the passes in one
@@ -90,13 +91,13 @@ func TestSteadyStateIterationAllocatesAlmostNothing(t *testing.T) {
 			}
 
 			b, m := tr.b, tr.model
-			n := 1 << tr.cfg.MaxLevel
+			n := 1 << tr.plan.Run.MaxLevel
 			x := b.Alloc(2 * n * m.InputLen())
-			dz := b.Alloc(2 * n * tr.cfg.ProjDim)
+			dz := b.Alloc(2 * n * tr.plan.Run.ProjDim)
 			pass := func(updateRunning bool) float64 {
 				return testing.AllocsPerRun(runs, func() {
 					z := m.Forward(x, 2*n, true, updateRunning)
-					b.NTXent(n, tr.cfg.ProjDim, float32(tr.cfg.Temperature), false, z, dz)
+					b.NTXent(n, tr.plan.Run.ProjDim, float32(tr.plan.Run.Temperature), false, z, dz)
 					m.Backward(dz)
 				})
 			}
@@ -138,7 +139,7 @@ func TestOracleReportsDeviceFailureWithLevel(t *testing.T) {
 	if !errors.Is(err, deviceErr) || errors.Is(err, contrastive.ErrNonFinite) {
 		t.Fatalf("error %q: want the device failure, not a non-finite loss", err)
 	}
-	if want := fmt.Sprintf("level %d", tr.cfg.MaxLevel); !strings.Contains(err.Error(), want) {
+	if want := fmt.Sprintf("level %d", tr.plan.Run.MaxLevel); !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name the %s it happened at", err, want)
 	}
 }

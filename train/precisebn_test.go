@@ -119,8 +119,8 @@ func TestValSplitIsNeverTrainedOn(t *testing.T) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tr := &trainer{cfg: cfg, sess: tinyHooks(splits), log: ioDiscard{}}
-	if err := tr.setup(opening{}); err != nil {
+	tr := &trainer{sess: tinyHooks(splits), log: ioDiscard{}}
+	if err := tr.setup(cfg, opening{}); err != nil {
 		t.Fatal(err)
 	}
 	defer tr.close()

@@ -59,26 +59,26 @@ func ModelConfig(cfg Settings, splits *data.Splits) (resnet18.Config, error) {
 // optimizer, loader stream, oracle, estimator), learns the Facts of this
 // session, resolves the run's Plan into t.plan (Resolve), and either
 // restores the checkpoint (resume) or writes config.json.
-func (t *trainer) setup(s opening) error {
+func (t *trainer) setup(cfg Settings, s opening) error {
 	// The choices are the part of the plan known before this session's
 	// facts: the device, the ranks and the pilot need them. Resolve
 	// parses the same ones into the whole plan.
 	var err error
-	if t.plan.Choices, err = t.cfg.Choices(); err != nil {
+	if t.plan.Choices, err = cfg.Choices(); err != nil {
 		return err
 	}
-	facts := Facts{Out: t.cfg.Out, Levels: s.levels, Previous: s.previous, Version: t.sess.Version}
-	netCfg, servable, err := t.openData(&facts)
+	facts := Facts{Out: cfg.Out, Levels: s.levels, Previous: s.previous, Version: t.sess.Version}
+	netCfg, servable, err := t.openData(cfg, &facts)
 	if err != nil {
 		return err
 	}
-	if err := t.openDevice(&facts, s.resume); err != nil {
+	if err := t.openDevice(cfg.DistAddr, &facts, s.resume); err != nil {
 		return err
 	}
-	if err := t.openModel(netCfg, s.resume); err != nil {
+	if err := t.openModel(cfg, netCfg, s.resume); err != nil {
 		return err
 	}
-	if err := t.planRun(facts, servable, s.resume); err != nil {
+	if err := t.planRun(cfg, facts, servable, s.resume); err != nil {
 		return err
 	}
 	if err := t.openOracle(); err != nil {
@@ -89,17 +89,16 @@ func (t *trainer) setup(s opening) error {
 	}
 	t.logPlan(netCfg)
 	if s.resume {
-		return t.resumeSession(s)
+		return t.resumeSession(cfg, s)
 	}
-	return t.startRun()
+	return t.startRun(cfg)
 }
 
 // openData loads the splits and checks that the network and the levels
 // fit them: the network's configuration and the largest level the data
 // can serve.
-func (t *trainer) openData(facts *Facts) (resnet18.Config, int, error) {
-	cfg := &t.cfg
-	splits, err := LoadSplits(*cfg, t.sess.Splits)
+func (t *trainer) openData(cfg Settings, facts *Facts) (resnet18.Config, int, error) {
+	splits, err := LoadSplits(cfg, t.sess.Splits)
 	if err != nil {
 		return resnet18.Config{}, 0, err
 	}
@@ -109,11 +108,11 @@ func (t *trainer) openData(facts *Facts) (resnet18.Config, int, error) {
 		return resnet18.Config{}, 0, fmt.Errorf("training set %s has %d images; SimCLR needs at least 2", splits.Train.Name, n)
 	}
 	facts.TrainImages = n
-	netCfg, err := ModelConfig(*cfg, splits)
+	netCfg, err := ModelConfig(cfg, splits)
 	if err != nil {
 		return netCfg, 0, err
 	}
-	servable, err := maxServableLevel(*cfg, splits.Train)
+	servable, err := maxServableLevel(cfg, splits.Train)
 	return netCfg, servable, err
 }
 
@@ -121,7 +120,7 @@ func (t *trainer) openData(facts *Facts) (resnet18.Config, int, error) {
 // communicator; on a new run of several ranks they agree on rank 0's run
 // folder (the default --out names the start time, which the ranks read
 // separately).
-func (t *trainer) openDevice(facts *Facts, resume bool) error {
+func (t *trainer) openDevice(distAddr string, facts *Facts, resume bool) error {
 	if t.sess.Backend != nil {
 		t.b = t.sess.Backend
 		facts.DeviceLog = "device given by caller: " + t.b.Describe()
@@ -134,12 +133,12 @@ func (t *trainer) openDevice(facts *Facts, resume bool) error {
 		facts.DeviceLog = line
 	}
 	t.logf("%s", facts.DeviceLog)
-	if err := t.openComm(); err != nil {
+	if err := t.openComm(distAddr); err != nil {
 		return err
 	}
 	facts.Ranks = t.comm.Size()
 	if facts.Ranks > 1 && !resume {
-		out, err := collective.BroadcastBytes(t.comm, []byte(t.cfg.Out), 0)
+		out, err := collective.BroadcastBytes(t.comm, []byte(facts.Out), 0)
 		if err != nil {
 			return fmt.Errorf("agree on the run folder: %w", err)
 		}
@@ -150,8 +149,7 @@ func (t *trainer) openDevice(facts *Facts, resume bool) error {
 
 // openModel builds the network (a new group-norm run initialises its head
 // from the data) and its optimizer.
-func (t *trainer) openModel(netCfg resnet18.Config, resume bool) error {
-	cfg := &t.cfg
+func (t *trainer) openModel(cfg Settings, netCfg resnet18.Config, resume bool) error {
 	t.model = resnet18.New(t.b, netCfg, cfg.Seed)
 	if !resume {
 		if err := initHead(t.b, t.model, t.splits); err != nil {
@@ -165,24 +163,24 @@ func (t *trainer) openModel(netCfg resnet18.Config, resume bool) error {
 
 // planRun caps the servable levels by every rank's memory, runs the pilot
 // of a new --estimator auto run, and resolves the plan.
-func (t *trainer) planRun(facts Facts, servable int, resume bool) error {
+func (t *trainer) planRun(cfg Settings, facts Facts, servable int, resume bool) error {
 	meminfo := cmp.Or(t.sess.Meminfo, "/proc/meminfo")
-	servable, err := t.capByMemory(servable, meminfo)
+	servable, err := t.capByMemory(cfg.MinLevel, cfg.MaxLevel, servable, meminfo)
 	if err != nil {
 		return err
 	}
 	if facts.ServableLevel, err = t.agreeMaxServable(servable); err != nil {
 		return err
 	}
-	if t.cfg.isAuto() && !resume {
+	if cfg.isAuto() && !resume {
 		if facts.Ranks > 1 {
 			return fmt.Errorf("--estimator auto runs its pilot in one process; %d ranks were started: run it with one, or name the estimator", facts.Ranks)
 		}
-		if facts.Auto, err = t.pilot(t.splits); err != nil {
+		if facts.Auto, err = t.pilot(cfg, t.splits); err != nil {
 			return err
 		}
 	}
-	if t.plan, err = Resolve(t.cfg, facts); err != nil {
+	if t.plan, err = Resolve(cfg, facts); err != nil {
 		return err
 	}
 	if a := t.plan.Auto; a != nil {
@@ -283,7 +281,7 @@ func (t *trainer) logPlan(netCfg resnet18.Config) {
 
 // resumeSession restores the checkpoint; a run made longer records its
 // new plan.
-func (t *trainer) resumeSession(s opening) error {
+func (t *trainer) resumeSession(cfg Settings, s opening) error {
 	plan := &t.plan
 	if err := t.restore(); err != nil {
 		return err
@@ -295,7 +293,7 @@ func (t *trainer) resumeSession(s opening) error {
 		t.logf("extended from %d to %d iterations: the learning-rate schedule now spans %d iterations (%.4g at iteration %d)",
 			s.extendedFrom, plan.TotalIters, plan.TotalIters, t.sched.LR(t.iter), t.iter)
 		if t.comm.Rank() == 0 {
-			return t.writeRecord()
+			return t.writeRecord(cfg)
 		}
 	}
 	if t.iter >= plan.TotalIters {
@@ -308,7 +306,7 @@ func (t *trainer) resumeSession(s opening) error {
 // one from the same seed, so that they cannot start apart), and rank 0
 // makes the run folder and writes config.json: last, once everything the
 // run needs has opened, so that a start that fails leaves no folder behind.
-func (t *trainer) startRun() error {
+func (t *trainer) startRun(cfg Settings) error {
 	if err := t.comm.Broadcast(t.model.Params().Flat(), 0); err != nil {
 		return fmt.Errorf("broadcast the initial parameters: %w", err)
 	}
@@ -318,12 +316,12 @@ func (t *trainer) startRun() error {
 	if err := prepareFolder(t.plan.Out); err != nil {
 		return err
 	}
-	return t.writeRecord()
+	return t.writeRecord(cfg)
 }
 
 // writeRecord writes the run's config.json: its settings and its plan.
-func (t *trainer) writeRecord() error {
-	return runfolder.WriteJSON(filepath.Join(t.plan.Out, runfolder.ConfigFile), newRecord(t.cfg, t.plan))
+func (t *trainer) writeRecord(cfg Settings) error {
+	return runfolder.WriteJSON(filepath.Join(t.plan.Out, runfolder.ConfigFile), newRecord(cfg, t.plan))
 }
 
 // maxServableLevel is the largest level the oracle serves for cfg on train:

@@ -284,7 +284,6 @@ func prepareFolder(out string) error {
 
 // trainer holds one session of a run.
 type trainer struct {
-	cfg    Settings
 	plan   Plan // Resolve's, made in setup
 	sess   Session
 	log    io.Writer
@@ -322,7 +321,7 @@ func (t *trainer) logf(format string, args ...any) {
 func (t *trainer) wall() float64 { return t.wallOffset + time.Since(t.start).Seconds() }
 
 func run(ctx context.Context, cfg Settings, s opening, sess Session) (sum *Summary, err error) {
-	t := &trainer{cfg: cfg, sess: sess, log: sess.Log, start: time.Now(), comm: collective.Single{}}
+	t := &trainer{sess: sess, log: sess.Log, start: time.Now(), comm: collective.Single{}}
 	if t.log == nil {
 		t.log = os.Stderr
 	}
@@ -334,7 +333,7 @@ func run(ctx context.Context, cfg Settings, s opening, sess Session) (sum *Summa
 	// (A new run's folder is made at the end of setup, by rank 0, so that
 	// a start that fails leaves nothing behind.)
 	defer t.close()
-	if err := t.setup(s); err != nil {
+	if err := t.setup(cfg, s); err != nil {
 		return nil, t.rankError(err)
 	}
 	if g, ok := t.comm.(*guardedComm); ok {

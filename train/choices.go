@@ -7,6 +7,7 @@ import (
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/collective"
 	"github.com/simclr-go/simclr/contrastive"
+	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
 )
 
@@ -26,6 +27,7 @@ type Choices struct {
 	// Augment is the view recipe --augment names ("" is simclr), before
 	// it is fitted to the images (contrastive.AtImageSize).
 	Augment augment.Config
+	Norm    resnet18.Norm // --norm
 }
 
 // Choices parses the settings' options, each error naming its flag.
@@ -40,6 +42,9 @@ func (c *Settings) Choices() (Choices, error) {
 	}
 	if ch.Optimizer, err = optim.ParseKind(c.Optimizer); err != nil {
 		return ch, fmt.Errorf("--optimizer %q: use sgd or lars", c.Optimizer)
+	}
+	if ch.Norm, err = resnet18.ParseNorm(c.Norm); err != nil {
+		return ch, fmt.Errorf("--norm %q: use batch (batch norm, the recipe) or group (group norm, which makes the one-forward multilevel correction exact)", c.Norm)
 	}
 	if ch.Halves, err = contrastive.ParseHalves(c.Halves); err != nil {
 		return ch, fmt.Errorf("--halves %w", err)

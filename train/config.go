@@ -146,7 +146,7 @@ func Defaults() Settings {
 		Width:        1,
 		ProjDim:      128,
 		Seed:         1,
-		Norm:         resnet18.NormBatch,
+		Norm:         resnet18.NormBatch.String(),
 		Augment:      "simclr",
 		Device:       "auto",
 		Precision:    "tf32",
@@ -363,11 +363,6 @@ func (c *Settings) checkChoices() error {
 	}
 	if err := (resnet18.Config{Width: c.Width, ProjDim: c.ProjDim}).Validate(); err != nil {
 		return fmt.Errorf("--width: %w", err)
-	}
-	switch c.Norm {
-	case "", resnet18.NormBatch, resnet18.NormGroup:
-	default:
-		return fmt.Errorf("--norm %q: use batch (batch norm, the recipe) or group (group norm, which makes the one-forward multilevel correction exact)", c.Norm)
 	}
 	_, err := c.Choices()
 	return err

@@ -47,7 +47,11 @@ func LoadSplits(cfg Settings, given *data.Splits) (*data.Splits, error) {
 // that an image folder of tiny images or a bad width is an error rather than
 // resnet18.New's panic.
 func ModelConfig(cfg Settings, splits *data.Splits) (resnet18.Config, error) {
-	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: cfg.Norm}
+	norm, err := resnet18.ParseNorm(cfg.Norm)
+	if err != nil {
+		return resnet18.Config{}, fmt.Errorf("--norm: %w", err)
+	}
+	net := resnet18.Config{Width: cfg.Width, ProjDim: cfg.ProjDim, InputSize: splits.Train.H, Norm: norm}
 	if err := net.Validate(); err != nil {
 		return net, fmt.Errorf("network for %s (%dx%d images, width %g, projection dimension %d): %w",
 			splits.Train.Name, splits.Train.H, splits.Train.W, cfg.Width, cfg.ProjDim, err)
@@ -399,7 +403,7 @@ func (t *trainer) close() {
 }
 
 // parallelNote says what the ranks do in parallel, for the log.
-func parallelNote(estimator mlmc.Kind, splitBatch bool, maxLevel, ranks int, norm string) string {
+func parallelNote(estimator mlmc.Kind, splitBatch bool, maxLevel, ranks int, norm resnet18.Norm) string {
 	if splitBatch {
 		how := "batch norm over each rank's share"
 		if norm == resnet18.NormGroup {

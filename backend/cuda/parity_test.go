@@ -583,14 +583,15 @@ func TestParityOptimisers(t *testing.T) {
 // A wrong kernel errs by far more.
 func TestParityResNet18Step(t *testing.T) {
 	for _, tc := range []struct {
-		precision, norm   string
+		precision         string
+		norm              resnet18.Norm
 		tolLoss, tolGrads float64
 	}{
 		{"fp32", resnet18.NormBatch, 1e-4, 1e-2},
 		{"tf32", resnet18.NormBatch, 2e-2, 2e-1},
 		{"fp32", resnet18.NormGroup, 1e-4, 2e-3},
 	} {
-		t.Run(tc.precision+"/"+tc.norm, func(t *testing.T) {
+		t.Run(tc.precision+"/"+tc.norm.String(), func(t *testing.T) {
 			p := openPair(t, tc.precision)
 			cfg := resnet18.Config{Width: 1, ProjDim: 128, InputSize: 32, Norm: tc.norm}
 			mg := resnet18.New(p.gpu, cfg, 7)

@@ -35,7 +35,7 @@ type Config struct {
 	// the common component: with 16-image steps it moved by more than the
 	// images' spread within a few iterations and the projections collapsed
 	// again. Running statistics follow it (HeadMomentum).
-	Norm string
+	Norm Norm
 }
 
 // HeadMomentum is the momentum of the group-norm head's running
@@ -46,11 +46,39 @@ type Config struct {
 // and learned with 0.5 and 1 (BENCHMARKS.md, History, "The first MLMC study").
 const HeadMomentum = 0.5
 
+// Norm is a network's normalisation (Config.Norm); the zero value is
+// batch norm, the default. Its String, "batch" or "group", is what
+// --norm names and what a model file's "norm" metadata records.
+type Norm uint8
+
 // Normalisations Config.Norm accepts.
 const (
-	NormBatch = "batch"
-	NormGroup = "group"
+	NormBatch Norm = iota
+	NormGroup
 )
+
+// String is the norm's name: "batch" or "group".
+func (n Norm) String() string {
+	switch n {
+	case NormBatch:
+		return "batch"
+	case NormGroup:
+		return "group"
+	}
+	return fmt.Sprintf("Norm(%d)", uint8(n))
+}
+
+// ParseNorm reads a norm's name; "" is batch norm (the default, and what
+// model files written before group norm existed imply).
+func ParseNorm(s string) (Norm, error) {
+	switch s {
+	case "", "batch":
+		return NormBatch, nil
+	case "group":
+		return NormGroup, nil
+	}
+	return 0, fmt.Errorf("normalisation %q: use batch or group", s)
+}
 
 func (c Config) withDefaults() Config {
 	if c.Width == 0 {
@@ -61,9 +89,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.InputSize == 0 {
 		c.InputSize = 32
-	}
-	if c.Norm == "" {
-		c.Norm = NormBatch
 	}
 	return c
 }
@@ -79,7 +104,7 @@ func (c Config) Validate() error {
 	case c.InputSize < 8:
 		return fmt.Errorf("input size %d: must be at least 8 pixels (three stride-2 stages)", c.InputSize)
 	case c.Norm != NormBatch && c.Norm != NormGroup:
-		return fmt.Errorf("normalisation %q: use %q or %q", c.Norm, NormBatch, NormGroup)
+		return fmt.Errorf("normalisation %v: use batch or group", c.Norm)
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ type refNet struct {
 	input  []float64 // (views, 3, size, size)
 	size   int
 	widths [4]int
-	norm   string // resnet18.NormBatch or NormGroup
+	norm   resnet18.Norm
 }
 
 func newRefNet(m *resnet18.Model, x []float32, views int) *refNet {
@@ -360,7 +360,7 @@ func gradientOf(b tensor.Backend, m *resnet18.Model, x tensor.Buffer, views int,
 
 // gradCase builds the tiny network with norm on b with a random batch of 8
 // views.
-func gradCase(b tensor.Backend, norm string, seed uint64) (*resnet18.Model, tensor.Buffer, []float32, *rand.Rand) {
+func gradCase(b tensor.Backend, norm resnet18.Norm, seed uint64) (*resnet18.Model, tensor.Buffer, []float32, *rand.Rand) {
 	cfg := tiny
 	cfg.Norm = norm
 	m := resnet18.New(b, cfg, seed)
@@ -380,7 +380,7 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 	// position (stem, blocks, downsample, head).
 	for _, tc := range []struct {
 		name       string
-		norm       string
+		norm       resnet18.Norm
 		multilevel bool
 		seed       uint64
 	}{

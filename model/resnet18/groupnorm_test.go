@@ -58,7 +58,7 @@ func TestGroupNormTensorNamesMatchTorchvision(t *testing.T) {
 			t.Errorf("%s is %v, want %v (norm weights and biases are not decayed)", tt.Name, tt.Kind, nn.NotDecayed)
 		}
 	}
-	if err := (resnet18.Config{Norm: "layer"}).Validate(); err == nil || !strings.Contains(err.Error(), `"group"`) {
+	if err := (resnet18.Config{Norm: 7}).Validate(); err == nil || !strings.Contains(err.Error(), "group") {
 		t.Errorf("Validate of norm \"layer\": %v, want an error naming the choices", err)
 	}
 }
@@ -159,7 +159,7 @@ func gradOf(b *cpu.Backend, m *resnet18.Model, host []float32, lo, hi int, multi
 // comparison can fail.
 func TestMultilevelOneForwardIsExactWithGroupNorm(t *testing.T) {
 	for _, tc := range []struct {
-		norm    string
+		norm    resnet18.Norm
 		images  int
 		differs bool
 	}{
@@ -220,7 +220,7 @@ func TestGroupNormSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Metadata["norm"] != resnet18.NormGroup || f.Metadata["width"] != "0.125" || f.Metadata["head"] != "runningnorm-linear-relu-linear" {
+	if f.Metadata["norm"] != resnet18.NormGroup.String() || f.Metadata["width"] != "0.125" || f.Metadata["head"] != "runningnorm-linear-relu-linear" {
 		t.Errorf("metadata %v, want norm group, width 0.125 and head runningnorm-linear-relu-linear", f.Metadata)
 	}
 	if !slices.Equal(cpu.Data(src.Params().Flat()), cpu.Data(dst.Params().Flat())) {
@@ -241,12 +241,12 @@ func TestGroupNormSaveLoad(t *testing.T) {
 	// head would load wrongly.
 	oldGroupPath := filepath.Join(dir, "old-group.safetensors")
 	if err := checkpoint.Write(oldGroupPath, []checkpoint.Tensor{{Name: "head.1.weight", Shape: []int{64}, Data: make([]float32, 64)}},
-		map[string]string{"norm": resnet18.NormGroup, "head_groups": "4"}); err != nil {
+		map[string]string{"norm": resnet18.NormGroup.String(), "head_groups": "4"}); err != nil {
 		t.Fatal(err)
 	}
 	linearHeadPath := filepath.Join(dir, "linear-head-group.safetensors")
 	if err := checkpoint.Write(linearHeadPath, []checkpoint.Tensor{{Name: "head.0.weight", Shape: []int{64, 64}, Data: make([]float32, 64*64)}},
-		map[string]string{"norm": resnet18.NormGroup, "head": "linear-relu-linear"}); err != nil {
+		map[string]string{"norm": resnet18.NormGroup.String(), "head": "linear-relu-linear"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -266,8 +266,8 @@ func TestGroupNormSaveLoad(t *testing.T) {
 // normalisation, for the cost of --norm group against batch; run with
 // -benchtime 3x.
 func BenchmarkTrainStepNorm(b *testing.B) {
-	for _, norm := range []string{resnet18.NormBatch, resnet18.NormGroup} {
-		b.Run(norm, func(b *testing.B) {
+	for _, norm := range []resnet18.Norm{resnet18.NormBatch, resnet18.NormGroup} {
+		b.Run(norm.String(), func(b *testing.B) {
 			be := cpu.New()
 			cfg := resnet18.Config{Width: 0.125, Norm: norm}
 			m := resnet18.New(be, cfg, 1)

@@ -15,7 +15,7 @@ import (
 // the images share a large common offset; no trainable parameter changes.
 // With batch norm it changes nothing at all.
 func TestInitHeadFromDataStandardisesTheHead(t *testing.T) {
-	for _, norm := range []string{NormBatch, NormGroup} {
+	for _, norm := range []Norm{NormBatch, NormGroup} {
 		b := cpu.New()
 		m := New(b, Config{Width: 0.0625, ProjDim: 16, InputSize: 16, Norm: norm}, 3)
 		const n = 32

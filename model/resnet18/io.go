@@ -23,7 +23,7 @@ const oldGroupHead = "linear-relu-linear"
 // its running statistics, and with group norm the head ("head":
 // runningnorm-linear-relu-linear), which a PyTorch user needs to rebuild it.
 func (m *Model) Save(path string, meta map[string]string) error {
-	withNorm := map[string]string{"norm": m.cfg.Norm}
+	withNorm := map[string]string{"norm": m.cfg.Norm.String()}
 	if m.cfg.Norm == NormGroup {
 		withNorm["head"] = groupHead
 	}
@@ -48,10 +48,11 @@ func (m *Model) Load(path string) (*checkpoint.File, error) {
 		return nil, err
 	}
 	// Checkpoints without "norm" predate group norm: batch norm.
-	if norm := f.Metadata["norm"]; norm != m.cfg.Norm && (norm != "" || m.cfg.Norm != NormBatch) {
-		if norm == "" {
-			norm = NormBatch
-		}
+	norm, err := ParseNorm(f.Metadata["norm"])
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if norm != m.cfg.Norm {
 		return nil, fmt.Errorf("checkpoint %s holds a network with %s norm, this one has %s norm: pass --norm %s", path, norm, m.cfg.Norm, norm)
 	}
 	// Group-norm checkpoints of earlier versions had another head: a

@@ -131,9 +131,9 @@ func TestRecalibrateBNRejectsBadSizes(t *testing.T) {
 func TestBatchNormsSkipsGroupNorm(t *testing.T) {
 	b := cpu.New()
 	for _, tc := range []struct {
-		norm string
+		norm resnet18.Norm
 		want int
-	}{{"batch", 21}, {"group", 0}} {
+	}{{resnet18.NormBatch, 21}, {resnet18.NormGroup, 0}} {
 		cfg := tiny
 		cfg.Norm = tc.norm
 		m := resnet18.New(b, cfg, 1)

@@ -53,8 +53,13 @@ func WritePNG(path string, panels []Panel) error {
 		}
 		row = append(row, p)
 	}
-	const w, h = 15 * vg.Centimeter, 11 * vg.Centimeter
-	img := vgimg.New(vg.Length(len(row))*w, h)
+	return SaveRow(path, row, 15*vg.Centimeter)
+}
+
+// SaveRow draws plots side by side, each panelWidth wide and 11 cm high,
+// their axes aligned, into the PNG file path.
+func SaveRow(path string, row []*plot.Plot, panelWidth vg.Length) error {
+	img := vgimg.New(vg.Length(len(row))*panelWidth, 11*vg.Centimeter)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Millimeter, PadY: vg.Millimeter,
 		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}

@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	harness "github.com/simclr-go/simclr/experiment"
 	"image/color"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 var estimatorColors = map[string]color.Color{
@@ -225,25 +224,13 @@ func truncationPanel(trunc []truncation, variance bool) (*plot.Plot, error) {
 	return p, nil
 }
 
+// savePanels writes the panels side by side into path (the harness's
+// layout, panels 14 cm wide).
 func savePanels(panels []*plot.Plot, path string) error {
-	const w, h = 14 * vg.Centimeter, 11 * vg.Centimeter
-	img := vgimg.New(vg.Length(len(panels))*w, h)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter, PadY: vg.Millimeter,
-		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
-	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
-	for j := range panels {
-		panels[j].Draw(canvases[0][j])
+	if err := harness.SaveRow(path, panels, 14*vg.Centimeter); err != nil {
+		return fmt.Errorf("%w (choose another folder with --out)", err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("create %s: %w (choose another folder with --out)", path, err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }
 
 func anyHit(pts []point) bool {

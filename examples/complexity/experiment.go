@@ -19,23 +19,33 @@ type cellSpec struct {
 	Tuned  bool
 }
 
+// cellID names a cell of the table in the results files: its objective
+// class, estimator and regime (the paper's a, b, c).
+type cellID struct {
+	Objective string  `json:"objective"`
+	Estimator string  `json:"estimator"`
+	VR        bool    `json:"vr"`
+	A         float64 `json:"a"`
+	B         float64 `json:"b"`
+	C         float64 `json:"c"`
+}
+
+func newCellID(row Row, r Regime, m mlmc.Method) cellID {
+	return cellID{Objective: row.Class.String(), Estimator: estimatorLabels[m], VR: row.VR, A: r.A, B: r.B, C: r.C}
+}
+
 // point is the measured cost of a cell at one eps.
 type point struct {
-	Objective string   `json:"objective"`
-	Estimator string   `json:"estimator"`
-	VR        bool     `json:"vr"`
-	A         float64  `json:"a"`
-	B         float64  `json:"b"`
-	C         float64  `json:"c"`
-	Params    string   `json:"params"`
-	Eps       float64  `json:"eps"`
-	Level     int      `json:"L"`
-	Tuning    tuning   `json:"tuning"`
-	Hit       *hit     `json:"hit"` // nil when not reached
-	Tried     []tried  `json:"tried,omitempty"`
-	Trials    int      `json:"trials"`
-	Error     string   `json:"error,omitempty"`
-	Seeds     []uint64 `json:"-"`
+	cellID
+	Params string   `json:"params"`
+	Eps    float64  `json:"eps"`
+	Level  int      `json:"L"`
+	Tuning tuning   `json:"tuning"`
+	Hit    *hit     `json:"hit"` // nil when not reached
+	Tried  []tried  `json:"tried,omitempty"`
+	Trials int      `json:"trials"`
+	Error  string   `json:"error,omitempty"`
+	Seeds  []uint64 `json:"-"`
 }
 
 // tried is one setting the tuner measured on the tuning seeds.
@@ -89,8 +99,7 @@ func (x *experiment) measureCell(c cellSpec, epsGrid []float64) []point {
 	var pts []point
 	T0, prevT := 1, 0
 	for _, e := range eps {
-		pt := point{Objective: c.Row.Class.String(), Estimator: estimatorLabels[c.Method], VR: c.Row.VR,
-			A: c.Regime.A, B: c.Regime.B, C: c.Regime.C, Params: params, Eps: e, Tuning: prescribedTuning, Trials: x.trials(c.Row)}
+		pt := point{cellID: newCellID(c.Row, c.Regime, c.Method), Params: params, Eps: e, Tuning: prescribedTuning, Trials: x.trials(c.Row)}
 		if c.Tuned {
 			pt.Tuning, pt.Tried = x.tune(c, e, T0)
 		}

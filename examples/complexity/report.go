@@ -13,12 +13,7 @@ const tolerance = 0.15
 // cellResult is one line of cells.jsonl: a cell of the table with the
 // table's exponent of 1/eps and the measured one [value, lo, hi] (95%).
 type cellResult struct {
-	Objective string      `json:"objective"`
-	Estimator string      `json:"estimator"`
-	VR        bool        `json:"vr"`
-	A         float64     `json:"a"`
-	B         float64     `json:"b"`
-	C         float64     `json:"c"`
+	cellID
 	Params    string      `json:"params"`
 	Predicted *float64    `json:"predicted"`
 	Measured  *[3]float64 `json:"measured"`
@@ -34,8 +29,7 @@ func pow(x, y float64) float64 { return math.Pow(x, y) }
 // the theorems' logarithms divided out, the local slope over the largest
 // and the smallest eps, and the tuned level offsets.
 func summarize(c cellSpec, pts []point) cellResult {
-	r := cellResult{Objective: c.Row.Class.String(), Estimator: estimatorLabels[c.Method], VR: c.Row.VR,
-		A: c.Regime.A, B: c.Regime.B, C: c.Regime.C, Params: paramsName(c.Tuned)}
+	r := cellResult{cellID: newCellID(c.Row, c.Regime, c.Method), Params: paramsName(c.Tuned)}
 	pred, logPower, _ := predicted(c.Row, c.Method, c.Regime)
 	r.Predicted = &pred
 	eps, cost := pointSeries(pts)

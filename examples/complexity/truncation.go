@@ -11,14 +11,9 @@ import (
 // with c >= b (the table's N.A.), its oracle capped at level K, one
 // estimate at the starting point measured over many draws.
 type truncation struct {
-	Objective string  `json:"objective"`
-	Estimator string  `json:"estimator"`
-	VR        bool    `json:"vr"`
-	A         float64 `json:"a"`
-	B         float64 `json:"b"`
-	C         float64 `json:"c"`
-	K         int     `json:"K"`
-	Draws     int     `json:"draws"`
+	cellID
+	K     int `json:"K"`
+	Draws int `json:"draws"`
 	// Samples is the mean cost of one estimate over the draws, Expected
 	// its exact value sum_l P(query at l) round(2^(c l)).
 	Samples  float64 `json:"samples"`
@@ -107,8 +102,7 @@ func truncationStudy(row Row, r Regime, m mlmc.Method) []truncation {
 		if applicable(m, r) {
 			why = "second moment"
 		}
-		out = append(out, truncation{Objective: row.Class.String(), Estimator: estimatorLabels[m], VR: row.VR,
-			A: r.A, B: r.B, C: r.C, K: K, Draws: truncationDraws,
+		out = append(out, truncation{cellID: newCellID(row, r, m), K: K, Draws: truncationDraws,
 			Samples: float64(est.Totals().Samples) / truncationDraws, Expected: exp, Variance: v, VarianceBound: bound, VarianceExact: exact, Why: why})
 	}
 	return out
@@ -118,8 +112,7 @@ func truncationStudy(row Row, r Regime, m mlmc.Method) []truncation {
 // the truncation study shows.
 func naCell(row Row, r Regime, m mlmc.Method, t []truncation) cellResult {
 	first, last := t[0], t[len(t)-1]
-	return cellResult{Objective: row.Class.String(), Estimator: estimatorLabels[m], VR: row.VR, A: r.A, B: r.B, C: r.C,
-		Params: "prescribed",
+	return cellResult{cellID: newCellID(row, r, m), Params: "prescribed",
 		Explained: fmt.Sprintf("N.A. (c >= b): capped at level K, one estimate costs %.3g samples on average (K=%d) to %.3g (K=%d) "+
 			"and its exact variance at the start is %.3g to %.3g (over %d draws: %.3g to %.3g, which miss the rare deep levels); "+
 			"both grow without bound with K, so the untruncated estimator has no finite cost to any eps",

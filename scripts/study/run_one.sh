@@ -7,7 +7,9 @@
 # runs/study/NAME.study.json, and the log in runs/study/NAME.log.
 # A finished run (NAME.study.json with exit code 0) is skipped; an unfinished
 # one is started again from scratch, so that its wall time stays one clean
-# figure.
+# figure, unless STUDY_RESUME=1: then an unfinished run with a checkpoint
+# continues from it (--resume; checkpoints every 10 minutes), for studies
+# longer than one sitting, and NAME.study.json counts its segments.
 #
 # Usage: scripts/study/run_one.sh NAME [simclr train flags...]
 
@@ -27,24 +29,43 @@ main() {
 		echo "run_one.sh: $name already done, skipped"
 		exit 0
 	fi
-	rm -rf "$out"
-	mkdir -p "$root"
-	args=(train "${fixed[@]}" --no-progress --checkpoint-every 0 --out "$out" "$@")
+	segments=1
+	if [[ ${STUDY_RESUME:-0} == 1 && -f $out/state.safetensors ]]; then
+		segments=$(( $(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('segments', 1))" "$root/$name.study.json" 2>/dev/null || echo 1) + 1 ))
+		args=(train --resume "$out" --no-progress)
+	else
+		rm -rf "$out"
+		mkdir -p "$root"
+		every=0
+		[[ ${STUDY_RESUME:-0} == 1 ]] && every=10m
+		args=(train "${fixed[@]}" --no-progress --checkpoint-every "$every" --out "$out" "$@")
+	fi
 	load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 	start=$(date -u +%FT%TZ)
 	t0=$(date +%s.%N)
 	rc=0
-	nice -n "${STUDY_NICE:-0}" "$bin" "${args[@]}" >"$root/$name.log" 2>&1 || rc=$?
+	nice -n "${STUDY_NICE:-0}" "$bin" "${args[@]}" >>"$root/$name.log" 2>&1 || rc=$?
 	t1=$(date +%s.%N)
 	load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 	cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-	python3 - "$root/$name.study.json" "$name" "$start" "$t0" "$t1" "$load_before" "$load_after" "$cpu" "$(git rev-parse --short HEAD)" "$rc" "$bin" "${args[@]}" <<-'PY'
+	python3 - "$root/$name.study.json" "$name" "$start" "$t0" "$t1" "$load_before" "$load_after" "$cpu" "$(git rev-parse --short HEAD)" "$rc" "$segments" "$bin" "${args[@]}" <<-'PY'
 	import json, sys
-	path, name, start, t0, t1, lb, la, cpu, commit, rc, binary, *args = sys.argv[1:]
-	json.dump({"name": name, "start_utc": start, "command_seconds": float(t1) - float(t0),
-	           "load_before": lb, "load_after": la, "cpu": cpu, "nproc": 2, "commit": commit,
-	           "exit_code": int(rc), "command": " ".join(["simclr"] + args)},
-	          open(path, "w"), indent=1)
+	path, name, start, t0, t1, lb, la, cpu, commit, rc, segments, binary, *args = sys.argv[1:]
+	record = {"name": name, "start_utc": start, "command_seconds": float(t1) - float(t0),
+	          "load_before": lb, "load_after": la, "cpu": cpu, "nproc": 2, "commit": commit,
+	          "exit_code": int(rc), "command": " ".join(["simclr"] + args)}
+	try:
+	    first = json.load(open(path)) if int(segments) > 1 else None
+	except (OSError, ValueError):
+	    first = None  # an earlier segment was killed before its record was written
+	if first:
+	    # A resumed run: the first segment's command and start are kept; the seconds add up
+	    # (those of a segment killed before its record are missing: metrics.jsonl has them).
+	    record.update(start_utc=first["start_utc"], command=first["command"],
+	                  command_seconds=first["command_seconds"] + record["command_seconds"],
+	                  resumed_with=" ".join(["simclr"] + args))
+	record["segments"] = int(segments)
+	json.dump(record, open(path, "w"), indent=1)
 	PY
 	echo "run_one.sh: $name exit $rc, $(python3 -c "print(round($t1-$t0))") s, load $load_before -> $load_after"
 	exit $rc

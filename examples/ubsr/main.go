@@ -63,6 +63,11 @@ type settings struct {
 	// Refit rebuilds the outputs of an earlier --run from its summary
 	// files under Out.
 	Refit bool
+	// TuningFrom is an earlier run's summary whose scored settings are
+	// reused instead of run again; Widen the rounds of widening along the
+	// axes where a choice sits at an edge.
+	TuningFrom string
+	Widen      int
 	// Auto runs the auto method (package experiment/autoplan) instead of
 	// the grid, planned for each of AutoGaps in turn.
 	Auto     bool
@@ -85,6 +90,8 @@ func parse(args []string) (settings, error) {
 	fs.BoolVar(&s.FirstTouch, "first-touch", false, "also report each family's best setting per target by the first-touch rule (more reported runs)")
 	fs.StringVar(&s.LevelsFrom, "levels-from", "", "with --run, take the rates a, b, c, v from this --levels JSON file instead of measuring them again")
 	fs.BoolVar(&s.Refit, "refit", false, "with --run and --levels-from: refit the exponents and rewrite --json from the summary files under --out, without running")
+	fs.StringVar(&s.TuningFrom, "tuning-from", "", "with --run: reuse the scored settings of this earlier summary file (same --budget) instead of running them again")
+	fs.IntVar(&s.Widen, "widen", 0, "with --run: rounds of widening, each tuning the settings one value beyond every axis (L, step, t0, D1) where a choice sits at the edge of what its family tried")
 	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
 	method := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines")
 	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
@@ -106,7 +113,7 @@ func parse(args []string) (settings, error) {
 			}
 			s.AutoGaps = []float64{*gap}
 		}
-		for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch"} {
+		for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen"} {
 			if set[f] {
 				return s, fmt.Errorf("--method auto chooses its own estimator and settings and runs the trials: drop --%s", f)
 			}
@@ -125,6 +132,12 @@ func parse(args []string) (settings, error) {
 	}
 	if s.Refit && (!s.Run || s.LevelsFrom == "") {
 		return s, fmt.Errorf("--refit needs --run and --levels-from: it rebuilds a run's outputs from its files")
+	}
+	if (s.TuningFrom != "" || s.Widen != 0) && (!s.Run || s.Refit) {
+		return s, fmt.Errorf("--tuning-from and --widen go with --run (without --refit): they change how the grid is tuned")
+	}
+	if s.Widen < 0 {
+		return s, fmt.Errorf("--widen %d: give a number of rounds, 0 or more", s.Widen)
 	}
 	if (s.Run || s.Auto) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)

@@ -59,11 +59,23 @@ func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Wri
 	p := in.problem()
 	pr := experiment.Protocol{Targets: targets, Budget: s.Budget, Trials: s.Trials, Workers: s.Workers}
 	cands := g.candidates(kinds, math.Round(lv.B[0]*100)/100)
-	fmt.Fprintf(w, "%s: tuning %d settings on 3 seeds, budget %d samples\n", p.Name, len(cands), s.Budget)
-	t, err := experiment.Tune(p, pr, cands)
+	var prior []experiment.Scored
+	if s.TuningFrom != "" {
+		fams := make([]experiment.Family, len(kinds))
+		for i, k := range kinds {
+			fams[i] = experiment.Family{Kind: k}
+		}
+		if prior, err = priorSettings(s.TuningFrom, s.Budget, fams); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(w, "%s: tuning %d settings of the grid on 3 seeds (%d scored earlier, reused), budget %d samples, %d rounds of widening at most\n",
+		p.Name, len(cands), len(prior), s.Budget, s.Widen)
+	t, err := tuneWidened(p, pr, prior, cands, s.Widen, w)
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(w, "  %s\n", t.About)
 	for _, e := range t.Edges {
 		fmt.Fprintln(w, "  at the grid's edge:", e)
 	}

@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/simclr-go/simclr/mlmc"
@@ -68,6 +69,8 @@ type settings struct {
 	// axes where a choice sits at an edge.
 	TuningFrom string
 	Widen      int
+	// Targets are the relative gaps of --run (default targets).
+	Targets []float64
 	// Auto runs the auto method (package experiment/autoplan) instead of
 	// the grid, planned for each of AutoGaps in turn.
 	Auto     bool
@@ -93,6 +96,7 @@ func parse(args []string) (settings, error) {
 	fs.StringVar(&s.TuningFrom, "tuning-from", "", "with --run: reuse the scored settings of this earlier summary file (same --budget) instead of running them again")
 	fs.IntVar(&s.Widen, "widen", 0, "with --run: rounds of widening, each tuning the settings one value beyond every axis (L, step, t0, D1) where a choice sits at the edge of what its family tried")
 	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
+	targetList := fs.String("targets", "", "with --run: the relative gaps to count samples at, decreasing and comma-separated, the headline 0.01, 0.003, 0.001 among them (default 0.1,0.03,0.01,0.003,0.001)")
 	method := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines")
 	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	if err := fs.Parse(args); err != nil {
@@ -113,7 +117,7 @@ func parse(args []string) (settings, error) {
 			}
 			s.AutoGaps = []float64{*gap}
 		}
-		for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen"} {
+		for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen", "targets"} {
 			if set[f] {
 				return s, fmt.Errorf("--method auto chooses its own estimator and settings and runs the trials: drop --%s", f)
 			}
@@ -135,6 +139,25 @@ func parse(args []string) (settings, error) {
 	}
 	if (s.TuningFrom != "" || s.Widen != 0) && (!s.Run || s.Refit) {
 		return s, fmt.Errorf("--tuning-from and --widen go with --run (without --refit): they change how the grid is tuned")
+	}
+	s.Targets = targets
+	if *targetList != "" {
+		if !s.Run || s.Refit {
+			return s, fmt.Errorf("--targets goes with --run (without --refit)")
+		}
+		s.Targets = nil
+		for _, f := range strings.Split(*targetList, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || !(v > 0 && v < 1) || (len(s.Targets) > 0 && v >= s.Targets[len(s.Targets)-1]) {
+				return s, fmt.Errorf("--targets %q: give decreasing gaps in (0, 1), e.g. 0.1,0.01,0.001", *targetList)
+			}
+			s.Targets = append(s.Targets, v)
+		}
+		for _, h := range headline {
+			if !slices.Contains(s.Targets, h) {
+				return s, fmt.Errorf("--targets %q: include the headline gaps %v", *targetList, headline)
+			}
+		}
 	}
 	if s.Widen < 0 {
 		return s, fmt.Errorf("--widen %d: give a number of rounds, 0 or more", s.Widen)

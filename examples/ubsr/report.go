@@ -57,7 +57,7 @@ func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Wri
 	}
 	lv.print(w)
 	p := in.problem()
-	pr := experiment.Protocol{Targets: targets, Budget: s.Budget, Trials: s.Trials, Workers: s.Workers}
+	pr := experiment.Protocol{Targets: s.Targets, Budget: s.Budget, Trials: s.Trials, Workers: s.Workers}
 	cands := g.candidates(kinds, math.Round(lv.B[0]*100)/100)
 	var prior []experiment.Scored
 	if s.TuningFrom != "" {
@@ -65,7 +65,7 @@ func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Wri
 		for i, k := range kinds {
 			fams[i] = experiment.Family{Kind: k}
 		}
-		if prior, err = priorSettings(s.TuningFrom, s.Budget, fams); err != nil {
+		if prior, err = priorSettings(s.TuningFrom, s.Budget, s.Targets, fams); err != nil {
 			return nil, err
 		}
 	}

@@ -335,14 +335,14 @@ func tuneWidened(p *experiment.Problem, pr experiment.Protocol, prior []experime
 // priorSettings reads the scored settings of an earlier run's summary,
 // which must have had the same budget and targets, keeping the families
 // asked for.
-func priorSettings(path string, budget int64, kinds []experiment.Family) ([]experiment.Scored, error) {
+func priorSettings(path string, budget int64, targets []float64, kinds []experiment.Family) ([]experiment.Scored, error) {
 	sums, err := experiment.ReadSummaries(path)
 	if err != nil {
 		return nil, fmt.Errorf("--tuning-from: %w", err)
 	}
 	sum := sums[len(sums)-1]
 	if sum.Budget != budget || !slices.Equal(sum.Targets, targets) {
-		return nil, fmt.Errorf("--tuning-from %s: budget %d and targets %v, this run's are %d and %v: give the same --budget", path, sum.Budget, sum.Targets, budget, targets)
+		return nil, fmt.Errorf("--tuning-from %s: budget %d and targets %v, this run's are %d and %v: give the same --budget and --targets", path, sum.Budget, sum.Targets, budget, targets)
 	}
 	if sum.Tuning == nil || len(sum.Tuning.Settings) == 0 {
 		return nil, fmt.Errorf("--tuning-from %s: no tuned settings in it (a summary of --run)", path)

@@ -114,14 +114,14 @@ func TestPriorSettingsErrors(t *testing.T) {
 	}
 	f.Close()
 	fams := []experiment.Family{{Kind: mlmc.Kind{Method: mlmc.LSGD}}}
-	if _, err := priorSettings(path, 1<<11, fams); err == nil || !strings.Contains(err.Error(), "give the same --budget") {
+	if _, err := priorSettings(path, 1<<11, targets, fams); err == nil || !strings.Contains(err.Error(), "give the same --budget") {
 		t.Errorf("budget mismatch: error %v", err)
 	}
-	rows, err := priorSettings(path, 1<<10, fams)
+	rows, err := priorSettings(path, 1<<10, targets, fams)
 	if err != nil || len(rows) != 1 || math.IsInf(orInf(rows[0].Score), 0) {
 		t.Errorf("same budget: %v, %v", rows, err)
 	}
-	if _, err := priorSettings(filepath.Join(dir, "none.json"), 1<<10, fams); err == nil || !strings.Contains(err.Error(), "--tuning-from") {
+	if _, err := priorSettings(filepath.Join(dir, "none.json"), 1<<10, targets, fams); err == nil || !strings.Contains(err.Error(), "--tuning-from") {
 		t.Errorf("missing file: error %v", err)
 	}
 }

@@ -45,12 +45,13 @@ var smallGrid = grid{
 
 // longGrid is the grid of the long-budget complexity runs: the top levels
 // a gap below 0.1% needs (the bias of h^10 alone leaves a relative gap
-// near 2e-4 on the entropic loss), the steps the shorter runs chose, one
-// decaying schedule; --widen takes it on from there.
+// near 2e-4 on the entropic loss), and the steps and the fast decay
+// (t0 = 10) that widening chose on the shorter runs; --widen takes it on
+// from there.
 var longGrid = grid{
 	Levels: []int{10, 11, 12, 13},
-	Steps:  []float64{1, 0.5, 0.25},
-	Decays: []float64{300},
+	Steps:  []float64{2, 1, 0.5},
+	Decays: []float64{10},
 	D1:     []int{10},
 }
 

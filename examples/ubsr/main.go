@@ -88,7 +88,7 @@ func parse(args []string) (settings, error) {
 	fs.Int64Var(&s.Budget, "budget", 1<<21, "samples per run")
 	fs.IntVar(&s.Trials, "trials", 10, "reported trials per chosen setting")
 	fs.IntVar(&s.Workers, "workers", 2, "runs at a time")
-	fs.StringVar(&s.Grid, "grid", "paper", "tuning grid: paper (L = 0..10, steps 4..0.25, two schedules, D1 = 1, 10) small (L = 6, 8, 10, steps 2, 1, 0.5 decaying with t0 = 300, D1 = 10) or long (L = 10..13, steps 1, 0.5, 0.25 decaying with t0 = 300, D1 = 10: for budgets that reach gaps below 0.1%)")
+	fs.StringVar(&s.Grid, "grid", "paper", "tuning grid: paper (L = 0..10, steps 4..0.25, two schedules, D1 = 1, 10) small (L = 6, 8, 10, steps 2, 1, 0.5 decaying with t0 = 300, D1 = 10) or long (L = 10..13, steps 2, 1, 0.5 decaying with t0 = 10, D1 = 10: for budgets that reach gaps below 0.1%)")
 	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...)")
 	fs.BoolVar(&s.FirstTouch, "first-touch", false, "also report each family's best setting per target by the first-touch rule (more reported runs)")
 	fs.StringVar(&s.LevelsFrom, "levels-from", "", "with --run, take the rates a, b, c, v from this --levels JSON file instead of measuring them again")

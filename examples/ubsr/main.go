@@ -71,6 +71,9 @@ type settings struct {
 	Widen      int
 	// Targets are the relative gaps of --run (default targets).
 	Targets []float64
+	// TuningSeeds is how many tuning seeds (1001, 1002, ...) score a
+	// setting.
+	TuningSeeds int
 	// Auto runs the auto method (package experiment/autoplan) instead of
 	// the grid, planned for each of AutoGaps in turn.
 	Auto     bool
@@ -96,6 +99,7 @@ func parse(args []string) (settings, error) {
 	fs.StringVar(&s.TuningFrom, "tuning-from", "", "with --run: reuse the scored settings of this earlier summary file (same --budget) instead of running them again")
 	fs.IntVar(&s.Widen, "widen", 0, "with --run: rounds of widening, each tuning the settings one value beyond every axis (L, step, t0, D1) where a choice sits at the edge of what its family tried")
 	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
+	fs.IntVar(&s.TuningSeeds, "tuning-seeds", 3, "with --run: how many tuning seeds (1001, 1002, ...) score each setting")
 	targetList := fs.String("targets", "", "with --run: the relative gaps to count samples at, decreasing and comma-separated, the headline 0.01, 0.003, 0.001 among them (default 0.1,0.03,0.01,0.003,0.001)")
 	method := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines")
 	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
@@ -117,7 +121,7 @@ func parse(args []string) (settings, error) {
 			}
 			s.AutoGaps = []float64{*gap}
 		}
-		for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen", "targets"} {
+		for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen", "targets", "tuning-seeds"} {
 			if set[f] {
 				return s, fmt.Errorf("--method auto chooses its own estimator and settings and runs the trials: drop --%s", f)
 			}
@@ -158,6 +162,9 @@ func parse(args []string) (settings, error) {
 				return s, fmt.Errorf("--targets %q: include the headline gaps %v", *targetList, headline)
 			}
 		}
+	}
+	if s.TuningSeeds < 1 {
+		return s, fmt.Errorf("--tuning-seeds %d: give 1 or more", s.TuningSeeds)
 	}
 	if s.Widen < 0 {
 		return s, fmt.Errorf("--widen %d: give a number of rounds, 0 or more", s.Widen)

@@ -58,6 +58,9 @@ func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Wri
 	lv.print(w)
 	p := in.problem()
 	pr := experiment.Protocol{Targets: s.Targets, Budget: s.Budget, Trials: s.Trials, Workers: s.Workers}
+	for i := range s.TuningSeeds {
+		pr.TuningSeeds = append(pr.TuningSeeds, 1001+uint64(i))
+	}
 	cands := g.candidates(kinds, math.Round(lv.B[0]*100)/100)
 	var prior []experiment.Scored
 	if s.TuningFrom != "" {
@@ -69,8 +72,8 @@ func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Wri
 			return nil, err
 		}
 	}
-	fmt.Fprintf(w, "%s: tuning %d settings of the grid on 3 seeds (%d scored earlier, reused), budget %d samples, %d rounds of widening at most\n",
-		p.Name, len(cands), len(prior), s.Budget, s.Widen)
+	fmt.Fprintf(w, "%s: tuning %d settings of the grid on seeds %v (%d scored earlier, reused), budget %d samples, %d rounds of widening at most\n",
+		p.Name, len(cands), pr.TuningSeeds, len(prior), s.Budget, s.Widen)
 	t, err := tuneWidened(p, pr, prior, cands, s.Widen, w)
 	if err != nil {
 		return nil, err

@@ -29,6 +29,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--widen", "2"}, "--tuning-from and --widen go with --run"},
 		{[]string{"--tuning-from", "x.json"}, "--tuning-from and --widen go with --run"},
 		{[]string{"--run", "--widen", "-1"}, "--widen -1"},
+		{[]string{"--run", "--tuning-seeds", "0"}, "--tuning-seeds 0"},
 		{[]string{"--targets", "0.01,0.003,0.001"}, "--targets goes with --run"},
 		{[]string{"--run", "--targets", "0.001,0.01,0.003"}, "decreasing gaps"},
 		{[]string{"--run", "--targets", "0.1,0.01,1e-4"}, "include the headline"},

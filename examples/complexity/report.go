@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -17,7 +19,23 @@ type cellResult struct {
 	Params    string      `json:"params"`
 	Predicted *float64    `json:"predicted"`
 	Measured  *[3]float64 `json:"measured"`
-	Explained string      `json:"explained,omitempty"`
+	// Bootstrap is the 95% percentile interval of the exponent fitted to
+	// each resample of the trials (the same resample at every eps): the
+	// spread the trials' noise leaves, where Measured's interval is that
+	// of the fit's residuals.
+	Bootstrap *[2]float64 `json:"bootstrap_95,omitempty"`
+	// EpsRange is the largest and smallest eps that reached the target,
+	// Decades the decades of eps between them.
+	EpsRange *[2]float64 `json:"eps_range,omitempty"`
+	Decades  float64     `json:"decades,omitempty"`
+	// LocalLargest and LocalSmallest are the exponents between the two
+	// largest and the two smallest eps reached, with their bootstrap 95%
+	// intervals: [value, lo, hi]. Where the fit over the whole range
+	// misses, the local exponent at the smallest eps shows whether the
+	// difference shrinks.
+	LocalLargest  *[3]float64 `json:"local_largest_eps,omitempty"`
+	LocalSmallest *[3]float64 `json:"local_smallest_eps,omitempty"`
+	Explained     string      `json:"explained,omitempty"`
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
@@ -39,12 +57,16 @@ func summarize(c cellSpec, pts []point) cellResult {
 		return r
 	}
 	r.Measured = &[3]float64{round3(f.Slope), round3(f.Lo), round3(f.Hi)}
+	bootstrapCell(&r, pts)
 	if math.Abs(f.Slope-pred) <= tolerance {
 		return r
 	}
 	var why []string
+	if r.EpsRange != nil {
+		why = append(why, fmt.Sprintf("%d eps from %.3g to %.3g (%.2f decades)", f.N, r.EpsRange[0], r.EpsRange[1], r.Decades))
+	}
 	if f.N < len(pts) {
-		why = append(why, fmt.Sprintf("%d of %d eps reached the target", f.N, len(pts)))
+		why = append(why, fmt.Sprintf("%d eps of the grid not reached or not attempted (%s)", len(pts)-f.N, firstError(pts)))
 	}
 	if logPower > 0 {
 		// The theorems' logarithms are powers of L + 1, the levels.
@@ -56,8 +78,17 @@ func summarize(c cellSpec, pts []point) cellResult {
 			why = append(why, fmt.Sprintf("with the theorem's log^%d factor, (L+1)^%d, divided out: %.2f [%.2f, %.2f]", logPower, logPower, fl.Slope, fl.Lo, fl.Hi))
 		}
 	}
-	if lo, hi, ok := localSlopes(eps, cost); ok {
-		why = append(why, fmt.Sprintf("local exponent %.2f over the largest eps, %.2f over the smallest", lo, hi))
+	if r.LocalLargest != nil {
+		l, h := r.LocalLargest, r.LocalSmallest
+		trend := "the difference does not shrink at smaller eps"
+		if math.Abs(h[0]-pred) < math.Abs(l[0]-pred) {
+			trend = "the difference shrinks at smaller eps"
+		}
+		if h[1] <= pred && pred <= h[2] {
+			trend += ", and the table's exponent is inside the smallest eps' interval"
+		}
+		why = append(why, fmt.Sprintf("local exponent %.2f [%.2f, %.2f] between the two largest eps, %.2f [%.2f, %.2f] between the two smallest (bootstrap 95%%): %s",
+			l[0], l[1], l[2], h[0], h[1], h[2], trend))
 	}
 	if c.Tuned {
 		var dl, kap []string
@@ -71,6 +102,75 @@ func summarize(c cellSpec, pts []point) cellResult {
 	return r
 }
 
+// bootstrapCell fills r's bootstrap interval, eps range and local
+// exponents from the points reached and their resamples' costs.
+func bootstrapCell(r *cellResult, pts []point) {
+	var reached []point
+	for _, p := range pts {
+		if p.Hit != nil {
+			reached = append(reached, p)
+		}
+	}
+	n := len(reached)
+	if n < 2 {
+		return
+	}
+	slices.SortFunc(reached, func(x, y point) int { return cmp.Compare(y.Eps, x.Eps) }) // eps descending
+	r.EpsRange = &[2]float64{reached[0].Eps, reached[n-1].Eps}
+	r.Decades = round3(math.Log10(reached[0].Eps / reached[n-1].Eps))
+	nb := len(reached[0].Boot)
+	slope := func(i, j int, ci, cj float64) float64 {
+		return math.Log(cj/ci) / math.Log(reached[i].Eps/reached[j].Eps)
+	}
+	local := func(i, j int) *[3]float64 {
+		v := [3]float64{round3(slope(i, j, reached[i].Hit.Cost, reached[j].Hit.Cost)), math.NaN(), math.NaN()}
+		var bs []float64
+		for b := 0; b < nb && len(reached[i].Boot) == nb && len(reached[j].Boot) == nb; b++ {
+			bs = append(bs, slope(i, j, reached[i].Boot[b], reached[j].Boot[b]))
+		}
+		if ci, _ := percentiles(bs); ci != nil {
+			v[1], v[2] = round3(ci[0]), round3(ci[1])
+		} else {
+			v[1], v[2] = v[0], v[0]
+		}
+		return &v
+	}
+	r.LocalLargest, r.LocalSmallest = local(0, 1), local(n-2, n-1)
+	eps := make([]float64, n)
+	for i, p := range reached {
+		eps[i] = p.Eps
+	}
+	var fits []float64
+	for b := range nb {
+		cost := make([]float64, n)
+		for i, p := range reached {
+			cost[i] = math.NaN()
+			if len(p.Boot) == nb {
+				cost[i] = p.Boot[b]
+			}
+		}
+		if f, err := fitExponent(eps, cost, nil); err == nil {
+			fits = append(fits, f.Slope)
+		}
+	}
+	// A resample with fewer than three eps resolved has no fit; percentiles
+	// refuses an interval when more than half have none.
+	if ci, _ := percentiles(fits); ci != nil {
+		r.Bootstrap = &[2]float64{round3(ci[0]), round3(ci[1])}
+	}
+}
+
+// firstError is the first error among the points (why the grid
+// stopped), "" for none.
+func firstError(pts []point) string {
+	for _, p := range pts {
+		if p.Error != "" {
+			return fmt.Sprintf("eps %.3g: %s", p.Eps, p.Error)
+		}
+	}
+	return ""
+}
+
 // pointSeries is the eps and cost of the points (+Inf where not reached).
 func pointSeries(pts []point) (eps, cost []float64) {
 	for _, p := range pts {
@@ -82,22 +182,6 @@ func pointSeries(pts []point) (eps, cost []float64) {
 		}
 	}
 	return eps, cost
-}
-
-// localSlopes are the exponents between the two largest and the two
-// smallest eps that reached the target (eps descending).
-func localSlopes(eps, cost []float64) (first, last float64, ok bool) {
-	var xs, ys []float64
-	for i := range eps {
-		if cost[i] > 0 && !math.IsInf(cost[i], 0) {
-			xs, ys = append(xs, math.Log(1/eps[i])), append(ys, math.Log(cost[i]))
-		}
-	}
-	n := len(xs)
-	if n < 3 {
-		return 0, 0, false
-	}
-	return (ys[1] - ys[0]) / (xs[1] - xs[0]), (ys[n-1] - ys[n-2]) / (xs[n-1] - xs[n-2]), true
 }
 
 // markdownTable prints the cells as the paper's table is laid out: one

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/simclr-go/simclr/mlmc"
 )
 
 // tolerance is how far a measured exponent may sit from the table's
@@ -185,17 +187,42 @@ func pointSeries(pts []point) (eps, cost []float64) {
 }
 
 // markdownTable prints the cells as the paper's table is laid out: one
-// line per row, regime and estimator, prescribed and tuned side by side.
+// line per row, regime and estimator (in the table's order), the
+// prescribed and the tuned parameters side by side, each with its
+// exponent, fit and bootstrap intervals, local exponent at the smallest
+// eps and range of eps; N.A. cells with their truncation study.
 func markdownTable(cells []cellResult) string {
 	var b strings.Builder
-	b.WriteString("| row | (a, b, c) | estimator | table | prescribed [95%] | tuned [95%] |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| row | (a, b, c) | estimator | table | prescribed: exponent [fit 95%] (bootstrap 95%) | local at smallest eps (bootstrap 95%) | eps range (decades) | tuned: exponent [fit 95%] (bootstrap 95%) | local at smallest eps | eps range (decades) |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|\n")
 	type key struct {
 		obj string
 		vr  bool
 		a   [3]float64
 		est string
 	}
+	var keys []key
 	seen := map[key]bool{}
+	regimeOrder := map[[3]float64]int{}
+	for _, c := range cells {
+		k := key{c.Objective, c.VR, [3]float64{c.A, c.B, c.C}, c.Estimator}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+		if _, ok := regimeOrder[k.a]; !ok {
+			regimeOrder[k.a] = len(regimeOrder)
+		}
+	}
+	rowIndex := func(k key) int {
+		return slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.obj && r.VR == k.vr })
+	}
+	estIndex := func(k key) int {
+		return slices.IndexFunc(methods, func(m mlmc.Method) bool { return estimatorLabels[m] == k.est })
+	}
+	slices.SortStableFunc(keys, func(x, y key) int {
+		return cmp.Or(cmp.Compare(rowIndex(x), rowIndex(y)), cmp.Compare(regimeOrder[x.a], regimeOrder[y.a]), cmp.Compare(estIndex(x), estIndex(y)))
+	})
 	find := func(k key, params string) *cellResult {
 		for i := range cells {
 			c := &cells[i]
@@ -208,39 +235,42 @@ func markdownTable(cells []cellResult) string {
 	cell := func(c *cellResult) string {
 		switch {
 		case c == nil:
-			return "-"
+			return "- | | "
 		case c.Measured == nil:
-			return "not measured"
+			return "not measured | | "
 		}
 		m := c.Measured
 		s := fmt.Sprintf("%.2f [%.2f, %.2f]", m[0], m[1], m[2])
+		if c.Bootstrap != nil {
+			s += fmt.Sprintf(" (%.2f, %.2f)", c.Bootstrap[0], c.Bootstrap[1])
+		}
 		if c.Predicted != nil && math.Abs(m[0]-*c.Predicted) > tolerance {
-			s += " *"
+			s += " \\*"
 		}
-		return s
+		local, rng := "", ""
+		if l := c.LocalSmallest; l != nil {
+			local = fmt.Sprintf("%.2f (%.2f, %.2f)", l[0], l[1], l[2])
+			rng = fmt.Sprintf("%.3g to %.3g (%.2f)", c.EpsRange[0], c.EpsRange[1], c.Decades)
+		}
+		return s + " | " + local + " | " + rng
 	}
-	for _, c := range cells {
-		k := key{c.Objective, c.VR, [3]float64{c.A, c.B, c.C}, c.Estimator}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		row := c.Objective
-		if c.VR {
+	for _, k := range keys {
+		row := k.obj
+		if k.vr {
 			row = "VR " + row
 		}
-		pred := "N.A."
-		if c.Predicted != nil {
-			pred = fmt.Sprintf("%.3g", *c.Predicted)
+		c := find(k, "prescribed")
+		if c == nil {
+			c = find(k, "tuned")
 		}
 		if c.Predicted == nil {
-			fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | N.A. | %s | |\n", row, c.A, c.B, c.C, c.Estimator, c.Explained)
+			fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | N.A. | %s | | | | | |\n", row, c.A, c.B, c.C, c.Estimator, c.Explained)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | %s | %s | %s |\n", row, c.A, c.B, c.C, c.Estimator, pred,
+		fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | %.3g | %s | %s |\n", row, c.A, c.B, c.C, c.Estimator, *c.Predicted,
 			cell(find(k, "prescribed")), cell(find(k, "tuned")))
 	}
-	b.WriteString("\n* more than 0.15 from the table's exponent (cells.jsonl says why).\n")
+	b.WriteString("\n\\* more than 0.15 from the table's exponent (cells.jsonl says why).\n")
 	return b.String()
 }
 

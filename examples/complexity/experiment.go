@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/simclr-go/simclr/mlmc"
 )
@@ -58,8 +60,9 @@ type point struct {
 	SamplesCI  *[2]float64 `json:"samples_95,omitempty"`
 	Unresolved int         `json:"boot_unresolved,omitempty"`
 	Seeds      []uint64    `json:"-"`
-	// Boot is the samples of every resample (NaN: unresolved).
-	Boot []float64 `json:"-"`
+	// Boot is the samples of every resample (NaN, written null:
+	// unresolved), kept so that --replot can refit the cells.
+	Boot sig4 `json:"boot,omitempty"`
 }
 
 // tried is one setting the tuner measured on the tuning seeds.
@@ -88,6 +91,40 @@ func (x *experiment) trials(row Row, m mlmc.Method) int {
 		return 2 * x.Trials
 	}
 	return x.Trials
+}
+
+// sig4 is a series written with four significant digits (NaN as null),
+// to keep points.jsonl small.
+type sig4 []float64
+
+func (v sig4) MarshalJSON() ([]byte, error) {
+	b := []byte{'['}
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			b = append(b, "null"...)
+			continue
+		}
+		b = strconv.AppendFloat(b, x, 'g', 4, 64)
+	}
+	return append(b, ']'), nil
+}
+
+func (v *sig4) UnmarshalJSON(data []byte) error {
+	var raw []*float64
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*v = make(sig4, len(raw))
+	for i, x := range raw {
+		(*v)[i] = math.NaN()
+		if x != nil {
+			(*v)[i] = *x
+		}
+	}
+	return nil
 }
 
 // bootSeed seeds the bootstrap's resamples: one set of resamples for
@@ -151,8 +188,14 @@ func (x *experiment) measureCell(c cellSpec, epsGrid []float64) []point {
 			pt.Error = err.Error()
 		} else {
 			pt.Hit = &h
-			pt.Boot = h.Boot
-			pt.SamplesCI, pt.Unresolved = percentiles(h.Boot)
+			// Rounded as points.jsonl keeps them, so that --replot fits
+			// the same numbers.
+			pt.Boot = make(sig4, len(h.Boot))
+			for i, v := range h.Boot {
+				pt.Boot[i], _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+			}
+			h.Boot = nil
+			pt.SamplesCI, pt.Unresolved = percentiles(pt.Boot)
 			if s.Horizon {
 				// Start the next search one grid step below the horizon
 				// the last two suggest.

@@ -273,7 +273,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	truncOnly := fs.Bool("truncation-only", false, "run the truncation studies only (N.A. cells, and RU/RR where the second moment of H^l grows)")
 	onlyTuned := fs.Bool("only-tuned", false, "measure the tuned parameters only (N.A. cells and their truncation study are written by the prescribed runs)")
 	verbose := fs.Bool("v", false, "print a line per measured eps")
-	replotDir := fs.String("replot", "", "redraw the figures and table.md of an earlier run's folder (its cells.jsonl, points.jsonl, truncation.jsonl), measuring nothing")
+	replotDir := fs.String("replot", "", "fit the cells of an earlier run's folder again from its points.jsonl and redraw its cells.jsonl, table.md and figures, measuring nothing")
 	trials := fs.Int("trials", 20, "trials per eps (the report seeds 1..N)")
 	maxEpsWork := fs.Float64("max-eps-work", defaultLimits.MaxEpsWork, "stop a cell's grid of eps before the eps predicted to take more oracle evaluations than this (report runs and tuning; one run is bounded by it too)")
 	tuneTrials := fs.Int("tune-trials", 6, "trials per tuning candidate (seeds 1001..)")
@@ -422,13 +422,56 @@ func replot(dir string, stdout io.Writer) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	table := markdownTable(cells)
+	// The measured cells are fitted again from their points (the fit,
+	// the bootstrap and the explanations); the N.A. cells are kept.
+	refit, err := resummarize(pts)
+	if err != nil {
+		return err
+	}
+	for _, c := range cells {
+		if c.Predicted == nil {
+			refit = append(refit, c)
+		}
+	}
+	if err := writeJSONLines(filepath.Join(dir, "cells.jsonl"), refit); err != nil {
+		return err
+	}
+	table := markdownTable(refit)
 	fmt.Fprint(stdout, table)
 	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table), 0o644); err != nil {
 		return fmt.Errorf("write the table: %w", err)
 	}
 	_, err = plotRows(pts, trunc, dir)
 	return err
+}
+
+// resummarize groups the points by cell, in their order, and fits each
+// cell again.
+func resummarize(pts []point) ([]cellResult, error) {
+	type key struct {
+		id     cellID
+		params string
+	}
+	var keys []key
+	groups := map[key][]point{}
+	for _, p := range pts {
+		k := key{p.cellID, p.Params}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	var out []cellResult
+	for _, k := range keys {
+		ri := slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.id.Objective && r.VR == k.id.VR })
+		m := slices.IndexFunc(methods, func(m mlmc.Method) bool { return estimatorLabels[m] == k.id.Estimator })
+		if ri < 0 || m < 0 {
+			return nil, fmt.Errorf("points.jsonl: unknown row %q or estimator %q", k.id.Objective, k.id.Estimator)
+		}
+		c := cellSpec{Row: rows[ri], Regime: Regime{k.id.A, k.id.B, k.id.C}, Method: methods[m], Tuned: k.params == "tuned"}
+		out = append(out, summarize(c, groups[k]))
+	}
+	return out, nil
 }
 
 func readJSONLines[T any](path string) ([]T, error) {

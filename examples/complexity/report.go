@@ -31,8 +31,9 @@ type cellResult struct {
 	EpsRange *[2]float64 `json:"eps_range,omitempty"`
 	Decades  float64     `json:"decades,omitempty"`
 	// LocalLargest and LocalSmallest are the exponents between the two
-	// largest and the two smallest eps reached, with their bootstrap 95%
-	// intervals: [value, lo, hi]. Where the fit over the whole range
+	// largest and the two smallest eps reached (with a = 2: the first and
+	// third, the last and third last, one step of L apart), with their
+	// bootstrap 95% intervals: [value, lo, hi]. Where the fit over the whole range
 	// misses, the local exponent at the smallest eps shows whether the
 	// difference shrinks.
 	LocalLargest  *[3]float64 `json:"local_largest_eps,omitempty"`
@@ -89,7 +90,7 @@ func summarize(c cellSpec, pts []point) cellResult {
 		if h[1] <= pred && pred <= h[2] {
 			trend += ", and the table's exponent is inside the smallest eps' interval"
 		}
-		why = append(why, fmt.Sprintf("local exponent %.2f [%.2f, %.2f] between the two largest eps, %.2f [%.2f, %.2f] between the two smallest (bootstrap 95%%): %s",
+		why = append(why, fmt.Sprintf("local exponent %.2f [%.2f, %.2f] at the largest eps, %.2f [%.2f, %.2f] at the smallest (one step of L; bootstrap 95%%): %s",
 			l[0], l[1], l[2], h[0], h[1], h[2], trend))
 	}
 	if c.Tuned {
@@ -137,7 +138,14 @@ func bootstrapCell(r *cellResult, pts []point) {
 		}
 		return &v
 	}
-	r.LocalLargest, r.LocalSmallest = local(0, 1), local(n-2, n-1)
+	// With a = 2 the level L steps up every other eps of the grid: the
+	// local exponents span one such step, so that the staircase of L
+	// does not make them alternate.
+	span := max(1, int(math.Ceil(r.A-1e-9)))
+	if n <= span {
+		span = n - 1
+	}
+	r.LocalLargest, r.LocalSmallest = local(0, span), local(n-1-span, n-1)
 	eps := make([]float64, n)
 	for i, p := range reached {
 		eps[i] = p.Eps

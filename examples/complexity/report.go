@@ -38,7 +38,14 @@ type cellResult struct {
 	// difference shrinks.
 	LocalLargest  *[3]float64 `json:"local_largest_eps,omitempty"`
 	LocalSmallest *[3]float64 `json:"local_smallest_eps,omitempty"`
-	Explained     string      `json:"explained,omitempty"`
+	// EvalsSmallest is the oracle evaluations (report runs and tuning)
+	// of the smallest eps reached; EvalsGrid those predicted for the
+	// grid's smallest eps, EvalsGridEps, where the cell stopped short of
+	// it (from the growth over the last step of L).
+	EvalsSmallest float64 `json:"evals_smallest_eps,omitempty"`
+	EvalsGrid     float64 `json:"evals_grid_end,omitempty"`
+	EvalsGridEps  float64 `json:"grid_end_eps,omitempty"`
+	Explained     string  `json:"explained,omitempty"`
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
@@ -146,6 +153,17 @@ func bootstrapCell(r *cellResult, pts []point) {
 		span = n - 1
 	}
 	r.LocalLargest, r.LocalSmallest = local(0, span), local(n-1-span, n-1)
+	// The work (oracle evaluations, the CPU cost) of the smallest eps,
+	// and what the grid's two decades would take at the growth of the
+	// last step of L.
+	w := func(p point) float64 { return p.Evals + p.TuneEvals }
+	last, prev := reached[n-1], reached[n-1-span]
+	r.EvalsSmallest = w(last)
+	if grid := pts[len(pts)-1].Eps; grid < last.Eps && w(prev) > 0 {
+		g := math.Log(w(last)/w(prev)) / math.Log(prev.Eps/last.Eps)
+		r.EvalsGrid = math.Round(w(last) * math.Pow(last.Eps/grid, g))
+		r.EvalsGridEps = grid
+	}
 	eps := make([]float64, n)
 	for i, p := range reached {
 		eps[i] = p.Eps

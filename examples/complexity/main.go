@@ -188,6 +188,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer partial.close()
+		for _, c := range naCells {
+			if err := partial.add(c, nil); err != nil {
+				return err
+			}
+		}
 	}
 	results := make([][]point, len(cells))
 	summaries := make([]cellResult, len(cells))

@@ -63,7 +63,7 @@ func summarize(c cellSpec, pts []point) cellResult {
 	eps, cost := pointSeries(pts)
 	f, err := fitExponent(eps, cost, nil)
 	if err != nil {
-		r.Explained = fmt.Sprintf("not measured: %v (%d of %d eps reached the target within the work limit)", err, f.N, len(pts))
+		r.Explained = fmt.Sprintf("not measured: %v (%d of %d eps reached the target; %s)", err, f.N, len(pts), firstError(pts))
 		return r
 	}
 	r.Measured = &[3]float64{round3(f.Slope), round3(f.Lo), round3(f.Hi)}
@@ -103,10 +103,13 @@ func summarize(c cellSpec, pts []point) cellResult {
 	if c.Tuned {
 		var dl, kap []string
 		for _, p := range pts {
+			if p.Hit == nil {
+				continue
+			}
 			dl = append(dl, fmt.Sprint(p.Tuning.DL))
 			kap = append(kap, fmt.Sprint(p.Tuning.Kappa))
 		}
-		why = append(why, fmt.Sprintf("tuned level offsets %s, factors %s (eps descending)", strings.Join(dl, " "), strings.Join(kap, " ")))
+		why = append(why, fmt.Sprintf("tuned level offsets %s, factors %s (eps reached, descending)", strings.Join(dl, " "), strings.Join(kap, " ")))
 	}
 	r.Explained = fmt.Sprintf("misses the table by %+.2f: %s", f.Slope-pred, strings.Join(why, "; "))
 	return r

@@ -293,7 +293,10 @@ func markdownTable(cells []cellResult) string {
 			c = find(k, "tuned")
 		}
 		if c.Predicted == nil {
-			fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | N.A. | %s | | | | | |\n", row, c.A, c.B, c.C, c.Estimator, c.Explained)
+			// The explanation up to the measured variances, which
+			// cells.jsonl keeps.
+			na, _, _ := strings.Cut(c.Explained, " (over ")
+			fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | N.A. | %s | | | | | |\n", row, c.A, c.B, c.C, c.Estimator, na)
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | %.3g | %s | %s |\n", row, c.A, c.B, c.C, c.Estimator, *c.Predicted,

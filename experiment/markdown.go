@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // WriteMarkdown writes the tables of a results file: per target, the cost
@@ -132,21 +131,7 @@ func short(m Method) string {
 	if m.Auto != nil {
 		return "auto"
 	}
-	var parts []string
-	if !m.Family().Unbounded() {
-		parts = append(parts, fmt.Sprintf("L %d", m.Config.MaxLevel))
-	}
-	parts = append(parts, fmt.Sprintf("step %g", m.Step))
-	if m.Decay > 0 {
-		parts = append(parts, fmt.Sprintf("t0 %g", m.Decay))
-	}
-	if m.Kind.VR && m.Config.D1 > 0 {
-		parts = append(parts, fmt.Sprintf("D1 %d", m.Config.D1))
-	}
-	if m.Config.NL > 1 {
-		parts = append(parts, fmt.Sprintf("NL %d", m.Config.NL))
-	}
-	return strings.Join(parts, ", ")
+	return m.settings(" ", ", ")
 }
 
 func mdCost(p *float64) string {

@@ -151,12 +151,11 @@ type Tuning struct {
 // Fixed makes a Tuning that runs each method as it is: no grid search (a
 // problem whose settings were chosen by hand, or the auto method).
 func Fixed(about string, methods ...Method) *Tuning {
-	t := &Tuning{About: about, fStar: math.Inf(1)}
+	var choices []Choice
 	for _, m := range methods {
-		c := Choice{Family: m.Family(), Name: m.Name(), Best: m}
-		t.Choices = append(t.Choices, c)
+		choices = append(choices, Choice{Best: m})
 	}
-	return t
+	return TuningOf(about, choices, math.Inf(1))
 }
 
 // job is one trial of a setting.

@@ -51,15 +51,7 @@ var gaps = []float64{0.01, 0.003, 0.001}
 
 // kinds are the estimators compared, in the tables' order: every method
 // of mlmc's table (the paper's five), then their VR versions.
-var kinds = func() []mlmc.Kind {
-	var ks []mlmc.Kind
-	for _, vr := range []bool{false, true} {
-		for _, m := range mlmc.Methods() {
-			ks = append(ks, mlmc.Kind{Method: m, VR: vr})
-		}
-	}
-	return ks
-}()
+var kinds = experiment.Kinds()
 
 // method is the estimator k with top level l, step and D1 (VR) as
 // docs/definitions.md, section 9 configures it: levels from 0; V-MLMC with
@@ -67,38 +59,15 @@ var kinds = func() []mlmc.Kind {
 // antithetic rates b = 2, c = 1, so q_l is proportional to 2^(-3l/2); VR
 // with D2 = 1 and Q_E = 10.
 func method(k mlmc.Kind, l int, step float64, d1 int) experiment.Method {
-	m := experiment.Method{Kind: k, Step: step, Config: mlmc.Config{MinLevel: 0, MaxLevel: max(l, 0)}}
-	if k.VR {
-		m.Config.D1 = d1
-	}
-	if k.Method.DrawsLevels() {
-		m.Config.B, m.Config.C = 2, 1
-	}
-	return m
+	return droGrid().Method(k, l, step, 0, d1)
 }
 
 // grid is every setting of the estimators: L x step (x D1 for VR), without
 // L for RU and RR.
-func grid(ks []mlmc.Kind) []experiment.Method {
-	var out []experiment.Method
-	for _, k := range ks {
-		levels := Levels
-		if (experiment.Family{Kind: k}).Unbounded() {
-			levels = []int{0}
-		}
-		fresh := []int{0}
-		if k.VR {
-			fresh = VRFresh
-		}
-		for _, l := range levels {
-			for _, st := range Steps {
-				for _, d1 := range fresh {
-					out = append(out, method(k, l, st, d1))
-				}
-			}
-		}
-	}
-	return out
+func grid(ks []mlmc.Kind) []experiment.Method { return droGrid().Methods(ks) }
+
+func droGrid() experiment.Grid {
+	return experiment.Grid{Levels: Levels, Steps: Steps, D1: VRFresh, B: 2}
 }
 
 // task is one data set's problem: its data, predictor, start, objective,

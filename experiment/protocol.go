@@ -164,39 +164,6 @@ type job struct {
 	seed uint64
 }
 
-// runJobs runs the jobs pr.Workers at a time and returns their traces in
-// order.
-func runJobs(p *Problem, pr Protocol, jobs []job, g gauge, everyIterate bool) ([]Trace, error) {
-	for _, j := range jobs {
-		if pr.budget(j.m) < 1 {
-			return nil, fmt.Errorf("problem %s: %s has no budget: set the protocol's Budget or the method's", p.Name, j.m)
-		}
-	}
-	out := make([]Trace, len(jobs))
-	errs := make([]error, len(jobs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(pr.Workers, max(len(jobs), 1)) {
-		wg.Go(func() {
-			for i := range next {
-				b := pr.budget(jobs[i].m)
-				out[i], errs[i] = trial(p, jobs[i].m, jobs[i].seed, b, pr.Points(b), pr.Targets, g, everyIterate)
-			}
-		})
-	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("problem %s: %w", p.Name, err)
-		}
-	}
-	return out, nil
-}
-
 // session holds what the runs of one experiment share: the problem, the
 // protocol and the gauge (F(x0), F* so far).
 type session struct {
@@ -230,14 +197,38 @@ func (s *session) everyIterate() bool {
 	return s.p.EveryIterate && (s.p.Error != nil || !s.p.FStar.Reached)
 }
 
-// run runs the jobs and, where F* is the lowest value reached, lowers it
-// and reads the first touches off the logged points.
+// run runs the jobs pr.Workers at a time and returns their traces in
+// order; where F* is the lowest value reached, it lowers it.
 func (s *session) run(jobs []job) ([]Trace, error) {
-	trs, err := runJobs(s.p, s.pr, jobs, s.g, s.everyIterate())
-	if err != nil {
-		return nil, err
+	p, pr, every := s.p, s.pr, s.everyIterate()
+	for _, j := range jobs {
+		if pr.budget(j.m) < 1 {
+			return nil, fmt.Errorf("problem %s: %s has no budget: set the protocol's Budget or the method's", p.Name, j.m)
+		}
 	}
-	if s.p.Error == nil && s.p.FStar.Reached {
+	trs := make([]Trace, len(jobs))
+	errs := make([]error, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(pr.Workers, max(len(jobs), 1)) {
+		wg.Go(func() {
+			for i := range next {
+				b := pr.budget(jobs[i].m)
+				trs[i], errs[i] = trial(p, jobs[i].m, jobs[i].seed, b, pr.Points(b), pr.Targets, s.g, every)
+			}
+		})
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("problem %s: %w", p.Name, err)
+		}
+	}
+	if p.Error == nil && p.FStar.Reached {
 		for _, tr := range trs {
 			for _, v := range tr.Values {
 				s.g.fStar = min(s.g.fStar, v)

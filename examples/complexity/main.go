@@ -26,7 +26,7 @@
 // variance of one estimate against K.
 //
 // --quick measures the strongly convex row in regime (1, 2, 1) with the
-// prescribed parameters over one decade of eps: about a minute of one
+// prescribed parameters over one decade of eps: a few seconds of one
 // core. The full run writes DIR/cells.jsonl (one line per cell),
 // DIR/points.jsonl (one line per cell and eps), DIR/truncation.jsonl,
 // DIR/table.md and one log-log figure per row of the table,
@@ -268,7 +268,7 @@ func paramsName(tuned bool) string {
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("complexity", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quick := fs.Bool("quick", false, "the strongly convex row in regime (1,2,1), prescribed parameters, one decade of eps (about a minute)")
+	quick := fs.Bool("quick", false, "the strongly convex row in regime (1,2,1), prescribed parameters, one decade of eps (a few seconds)")
 	out := fs.String("out", "results/complexity", "write cells.jsonl, points.jsonl, table.md and the figures here (empty: print the table only)")
 	workers := fs.Int("workers", min(2, runtime.NumCPU()), "cells measured at once")
 	rowList := fs.String("rows", "", "comma-separated rows to measure (strongly-convex, convex, nonconvex, vr-nonconvex; default all)")

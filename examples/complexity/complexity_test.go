@@ -349,3 +349,44 @@ func TestResampling(t *testing.T) {
 		t.Errorf("resample mean of a constant 3 is %g", m)
 	}
 }
+
+// TestBootstrapCell checks the cell summary on points whose cost is an
+// exact power of 1/eps: the fitted, bootstrap and local exponents are
+// that power (the resamples scale every cost of a cell by one factor,
+// which moves no exponent), and the evaluations predicted for the
+// grid's end follow their own power.
+func TestBootstrapCell(t *testing.T) {
+	const p, q = 2.5, 3.0 // cost and evaluations as eps^-p, eps^-q
+	for _, a := range []float64{1, 2} {
+		var pts []point
+		for k := range 8 {
+			eps := 0.25 * math.Exp2(-float64(k))
+			pt := point{cellID: cellID{A: a}, Eps: eps}
+			if k < 6 { // the last two not reached
+				c := math.Pow(eps, -p)
+				pt.Hit = &hit{Cost: c}
+				pt.Evals = math.Pow(eps, -q)
+				pt.Boot = sig4{c * 0.9, c, c * 1.2}
+			}
+			pts = append(pts, pt)
+		}
+		r := cellResult{cellID: cellID{A: a}}
+		bootstrapCell(&r, pts)
+		near := func(x, want float64) bool { return math.Abs(x-want) < 1e-9*math.Max(1, math.Abs(want)) }
+		if r.Bootstrap == nil || !near(r.Bootstrap[0], p) || !near(r.Bootstrap[1], p) {
+			t.Errorf("a=%g: bootstrap interval %v, want [%g, %g]", a, r.Bootstrap, p, p)
+		}
+		for _, l := range []*[3]float64{r.LocalLargest, r.LocalSmallest} {
+			if l == nil || !near(l[0], p) || !near(l[1], p) || !near(l[2], p) {
+				t.Errorf("a=%g: local exponent %v, want %g", a, l, p)
+			}
+		}
+		if !near(r.Decades, round3(math.Log10(32))) {
+			t.Errorf("a=%g: %g decades, want log10(32)", a, r.Decades)
+		}
+		last, end := pts[5].Eps, pts[7].Eps
+		if want := math.Round(math.Pow(last, -q) * math.Pow(last/end, q)); !near(r.EvalsGrid, want) || r.EvalsGridEps != end {
+			t.Errorf("a=%g: %g evaluations predicted at eps %g, want %g at %g", a, r.EvalsGrid, r.EvalsGridEps, want, end)
+		}
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -232,7 +233,7 @@ func run(args []string, w io.Writer) error {
 		in.print(w)
 		if s.Run {
 			kinds, _ := kindsOf(s.Methods)
-			g := map[string]grid{"paper": paperGrid, "small": smallGrid, "long": longGrid}[s.Grid]
+			g := map[string]experiment.Grid{"paper": paperGrid, "small": smallGrid, "long": longGrid}[s.Grid]
 			var o *outcome
 			if s.Refit {
 				o, err = refit(in, s, w)

@@ -44,7 +44,7 @@ type exponent struct {
 
 // runExperiment tunes every candidate on the tuning seeds, reports the
 // chosen settings on the trials, and fits the complexity exponents.
-func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Writer) (*outcome, error) {
+func runExperiment(in *instance, s settings, g experiment.Grid, kinds []mlmc.Kind, w io.Writer) (*outcome, error) {
 	var lv *levelsReport
 	var err error
 	if s.LevelsFrom != "" {
@@ -61,7 +61,10 @@ func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Wri
 	for i := range s.TuningSeeds {
 		pr.TuningSeeds = append(pr.TuningSeeds, 1001+uint64(i))
 	}
-	cands := g.candidates(kinds, math.Round(lv.B[0]*100)/100)
+	// The randomized laws take the measured variance rate b, to two
+	// decimals; V-MLMC takes the paper's n_l = 2^(L-l).
+	g.B = math.Round(lv.B[0]*100) / 100
+	cands := g.Methods(kinds)
 	var prior []experiment.Scored
 	if s.TuningFrom != "" {
 		fams := make([]experiment.Family, len(kinds))

@@ -19,10 +19,10 @@ func TestChooseMatchesTune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grid{Levels: []int{2, 6}, Steps: []float64{2, 0.5}, Decays: []float64{300}}
+	g := experiment.Grid{Levels: []int{2, 6}, Steps: []float64{2, 0.5}, Decays: []float64{300}, B: 1.8}
 	kinds := []mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RUMLMC}}
 	pr := experiment.Protocol{Targets: targets, Budget: 1 << 15, Workers: 2}
-	tn, err := experiment.Tune(in.problem(), pr, g.candidates(kinds, 1.8))
+	tn, err := experiment.Tune(in.problem(), pr, g.Methods(kinds))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -230,8 +230,12 @@ func unit(v []float32) {
 }
 
 // ErrorStats summarises relative errors |e - g| / g of estimates e of
-// inner means g: their mean, quantiles, and the signed mean (e - g)/g
-// (Bias: positive when the estimates run high).
+// inner means g: their mean, quantiles, the signed mean (e - g)/g (Bias:
+// positive when the estimates run high) and the mean of g/e - 1
+// (WeightBias: the losses weight each negative by exp(s/tau)/e, so this
+// is how much too heavily, on average, the negatives count; for in-batch
+// means it is positive even when Bias is 0, by Jensen's inequality, the
+// small-batch bias of section 4).
 type ErrorStats struct {
 	N      int     `json:"n"`
 	Mean   float64 `json:"mean"`
@@ -241,13 +245,15 @@ type ErrorStats struct {
 	P90    float64 `json:"p90"`
 	Max    float64 `json:"max"`
 	Bias   float64 `json:"bias"`
+	// WeightBias is the mean of g/e - 1.
+	WeightBias float64 `json:"weight_bias"`
 }
 
 // RelativeErrors summarises est against truth over the indices where keep
 // is true (nil: all) and both values are finite.
 func RelativeErrors(est, truth []float64, keep func(i int) bool) ErrorStats {
 	var errs []float64
-	var sum, signed float64
+	var sum, signed, weight float64
 	for i, e := range est {
 		g := truth[i]
 		if (keep != nil && !keep(i)) || math.IsNaN(e) || math.IsNaN(g) || g == 0 {
@@ -255,6 +261,7 @@ func RelativeErrors(est, truth []float64, keep func(i int) bool) ErrorStats {
 		}
 		r := (e - g) / g
 		signed += r
+		weight += g/e - 1
 		sum += math.Abs(r)
 		errs = append(errs, math.Abs(r))
 	}
@@ -271,7 +278,7 @@ func RelativeErrors(est, truth []float64, keep func(i int) bool) ErrorStats {
 	}
 	n := float64(len(errs))
 	return ErrorStats{N: len(errs), Mean: sum / n, P25: q(0.25), Median: q(0.5), P75: q(0.75), P90: q(0.9),
-		Max: errs[len(errs)-1], Bias: signed / n}
+		Max: errs[len(errs)-1], Bias: signed / n, WeightBias: weight / n}
 }
 
 // PerImage is the mean of each image's two per-view values, the form in

@@ -136,10 +136,13 @@ func TestRelativeErrors(t *testing.T) {
 	truth := []float64{1, 2, 4, 5, 10, 3}
 	est := []float64{1.1, 1.6, 4, 6, 10, math.NaN()} // +0.1, -0.2, 0, +0.2, 0, skipped
 	got := RelativeErrors(est, truth, nil)
-	want := ErrorStats{N: 5, Mean: 0.1, P25: 0, Median: 0.1, P75: 0.2, P90: 0.2, Max: 0.2, Bias: 0.02}
+	// g/e - 1: 1/1.1 - 1, 2/1.6 - 1, 0, 5/6 - 1, 0.
+	weight := (1/1.1 - 1 + 0.25 + 5.0/6 - 1) / 5
+	want := ErrorStats{N: 5, Mean: 0.1, P25: 0, Median: 0.1, P75: 0.2, P90: 0.2, Max: 0.2, Bias: 0.02, WeightBias: weight}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 	if got.N != want.N || !near(got.Mean, want.Mean) || !near(got.P25, want.P25) || !near(got.Median, want.Median) ||
-		!near(got.P75, want.P75) || !near(got.P90, want.P90) || !near(got.Max, want.Max) || !near(got.Bias, want.Bias) {
+		!near(got.P75, want.P75) || !near(got.P90, want.P90) || !near(got.Max, want.Max) || !near(got.Bias, want.Bias) ||
+		!near(got.WeightBias, want.WeightBias) {
 		t.Errorf("RelativeErrors = %+v, want %+v", got, want)
 	}
 	if got := RelativeErrors(est, truth, func(i int) bool { return i == 1 }); got.N != 1 || !near(got.Median, 0.2) || !near(got.Bias, -0.2) {

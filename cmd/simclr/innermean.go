@@ -83,7 +83,8 @@ statistics of the very batch training drew. Every training image must have
 been visited once (a run of at least one epoch).
 
 Reported: the relative error |estimate - g| / g (mean, quartiles, 90th
-percentile, maximum, and the signed mean as bias) of u_k against G_k and against
+percentile, maximum, the signed mean as bias, and the mean of g/e - 1, how much
+too heavily a loss weighting each negative by exp(s/tau)/e counts them) of u_k against G_k and against
 each view's g_i, by the draws since the image's last visit (quarters of an
 epoch); of SogCLR's estimate at the next visit, (1 - gamma) u_k + gamma m_i;
 and of the in-batch mean m_i over the 2b - 2 negatives of a batch of b images
@@ -257,11 +258,12 @@ func writeInnerMeanTable(w io.Writer, r innerMeanResult) error {
 	fmt.Fprintf(&sb, "views: %s; median G_k %.4g\n\n", r.Views, r.GMedian)
 	sb.WriteString("relative error |estimate - g| / g\n\n")
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "estimate\tagainst\tmean\tp25\tmedian\tp75\tp90\tbias\t")
+	fmt.Fprintln(tw, "estimate\tagainst\tmean\tp25\tmedian\tp75\tp90\tbias\tg/e - 1\t")
 	for _, est := range r.Estimates {
-		fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%+.4f\t\n", est.Name, est.Target, est.Mean, est.P25, est.Median, est.P75, est.P90, est.Bias)
+		fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%+.4f\t%+.4f\t\n", est.Name, est.Target, est.Mean, est.P25, est.Median, est.P75, est.P90, est.Bias, est.WeightBias)
 	}
 	tw.Flush()
+	sb.WriteString("bias: mean (e - g)/g; g/e - 1: how much too heavily the loss's weights exp(s/tau)/e count the negatives, on average\n")
 	sb.WriteString("\nu_k against G_k by the draws since the image's last visit\n\n")
 	tw = tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "draws ago\tepochs\timages\tmean\tmedian\tp90\tbias\t")

@@ -87,6 +87,67 @@ func InnerMeans(gemm blas.Gemm, z []float32, n, d int, tau float64, workers int)
 	return sums
 }
 
+// ForwardBatches embeds every image's two views of seed's epoch
+// epochs[img] (a LastVisits' LastEpoch: the views of its last visit) in
+// real batches: the images of order, batch at a time (the last batch
+// shorter when batch does not divide n), through m in training mode, so
+// that batch norm normalises each batch with its own statistics as
+// SimCLR's and DCL's batches are. It returns the unit-normalised
+// projections, (2n, d) in image order: BatchMeans with the same order and
+// batch gives each view's in-batch mean, InnerMeans the full-data means of
+// the same embeddings.
+func ForwardBatches(b tensor.Backend, m *resnet18.Model, set *data.Set, mean, std [3]float32, aug augment.Config,
+	seed uint64, epochs []int, order []int, batch int, workers int) ([]float32, error) {
+	n := set.Len()
+	if batch < 2 || len(order) != n || len(epochs) != n {
+		return nil, fmt.Errorf("forward batches: batch %d (at least 2), %d images ordered and %d epochs for %d images", batch, len(order), len(epochs), n)
+	}
+	parts := max(workers, 1)
+	aug = AtImageSize(aug, set)
+	transforms := make([]*augment.Transform, parts)
+	for i := range transforms {
+		t, err := augment.NewTransform(aug, set.H, set.W, mean, std)
+		if err != nil {
+			return nil, fmt.Errorf("forward batches: %s: %w", set.Name, err)
+		}
+		transforms[i] = t
+	}
+	viewLen := transforms[0].ViewLen()
+	d := m.Config().ProjDim
+	views := make([]float32, 2*batch*viewLen)
+	x := b.Alloc(len(views))
+	defer b.Free(x)
+	z := make([]float32, 2*batch*d)
+	out := make([]float32, 2*n*d)
+	for lo := 0; lo < n; lo += batch {
+		imgs := order[lo:min(lo+batch, n)]
+		nv := 2 * len(imgs)
+		parallel.For(len(imgs), parts, func(p, from, to int) {
+			for k := from; k < to; k++ {
+				img := imgs[k]
+				for v := range 2 {
+					transforms[p].Apply(set.Image(img), augment.Key{Seed: seed, Epoch: epochs[img], Index: img, View: v},
+						views[(2*k+v)*viewLen:(2*k+v+1)*viewLen])
+				}
+			}
+		})
+		xb := b.Slice(x, 0, nv*viewLen)
+		b.Upload(xb, views[:nv*viewLen])
+		b.Download(z[:nv*d], m.Forward(xb, nv, true, false))
+		for k, img := range imgs {
+			for v := range 2 {
+				row := out[(2*img+v)*d : (2*img+v+1)*d]
+				copy(row, z[(2*k+v)*d:(2*k+v+1)*d])
+				unit(row)
+			}
+		}
+	}
+	if err := b.Sync(); err != nil {
+		return nil, fmt.Errorf("forward batches: %w", err)
+	}
+	return out, nil
+}
+
 // BatchMeans returns each view's in-batch mean m_i of section 10 (the
 // estimate of its inner mean SimCLR's and DCL's denominators make) when
 // the images are taken in order, batch at a time: m_i is the mean of
@@ -132,6 +193,9 @@ type LastVisits struct {
 	// DrawsAgo is, per image, the draws since its last visit (1: the last
 	// draw of the run), 0 for an image never visited.
 	DrawsAgo []int
+	// LastEpoch is the epoch of each image's last visit (-1: never), which
+	// with the stream's seed names its views (augment.Key).
+	LastEpoch []int
 }
 
 // ReplayLastVisits embeds every image's two views of its last visit in
@@ -180,7 +244,13 @@ func ReplayLastVisits(b tensor.Backend, m *resnet18.Model, set *data.Set, mean, 
 	}
 	defer stream.Close()
 	d := m.Config().ProjDim
-	out := &LastVisits{Z: make([]float32, 2*n*d), D: d, DrawsAgo: make([]int, n)}
+	out := &LastVisits{Z: make([]float32, 2*n*d), D: d, DrawsAgo: make([]int, n), LastEpoch: make([]int, n)}
+	for img, g := range last {
+		out.LastEpoch[img] = -1
+		if g >= 0 {
+			out.LastEpoch[img] = g / n
+		}
+	}
 	views := make([]float32, 2*batch*stream.ViewLen())
 	x := b.Alloc(len(views))
 	defer b.Free(x)

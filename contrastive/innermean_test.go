@@ -159,7 +159,8 @@ func TestRelativeErrors(t *testing.T) {
 //     two draws (of epoch 1, each visited there last) u_k is the in-batch
 //     mean over that draw, which InnerMeans of the draw's rows gives.
 //
-// DrawsAgo matches the draws the oracle made.
+// DrawsAgo matches the draws the oracle made, and ForwardBatches, which
+// renders the views from their keys, embeds the one draw as the replay did.
 func TestReplayRecoversU(t *testing.T) {
 	for _, tc := range []struct {
 		images, level, draws int
@@ -228,6 +229,19 @@ func TestReplayRecoversU(t *testing.T) {
 			for k, img := range idx {
 				if rel := math.Abs(float64(u[img])-g[k]) / g[k]; rel > 1e-5 {
 					t.Errorf("%d images, %d draws: image %d: u = %.7g, the replay's inner mean over its batch %.7g (relative %.2g)", tc.images, tc.draws, img, u[img], g[k], rel)
+				}
+			}
+		}
+		if tc.draws == 1 {
+			// The views rendered from their keys, in the draw's batch: the
+			// replay's embeddings again.
+			zf, err := ForwardBatches(b, m, splits.Train, splits.Mean, splits.Std, aug, seed, lv.LastEpoch, drawn[0], 1<<tc.level, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range zf {
+				if math.Abs(float64(v-lv.Z[i])) > 1e-5 {
+					t.Fatalf("ForwardBatches row %d, element %d: %g, the replay's %g", i/lv.D, i%lv.D, v, lv.Z[i])
 				}
 			}
 		}

@@ -87,10 +87,12 @@ percentile, maximum, the signed mean as bias, and the mean of g/e - 1, how much
 too heavily a loss weighting each negative by exp(s/tau)/e counts them) of u_k against G_k and against
 each view's g_i, by the draws since the image's last visit (quarters of an
 epoch); of SogCLR's estimate at the next visit, (1 - gamma) u_k + gamma m_i;
-and of the in-batch mean m_i over the 2b - 2 negatives of a batch of b images
-(SimCLR's and DCL's estimate; random batches of the same embeddings) for each
---batches size; and, with --fresh-draw, of the inner means of a second,
-independent augmentation draw: how much g itself moves with the views.`,
+and, for each --batches size b, of the in-batch mean m_i over the 2b - 2
+negatives (SimCLR's and DCL's estimate) in real batches: the same views in
+random batches of b through the network, each with its own batch norm
+statistics, against the full-data means of that same pass (whose distance
+from g, also reported, is what batch norm's batch composition alone moves);
+and, with --fresh-draw, of the inner means of a second, independent augmentation draw: how much g itself moves with the views.`,
 		Example: `  simclr inner-mean --run runs/sogclr --json > inner-mean.json
   simclr inner-mean --run runs/sogclr --batches 64,512,4096 --data-dir data`,
 		Args: cobra.NoArgs,
@@ -184,7 +186,14 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 	add("u_k (stored)", "view", uView, g)
 	order := contrastive.RandomOrder(n, cfg.Seed)
 	for _, c := range batches {
-		mb := contrastive.BatchMeans(gemm, lv.Z, n, lv.D, tau, order, c)
+		// Real batches of c: their own batch norm, their in-batch means
+		// against the full-data means of the same embeddings.
+		zc, err := contrastive.ForwardBatches(b, m, set, splits.Mean, splits.Std, aug, st.StreamSeed, lv.LastEpoch, order, c, workers)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", e.run, err)
+		}
+		mb := contrastive.BatchMeans(gemm, zc, n, lv.D, tau, order, c)
+		gc := contrastive.InnerMeans(gemm, zc, n, lv.D, tau, workers)
 		if c == st.Batch {
 			next := make([]float64, 2*n)
 			for i := range next {
@@ -192,8 +201,10 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 			}
 			add(fmt.Sprintf("SogCLR at the next visit, (1-gamma) u_k + gamma m_i, batch %d", c), "view", next, g)
 		}
-		add(fmt.Sprintf("in-batch mean m_i, batch %d (SimCLR, DCL)", c), "view", mb, g)
-		add(fmt.Sprintf("in-batch mean m_i, batch %d (SimCLR, DCL)", c), "image", contrastive.PerImage(mb), gImg)
+		add(fmt.Sprintf("in-batch mean m_i, batch %d (SimCLR, DCL)", c), "view", mb, gc)
+		add(fmt.Sprintf("in-batch mean m_i, batch %d (SimCLR, DCL)", c), "image", contrastive.PerImage(mb), contrastive.PerImage(gc))
+		add(fmt.Sprintf("full-data mean of the batch-%d pass (batch norm's share)", c), "view", gc, g)
+		fmt.Fprintf(logw, "inner-mean: batches of %d done (%.1f s)\n", c, time.Since(start).Seconds())
 	}
 	if fresh {
 		// A second draw of every image's views from a stream of another

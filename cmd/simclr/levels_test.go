@@ -153,7 +153,7 @@ func TestInnerMeanEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("inner-mean --json output is not JSON: %v\n%s", err, stdout)
 	}
-	if res.TrainImages != 32 || res.Batch != 32 || len(res.Estimates) != 9 || len(res.ByStaleness) != 1 {
+	if res.TrainImages != 32 || res.Batch != 32 || len(res.Estimates) != 11 || len(res.ByStaleness) != 1 {
 		t.Fatalf("inner-mean --json: %+v", res)
 	}
 	for _, est := range res.Estimates {

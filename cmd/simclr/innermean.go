@@ -83,16 +83,18 @@ statistics of the very batch training drew. Every training image must have
 been visited once (a run of at least one epoch).
 
 Reported: the relative error |estimate - g| / g (mean, quartiles, 90th
-percentile, maximum, the signed mean as bias, and the mean of g/e - 1, how much
-too heavily a loss weighting each negative by exp(s/tau)/e counts them) of u_k against G_k and against
-each view's g_i, by the draws since the image's last visit (quarters of an
-epoch); of SogCLR's estimate at the next visit, (1 - gamma) u_k + gamma m_i;
-and, for each --batches size b, of the in-batch mean m_i over the 2b - 2
-negatives (SimCLR's and DCL's estimate) in real batches: the same views in
-random batches of b through the network, each with its own batch norm
-statistics, against the full-data means of that same pass (whose distance
-from g, also reported, is what batch norm's batch composition alone moves);
-and, with --fresh-draw, of the inner means of a second, independent augmentation draw: how much g itself moves with the views.`,
+percentile, maximum, the signed mean as bias, and the mean of g/e - 1: how
+much too heavily a loss weighting each negative by exp(s/tau)/e counts them)
+of u_k against G_k and against each view's g_i, by the draws since the
+image's last visit (quarters of an epoch); of SogCLR's estimate at the next
+visit, (1 - gamma) u_k + gamma m_i; for each --batches size b, of the
+in-batch mean m_i over the 2b - 2 negatives (SimCLR's and DCL's estimate) in
+real batches: the same views in random batches of b through the network,
+each with its own batch-norm statistics, against the full-data means of that
+same pass (whose distance from g, also reported, is what the batches'
+composition alone moves under batch norm); and, with --fresh-draw, of the
+inner means of a second, independent augmentation draw: how much g itself
+moves with the views.`,
 		Example: `  simclr inner-mean --run runs/sogclr --json > inner-mean.json
   simclr inner-mean --run runs/sogclr --batches 64,512,4096 --data-dir data`,
 		Args: cobra.NoArgs,

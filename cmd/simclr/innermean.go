@@ -17,7 +17,10 @@ import (
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/contrastive"
+	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/loader"
+	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/tensor"
 	"github.com/simclr-go/simclr/train"
 )
 
@@ -126,9 +129,6 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 	if err != nil {
 		return err
 	}
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	start := time.Now()
 	// The run's data exactly: its subset and validation split decide
 	// which images u indexes.
@@ -139,37 +139,85 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 	}
 	defer backend.Close(b)
 	defer m.Free()
-	set := splits.Train
-	n := set.Len()
-	if len(st.U) != n {
-		return fmt.Errorf("run %s: u holds %d images, the training set %d: the data (--data-dir, the subset or --val-split) is not the run's", e.run, len(st.U), n)
+	j := innerMeanJob{run: e.run, b: b, m: m, splits: splits, st: st, tau: cfg.Temperature, seed: cfg.Seed,
+		workers: workers, logw: cmd.ErrOrStderr(), start: start}
+	if j.workers <= 0 {
+		j.workers = runtime.GOMAXPROCS(0)
+	}
+	j.gemm = blas.Choose(j.workers).Gemm
+	if err := j.check(cfg.Augment, batches); err != nil {
+		return err
+	}
+	res, err := j.measure(batches, fresh)
+	if err != nil {
+		return err
+	}
+	if e.asJSON {
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
+		return err
+	}
+	return writeInnerMeanTable(cmd.OutOrStdout(), res)
+}
+
+// innerMeanJob is one inner-mean measurement: the run's network, data,
+// SogCLR state and settings.
+type innerMeanJob struct {
+	run     string
+	b       tensor.Backend
+	m       *resnet18.Model
+	splits  *data.Splits
+	st      *train.SogCLRState
+	aug     augment.Config
+	gemm    blas.Gemm
+	tau     float64
+	seed    uint64
+	workers int
+	logw    io.Writer
+	start   time.Time
+}
+
+// check reads the run's augmentation and checks that u and --batches fit
+// the training set.
+func (j *innerMeanJob) check(recipe string, batches []int) error {
+	n := j.splits.Train.Len()
+	if len(j.st.U) != n {
+		return fmt.Errorf("run %s: u holds %d images, the training set %d: the data (--data-dir, the subset or --val-split) is not the run's", j.run, len(j.st.U), n)
 	}
 	for _, c := range batches {
 		if c < 2 || c > n {
 			return fmt.Errorf("--batches %d: a batch holds 2..%d images (the training set's)", c, n)
 		}
 	}
-	aug := augment.SimCLR()
-	if cfg.Augment != "" {
-		if aug, err = augment.Preset(cfg.Augment); err != nil {
-			return fmt.Errorf("augment %q of run %s: %w", cfg.Augment, e.run, err)
+	j.aug = augment.SimCLR()
+	if recipe != "" {
+		var err error
+		if j.aug, err = augment.Preset(recipe); err != nil {
+			return fmt.Errorf("augment %q of run %s: %w", recipe, j.run, err)
 		}
 	}
-	logw := cmd.ErrOrStderr()
-	gemm := blas.Choose(workers).Gemm
-	tau := cfg.Temperature
+	return nil
+}
 
-	lv, err := contrastive.ReplayLastVisits(b, m, set, splits.Mean, splits.Std, aug, st.StreamSeed, st.Batch, st.Head, workers)
+// measure replays the last visits, computes the full-data inner means and
+// compares the estimates with them.
+func (j *innerMeanJob) measure(batches []int, fresh bool) (innerMeanResult, error) {
+	set, st := j.splits.Train, j.st
+	n := set.Len()
+	lv, err := contrastive.ReplayLastVisits(j.b, j.m, set, j.splits.Mean, j.splits.Std, j.aug, st.StreamSeed, st.Batch, st.Head, j.workers)
 	if err != nil {
-		return fmt.Errorf("run %s: %w", e.run, err)
+		return innerMeanResult{}, fmt.Errorf("run %s: %w", j.run, err)
 	}
 	for k, ago := range lv.DrawsAgo {
 		if ago == 0 || st.U[k] == 0 {
-			return fmt.Errorf("run %s: training image %d has not been visited yet (u = %g): the full-data mean needs every image's views; measure a run of at least one epoch", e.run, k, st.U[k])
+			return innerMeanResult{}, fmt.Errorf("run %s: training image %d has not been visited yet (u = %g): the full-data mean needs every image's views; measure a run of at least one epoch", j.run, k, st.U[k])
 		}
 	}
-	fmt.Fprintf(logw, "inner-mean: replayed the last visits of %d images (%.1f s); similarities of %d views\n", n, time.Since(start).Seconds(), 2*n)
-	g := contrastive.InnerMeans(gemm, lv.Z, n, lv.D, tau, workers)
+	fmt.Fprintf(j.logw, "inner-mean: replayed the last visits of %d images (%.1f s); similarities of %d views\n", n, time.Since(j.start).Seconds(), 2*n)
+	g := contrastive.InnerMeans(j.gemm, lv.Z, n, lv.D, j.tau, j.workers)
 	gImg := contrastive.PerImage(g)
 	u := make([]float64, n)
 	uView := make([]float64, 2*n)
@@ -177,25 +225,25 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 		u[k] = float64(v)
 		uView[2*k], uView[2*k+1] = u[k], u[k]
 	}
-	res := innerMeanResult{Run: e.run, Dataset: set.Name, TrainImages: n, Iteration: st.Iteration, Batch: st.Batch,
-		DrawsPerIter: st.DrawsPerIteration, Temperature: tau, GammaNext: st.Gamma,
+	res := innerMeanResult{Run: j.run, Dataset: set.Name, TrainImages: n, Iteration: st.Iteration, Batch: st.Batch,
+		DrawsPerIter: st.DrawsPerIteration, Temperature: j.tau, GammaNext: st.Gamma,
 		Views:   "each image's two views of its last visit (the run's stream replayed), batch norm on the batch training drew, at the run's final parameters",
-		GMedian: median(gImg), Device: b.Describe()}
+		GMedian: median(gImg), Device: j.b.Describe()}
 	add := func(name, target string, est, truth []float64) {
 		res.Estimates = append(res.Estimates, innerMeanEstimate{Name: name, Target: target, ErrorStats: contrastive.RelativeErrors(est, truth, nil)})
 	}
 	add("u_k (stored)", "image", u, gImg)
 	add("u_k (stored)", "view", uView, g)
-	order := contrastive.RandomOrder(n, cfg.Seed)
+	order := contrastive.RandomOrder(n, j.seed)
 	for _, c := range batches {
 		// Real batches of c: their own batch norm, their in-batch means
 		// against the full-data means of the same embeddings.
-		zc, err := contrastive.ForwardBatches(b, m, set, splits.Mean, splits.Std, aug, st.StreamSeed, lv.LastEpoch, order, c, workers)
+		zc, err := contrastive.ForwardBatches(j.b, j.m, set, j.splits.Mean, j.splits.Std, j.aug, st.StreamSeed, lv.LastEpoch, order, c, j.workers)
 		if err != nil {
-			return fmt.Errorf("run %s: %w", e.run, err)
+			return res, fmt.Errorf("run %s: %w", j.run, err)
 		}
-		mb := contrastive.BatchMeans(gemm, zc, n, lv.D, tau, order, c)
-		gc := contrastive.InnerMeans(gemm, zc, n, lv.D, tau, workers)
+		mb := contrastive.BatchMeans(j.gemm, zc, n, lv.D, j.tau, order, c)
+		gc := contrastive.InnerMeans(j.gemm, zc, n, lv.D, j.tau, j.workers)
 		if c == st.Batch {
 			next := make([]float64, 2*n)
 			for i := range next {
@@ -206,33 +254,34 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 		add(fmt.Sprintf("in-batch mean m_i, batch %d (SimCLR, DCL)", c), "view", mb, gc)
 		add(fmt.Sprintf("in-batch mean m_i, batch %d (SimCLR, DCL)", c), "image", contrastive.PerImage(mb), contrastive.PerImage(gc))
 		add(fmt.Sprintf("full-data mean of the batch-%d pass (batch norm's share)", c), "view", gc, g)
-		fmt.Fprintf(logw, "inner-mean: batches of %d done (%.1f s)\n", c, time.Since(start).Seconds())
+		fmt.Fprintf(j.logw, "inner-mean: batches of %d done (%.1f s)\n", c, time.Since(j.start).Seconds())
 	}
 	if fresh {
-		// A second draw of every image's views from a stream of another
-		// seed, over its first epoch (and the rest of its last draw).
-		drawsPerEpoch := (n + st.Batch - 1) / st.Batch
-		end := drawsPerEpoch * st.Batch
-		lv2, err := contrastive.ReplayLastVisits(b, m, set, splits.Mean, splits.Std, aug, st.StreamSeed^freshDrawSeed, st.Batch,
-			loader.Position{Epoch: end / n, Offset: end % n}, workers)
+		g2, err := j.freshDraw()
 		if err != nil {
-			return fmt.Errorf("fresh draw: %w", err)
+			return res, err
 		}
-		g2 := contrastive.InnerMeans(gemm, lv2.Z, n, lv2.D, tau, workers)
 		add("g of another augmentation draw (the views' own spread)", "view", g2, g)
 		add("g of another augmentation draw (the views' own spread)", "image", contrastive.PerImage(g2), gImg)
 	}
 	res.ByStaleness = byStaleness(u, gImg, lv.DrawsAgo, (n+st.Batch-1)/st.Batch)
-	res.Seconds = time.Since(start).Seconds()
-	if e.asJSON {
-		data, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
-		return err
+	res.Seconds = time.Since(j.start).Seconds()
+	return res, nil
+}
+
+// freshDraw is the full-data inner means of a second draw of every
+// image's views, from a stream of another seed over its first epoch (and
+// the rest of its last draw), in batches of the run's size.
+func (j *innerMeanJob) freshDraw() ([]float64, error) {
+	set, st := j.splits.Train, j.st
+	n := set.Len()
+	end := (n + st.Batch - 1) / st.Batch * st.Batch
+	lv, err := contrastive.ReplayLastVisits(j.b, j.m, set, j.splits.Mean, j.splits.Std, j.aug, st.StreamSeed^freshDrawSeed, st.Batch,
+		loader.Position{Epoch: end / n, Offset: end % n}, j.workers)
+	if err != nil {
+		return nil, fmt.Errorf("fresh draw: %w", err)
 	}
-	return writeInnerMeanTable(cmd.OutOrStdout(), res)
+	return contrastive.InnerMeans(j.gemm, lv.Z, n, lv.D, j.tau, j.workers), nil
 }
 
 // byStaleness is u's error against G_k by the draws since each image's

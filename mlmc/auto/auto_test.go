@@ -285,3 +285,56 @@ func TestChooseAtLevel(t *testing.T) {
 		})
 	}
 }
+
+// TestStepRuleRunsEachCandidate: where the plan's L is so high that an
+// iteration there costs more than the step rule's share per candidate (a
+// slowly falling bias, a = 0.5, and a small budget), each candidate still
+// runs at least minStepIters iterations, at a lower level that the plan
+// names, so the scores differ and the step is chosen by them, instead of
+// every candidate tying at F(x0) and the smallest winning (its notch below,
+// 3.16e-6). Where no level pays for minStepIters iterations, the rule says
+// so in an *Error.
+func TestStepRuleRunsEachCandidate(t *testing.T) {
+	p := synthetic(4, 0.5, 1, 2, func(s *mlmc.Synthetic) { s.Mb = 0.01 })
+	f0, _ := p.Objective(p.X0)
+	plan, _, err := Start(p, Settings{Target: Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(plan)
+	share := int64(0.3*0.05*1_000_000) / 13
+	if c := plan.worstCostAt(plan.MaxLevel); c <= share {
+		t.Fatalf("L = %d costs %d samples an iteration, within the share %d: the test needs a plan above it", plan.MaxLevel, c, share)
+	}
+	if plan.StepLevel >= plan.MaxLevel || !strings.Contains(plan.Reasons.Step, "the candidates ran") {
+		t.Errorf("step level %d of L = %d; the reason does not say the candidates ran lower: %s", plan.StepLevel, plan.MaxLevel, plan.Reasons.Step)
+	}
+	distinct := map[float64]bool{}
+	for _, sc := range plan.Steps {
+		if sc.Iterations < minStepIters {
+			t.Errorf("candidate %.3g ran %d iterations, want at least %d", sc.Step, sc.Iterations, minStepIters)
+		}
+		distinct[sc.Value] = true
+		if sc.Value == f0 {
+			t.Errorf("candidate %.3g scored F(x0): it did not move", sc.Step)
+		}
+	}
+	if len(distinct) < len(plan.Steps)/2 {
+		t.Errorf("%d distinct scores among %d candidates: %+v", len(distinct), len(plan.Steps), plan.Steps)
+	}
+	if plan.Step < 1e-3 {
+		t.Errorf("step %.3g, want the scores to choose one above the grid's bottom: %s", plan.Step, plan.Reasons.Step)
+	}
+
+	// So many candidates that the step rule's 15,000 samples give each 3,
+	// fewer than minStepIters iterations even at level 0 (1 sample each).
+	many := make([]float64, 5000)
+	for i := range many {
+		many[i] = math.Pow(1.001, -float64(i))
+	}
+	_, _, err = Start(p, Settings{Target: Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 3, Steps: many})
+	var ae *Error
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "iterations it needs") {
+		t.Errorf("5000 candidates: error %v, want an *auto.Error naming the iterations the step rule needs", err)
+	}
+}

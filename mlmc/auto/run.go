@@ -353,14 +353,89 @@ func floorStep(p *Plan, step0, drop float64) {
 	p.Reasons.Step += fmt.Sprintf("; kept at the re-plan point: its noise floor is below an eighth of the target gap (the floor's step %.3g)", floor)
 }
 
+// minStepIters is the fewest iterations the step rule runs each candidate
+// for. One is not enough: the candidates share their draws, so a single
+// iteration is a line search along one noisy estimate, and a run that
+// cannot pay for one leaves every candidate at the starting point, its
+// scores tied. Four: a stable candidate's error contracts as (1 - g
+// lambda)^m along a direction of curvature lambda, and neighbours on the
+// grid (a factor sqrt(10) apart) separate only over several iterations
+// (g lambda = 0.32 leaves 0.21 of the error after four, its lower
+// neighbour 0.66; after one, 0.68 and 0.90), while an unstable one grows
+// as |1 - g lambda|^m; more would lower the level the candidates can be
+// scored at (each doubling costs a level when the cost doubles per
+// level) for little more separation.
+const minStepIters = 4
+
+// stepLevel is the highest level ls <= p.MaxLevel at which minStepIters
+// iterations of the plan's method, truncated to MinLevel..ls, fit in
+// share samples at their worst cost, and that cost; ok is false when none
+// does.
+func (p *Plan) stepLevel(share int64) (ls int, worst int64, ok bool) {
+	for ls = p.MaxLevel; ls >= p.MinLevel; ls-- {
+		worst = p.worstCostAt(ls)
+		if minStepIters*worst <= share {
+			return ls, worst, true
+		}
+	}
+	return p.MinLevel, p.worstCostAt(p.MinLevel), false
+}
+
+// worstCostAt is the most samples one estimate of the plan's method on
+// levels MinLevel..ls can draw: C_ls for L-SGD and RT-MLMC, sum n_l C_l
+// for V-MLMC.
+func (p *Plan) worstCostAt(ls int) int64 {
+	i := ls - p.MinLevel
+	if len(p.costs) <= i {
+		return p.worstCost() // a plan made without its levels' costs
+	}
+	w := p.costs[i]
+	if p.Kind.Method == mlmc.VMLMC && p.LevelDraws != nil {
+		w = 0
+		for j := 0; j <= i; j++ {
+			w += float64(p.LevelDraws[j]) * p.costs[j]
+		}
+	}
+	return int64(math.Ceil(w))
+}
+
+// configAt is the plan's configuration truncated to MinLevel..ls: its
+// law's first levels (mlmc renormalises q_l).
+func (p *Plan) configAt(ls int, seed uint64) mlmc.Config {
+	c := p.Config(seed)
+	n := ls - p.MinLevel + 1
+	c.MaxLevel = ls
+	if c.LevelProbs != nil {
+		c.LevelProbs = c.LevelProbs[:n]
+	}
+	if c.LevelDraws != nil {
+		c.LevelDraws = c.LevelDraws[:n]
+	}
+	return c
+}
+
 // chooseStep is the step rule: from the current x, each candidate runs
 // the plan's estimator on the same draws (an oracle and an estimator with
 // the same seeds) for an equal share of budget samples, and is scored by the
 // objective where it ends. The lowest score wins; scores within twice their
 // standard error of the lowest count as ties, which go to the smaller step
 // (a short run favours large steps that stall at a higher noise floor).
+// Each candidate runs at least minStepIters iterations: where the share
+// does not pay for them at the plan's L, the candidates run the plan's
+// method truncated to the highest level ls that does (the step is set by
+// the curvature of F, which F^ls shares with F^L; the noise of the
+// estimator at L is taken into account by the cap below, from L's
+// predicted variance), and the plan says so; where no level does, the
+// problem cannot be served with this budget (an *Error).
 func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 	share := budget / int64(len(steps))
+	ls, worst, ok := p.stepLevel(share)
+	if !ok {
+		return &Error{Measurement: fmt.Sprintf("the step rule gives each of its %d candidates %d samples, fewer than the %d iterations it needs (%d samples each at level %d, the cheapest)",
+			len(steps), share, minStepIters, worst, ls),
+			Change: "give the run a larger sample budget (the pilot is a fixed share of it), fewer step candidates, or set the step"}
+	}
+	p.StepLevel = ls
 	x, prev := slices.Clone(r.x), slices.Clone(r.x)
 	seed := r.s.Seed ^ 0x57e9 ^ uint64(r.used)
 	var spent int64
@@ -371,18 +446,19 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 		if err != nil {
 			return fmt.Errorf("auto: step rule: make the oracle: %w", err)
 		}
-		e, err := mlmc.New(p.Kind, p.Config(seed), r.ops, o)
+		e, err := mlmc.New(p.Kind, p.configAt(ls, seed), r.ops, o)
 		if err != nil {
 			return fmt.Errorf("auto: step rule: %w", err)
 		}
 		v := r.ops.New()
 		var used int64
 		ok := true
+		iters := 0
 		// Stop before an estimate could pass the share: the pilot keeps
 		// to its budget.
-		for it := 0; used+p.worstCost() <= share && ok; it++ {
+		for ; used+worst <= share && ok; iters++ {
 			at(x, prev)
-			st, err := e.Estimate(it, v)
+			st, err := e.Estimate(iters, v)
 			if err != nil {
 				return fmt.Errorf("auto: step rule: %w", err)
 			}
@@ -390,7 +466,7 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 			ok = r.step(x, prev, v, g)
 		}
 		spent += used
-		sc := StepScore{Step: g, Value: math.Inf(1)}
+		sc := StepScore{Step: g, Value: math.Inf(1), Iterations: iters}
 		if ok {
 			f, se := r.p.Objective(x)
 			if !math.IsNaN(f) {
@@ -421,8 +497,12 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 	// One notch of the grid (a factor sqrt(10)) below the short run's
 	// choice: a short run favours steps too large for the long one.
 	p.Step = p.Steps[pick].Step / math.Sqrt(10)
-	p.Reasons.Step = fmt.Sprintf("a factor sqrt(10) below %.3g, the lowest objective after %d samples with each of %d candidates on the same draws (%.4g at step %.3g; ties within 2 s.e. go to the smaller step), since a short run favours steps too large for the long one",
-		p.Steps[pick].Step, share, len(steps), p.Steps[best].Value, p.Steps[best].Step)
+	p.Reasons.Step = fmt.Sprintf("a factor sqrt(10) below %.3g, the lowest objective after %d samples (at least %d iterations) with each of %d candidates on the same draws (%.4g at step %.3g; ties within 2 s.e. go to the smaller step), since a short run favours steps too large for the long one",
+		p.Steps[pick].Step, share, minStepIters, len(steps), p.Steps[best].Value, p.Steps[best].Step)
+	if ls < p.MaxLevel {
+		p.Reasons.Step += fmt.Sprintf("; the candidates ran %s on levels %d..%d, not %d..%d: at L = %d an iteration may cost %d samples, and %d iterations of each candidate do not fit in its %d (the step follows the curvature F^%d shares with F^%d; L's noise is in the cap below)",
+			p.Method, p.MinLevel, ls, p.MinLevel, p.MaxLevel, p.MaxLevel, p.worstCostAt(p.MaxLevel), minStepIters, share, ls, p.MaxLevel)
+	}
 	if p.Steps[pick].Step == slices.Max(steps) || p.Steps[pick].Step == slices.Min(steps) {
 		p.Reasons.Step += "; at the edge of the candidates"
 	}

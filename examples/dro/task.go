@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/simclr-go/simclr/cso"
 	"github.com/simclr-go/simclr/experiment"
@@ -94,6 +95,48 @@ func grid(ks []mlmc.Kind) []experiment.Method {
 			for _, st := range Steps {
 				for _, d1 := range fresh {
 					out = append(out, method(k, l, st, d1))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// widenings extend one data set's grid for one method where the grid above
+// still put a chosen value at its edge (housing: RR-MLMC's step 1e-5, VR
+// RT-MLMC's L = 12). The inner samples are generated, not rows of the
+// data, so any level up to oracleMaxLevel can be drawn.
+var widenings = []struct {
+	dataset string
+	kind    mlmc.Kind
+	levels  []int     // added top levels, with every step of Steps
+	steps   []float64 // added steps, with every level
+}{
+	{"housing", mlmc.Kind{Method: mlmc.RRMLMC}, nil, []float64{3e-6, 1e-6}},
+	{"housing", mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, []int{13, 14}, nil},
+}
+
+// widened is the settings that widenings add to grid(ks) on data set name.
+func widened(name string, ks []mlmc.Kind) []experiment.Method {
+	var out []experiment.Method
+	for _, w := range widenings {
+		if w.dataset != name || !slices.Contains(ks, w.kind) {
+			continue
+		}
+		levels, steps := append(slices.Clone(Levels), w.levels...), append(slices.Clone(Steps), w.steps...)
+		if (experiment.Family{Kind: w.kind}).Unbounded() {
+			levels = []int{0}
+		}
+		fresh := []int{0}
+		if w.kind.VR {
+			fresh = VRFresh
+		}
+		for _, l := range levels {
+			for _, st := range steps {
+				for _, d1 := range fresh {
+					if !slices.Contains(Levels, l) || !slices.Contains(Steps, st) {
+						out = append(out, method(w.kind, l, st, d1))
+					}
 				}
 			}
 		}

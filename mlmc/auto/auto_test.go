@@ -338,3 +338,45 @@ func TestStepRuleRunsEachCandidate(t *testing.T) {
 		t.Errorf("5000 candidates: error %v, want an *auto.Error naming the iterations the step rule needs", err)
 	}
 }
+
+// TestReplanOutlook: the outlook's risks on plans whose arithmetic is done
+// by hand. The plan's estimator costs 10 samples an iteration with variance
+// 1; the first phase ran 100 iterations of step 0.1 (step sum 10) and
+// brought F down by 1; the target gap is 0.01; 1e5 samples are left (1e4
+// iterations).
+func TestReplanOutlook(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		step, decay float64
+		want        []string // risks named
+		none        bool     // no risk
+	}{
+		// Step sum 1e-3 x 1e4 = 10, floor 2.5e-4 <= 0.01 x 1: healthy.
+		{"constant, enough", 1e-3, 0, nil, true},
+		// Step sum 1e-4 x 1e4 = 1 < 10.
+		{"constant, too little", 1e-4, 0, []string{"moves the iterate less"}, false},
+		// Floor 0.1/4 = 0.025 above 0.01 x 1 at the end.
+		{"constant, noisy", 0.1, 0, []string{"at the end of the budget"}, false},
+		// Floor 8/4 = 2 above the drop 1 at the start; step x t0 = 8 < 10;
+		// end step 8/(1 + 1e4) = 8e-4, floor 2e-4: fine.
+		{"decaying from a noisy step, t0 = 1", 8, 1, []string{"first loses ground", "step x t0 = 8"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plan{Method: "lsgd", Step: tc.step, Decay: tc.decay, Target: Target{Gap: 0.01},
+				Predicted: []MethodCost{{Method: "lsgd", Var: 1, Cost: 10}}}
+			p.replanOutlook(100, 0.1, 1, 100_000)
+			o := p.Reasons.Outlook
+			if !strings.HasPrefix(o, "10000 iterations left") {
+				t.Errorf("outlook %q, want 10000 iterations left", o)
+			}
+			if got := strings.Contains(o, "no risk of missing the target seen"); got != tc.none {
+				t.Errorf("no risk: %v, want %v: %s", got, tc.none, o)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(o, w) {
+					t.Errorf("outlook does not name %q: %s", w, o)
+				}
+			}
+		})
+	}
+}

@@ -197,6 +197,9 @@ type Reasons struct {
 	L      string `json:"L"`
 	Law    string `json:"law"`
 	Step   string `json:"step,omitempty"`
+	// Outlook is what the plan predicts for the rest of the run, with the
+	// risks of missing the target it can see (Start and Replan set it).
+	Outlook string `json:"outlook,omitempty"`
 }
 
 // StepScore is one candidate of the step rule: the objective after a short
@@ -257,6 +260,9 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&sb, "  method: %s\n  L: %s\n  law: %s\n", p.Reasons.Method, p.Reasons.L, p.Reasons.Law)
 	if p.Reasons.Step != "" {
 		fmt.Fprintf(&sb, "  step: %s\n", p.Reasons.Step)
+	}
+	if p.Reasons.Outlook != "" {
+		fmt.Fprintf(&sb, "  outlook: %s\n", p.Reasons.Outlook)
 	}
 	return sb.String()
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/simclr-go/simclr/mlmc"
 )
@@ -192,7 +193,6 @@ func Start(p Problem, s Settings) (*Plan, *State, error) {
 	} else if err := r.chooseStep(plan, s.Steps, int64(0.3*pilot)); err != nil {
 		return nil, nil, err
 	}
-	r.log(plan)
 	at := max(int64(s.ReplanAt*float64(s.Target.Budget)), r.used)
 	if plan.Degenerate {
 		// No bias could be seen at x0 (every H^l vanished there): re-plan
@@ -201,7 +201,74 @@ func Start(p Problem, s Settings) (*Plan, *State, error) {
 		at = r.used + s.Target.Budget/100
 		plan.Reasons.Method += fmt.Sprintf("; every H^l vanished at x0, so the levels are measured again after a first phase of 1%% of the budget, at %d samples", at)
 	}
+	if s.Step == 0 {
+		plan.firstOutlook(r.f0, at)
+	}
+	r.log(plan)
 	return plan, &State{GradNorm0: plan.GradNorm, F0: r.f0, First: plan, Spent: r.used, ReplanAt: at}, nil
+}
+
+// firstOutlook says whether the first plan's constant step can hold the gap
+// below the target: its noise floor, step x Var / 4 (floorStep), against
+// Gap x the drop the step candidates measured, a lower bound on Gap x
+// (F(x0) - F*). Above it, the gap stays below the target only after the
+// re-plan, at replanAt samples, lowers the step.
+func (p *Plan) firstOutlook(f0 float64, replanAt int64) {
+	v, best := p.predictedVar(), math.Inf(1)
+	for _, sc := range p.Steps {
+		best = math.Min(best, sc.Value)
+	}
+	drop := f0 - best
+	if !(v > 0) || !(drop > 0) || math.IsInf(drop, 0) {
+		p.Reasons.Outlook = "no noise floor to compare with the target (no measured drop or variance)"
+		return
+	}
+	floor, share := p.Step*v/4, p.Target.Gap*drop
+	p.Reasons.Outlook = fmt.Sprintf("the step's noise floor, step x Var / 4 = %.3g, is %.2g times the target's share of the drop the candidates measured (%g x %.4g)",
+		floor, floor/share, p.Target.Gap, drop)
+	if floor > share {
+		p.Reasons.Outlook += fmt.Sprintf(": above it, so the gap can stay below the target only after the re-plan at %d samples lowers the step", replanAt)
+	}
+}
+
+// replanOutlook predicts the rest of the run under p, re-planned at x after
+// the first phase's iters iterations with step step0 brought F from F(x0)
+// down by drop, with left samples to go: the iterations left, the step sum
+// over them, the noise floor (floorStep) at their start and end, and the
+// risks of missing the target that these show.
+func (p *Plan) replanOutlook(iters, step0, drop float64, left int64) {
+	n := math.Max(float64(left)/p.expectedCost(), 0)
+	sum, end := p.Step*n, p.Step
+	if p.Decay > 0 {
+		sum, end = p.Step*p.Decay*math.Log1p(n/p.Decay), p.Step/(1+n/p.Decay)
+	}
+	s1, v := iters*step0, p.predictedVar()
+	out := fmt.Sprintf("%.0f iterations left at %.3g samples each; their step sum %.3g against the first phase's %.3g (%.0f iterations x %.3g)",
+		n, p.expectedCost(), sum, s1, iters, step0)
+	var risks []string
+	if v > 0 && drop > 0 {
+		start, last, share := p.Step*v/4, end*v/4, p.Target.Gap*drop
+		out += fmt.Sprintf("; noise floor (step x Var / 4, Var = %.3g) %.3g at the start and %.3g at the end, against the target's share of the drop so far, %g x %.4g = %.3g",
+			v, start, last, p.Target.Gap, drop, share)
+		if start > drop {
+			risks = append(risks, fmt.Sprintf("the noise floor at the start is %.3g times the drop so far: the run first loses ground", start/drop))
+		}
+		if last > share {
+			risks = append(risks, fmt.Sprintf("the noise floor at the end of the budget is %.3g times the target's share: the gap may not stay below it", last/share))
+		}
+	}
+	if sum < s1 {
+		risks = append(risks, "the rest of the budget moves the iterate less than the first phase did (a smaller step sum): unless the gap is already near the target it may not reach it (a smaller L or a larger budget buys iterations)")
+	}
+	if p.Decay > 0 && p.Step*p.Decay < s1 {
+		risks = append(risks, fmt.Sprintf("step x t0 = %.3g is below the first phase's step sum: a 1/(1 + t/t0) schedule converges at its 1/t rate only when step x t0 x mu >= 1 (mu the curvature), which the first phase's step sum vouches for; below it the gap may fall as slowly as t^-(step t0 mu)", p.Step*p.Decay))
+	}
+	if len(risks) == 0 {
+		out += "; no risk of missing the target seen"
+	} else {
+		out += "; at risk: " + strings.Join(risks, "; ")
+	}
+	p.Reasons.Outlook = out
 }
 
 // Replan makes the plan at x, the iterate after spent samples (pilot
@@ -263,6 +330,11 @@ func Replan(p Problem, s Settings, st *State, x []float64, spent int64) (plan *P
 			next.Reasons.Step = fmt.Sprintf("%.3g decaying as 1/(1 + t/%.0f), reaching the floor's step %.3g after a quarter of the %.0f iterations left, since a constant step %.0f times below the first would crawl: %s",
 				next.Step, t0, floor, left, st.First.Step/floor, next.Reasons.Step)
 		}
+	}
+	if s.Step == 0 {
+		f1, _ := p.Objective(x)
+		iters := math.Max(float64(spent-st.Spent)/st.First.expectedCost(), 1)
+		next.replanOutlook(iters, st.First.Step, st.F0-f1, s.Target.Budget-r.used)
 	}
 	r.log(next)
 	return next, note, r.used - spent, nil

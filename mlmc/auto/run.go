@@ -257,10 +257,12 @@ func (p *Plan) replanOutlook(iters, step0, drop float64, left int64) {
 			risks = append(risks, fmt.Sprintf("the noise floor at the end of the budget is %.3g times the target's share: the gap may not stay below it", last/share))
 		}
 	}
-	if sum < s1 {
+	// A relative margin of 1e-9: the schedule's t0 is set from s1, and
+	// rounding must not read as a risk.
+	if sum < s1*(1-1e-9) {
 		risks = append(risks, "the rest of the budget moves the iterate less than the first phase did (a smaller step sum): unless the gap is already near the target it may not reach it (a smaller L or a larger budget buys iterations)")
 	}
-	if p.Decay > 0 && p.Step*p.Decay < s1 {
+	if p.Decay > 0 && p.Step*p.Decay < s1*(1-1e-9) {
 		risks = append(risks, fmt.Sprintf("step x t0 = %.3g is below the first phase's step sum: a 1/(1 + t/t0) schedule converges at its 1/t rate only when step x t0 x mu >= 1 (mu the curvature), which the first phase's step sum vouches for; below it the gap may fall as slowly as t^-(step t0 mu)", p.Step*p.Decay))
 	}
 	if len(risks) == 0 {

@@ -24,6 +24,8 @@
 // order statistics at a stated confidence (CIRanks), and the trials that
 // reached it.
 //
+// Grid makes the candidate settings of a tuning grid (L x step x schedule
+// x D1) for the estimator kinds asked for (Kinds: every one of mlmc's).
 // Tune runs every candidate setting on the tuning seeds and keeps, per
 // family (estimator kind), the overall-tuned setting (Protocol.Criterion)
 // and the best setting for each target by each rule; it names chosen values

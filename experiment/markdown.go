@@ -29,29 +29,21 @@ func WriteMarkdown(w io.Writer, sums []Summary) {
 	cost := sums[0].Cost
 	fmt.Fprintf(w, "Median %s after which the gap stays at or below each target (checked at every logged point), every method at its best setting for that target (in brackets: the trials, of %d, that reached it; — where the median trial did not); the last two columns are best-tuned L-SGD's median over the best multilevel method's by this rule and by the first touch:\n\n",
 		cost, sums[0].Trials)
-	fmt.Fprint(w, "| problem | target |")
-	for _, n := range names {
-		fmt.Fprintf(w, " %s |", n)
-	}
-	fmt.Fprintln(w, " L-SGD / best MLMC | first touch: L-SGD / best MLMC |")
-	fmt.Fprint(w, "|---|---|")
-	for range names {
-		fmt.Fprint(w, "---:|")
-	}
-	fmt.Fprintln(w, "---|---|")
+	row(w, slices.Concat([]string{"problem", "target"}, names, []string{"L-SGD / best MLMC", "first touch: L-SGD / best MLMC"})...)
+	rule(w, slices.Concat([]string{"---", "---"}, slices.Repeat([]string{"---:"}, len(names)), []string{"---", "---"})...)
 	for _, s := range sums {
 		for _, ts := range s.PerTarget {
-			fmt.Fprintf(w, "| %s | %s |", s.Problem, pct(ts.Target))
+			cells := []string{s.Problem, pct(ts.Target)}
 			for _, n := range names {
 				i := slices.IndexFunc(ts.StaysBelow.Methods, func(r Ranked) bool { return r.Name == n })
 				if i < 0 {
-					fmt.Fprint(w, " not run |")
+					cells = append(cells, "not run")
 					continue
 				}
 				r := ts.StaysBelow.Methods[i]
-				fmt.Fprintf(w, " %s (%d) |", mdCost(r.Passage.Median), r.Passage.Reached)
+				cells = append(cells, fmt.Sprintf("%s (%d)", mdCost(r.Passage.Median), r.Passage.Reached))
 			}
-			fmt.Fprintf(w, " %s | %s |\n", mdRatio(ts.StaysBelow.Ratio, ts.StaysBelow.BestMLMC), mdRatio(ts.FirstTouch.Ratio, ts.FirstTouch.BestMLMC))
+			row(w, append(cells, mdRatio(ts.StaysBelow.Ratio, ts.StaysBelow.BestMLMC), mdRatio(ts.FirstTouch.Ratio, ts.FirstTouch.BestMLMC))...)
 		}
 	}
 	fmt.Fprintln(w)
@@ -71,24 +63,20 @@ func WriteMarkdown(w io.Writer, sums []Summary) {
 					continue
 				}
 				l, b := rr.rk.Methods[li], rr.rk.Methods[bi]
-				fmt.Fprintf(w, "| %s (%s) | %s | %s | %s | %s | %s, %s | %s | %s |\n", s.Problem, coverage(s), pct(ts.Target), rr.rule,
-					short(l.Setting), mdInterval(l.Passage, s), b.Name, short(b.Setting), mdInterval(b.Passage, s), mdRatio(rr.rk.Ratio, ""))
+				row(w, s.Problem+" ("+coverage(s)+")", pct(ts.Target), rr.rule, short(l.Setting), mdInterval(l.Passage, s),
+					b.Name+", "+short(b.Setting), mdInterval(b.Passage, s), mdRatio(rr.rk.Ratio, ""))
 			}
 		}
 	}
 	fmt.Fprintln(w)
 	targets := sums[0].Targets
 	fmt.Fprintf(w, "Each method at its overall-tuned setting (%s after which the gap stays at or below each target, the first touch in brackets; median final gap with its interval):\n\n", cost)
-	fmt.Fprint(w, "| problem | F(x0) | F* | method | setting |")
+	var toTarget []string
 	for _, t := range targets {
-		fmt.Fprintf(w, " to %s |", pct(t))
+		toTarget = append(toTarget, "to "+pct(t))
 	}
-	fmt.Fprintln(w, " final gap |")
-	fmt.Fprint(w, "|---|---:|---:|---|---|")
-	for range targets {
-		fmt.Fprint(w, "---:|")
-	}
-	fmt.Fprintln(w, "---:|")
+	row(w, slices.Concat([]string{"problem", "F(x0)", "F*", "method", "setting"}, toTarget, []string{"final gap"})...)
+	rule(w, slices.Concat([]string{"---", "---:", "---:", "---", "---"}, slices.Repeat([]string{"---:"}, len(targets)+1))...)
 	for _, s := range sums {
 		for i, m := range s.Methods {
 			f0, fs := "", ""
@@ -98,11 +86,11 @@ func WriteMarkdown(w io.Writer, sums []Summary) {
 					fs += " (lowest reached)"
 				}
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |", s.Problem, f0, fs, m.Name, short(m.Setting))
+			cells := []string{s.Problem, f0, fs, m.Name, short(m.Setting)}
 			for t := range s.Targets {
-				fmt.Fprintf(w, " %s (%s) |", mdCost(m.StaysBelow[t].Median), mdCost(m.FirstTouch[t].Median))
+				cells = append(cells, fmt.Sprintf("%s (%s)", mdCost(m.StaysBelow[t].Median), mdCost(m.FirstTouch[t].Median)))
 			}
-			fmt.Fprintf(w, " %s |\n", mdInterval(Passage{Median: m.FinalGap, CI: m.FinalGapCI}, s))
+			row(w, append(cells, mdInterval(Passage{Median: m.FinalGap, CI: m.FinalGapCI}, s))...)
 		}
 	}
 	var edges []string
@@ -124,6 +112,13 @@ func WriteMarkdown(w io.Writer, sums []Summary) {
 	}
 }
 
+// row writes one line of a markdown table.
+func row(w io.Writer, cells ...string) { fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |") }
+
+// rule writes the line under a table's header: "---" for a column aligned
+// left, "---:" for one aligned right.
+func rule(w io.Writer, cols ...string) { fmt.Fprintln(w, "|"+strings.Join(cols, "|")+"|") }
+
 // pct writes a target as a percentage: "0.3%".
 func pct(t float64) string { return strconv.FormatFloat(t*100, 'g', -1, 64) + "%" }
 
@@ -132,21 +127,7 @@ func short(m Method) string {
 	if m.Auto != nil {
 		return "auto"
 	}
-	var parts []string
-	if !m.Family().Unbounded() {
-		parts = append(parts, fmt.Sprintf("L %d", m.Config.MaxLevel))
-	}
-	parts = append(parts, fmt.Sprintf("step %g", m.Step))
-	if m.Decay > 0 {
-		parts = append(parts, fmt.Sprintf("t0 %g", m.Decay))
-	}
-	if m.Kind.VR && m.Config.D1 > 0 {
-		parts = append(parts, fmt.Sprintf("D1 %d", m.Config.D1))
-	}
-	if m.Config.NL > 1 {
-		parts = append(parts, fmt.Sprintf("NL %d", m.Config.NL))
-	}
-	return strings.Join(parts, ", ")
+	return m.settings(" ", ", ")
 }
 
 func mdCost(p *float64) string {

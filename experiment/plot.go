@@ -19,8 +19,6 @@ type Panel struct {
 	Curves                []Curve
 	// Targets are drawn as dashed lines.
 	Targets []float64
-	// XMin is the smallest cost shown (default 10).
-	XMin float64
 }
 
 // Panels splits a result's curves into panels: group(c) is the panel of
@@ -85,10 +83,7 @@ func drawPanel(pn Panel) (*plot.Plot, error) {
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{}, plot.LogTicks{}
 	p.Legend.Top = true // top right: the curves start at the top left and fall
-	xMin := pn.XMin
-	if xMin <= 0 {
-		xMin = 10
-	}
+	const xMin = 10.0   // the smallest cost shown
 	yMin, yMax, xMax := math.Inf(1), 0.0, xMin*10
 	for i, c := range pn.Curves {
 		var mid, upper, lower plotter.XYs

@@ -185,22 +185,28 @@ func (m Method) String() string {
 	if m.Auto != nil {
 		return "auto"
 	}
-	var b strings.Builder
-	b.WriteString(m.Name())
+	return m.Name() + " " + m.settings("=", " ")
+}
+
+// settings writes the method's settings that are set, each name and value
+// joined by eq and the pairs by sep: "L=5 step=0.01", "L 5, step 0.01".
+func (m Method) settings(eq, sep string) string {
+	var parts []string
+	add := func(name string, v any) { parts = append(parts, fmt.Sprint(name, eq, v)) }
 	if !m.Family().Unbounded() {
-		fmt.Fprintf(&b, " L=%d", m.Config.MaxLevel)
+		add("L", m.Config.MaxLevel)
 	}
-	fmt.Fprintf(&b, " step=%g", m.Step)
+	add("step", m.Step)
 	if m.Decay > 0 {
-		fmt.Fprintf(&b, " t0=%g", m.Decay)
+		add("t0", m.Decay)
 	}
 	if m.Kind.VR && m.Config.D1 > 0 {
-		fmt.Fprintf(&b, " D1=%d", m.Config.D1)
+		add("D1", m.Config.D1)
 	}
 	if m.Config.NL > 1 {
-		fmt.Fprintf(&b, " NL=%d", m.Config.NL)
+		add("NL", m.Config.NL)
 	}
-	return b.String()
+	return strings.Join(parts, sep)
 }
 
 // Planner is the auto method's planner: from a pilot on the problem it

@@ -151,51 +151,17 @@ type Tuning struct {
 // Fixed makes a Tuning that runs each method as it is: no grid search (a
 // problem whose settings were chosen by hand, or the auto method).
 func Fixed(about string, methods ...Method) *Tuning {
-	t := &Tuning{About: about, fStar: math.Inf(1)}
+	var choices []Choice
 	for _, m := range methods {
-		c := Choice{Family: m.Family(), Name: m.Name(), Best: m}
-		t.Choices = append(t.Choices, c)
+		choices = append(choices, Choice{Best: m})
 	}
-	return t
+	return TuningOf(about, choices, math.Inf(1))
 }
 
 // job is one trial of a setting.
 type job struct {
 	m    Method
 	seed uint64
-}
-
-// runJobs runs the jobs pr.Workers at a time and returns their traces in
-// order.
-func runJobs(p *Problem, pr Protocol, jobs []job, g gauge, everyIterate bool) ([]Trace, error) {
-	for _, j := range jobs {
-		if pr.budget(j.m) < 1 {
-			return nil, fmt.Errorf("problem %s: %s has no budget: set the protocol's Budget or the method's", p.Name, j.m)
-		}
-	}
-	out := make([]Trace, len(jobs))
-	errs := make([]error, len(jobs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(pr.Workers, max(len(jobs), 1)) {
-		wg.Go(func() {
-			for i := range next {
-				b := pr.budget(jobs[i].m)
-				out[i], errs[i] = trial(p, jobs[i].m, jobs[i].seed, b, pr.Points(b), pr.Targets, g, everyIterate)
-			}
-		})
-	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("problem %s: %w", p.Name, err)
-		}
-	}
-	return out, nil
 }
 
 // session holds what the runs of one experiment share: the problem, the
@@ -231,14 +197,38 @@ func (s *session) everyIterate() bool {
 	return s.p.EveryIterate && (s.p.Error != nil || !s.p.FStar.Reached)
 }
 
-// run runs the jobs and, where F* is the lowest value reached, lowers it
-// and reads the first touches off the logged points.
+// run runs the jobs pr.Workers at a time and returns their traces in
+// order; where F* is the lowest value reached, it lowers it.
 func (s *session) run(jobs []job) ([]Trace, error) {
-	trs, err := runJobs(s.p, s.pr, jobs, s.g, s.everyIterate())
-	if err != nil {
-		return nil, err
+	p, pr, every := s.p, s.pr, s.everyIterate()
+	for _, j := range jobs {
+		if pr.budget(j.m) < 1 {
+			return nil, fmt.Errorf("problem %s: %s has no budget: set the protocol's Budget or the method's", p.Name, j.m)
+		}
 	}
-	if s.p.Error == nil && s.p.FStar.Reached {
+	trs := make([]Trace, len(jobs))
+	errs := make([]error, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(pr.Workers, max(len(jobs), 1)) {
+		wg.Go(func() {
+			for i := range next {
+				b := pr.budget(jobs[i].m)
+				trs[i], errs[i] = trial(p, jobs[i].m, jobs[i].seed, b, pr.Points(b), pr.Targets, s.g, every)
+			}
+		})
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("problem %s: %w", p.Name, err)
+		}
+	}
+	if p.Error == nil && p.FStar.Reached {
 		for _, tr := range trs {
 			for _, v := range tr.Values {
 				s.g.fStar = min(s.g.fStar, v)
@@ -332,54 +322,44 @@ func Tune(p *Problem, pr Protocol, candidates []Method) (*Tuning, error) {
 	}
 	t := &Tuning{About: fmt.Sprintf("%d settings x seeds %v; criterion: %s; per target the smallest median cost by each rule",
 		len(candidates), pr.TuningSeeds, pr.Criterion), fStar: s.g.fStar}
-	type best struct {
-		score       float64
-		stays, firs [][2]float64 // (median cost, score)
-	}
-	index := map[Family]int{}
-	var bests []best
-	ns := len(pr.TuningSeeds)
+	ns, nt := len(pr.TuningSeeds), len(pr.Targets)
+	scores := make([]float64, len(candidates))
+	var stays, first [][]float64 // [candidate][target]: median cost by each rule
+	var families []Family
 	for ci, m := range candidates {
 		runs := trs[ci*ns : (ci+1)*ns]
-		sc := s.score(runs, m)
-		row := Scored{Setting: m, Score: finitePtr(sc)}
-		stays := make([]float64, len(pr.Targets))
-		first := make([]float64, len(pr.Targets))
+		scores[ci] = s.score(runs, m)
+		row := Scored{Setting: m, Score: finitePtr(scores[ci])}
+		st, fi := make([]float64, nt), make([]float64, nt)
 		for i := range pr.Targets {
-			stays[i] = Median(s.passages(runs, m, i, true))
-			first[i] = Median(s.passages(runs, m, i, false))
-			row.StaysBelow = append(row.StaysBelow, finitePtr(stays[i]))
-			row.FirstTouch = append(row.FirstTouch, finitePtr(first[i]))
+			st[i], fi[i] = Median(s.passages(runs, m, i, true)), Median(s.passages(runs, m, i, false))
+			row.StaysBelow = append(row.StaysBelow, finitePtr(st[i]))
+			row.FirstTouch = append(row.FirstTouch, finitePtr(fi[i]))
 		}
+		stays, first = append(stays, st), append(first, fi)
 		t.Settings = append(t.Settings, row)
-		f := m.Family()
-		fi, ok := index[f]
-		if !ok {
-			index[f] = len(t.Choices)
-			c := Choice{Family: f, Name: f.Name(), Best: m}
-			b := best{score: sc}
-			for i := range pr.Targets {
-				c.Stays = append(c.Stays, m)
-				c.First = append(c.First, m)
-				b.stays = append(b.stays, [2]float64{stays[i], sc})
-				b.firs = append(b.firs, [2]float64{first[i], sc})
+		if !slices.Contains(families, m.Family()) {
+			families = append(families, m.Family())
+		}
+	}
+	for _, f := range families {
+		// pick is the family's setting with the smallest cost, ties going
+		// to the smaller score, then to the earlier setting.
+		pick := func(cost func(ci int) float64) Method {
+			b := -1
+			for ci, m := range candidates {
+				if m.Family() == f && (b < 0 || cost(ci) < cost(b) || (cost(ci) == cost(b) && scores[ci] < scores[b])) {
+					b = ci
+				}
 			}
-			t.Choices = append(t.Choices, c)
-			bests = append(bests, b)
-			continue
+			return candidates[b]
 		}
-		c, b := &t.Choices[fi], &bests[fi]
-		if sc < b.score {
-			c.Best, b.score = m, sc
-		}
+		c := Choice{Family: f, Name: f.Name(), Best: pick(func(ci int) float64 { return scores[ci] })}
 		for i := range pr.Targets {
-			if v := b.stays[i]; stays[i] < v[0] || (stays[i] == v[0] && sc < v[1]) {
-				c.Stays[i], b.stays[i] = m, [2]float64{stays[i], sc}
-			}
-			if v := b.firs[i]; first[i] < v[0] || (first[i] == v[0] && sc < v[1]) {
-				c.First[i], b.firs[i] = m, [2]float64{first[i], sc}
-			}
+			c.Stays = append(c.Stays, pick(func(ci int) float64 { return stays[ci][i] }))
+			c.First = append(c.First, pick(func(ci int) float64 { return first[ci][i] }))
 		}
+		t.Choices = append(t.Choices, c)
 	}
 	t.Edges = edges(candidates, t.Choices)
 	return t, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -138,7 +139,6 @@ func (s *session) summarise(t *Tuning, runsOf func(Method) []Trace) *Result {
 			g := s.gaps(tr)
 			cv.Gaps = append(cv.Gaps, g)
 			finals[j] = g[len(g)-1]
-			ms.FinalGaps = append(ms.FinalGaps, finitePtr(finals[j]))
 			if tr.Diverged {
 				ms.Diverged++
 			}
@@ -146,52 +146,51 @@ func (s *session) summarise(t *Tuning, runsOf func(Method) []Trace) *Result {
 				ms.Plans = append(ms.Plans, tr.Plans)
 			}
 		}
-		ms.FinalGap = finitePtr(Median(finals))
-		lo, hi := MedianCI(finals, pr.Confidence)
-		ms.FinalGapCI = [2]*float64{finitePtr(lo), finitePtr(hi)}
+		fg := s.passage(finals)
+		ms.FinalGap, ms.FinalGapCI, ms.FinalGaps = fg.Median, fg.CI, fg.Trials
 		sum.Methods = append(sum.Methods, ms)
 		res.Curves = append(res.Curves, cv)
 	}
 	for i, target := range pr.Targets {
-		ts := TargetSummary{Target: target}
-		for _, stays := range []bool{true, false} {
-			var rk Ranking
-			meds := make([]float64, len(t.Choices))
-			base := math.NaN()
-			for ci, c := range t.Choices {
-				m := c.setting(i, stays)
-				ps := s.passage(s.passages(runsOf(m), m, i, stays))
-				meds[ci] = math.Inf(1)
-				if ps.Median != nil {
-					meds[ci] = *ps.Median
-				}
-				if c.Family == lsgd {
-					base = meds[ci]
-				}
-				rk.Methods = append(rk.Methods, Ranked{Name: c.Name, Setting: m, Passage: ps})
-			}
-			best := math.Inf(1)
-			for ci, c := range t.Choices {
-				if !math.IsNaN(base) {
-					rk.Methods[ci].LSGDOver = ratio(base, meds[ci])
-				}
-				if isMLMC(c.Family) && (rk.BestMLMC == "" || meds[ci] < best) {
-					best, rk.BestMLMC = meds[ci], c.Name
-				}
-			}
-			if !math.IsNaN(base) && rk.BestMLMC != "" {
-				rk.Ratio = ratio(base, best)
-			}
-			if stays {
-				ts.StaysBelow = rk
-			} else {
-				ts.FirstTouch = rk
-			}
-		}
-		sum.PerTarget = append(sum.PerTarget, ts)
+		sum.PerTarget = append(sum.PerTarget, TargetSummary{Target: target,
+			StaysBelow: s.rank(t, runsOf, i, true), FirstTouch: s.rank(t, runsOf, i, false)})
 	}
 	res.Summary = sum
 	return res
+}
+
+// rank is every family at its setting for target i by one rule, with
+// best-tuned L-SGD's median over each one's and over the best multilevel
+// family's.
+func (s *session) rank(t *Tuning, runsOf func(Method) []Trace, i int, stays bool) Ranking {
+	var rk Ranking
+	meds := make([]float64, len(t.Choices))
+	base := math.NaN()
+	for ci, c := range t.Choices {
+		m := c.setting(i, stays)
+		ps := s.passage(s.passages(runsOf(m), m, i, stays))
+		meds[ci] = math.Inf(1)
+		if ps.Median != nil {
+			meds[ci] = *ps.Median
+		}
+		if c.Family == lsgd {
+			base = meds[ci]
+		}
+		rk.Methods = append(rk.Methods, Ranked{Name: c.Name, Setting: m, Passage: ps})
+	}
+	best := math.Inf(1)
+	for ci, c := range t.Choices {
+		if !math.IsNaN(base) {
+			rk.Methods[ci].LSGDOver = ratio(base, meds[ci])
+		}
+		if isMLMC(c.Family) && (rk.BestMLMC == "" || meds[ci] < best) {
+			best, rk.BestMLMC = meds[ci], c.Name
+		}
+	}
+	if !math.IsNaN(base) && rk.BestMLMC != "" {
+		rk.Ratio = ratio(base, best)
+	}
+	return rk
 }
 
 // ratio is a/b where both are finite, else nil.
@@ -246,16 +245,13 @@ func TuningFrom(s Summary) (*Tuning, error) {
 	if s.Tuning == nil {
 		return nil, fmt.Errorf("summary of %s has no tuning record", s.Problem)
 	}
-	t := &Tuning{About: "settings from an earlier summary (" + s.Tuning.About + ")", fStar: math.Inf(1)}
+	fStar := math.Inf(1)
 	if s.FStarReached {
-		t.fStar = s.FStar
+		fStar = s.FStar
 	}
-	for _, c := range s.Tuning.Choices {
-		c.Family = c.Best.Family()
-		if c.Family.Auto {
-			return nil, fmt.Errorf("summary of %s: the auto method cannot be rerun from a file", s.Problem)
-		}
-		t.Choices = append(t.Choices, c)
+	t := TuningOf("settings from an earlier summary ("+s.Tuning.About+")", s.Tuning.Choices, fStar)
+	if slices.ContainsFunc(t.Choices, func(c Choice) bool { return c.Family.Auto }) {
+		return nil, fmt.Errorf("summary of %s: the auto method cannot be rerun from a file", s.Problem)
 	}
 	return t, nil
 }

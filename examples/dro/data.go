@@ -125,21 +125,11 @@ func readCSV(path, target string, drop []string) (*Data, error) {
 // readCSVBy is readCSV with the target column chosen by target from the
 // trimmed header names.
 func readCSVBy(path string, target func(header []string) (int, error), drop []string) (*Data, error) {
-	f, err := os.Open(path)
+	f, r, header, err := openCSV(path)
 	if err != nil {
-		return nil, fmt.Errorf("open data file: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
-	r.ReuseRecord = true
-	header, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s:1: read header: %w", path, err)
-	}
-	header = slices.Clone(header) // the reader reuses its record
-	for i, h := range header {
-		header[i] = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-	}
 	ti, err := target(header)
 	if err != nil {
 		return nil, fmt.Errorf("%s:1: %w", path, err)
@@ -191,6 +181,27 @@ func readCSVBy(path string, target func(header []string) (int, error), drop []st
 		return nil, fmt.Errorf("%s: no rows after the header", path)
 	}
 	return d, nil
+}
+
+// openCSV opens a CSV file and reads its header, the names trimmed of
+// spaces and a byte-order mark; the caller closes f.
+func openCSV(path string) (f *os.File, r *csv.Reader, header []string, err error) {
+	f, err = os.Open(path)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open data file: %w", err)
+	}
+	r = csv.NewReader(f)
+	r.ReuseRecord = true
+	header, err = r.Read()
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("%s:1: read header: %w", path, err)
+	}
+	header = slices.Clone(header) // the reader reuses its record
+	for i, h := range header {
+		header[i] = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+	}
+	return f, r, header, nil
 }
 
 // concat appends the rows of more to d (same columns).

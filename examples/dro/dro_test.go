@@ -469,11 +469,11 @@ func TestExperimentSmall(t *testing.T) {
 	Levels, Steps = []int{0, 2}, []float64{0.1, 1e-3}
 	defer func() { Levels, Steps = savedL, savedS }()
 	pr := tk.protocol(3)
-	tn, err := experiment.Tune(tk.problem(), pr, grid(kinds))
+	tn, err := experiment.Tune(tk.problem(oracleMaxLevel), pr, grid(kinds))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := experiment.Report(tk.problem(), pr, tn)
+	res, err := experiment.Report(tk.problem(oracleMaxLevel), pr, tn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +512,7 @@ func TestExperimentSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := experiment.Report(tk.problem(), pr, tn2)
+	again, err := experiment.Report(tk.problem(oracleMaxLevel), pr, tn2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,7 +589,7 @@ func toyTask(t *testing.T, budget int64) *task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex,
+	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex.objective(), exact: ex,
 		x0: make([]float64, 3), fStar: fStar, budget: budget, growth: 1.5}
 	tk.f0 = ex.value(tk.x0)
 	return tk

@@ -58,10 +58,9 @@ type levelsReport struct {
 func (t *task) levels() (*levelsReport, error) {
 	rep := &levelsReport{Dataset: t.ds.Name}
 	var x []float64
-	var ex *exactLinear
-	if t.ds.Convex {
-		ex = t.obj.(*exactLinear)
-		var err error
+	var err error
+	ex := t.exact
+	if ex != nil {
 		x, _, err = ex.minimise()
 		if err != nil {
 			return nil, err
@@ -81,26 +80,17 @@ func (t *task) levels() (*levelsReport, error) {
 		}
 	} else {
 		ref := method(mlmc.Kind{Method: mlmc.LSGD}, 4, 1e-2, 0)
-		tr, err := experiment.Trial(t.problem(), ref, 1, mlpRefRunBudget)
+		tr, err := experiment.Trial(t.problem(oracleMaxLevel), ref, 1, mlpRefRunBudget)
 		if err != nil {
 			return nil, err
 		}
 		x = tr.Final
 		rep.At = fmt.Sprintf("the end of an L-SGD run (L = %d, step %g, %d samples, seed 1)", ref.Config.MaxLevel, ref.Step, mlpRefRunBudget)
 		rep.BiasRef = fmt.Sprintf("F^%d on the same draws", refLevel)
-		rep.F, rep.FSE = t.obj.(*crnObjective).valueSE(x)
+		rep.F, rep.FSE = t.obj.Value(x)
 	}
 	p := newSinkhorn(t.data, t.model)
-	prob := t.problem()
-	prob.NewOracle = func(seed uint64) (experiment.Instance, error) {
-		o, err := cso.New[int, []float64](p, cso.Config{MaxLevel: levelsMax, Seed: seed})
-		if err != nil {
-			return experiment.Instance{}, err
-		}
-		return experiment.Instance{Oracle: o, At: o.SetPoints}, nil
-	}
-	var err error
-	rep.Levels, err = experiment.MeasureLevels(prob, x, levelsSeed,
+	rep.Levels, err = experiment.MeasureLevels(t.problem(levelsMax), x, levelsSeed,
 		mlmc.LevelsConfig{MinLevel: 0, MaxLevel: levelsMax, Draws: levelsDraws, B: 2, C: 1, Seed: levelsSeed})
 	if err != nil {
 		return nil, err

@@ -247,7 +247,7 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 // experiment tunes the methods (or takes --tuned's settings), runs the
 // reported trials and writes the summary, the tables and the plot.
 func (t *task) experiment(o options, stdout, stderr io.Writer) error {
-	p, pr := t.problem(), t.protocol(o.trials)
+	p, pr := t.problem(oracleMaxLevel), t.protocol(o.trials)
 	fStar := fmt.Sprintf("%.6g", t.fStar)
 	if math.IsInf(t.fStar, 1) {
 		fStar = "the lowest value any run reaches"
@@ -303,7 +303,7 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 // each gap of o.autoGaps in turn: one summary per gap, whose trials'
 // plans say what the pilot chose and why.
 func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
-	p, pr := t.problem(), t.protocol(o.trials)
+	p, pr := t.problem(oracleMaxLevel), t.protocol(o.trials)
 	for _, g := range o.autoGaps {
 		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; auto planned for gap %g\n",
 			t.ds.Name, t.ds.About, t.model.name(), t.f0, t.fStar, t.budget, g)

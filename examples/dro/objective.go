@@ -5,25 +5,14 @@ import (
 	"math/rand/v2"
 
 	"github.com/simclr-go/simclr/cso"
+	"github.com/simclr-go/simclr/experiment"
 )
 
-// objective is what a run's progress is measured by: F(x), exactly or by a
-// fixed large-sample estimate.
-type objective interface {
-	// value is F(x) (+Inf outside the problem's domain); valueSE adds its
-	// standard error (0 when exact).
-	value(x []float64) float64
-	valueSE(x []float64) (float64, float64)
-	// cheap says value may be called at every iteration.
-	cheap() bool
-	// about says how the value is computed, for the report.
-	about() string
-}
-
-func (e *exactLinear) cheap() bool                            { return true }
-func (e *exactLinear) valueSE(x []float64) (float64, float64) { return e.value(x), 0 }
-func (e *exactLinear) about() string {
-	return "exact: the closed form over all rows"
+// objective is the closed form as the harness reads it: exact, cheap
+// enough for every iterate.
+func (e *exactLinear) objective() experiment.Objective {
+	return experiment.Objective{About: "exact: the closed form over all rows",
+		Value: func(x []float64) (float64, float64) { return e.value(x), 0 }}
 }
 
 // crnObjective estimates F for the MLP from a fixed set of rows and inner
@@ -54,14 +43,9 @@ func newCRNObjective(data *Data, model predictor, rows, innerLevel int, seed uin
 	return o
 }
 
-func (o *crnObjective) cheap() bool { return false }
-func (o *crnObjective) about() string {
-	return "estimated: the plug-in value on a fixed sample of rows and inner draws"
-}
-
-func (o *crnObjective) value(x []float64) float64 {
-	v, _ := o.valueSE(x)
-	return v
+// objective is the estimate as the harness reads it.
+func (o *crnObjective) objective() experiment.Objective {
+	return experiment.Objective{About: "estimated: the plug-in value on a fixed sample of rows and inner draws", Value: o.valueSE}
 }
 
 // valueSE is the estimate and its standard error over rows.

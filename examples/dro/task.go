@@ -52,15 +52,7 @@ var gaps = []float64{0.01, 0.003, 0.001}
 
 // kinds are the estimators compared, in the tables' order: every method
 // of mlmc's table (the paper's five), then their VR versions.
-var kinds = func() []mlmc.Kind {
-	var ks []mlmc.Kind
-	for _, vr := range []bool{false, true} {
-		for _, m := range mlmc.Methods() {
-			ks = append(ks, mlmc.Kind{Method: m, VR: vr})
-		}
-	}
-	return ks
-}()
+var kinds = experiment.Kinds()
 
 // method is the estimator k with top level l, step and D1 (VR) as
 // docs/definitions.md, section 9 configures it: levels from 0; V-MLMC with
@@ -68,38 +60,15 @@ var kinds = func() []mlmc.Kind {
 // antithetic rates b = 2, c = 1, so q_l is proportional to 2^(-3l/2); VR
 // with D2 = 1 and Q_E = 10.
 func method(k mlmc.Kind, l int, step float64, d1 int) experiment.Method {
-	m := experiment.Method{Kind: k, Step: step, Config: mlmc.Config{MinLevel: 0, MaxLevel: max(l, 0)}}
-	if k.VR {
-		m.Config.D1 = d1
-	}
-	if k.Method.DrawsLevels() {
-		m.Config.B, m.Config.C = 2, 1
-	}
-	return m
+	return droGrid().Method(k, l, step, 0, d1)
 }
 
 // grid is every setting of the estimators: L x step (x D1 for VR), without
 // L for RU and RR.
-func grid(ks []mlmc.Kind) []experiment.Method {
-	var out []experiment.Method
-	for _, k := range ks {
-		levels := Levels
-		if (experiment.Family{Kind: k}).Unbounded() {
-			levels = []int{0}
-		}
-		fresh := []int{0}
-		if k.VR {
-			fresh = VRFresh
-		}
-		for _, l := range levels {
-			for _, st := range Steps {
-				for _, d1 := range fresh {
-					out = append(out, method(k, l, st, d1))
-				}
-			}
-		}
-	}
-	return out
+func grid(ks []mlmc.Kind) []experiment.Method { return droGrid().Methods(ks) }
+
+func droGrid() experiment.Grid {
+	return experiment.Grid{Levels: Levels, Steps: Steps, D1: VRFresh, B: 2}
 }
 
 // widenings extend one data set's grid for one method where the grid above
@@ -147,11 +116,14 @@ func widened(name string, ks []mlmc.Kind) []experiment.Method {
 // task is one data set's problem: its data, predictor, start, objective,
 // optimum and sample budget.
 type task struct {
-	ds     dataset
-	data   *Data
-	model  predictor
-	x0     []float64
-	obj    objective
+	ds    dataset
+	data  *Data
+	model predictor
+	x0    []float64
+	obj   experiment.Objective
+	// exact is the closed form of the linear predictor's objective; nil for
+	// the MLP, whose objective is an estimate.
+	exact  *exactLinear
 	f0     float64
 	fStar  float64 // +Inf: the lowest value any run reaches
 	budget int64
@@ -167,17 +139,17 @@ func newTask(ds dataset, o options) (*task, error) {
 	t := &task{ds: ds, data: data, budget: convexBudget, growth: convexGrowth}
 	if ds.Convex {
 		t.model = linear{data.Dim()}
-		ex := newExactLinear(data)
-		t.obj = ex
+		t.exact = newExactLinear(data)
+		t.obj = t.exact.objective()
 		t.x0 = make([]float64, t.model.dim())
-		_, t.fStar, err = ex.minimise()
+		_, t.fStar, err = t.exact.minimise()
 		if err != nil {
 			return nil, fmt.Errorf("data set %s: the optimum: %w", ds.Name, err)
 		}
 	} else {
 		m := mlp{d: data.Dim(), h: o.hidden}
 		t.model = m
-		t.obj = newCRNObjective(data, m, mlpEvalRows, mlpEvalLevel, mlpEvalSeed)
+		t.obj = newCRNObjective(data, m, mlpEvalRows, mlpEvalLevel, mlpEvalSeed).objective()
 		t.x0 = m.init(mlpInitSeed)
 		// F* is not known: the harness takes the smallest value the tuning
 		// runs reach, then the smallest any run reaches (docs/definitions.md,
@@ -185,29 +157,29 @@ func newTask(ds dataset, o options) (*task, error) {
 		t.fStar = math.Inf(1)
 		t.budget, t.growth = mlpBudget, mlpGrowth
 	}
-	t.f0 = t.obj.value(t.x0)
+	t.f0, _ = t.obj.Value(t.x0)
 	if o.budget > 0 {
 		t.budget = o.budget
 	}
 	return t, nil
 }
 
-// problem is the task for the harness: a cso oracle per seed.
-func (t *task) problem() *experiment.Problem {
+// problem is the task for the harness: a cso oracle per seed, serving
+// levels up to oracleMax.
+func (t *task) problem(oracleMax int) *experiment.Problem {
 	return &experiment.Problem{
 		Name: t.ds.Name, About: t.ds.About + "; " + t.model.name(),
 		NewOracle: func(seed uint64) (experiment.Instance, error) {
-			o, err := cso.New[int, []float64](newSinkhorn(t.data, t.model), cso.Config{MaxLevel: oracleMaxLevel, Seed: seed})
+			o, err := cso.New[int, []float64](newSinkhorn(t.data, t.model), cso.Config{MaxLevel: oracleMax, Seed: seed})
 			if err != nil {
 				return experiment.Instance{}, err
 			}
 			return experiment.Instance{Oracle: o, At: o.SetPoints}, nil
 		},
-		X0: t.x0,
-		Objective: experiment.Objective{About: t.obj.about(),
-			Value: func(x []float64) (float64, float64) { return t.obj.valueSE(x) }},
+		X0:           t.x0,
+		Objective:    t.obj,
 		FStar:        experiment.Optimum{Value: t.fStar, Reached: math.IsInf(t.fStar, 1)},
-		EveryIterate: t.obj.cheap(),
+		EveryIterate: t.exact != nil,
 		CostName:     "generated inner samples",
 	}
 }

@@ -103,15 +103,10 @@ func legacyTuning(path, name string, ks []mlmc.Kind) (*experiment.Tuning, error)
 			choices = append(choices, c)
 		}
 		fStar := math.Inf(1)
-		if !(datasetConvex(name)) {
+		if ds, err := findDataset(name); err != nil || !ds.Convex {
 			fStar = s.FStar
 		}
 		return experiment.TuningOf("settings from "+path+" (chosen by the first touch)", choices, fStar), nil
 	}
 	return nil, fmt.Errorf("%s: no data set %s", path, name)
-}
-
-func datasetConvex(name string) bool {
-	ds, err := findDataset(name)
-	return err == nil && ds.Convex
 }

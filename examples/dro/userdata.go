@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
 	"math"
 	"os"
@@ -60,10 +59,11 @@ func userDataset(spec string) (ds dataset, ok bool, err error) {
 		return dataset{}, true, fmt.Errorf("--dataset %q: name the file and the target column, csv:PATH:TARGET (TARGET a column name, or a 0-based column index)", spec)
 	}
 	path, target := rest[:i], rest[i+1:]
-	header, err := readCSVHeader(path)
+	f, _, header, err := openCSV(path)
 	if err != nil {
 		return dataset{}, true, fmt.Errorf("--dataset %q: %w", spec, err)
 	}
+	f.Close()
 	col, how, err := csvTarget(header, target)
 	if err != nil {
 		return dataset{}, true, fmt.Errorf("--dataset %q: %s:1: %w", spec, path, err)
@@ -111,24 +111,6 @@ func csvTarget(header []string, target string) (col int, how string, err error) 
 		return 0, "", fmt.Errorf("column index %d: the header has %d columns, 0 to %d (TARGET is 0-based)", i, len(header), len(header)-1)
 	}
 	return i, fmt.Sprintf("column %d (0-based index: %q)", i, header[i]), nil
-}
-
-// readCSVHeader reads a CSV file's first record, trimmed as readCSVBy
-// trims it.
-func readCSVHeader(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open data file: %w", err)
-	}
-	defer f.Close()
-	header, err := csv.NewReader(f).Read()
-	if err != nil {
-		return nil, fmt.Errorf("%s:1: read header: %w", path, err)
-	}
-	for i, h := range header {
-		header[i] = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-	}
-	return header, nil
 }
 
 func loadUserLIBSVM(path string) (*Data, error) {

@@ -320,11 +320,12 @@ func FuzzReadCSV(f *testing.F) {
 			t.Fatal(err)
 		}
 		for _, target := range []string{"y", "0"} {
-			header, err := readCSVHeader(path)
+			f, _, header, err := openCSV(path)
 			if err != nil {
 				checkFailed(t, err, path)
 				continue
 			}
+			f.Close()
 			col, _, err := csvTarget(header, target)
 			if err != nil {
 				continue // a flag error, named by userDataset

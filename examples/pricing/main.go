@@ -164,15 +164,13 @@ type usageError struct{ error }
 
 // options are the command line, checked.
 type options struct {
-	kind      oracleKind
-	laws      []Law
-	seeds     []uint64
-	workers   int
-	tune      bool
-	asJSON    bool
-	png       string
-	full      bool
-	lawFilter string
+	kind    oracleKind
+	laws    []Law
+	seeds   []uint64
+	workers int
+	tune    bool
+	asJSON  bool
+	png     string
 	// autoGap, when positive, runs the auto method (package
 	// experiment/autoplan) planned for this relative objective gap instead
 	// of the three methods.
@@ -222,7 +220,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return options{}, usageError{fmt.Errorf("--window %d: only --construction paper has a window", *window)}
 	}
 	o := options{kind: oracleKind{Construction: c, Window: *window}, workers: *workers, tune: *tune,
-		asJSON: *asJSON, png: *png, full: *full, lawFilter: *lawName, markdown: *markdown}
+		asJSON: *asJSON, png: *png, markdown: *markdown}
 	switch *method {
 	case "":
 	case "auto":
@@ -278,7 +276,8 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "construction %s, seeds %v\n", o.kind, o.seeds)
 	pr := experiment.Protocol{Targets: []float64{tolerance}, Points: budgets, FirstSeed: o.seeds[0],
 		Trials: len(o.seeds), Workers: o.workers}
-	var results []*experiment.Result
+	var sums []experiment.Summary
+	var panels []experiment.Panel
 	for _, law := range o.laws {
 		p := problem(law, o.kind)
 		fmt.Fprintf(stderr, "%s service (Var V = %.3f): optimum mu* = %.4f, p* = %.4f, F* = %.4f\n",
@@ -292,7 +291,8 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		results = append(results, res)
+		sums = append(sums, res.Summary)
+		panels = append(panels, res.Panels([]string{law.Name + " service"}, func(experiment.Curve) int { return 0 })...)
 	}
 	// The tables go where people read; with --json stdout is JSON lines,
 	// so the tables go to stderr.
@@ -300,18 +300,9 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	if o.asJSON {
 		table = stderr
 	}
-	var sums []experiment.Summary
-	for _, r := range results {
-		sums = append(sums, r.Summary)
-	}
 	fmt.Fprintf(table, "construction %s\n\n", o.kind)
 	experiment.WriteMarkdown(table, sums)
 	if o.png != "" {
-		var panels []experiment.Panel
-		for _, r := range results {
-			pn := r.Panels([]string{r.Summary.Problem + " service"}, func(experiment.Curve) int { return 0 })
-			panels = append(panels, pn...)
-		}
 		if err := experiment.WritePNG(o.png, panels); err != nil {
 			return fmt.Errorf("--png: %w", err)
 		}

@@ -12,21 +12,11 @@ import (
 	"github.com/simclr-go/simclr/ubsr"
 )
 
-// grid is a tuning grid of top levels L, step sizes, schedules (constant,
-// or decaying as step/(1 + t/t0)) and, for the VR methods, D1, the draws
-// averaged into the fresh estimate every Q_E = 10 iterations.
-type grid struct {
-	Levels []int
-	Steps  []float64
-	Decays []float64
-	D1     []int
-}
-
 // paperGrid is the paper's grid of top levels, L = 0..10, with five steps
 // over a factor of 16 at this problem's scale: its gradients are about 0.05
 // and the curvature on the budget plane 0.03 to 0.5, so the paper's steps
 // 1e-4..1e-1 would barely move theta (a pilot chose steps 1 to 2).
-var paperGrid = grid{
+var paperGrid = experiment.Grid{
 	Levels: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
 	Steps:  []float64{4, 2, 1, 0.5, 0.25},
 	Decays: []float64{0, 300},
@@ -36,7 +26,7 @@ var paperGrid = grid{
 // smallGrid is a reduced grid for a machine shared with other work: the
 // top levels, steps and schedule that won every pilot run (levels below 6
 // and constant steps lost them all), D1 = 10.
-var smallGrid = grid{
+var smallGrid = experiment.Grid{
 	Levels: []int{6, 8, 10},
 	Steps:  []float64{2, 1, 0.5},
 	Decays: []float64{300},
@@ -45,47 +35,7 @@ var smallGrid = grid{
 
 // families are the estimators, in the order of the tables: every method of
 // mlmc's table (the paper's five), then their VR versions.
-var families = func() []mlmc.Kind {
-	var ks []mlmc.Kind
-	for _, vr := range []bool{false, true} {
-		for _, m := range mlmc.Methods() {
-			ks = append(ks, mlmc.Kind{Method: m, VR: vr})
-		}
-	}
-	return ks
-}()
-
-// candidates is every setting of the grid for the given families. b is the
-// variance rate the randomized laws use (RT, RU, RR: q_l proportional to
-// 2^(-(b+c)l/2)); V-MLMC takes the paper's n_l = 2^(L-l) (b = c = 1 in
-// mlmc's default N).
-func (g grid) candidates(kinds []mlmc.Kind, b float64) []experiment.Method {
-	var out []experiment.Method
-	for _, k := range kinds {
-		levels := g.Levels
-		if k.Method.Unbounded() {
-			levels = []int{0}
-		}
-		d1s := []int{0}
-		if k.VR {
-			d1s = g.D1
-		}
-		for _, l := range levels {
-			for _, st := range g.Steps {
-				for _, dc := range g.Decays {
-					for _, d1 := range d1s {
-						cfg := mlmc.Config{MinLevel: 0, MaxLevel: l, D1: d1}
-						if k.Method.DrawsLevels() {
-							cfg.B, cfg.C = b, 1
-						}
-						out = append(out, experiment.Method{Kind: k, Config: cfg, Step: st, Decay: dc})
-					}
-				}
-			}
-		}
-	}
-	return out
-}
+var families = experiment.Kinds()
 
 // problem is the instance as the harness runs it: a trial's oracle, the
 // projection onto the budget plane, and the relative gap of SR.

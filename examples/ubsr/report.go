@@ -44,7 +44,7 @@ type exponent struct {
 
 // runExperiment tunes every candidate on the tuning seeds, reports the
 // chosen settings on the trials, and fits the complexity exponents.
-func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Writer) (*outcome, error) {
+func runExperiment(in *instance, s settings, g experiment.Grid, kinds []mlmc.Kind, w io.Writer) (*outcome, error) {
 	var lv *levelsReport
 	var err error
 	if s.LevelsFrom != "" {
@@ -58,7 +58,10 @@ func runExperiment(in *instance, s settings, g grid, kinds []mlmc.Kind, w io.Wri
 	lv.print(w)
 	p := in.problem()
 	pr := experiment.Protocol{Targets: targets, Budget: s.Budget, Trials: s.Trials, Workers: s.Workers}
-	cands := g.candidates(kinds, math.Round(lv.B[0]*100)/100)
+	// The randomized laws take the measured variance rate b, to two
+	// decimals; V-MLMC takes the paper's n_l = 2^(L-l).
+	g.B = math.Round(lv.B[0]*100) / 100
+	cands := g.Methods(kinds)
 	fmt.Fprintf(w, "%s: tuning %d settings on 3 seeds, budget %d samples\n", p.Name, len(cands), s.Budget)
 	t, err := experiment.Tune(p, pr, cands)
 	if err != nil {

@@ -92,21 +92,11 @@ func widened(name string, ks []mlmc.Kind) []experiment.Method {
 		if w.dataset != name || !slices.Contains(ks, w.kind) {
 			continue
 		}
-		levels, steps := append(slices.Clone(Levels), w.levels...), append(slices.Clone(Steps), w.steps...)
-		if (experiment.Family{Kind: w.kind}).Unbounded() {
-			levels = []int{0}
-		}
-		fresh := []int{0}
-		if w.kind.VR {
-			fresh = VRFresh
-		}
-		for _, l := range levels {
-			for _, st := range steps {
-				for _, d1 := range fresh {
-					if !slices.Contains(Levels, l) || !slices.Contains(Steps, st) {
-						out = append(out, method(w.kind, l, st, d1))
-					}
-				}
+		g := droGrid()
+		g.Levels, g.Steps = append(slices.Clone(Levels), w.levels...), append(slices.Clone(Steps), w.steps...)
+		for _, m := range g.Methods([]mlmc.Kind{w.kind}) {
+			if !slices.Contains(Levels, m.Config.MaxLevel) || !slices.Contains(Steps, m.Step) {
+				out = append(out, m)
 			}
 		}
 	}

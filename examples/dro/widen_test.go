@@ -9,23 +9,27 @@ import (
 )
 
 // TestWidened: housing's grid gains RR-MLMC's steps 3e-6 and 1e-6 and VR
-// RT-MLMC's levels 13 and 14 (every step, both D1), none of the settings
-// grid already has; another data set or method gains nothing.
+// RT-MLMC's levels 13 and 14 (every step, both D1), and at 2 x 10^6
+// samples RT-MLMC's steps 3e-6 and 1e-6 (every level), none of the
+// settings grid already has; another data set, budget or method gains
+// nothing.
 func TestWidened(t *testing.T) {
 	rr, vrrt := mlmc.Kind{Method: mlmc.RRMLMC}, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}
 	for _, tc := range []struct {
 		name    string
+		budget  int64
 		ks      []mlmc.Kind
 		want    int
 		minStep float64
 		maxL    int
 	}{
-		{"housing", []mlmc.Kind{rr}, 2, 1e-6, 0},
-		{"housing", []mlmc.Kind{vrrt}, 2 * len(Steps) * len(VRFresh), 1e-5, 14},
-		{"housing", []mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RTMLMC}}, 0, 0, 0},
-		{"mpg", []mlmc.Kind{rr, vrrt}, 0, 0, 0},
+		{"housing", 400_000, []mlmc.Kind{rr}, 2, 1e-6, 0},
+		{"housing", 400_000, []mlmc.Kind{vrrt}, 2 * len(Steps) * len(VRFresh), 1e-5, 14},
+		{"housing", 400_000, []mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RTMLMC}}, 0, 0, 0},
+		{"housing", 2_000_000, []mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RTMLMC}}, 2 * len(Levels), 1e-6, 12},
+		{"mpg", 400_000, []mlmc.Kind{rr, vrrt}, 0, 0, 0},
 	} {
-		got := widened(tc.name, tc.ks)
+		got := widened(tc.name, tc.budget, tc.ks)
 		if len(got) != tc.want {
 			t.Errorf("%s %v: %d added settings, want %d", tc.name, tc.ks, len(got), tc.want)
 			continue

@@ -282,3 +282,111 @@ func TestExactVariance(t *testing.T) {
 		}
 	}
 }
+
+// TestCrossing checks the interpolated horizon cost against values worked
+// out by hand: the metric halving from T = 100 to T = 200 crosses 1.5 at
+// T = 100 * 2^(log2(4/3)) = 133.3 (log-linear in both), where the
+// samples, proportional to T, are 133.3 too.
+func TestCrossing(t *testing.T) {
+	run := func(T int, avg float64) horizonRun { return horizonRun{T: T, avg: avg, cost: float64(T)} }
+	avg := func(r horizonRun) float64 { return r.avg }
+	cost := func(r horizonRun) float64 { return r.cost }
+	cases := []struct {
+		name   string
+		runs   []horizonRun
+		target float64
+		want   float64 // NaN: no crossing within reach
+	}{
+		{"between a failing and a passing horizon", []horizonRun{run(100, 2), run(200, 1)}, 1.5, 100 * math.Pow(2, math.Log2(4.0/3))},
+		{"the shortest passes", []horizonRun{run(100, 1), run(200, 0.5)}, 1.5, 100},
+		{"a diverged failing horizon", []horizonRun{run(100, math.Inf(1)), run(200, 1)}, 1.5, 200},
+		{"none passes: extrapolated two grid steps", []horizonRun{run(100, 4), run(200, 2)}, 1, 400},
+		{"none passes: more than two grid steps away", []horizonRun{run(100, 4), run(200, 2)}, 0.4, math.NaN()},
+		{"none passes, metric not falling", []horizonRun{run(100, 2), run(200, 2)}, 1, math.NaN()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, got := crossing(tc.runs, tc.target, avg, cost)
+			if math.IsNaN(tc.want) != math.IsNaN(got) || (!math.IsNaN(got) && math.Abs(got-tc.want) > 1e-9*tc.want) {
+				t.Errorf("cost %g, want %g", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestResampling checks that every bootstrap resample draws as many
+// trials as there are (its weights sum to one, each a multiple of 1/n)
+// and that the resamples differ, so that their spread measures the
+// trials' noise.
+func TestResampling(t *testing.T) {
+	const n = 20
+	r := newResampling(n, bootstrapResamples, bootSeed)
+	distinct := map[[n]float64]bool{}
+	for b, w := range r.W {
+		sum := 0.0
+		var key [n]float64
+		for i, x := range w {
+			if k := x * n; math.Abs(k-math.Round(k)) > 1e-9 {
+				t.Fatalf("resample %d weight %g is not a count over %d", b, x, n)
+			}
+			sum += x
+			key[i] = x
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Fatalf("resample %d weights sum to %g", b, sum)
+		}
+		distinct[key] = true
+	}
+	if len(distinct) < bootstrapResamples*9/10 {
+		t.Errorf("only %d of %d resamples differ", len(distinct), bootstrapResamples)
+	}
+	// The mean of a constant is that constant under every resample.
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 3
+	}
+	if m := r.mean(7, v); math.Abs(m-3) > 1e-12 {
+		t.Errorf("resample mean of a constant 3 is %g", m)
+	}
+}
+
+// TestBootstrapCell checks the cell summary on points whose cost is an
+// exact power of 1/eps: the fitted, bootstrap and local exponents are
+// that power (the resamples scale every cost of a cell by one factor,
+// which moves no exponent), and the evaluations predicted for the
+// grid's end follow their own power.
+func TestBootstrapCell(t *testing.T) {
+	const p, q = 2.5, 3.0 // cost and evaluations as eps^-p, eps^-q
+	for _, a := range []float64{1, 2} {
+		var pts []point
+		for k := range 8 {
+			eps := 0.25 * math.Exp2(-float64(k))
+			pt := point{cellID: cellID{A: a}, Eps: eps}
+			if k < 6 { // the last two not reached
+				c := math.Pow(eps, -p)
+				pt.Hit = &hit{Cost: c}
+				pt.Evals = math.Pow(eps, -q)
+				pt.Boot = sig4{c * 0.9, c, c * 1.2}
+			}
+			pts = append(pts, pt)
+		}
+		r := cellResult{cellID: cellID{A: a}}
+		bootstrapCell(&r, pts)
+		near := func(x, want float64) bool { return math.Abs(x-want) < 1e-9*math.Max(1, math.Abs(want)) }
+		if r.Bootstrap == nil || !near(r.Bootstrap[0], p) || !near(r.Bootstrap[1], p) {
+			t.Errorf("a=%g: bootstrap interval %v, want [%g, %g]", a, r.Bootstrap, p, p)
+		}
+		for _, l := range []*[3]float64{r.LocalLargest, r.LocalSmallest} {
+			if l == nil || !near(l[0], p) || !near(l[1], p) || !near(l[2], p) {
+				t.Errorf("a=%g: local exponent %v, want %g", a, l, p)
+			}
+		}
+		if !near(r.Decades, round3(math.Log10(32))) {
+			t.Errorf("a=%g: %g decades, want log10(32)", a, r.Decades)
+		}
+		last, end := pts[5].Eps, pts[7].Eps
+		if want := math.Round(math.Pow(last, -q) * math.Pow(last/end, q)); !near(r.EvalsGrid, want) || r.EvalsGridEps != end {
+			t.Errorf("a=%g: %g evaluations predicted at eps %g, want %g at %g", a, r.EvalsGrid, r.EvalsGridEps, want, end)
+		}
+	}
+}

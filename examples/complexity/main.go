@@ -7,19 +7,26 @@
 // known rates a, b, c, for eps over a grid; it fits the exponent of cost
 // against 1/eps with a 95% interval and prints it next to the table's.
 //
-//	go run ./examples/complexity [--quick] [--out DIR] [--workers N] [--rows LIST] [--regimes LIST] [--no-tune]
+//	go run ./examples/complexity [--quick] [--out DIR] [--workers N] [--rows LIST] [--regimes LIST] [--no-tune] [--max-eps-work N]
+//
+// With no flags it measures every cell and writes results/complexity: the
+// files committed there come from exactly that command.
 //
 // Every cell is measured twice: with the parameters the paper's theorems
 // prescribe for each eps (level L, n_l, q_l, step sizes, VR batch sizes),
 // and with the step factor and level offset tuned per eps on tuning seeds
 // (reported on other seeds). The criterion is the mean over the trials
 // (20 by default) of F - F* or |grad F|^2, which must stay at or below
-// the target. The table's N.A. cells (RU/RR-MLMC when c >= b) get a
+// the target. Each grid spans two decades of eps; a cell goes down it
+// while the work of its next eps, predicted from the two before, stays
+// under --max-eps-work oracle evaluations. A bootstrap over the trials
+// gives every cost a 95% interval and every exponent a second one, the
+// spread the trials' noise leaves. The table's N.A. cells (RU/RR-MLMC when c >= b) get a
 // truncation study instead: the oracle capped at level K, the cost and
 // variance of one estimate against K.
 //
 // --quick measures the strongly convex row in regime (1, 2, 1) with the
-// prescribed parameters over one decade of eps: about a minute of one
+// prescribed parameters over one decade of eps: a few seconds of one
 // core. The full run writes DIR/cells.jsonl (one line per cell),
 // DIR/points.jsonl (one line per cell and eps), DIR/truncation.jsonl,
 // DIR/table.md and one log-log figure per row of the table,
@@ -73,13 +80,13 @@ func epsGrid(row Row, r Regime, quick bool) []float64 {
 	return g
 }
 
-// rowRange is the largest eps and the decades of eps a row measures:
-// two where the cost grows as eps^-1, 1.2 where it grows as eps^-2, less
-// on the nonconvex rows, whose cost grows as eps^-3 to eps^-6 (two
-// decades would be 6 to 12 decades of cost) and whose largest eps must
-// leave the start's |grad F|^2 = 27 behind. The smallest eps of a row
-// costs the most; these ranges keep the full run within about a quarter
-// of an hour of CPU.
+// rowRange is the largest eps and the decades of eps a row's grid spans:
+// two everywhere (the nonconvex rows' largest eps must leave the start's
+// |grad F|^2 = 27 behind). A cell goes down its grid only while the work
+// of the next eps, predicted from the two before, stays within the limit
+// (limits.MaxEpsWork): the convex and nonconvex cells, whose cost grows
+// as eps^-2 to eps^-7, stop short of two decades, and cells.jsonl says
+// how far each got.
 func rowRange(row Row, quick bool) (top, decades float64) {
 	switch {
 	case quick:
@@ -87,11 +94,9 @@ func rowRange(row Row, quick bool) (top, decades float64) {
 	case row.Class == StronglyConvex:
 		return 0.02, 2
 	case row.Class == Convex:
-		return 0.25, 1.2
-	case row.VR:
-		return 1.5, 0.6
+		return 0.25, 2
 	default:
-		return 1.5, 0.3
+		return 1.5, 2
 	}
 }
 
@@ -130,37 +135,83 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if o.replot != "" {
 		return replot(o.replot, stdout)
 	}
+	// The prescribed cells first, the tuned after: an interrupted run
+	// has the table's primary measurements (and --replot draws them).
 	var cells []cellSpec
-	for _, row := range o.rows {
-		if o.truncOnly {
-			break
+	for _, tuned := range []bool{false, true} {
+		if o.truncOnly || (tuned && o.noTune) || (!tuned && o.onlyTuned) {
+			continue
 		}
-		for _, r := range o.regimes {
-			for _, m := range o.methods {
-				if !applicable(m, r) {
-					continue
-				}
-				if !o.onlyTuned {
-					cells = append(cells, cellSpec{Row: row, Regime: r, Method: m})
-				}
-				if !o.noTune {
-					cells = append(cells, cellSpec{Row: row, Regime: r, Method: m, Tuned: true})
+		for _, row := range o.rows {
+			for _, r := range o.regimes {
+				for _, m := range o.methods {
+					if applicable(m, r) {
+						cells = append(cells, cellSpec{Row: row, Regime: r, Method: m, Tuned: tuned})
+					}
 				}
 			}
 		}
 	}
+	// The N.A. cells' truncation studies take seconds: first.
+	var trunc []truncation
+	var naCells []cellResult
+	if !o.quick && !o.onlyTuned {
+		for _, row := range o.rows {
+			for _, r := range o.regimes {
+				for _, m := range methods {
+					switch {
+					case !applicable(m, r):
+						t := truncationStudy(row, r, m)
+						trunc = append(trunc, t...)
+						naCells = append(naCells, naCell(row, r, m, t))
+					case (m == mlmc.RUMLMC || m == mlmc.RRMLMC) && secondMomentGrows(row, r):
+						trunc = append(trunc, truncationStudy(row, r, m)...)
+					}
+				}
+			}
+		}
+	}
+	// Each cell's lines are written as it finishes, so that a run cut
+	// short keeps what it measured; the files are rewritten in the
+	// cells' order at the end.
+	var partial *partialWriter
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return fmt.Errorf("create the output folder: %w (choose another with --out)", err)
+		}
+		if len(trunc) > 0 {
+			if err := writeJSONLines(filepath.Join(o.out, "truncation.jsonl"), trunc); err != nil {
+				return err
+			}
+		}
+		if partial, err = newPartialWriter(o.out); err != nil {
+			return err
+		}
+		defer partial.close()
+		for _, c := range naCells {
+			if err := partial.add(c, nil); err != nil {
+				return err
+			}
+		}
+	}
 	results := make([][]point, len(cells))
+	summaries := make([]cellResult, len(cells))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	var werr error
 	done := 0
 	for range o.workers {
 		wg.Go(func() {
 			for i := range jobs {
 				t0 := time.Now()
 				results[i] = o.exp.measureCell(cells[i], epsGrid(cells[i].Row, cells[i].Regime, o.quick))
+				summaries[i] = summarize(cells[i], results[i])
 				mu.Lock()
 				done++
+				if partial != nil && werr == nil {
+					werr = partial.add(summaries[i], results[i])
+				}
 				fmt.Fprintf(stderr, "[%d/%d %s] %s %s %s %v: %.1fs\n", done, len(cells), time.Since(start).Round(time.Second),
 					cells[i].Row, cells[i].Regime, estimatorLabels[cells[i].Method], paramsName(cells[i].Tuned), time.Since(t0).Seconds())
 				mu.Unlock()
@@ -172,48 +223,28 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	close(jobs)
 	wg.Wait()
-
-	var out []cellResult
-	var allPoints []point
-	for i, c := range cells {
-		out = append(out, summarize(c, results[i]))
-		allPoints = append(allPoints, results[i]...)
+	if werr != nil {
+		return werr
 	}
-	var trunc []truncation
-	if !o.quick && !o.onlyTuned {
-		for _, row := range o.rows {
-			for _, r := range o.regimes {
-				for _, m := range methods {
-					switch {
-					case !applicable(m, r):
-						t := truncationStudy(row, r, m)
-						trunc = append(trunc, t...)
-						out = append(out, naCell(row, r, m, t))
-					case (m == mlmc.RUMLMC || m == mlmc.RRMLMC) && secondMomentGrows(row, r):
-						trunc = append(trunc, truncationStudy(row, r, m)...)
-					}
-				}
-			}
-		}
+
+	out := append(summaries, naCells...)
+	var allPoints []point
+	for i := range cells {
+		allPoints = append(allPoints, results[i]...)
 	}
 	table := markdownTable(out)
 	fmt.Fprint(stdout, table)
 	if o.out == "" {
 		return nil
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return fmt.Errorf("create the output folder: %w (choose another with --out)", err)
+	if err := partial.close(); err != nil {
+		return err
 	}
 	if err := writeJSONLines(filepath.Join(o.out, "cells.jsonl"), out); err != nil {
 		return err
 	}
 	if err := writeJSONLines(filepath.Join(o.out, "points.jsonl"), allPoints); err != nil {
 		return err
-	}
-	if len(trunc) > 0 {
-		if err := writeJSONLines(filepath.Join(o.out, "truncation.jsonl"), trunc); err != nil {
-			return err
-		}
 	}
 	if err := os.WriteFile(filepath.Join(o.out, "table.md"), []byte(table), 0o644); err != nil {
 		return fmt.Errorf("write the table: %w", err)
@@ -237,7 +268,7 @@ func paramsName(tuned bool) string {
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("complexity", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quick := fs.Bool("quick", false, "the strongly convex row in regime (1,2,1), prescribed parameters, one decade of eps (about a minute)")
+	quick := fs.Bool("quick", false, "the strongly convex row in regime (1,2,1), prescribed parameters, one decade of eps (a few seconds)")
 	out := fs.String("out", "results/complexity", "write cells.jsonl, points.jsonl, table.md and the figures here (empty: print the table only)")
 	workers := fs.Int("workers", min(2, runtime.NumCPU()), "cells measured at once")
 	rowList := fs.String("rows", "", "comma-separated rows to measure (strongly-convex, convex, nonconvex, vr-nonconvex; default all)")
@@ -247,8 +278,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	truncOnly := fs.Bool("truncation-only", false, "run the truncation studies only (N.A. cells, and RU/RR where the second moment of H^l grows)")
 	onlyTuned := fs.Bool("only-tuned", false, "measure the tuned parameters only (N.A. cells and their truncation study are written by the prescribed runs)")
 	verbose := fs.Bool("v", false, "print a line per measured eps")
-	replotDir := fs.String("replot", "", "redraw the figures and table.md of an earlier run's folder (its cells.jsonl, points.jsonl, truncation.jsonl), measuring nothing")
+	replotDir := fs.String("replot", "", "fit the cells of an earlier run's folder again from its points.jsonl and redraw its cells.jsonl, table.md and figures, measuring nothing")
 	trials := fs.Int("trials", 20, "trials per eps (the report seeds 1..N)")
+	maxEpsWork := fs.Float64("max-eps-work", defaultLimits.MaxEpsWork, "stop a cell's grid of eps before the eps predicted to take more oracle evaluations than this (report runs and tuning; one run is bounded by it too)")
 	tuneTrials := fs.Int("tune-trials", 6, "trials per tuning candidate (seeds 1001..)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -259,11 +291,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *workers < 1 || *trials < 2 || *tuneTrials < 2 {
 		return options{}, fmt.Errorf("--workers must be at least 1, --trials and --tune-trials at least 2")
 	}
+	if !(*maxEpsWork > 0) {
+		return options{}, fmt.Errorf("--max-eps-work must be positive (evaluations, e.g. 2e8)")
+	}
 	if *noTune && *onlyTuned {
 		return options{}, fmt.Errorf("--no-tune and --only-tuned exclude each other: give one")
 	}
 	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
-		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: defaultLimits}}
+		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: limits{MaxIter: defaultLimits.MaxIter, MaxWork: *maxEpsWork, MaxEpsWork: *maxEpsWork}}}
 	if *verbose {
 		o.exp.Log = stderr
 	}
@@ -307,9 +342,58 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// defaultLimits bound one run: 2^20 iterations or 2e7 oracle evaluations
-// over its trials.
-var defaultLimits = limits{MaxIter: 1 << 20, MaxWork: 2e7}
+// defaultLimits bound one eps of a cell: 4e7 oracle evaluations
+// predicted, over its trials, runs and tuning (--max-eps-work; about ten
+// seconds of one core), and one run: 2^24 iterations or as many
+// evaluations.
+var defaultLimits = limits{MaxIter: 1 << 24, MaxWork: 4e7, MaxEpsWork: 4e7}
+
+// partialWriter appends each finished cell's lines to cells.jsonl and
+// points.jsonl of a folder.
+type partialWriter struct {
+	cells, points *os.File
+}
+
+func newPartialWriter(dir string) (*partialWriter, error) {
+	w := &partialWriter{}
+	var err error
+	if w.cells, err = os.Create(filepath.Join(dir, "cells.jsonl")); err != nil {
+		return nil, fmt.Errorf("create %s: %w (choose another folder with --out)", dir, err)
+	}
+	if w.points, err = os.Create(filepath.Join(dir, "points.jsonl")); err != nil {
+		w.cells.Close()
+		return nil, fmt.Errorf("create %s: %w (choose another folder with --out)", dir, err)
+	}
+	return w, nil
+}
+
+func (w *partialWriter) add(c cellResult, pts []point) error {
+	if err := encodeLines(w.cells, []cellResult{c}); err != nil {
+		return err
+	}
+	return encodeLines(w.points, pts)
+}
+
+// close closes the files once (later calls do nothing).
+func (w *partialWriter) close() error {
+	if w == nil || w.cells == nil {
+		return nil
+	}
+	err := errors.Join(w.cells.Close(), w.points.Close())
+	w.cells, w.points = nil, nil
+	return err
+}
+
+func encodeLines[T any](f *os.File, rows []T) error {
+	enc := json.NewEncoder(f)
+	enc.SetEscapeHTML(false) // the explanations say "c >= b"
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("write %s: %w", f.Name(), err)
+		}
+	}
+	return nil
+}
 
 func writeJSONLines[T any](path string, rows []T) error {
 	f, err := os.Create(path)
@@ -343,13 +427,56 @@ func replot(dir string, stdout io.Writer) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	table := markdownTable(cells)
+	// The measured cells are fitted again from their points (the fit,
+	// the bootstrap and the explanations); the N.A. cells are kept.
+	refit, err := resummarize(pts)
+	if err != nil {
+		return err
+	}
+	for _, c := range cells {
+		if c.Predicted == nil {
+			refit = append(refit, c)
+		}
+	}
+	if err := writeJSONLines(filepath.Join(dir, "cells.jsonl"), refit); err != nil {
+		return err
+	}
+	table := markdownTable(refit)
 	fmt.Fprint(stdout, table)
 	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table), 0o644); err != nil {
 		return fmt.Errorf("write the table: %w", err)
 	}
 	_, err = plotRows(pts, trunc, dir)
 	return err
+}
+
+// resummarize groups the points by cell, in their order, and fits each
+// cell again.
+func resummarize(pts []point) ([]cellResult, error) {
+	type key struct {
+		id     cellID
+		params string
+	}
+	var keys []key
+	groups := map[key][]point{}
+	for _, p := range pts {
+		k := key{p.cellID, p.Params}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	var out []cellResult
+	for _, k := range keys {
+		ri := slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.id.Objective && r.VR == k.id.VR })
+		m := slices.IndexFunc(methods, func(m mlmc.Method) bool { return estimatorLabels[m] == k.id.Estimator })
+		if ri < 0 || m < 0 {
+			return nil, fmt.Errorf("points.jsonl: unknown row %q or estimator %q", k.id.Objective, k.id.Estimator)
+		}
+		c := cellSpec{Row: rows[ri], Regime: Regime{k.id.A, k.id.B, k.id.C}, Method: methods[m], Tuned: k.params == "tuned"}
+		out = append(out, summarize(c, groups[k]))
+	}
+	return out, nil
 }
 
 func readJSONLines[T any](path string) ([]T, error) {

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 
 	"github.com/simclr-go/simclr/mlmc"
 )
@@ -19,6 +21,11 @@ var (
 type limits struct {
 	MaxIter int     // iterations of one run
 	MaxWork float64 // oracle evaluations of one run, summed over its trials
+	// MaxEpsWork bounds the predicted evaluations of one eps (its report
+	// runs and its tuning): a cell stops going down its grid of eps
+	// before the eps whose work, extrapolated from the two before, would
+	// pass it. Zero: no bound.
+	MaxEpsWork float64
 }
 
 // trial is one independent run of an estimator on its own problem.
@@ -42,6 +49,8 @@ type runner struct {
 	wrap   oracleWrap
 	// evals counts every oracle evaluation made, for the work report.
 	evals float64
+	// boot, when set, is the bootstrap over the seeds' trials.
+	boot *resampling
 }
 
 func (rn *runner) start(s setting) ([]*trial, error) {
@@ -66,9 +75,12 @@ func (rn *runner) start(s setting) ([]*trial, error) {
 }
 
 // trace is a run's record: metric[t] and cost[t] are the means over
-// trials after t iterations (index 0 is the start).
+// trials after t iterations (index 0 is the start); trialMetric and
+// trialCost are each trial's metric and cumulative samples after the last
+// iteration recorded, for the bootstrap over trials.
 type trace struct {
-	metric, cost []float64
+	metric, cost           []float64
+	trialMetric, trialCost []float64
 }
 
 // run iterates until more returns false or a limit is hit; more sees the
@@ -79,18 +91,20 @@ func (rn *runner) run(s setting, T int, more func(tr *trace) bool) (*trace, erro
 		return nil, err
 	}
 	n := float64(len(trials))
-	tr := &trace{metric: []float64{0}, cost: []float64{0}}
-	for _, tl := range trials {
-		tr.metric[0] += tl.p.metric(tl.p.x) / n
+	tr := &trace{metric: []float64{0}, cost: []float64{0}, trialMetric: make([]float64, len(trials)), trialCost: make([]float64, len(trials))}
+	for i, tl := range trials {
+		tr.trialMetric[i] = tl.p.metric(tl.p.x)
+		tr.metric[0] += tr.trialMetric[i] / n
 	}
 	var work float64
 	for t := 1; more(tr); t++ {
 		if t > rn.lim.MaxIter || work > rn.lim.MaxWork {
+			rn.evals += work
 			return tr, errNotReached
 		}
 		gamma := s.Step(t, T)
 		var m, c float64
-		for _, tl := range trials {
+		for i, tl := range trials {
 			before := tl.est.Totals().Evals
 			if _, err := tl.est.Estimate(t-1, tl.g); err != nil {
 				return nil, err
@@ -108,6 +122,7 @@ func (rn *runner) run(s setting, T int, more func(tr *trace) bool) (*trace, erro
 			}
 			m += v / n
 			c += float64(tot.Samples) / n
+			tr.trialMetric[i], tr.trialCost[i] = v, float64(tot.Samples)
 		}
 		tr.metric = append(tr.metric, m)
 		tr.cost = append(tr.cost, c)
@@ -117,10 +132,93 @@ func (rn *runner) run(s setting, T int, more func(tr *trace) bool) (*trace, erro
 }
 
 // hit is the cost of one eps: the iterations after which the criterion
-// holds and stays, and the mean samples they cost.
+// holds and stays, and the mean samples they cost. Boot holds the same
+// cost for every resample of the runner's bootstrap (NaN where that
+// resample's crossing lies beyond what the run saw); nil without one.
 type hit struct {
-	Iter int     `json:"iterations"`
-	Cost float64 `json:"samples"`
+	Iter int       `json:"iterations"`
+	Cost float64   `json:"samples"`
+	Boot []float64 `json:"-"`
+}
+
+// resampling is a bootstrap over trials: W[b][i] is how often resample b
+// draws trial i, divided by the number of trials. One resampling serves
+// every eps of a cell: the trials have the same seeds at every eps, so a
+// resample is one alternative set of trials for the whole cell, and the
+// exponent fitted to its costs is one draw of the exponent's bootstrap.
+type resampling struct{ W [][]float64 }
+
+// bootstrapResamples is the number of resamples: enough for a 95%
+// percentile interval (5 resamples in each tail).
+const bootstrapResamples = 200
+
+func newResampling(trials, resamples int, seed uint64) *resampling {
+	rng := rand.New(rand.NewPCG(seed, 0xb007))
+	r := &resampling{W: make([][]float64, resamples)}
+	for b := range r.W {
+		r.W[b] = make([]float64, trials)
+		for range trials {
+			r.W[b][rng.IntN(trials)] += 1 / float64(trials)
+		}
+	}
+	return r
+}
+
+// mean is resample b's mean of the per-trial values v.
+func (r *resampling) mean(b int, v []float64) float64 {
+	m := 0.0
+	for i, w := range r.W[b] {
+		m += w * v[i]
+	}
+	return m
+}
+
+// horizonRun is one horizon of the search: the mean over the trials of
+// the metric averaged over the iterates, and of the samples; per trial
+// the same, for the bootstrap.
+type horizonRun struct {
+	T                 int
+	avg, cost         float64
+	trialAvg, trialCo []float64
+}
+
+// crossing is the cost at which the average metric reaches target over
+// the horizons runs (sorted by T), with avg and cost reading one run:
+// interpolated log-linearly between the longest horizon that fails
+// before the first that passes and that one, so that the grid's steps of
+// sqrt(2) in T do not quantise the cost; where none passes, extrapolated
+// from the two longest by at most two grid steps (NaN beyond, or where
+// the metric does not fall with T); where the shortest passes, its cost.
+func crossing(runs []horizonRun, target float64, avg, cost func(horizonRun) float64) (T, c float64) {
+	j := slices.IndexFunc(runs, func(r horizonRun) bool { return avg(r) <= target })
+	lin := func(lo, hi horizonRun) (float64, float64) {
+		a0, a1 := math.Log(avg(lo)), math.Log(avg(hi))
+		if math.IsInf(a0, 0) || math.IsNaN(a0) || !(a1 < a0) {
+			return math.NaN(), math.NaN()
+		}
+		f := (a0 - math.Log(target)) / (a0 - a1)
+		lt := math.Log(float64(lo.T)) + f*(math.Log(float64(hi.T))-math.Log(float64(lo.T)))
+		lc := math.Log(cost(lo)) + f*(math.Log(cost(hi))-math.Log(cost(lo)))
+		return math.Exp(lt), math.Exp(lc)
+	}
+	switch {
+	case j == 0:
+		return float64(runs[0].T), cost(runs[0])
+	case j > 0:
+		T, c = lin(runs[j-1], runs[j])
+		if math.IsNaN(c) { // the failing horizon diverged
+			return float64(runs[j].T), cost(runs[j])
+		}
+		return T, c
+	case len(runs) < 2:
+		return math.NaN(), math.NaN()
+	}
+	n := len(runs)
+	T, c = lin(runs[n-2], runs[n-1])
+	if T > 2*float64(runs[n-1].T) {
+		return math.NaN(), math.NaN()
+	}
+	return T, c
 }
 
 // measure finds the cost of setting s to reach its target.
@@ -130,19 +228,46 @@ type hit struct {
 // iteration t on, and the run goes on until it has stayed there for as
 // many iterations again as it took to get there; the cost is that of the
 // first t. With a horizon (gamma = [V T]^(-1/2)), a fresh run per T on
-// the grid T0 2^(k/2), and the cost is that of the first T whose mean
-// metric over its iterates is at or below the target.
+// the grid T0 2^(k/2) until one passes (its mean metric over its iterates
+// at or below the target); the cost is interpolated between the last
+// failing and the passing horizon (see crossing).
 //
 // A run stops early, not reached, once its mean cost passes maxCost (the
-// tuner's best so far; +Inf for no bound).
+// tuner's best so far; +Inf for no bound). With rn.boot set, the hit
+// carries every resample's cost, measured by the same rule on the same
+// runs.
 func (rn *runner) measure(s setting, T0 int, maxCost float64) (hit, error) {
+	bs := rn.boot
+	nb := 0
+	if bs != nil {
+		nb = len(bs.W)
+	}
 	if !s.Horizon {
 		last := 0  // the last iteration above the target
 		sum := 0.0 // running sum of the metric over the iterates
+		// Per resample: its running sum, whether it is above the target
+		// since its last crossing, and the cost at that crossing.
+		bSum, bAbove, bCost := make([]float64, nb), make([]bool, nb), make([]float64, nb)
+		for b := range bAbove {
+			bAbove[b], bCost[b] = true, math.NaN()
+		}
 		tr, err := rn.run(s, 0, func(tr *trace) bool {
 			t := len(tr.metric) - 1
 			if t == 0 {
 				return true
+			}
+			for b := range nb {
+				v := bs.mean(b, tr.trialMetric)
+				if s.Average {
+					bSum[b] += v
+					v = bSum[b] / float64(t)
+				}
+				switch {
+				case v > s.Target:
+					bAbove[b], bCost[b] = true, math.NaN()
+				case bAbove[b]:
+					bAbove[b], bCost[b] = false, bs.mean(b, tr.trialCost)
+				}
 			}
 			v := tr.metric[t]
 			if s.Average {
@@ -163,25 +288,43 @@ func (rn *runner) measure(s setting, T0 int, maxCost float64) (hit, error) {
 		if last+1 >= len(tr.cost) {
 			return hit{}, errNotReached // stopped at maxCost
 		}
-		return hit{Iter: last + 1, Cost: tr.cost[last+1]}, nil
+		h := hit{Iter: last + 1, Cost: tr.cost[last+1]}
+		if nb > 0 {
+			h.Boot = bCost
+		}
+		return h, nil
 	}
-	// pass runs horizon T and says whether the criterion holds.
-	pass := func(T int) (hit, bool, error) {
-		tr, err := rn.run(s, T, func(tr *trace) bool { return len(tr.metric) <= T && tr.cost[len(tr.cost)-1] <= maxCost })
+	var runs []horizonRun
+	// pass runs horizon T, records it and says whether the criterion holds.
+	pass := func(T int) (bool, error) {
+		sums := make([]float64, len(rn.seeds))
+		tr, err := rn.run(s, T, func(tr *trace) bool {
+			if len(tr.metric) > 1 {
+				for i, v := range tr.trialMetric {
+					sums[i] += v
+				}
+			}
+			return len(tr.metric) <= T && tr.cost[len(tr.cost)-1] <= maxCost
+		})
 		if errors.Is(err, errDiverged) {
-			return hit{}, false, nil // a longer horizon has a smaller step
+			// A longer horizon has a smaller step.
+			runs = append(runs, horizonRun{T: T, avg: math.Inf(1), trialAvg: infs(len(sums))})
+			return false, nil
 		}
 		if err != nil {
-			return hit{}, false, err
+			return false, err
 		}
 		if len(tr.metric) <= T {
-			return hit{}, false, errNotReached // stopped at maxCost
+			return false, errNotReached // stopped at maxCost
 		}
-		avg := 0.0
-		for _, v := range tr.metric[1:] {
-			avg += v / float64(T)
+		r := horizonRun{T: T, cost: tr.cost[T], trialCo: slices.Clone(tr.trialCost)}
+		for i := range sums {
+			sums[i] /= float64(T)
+			r.avg += sums[i] / float64(len(sums))
 		}
-		return hit{Iter: T, Cost: tr.cost[T]}, avg <= s.Target, nil
+		r.trialAvg = sums
+		runs = append(runs, r)
+		return r.avg <= s.Target, nil
 	}
 	grid := func(k int) int { return int(math.Ceil(float64(max(T0, 1)) * math.Exp2(float64(k)/2))) }
 	for k := 0; ; k++ {
@@ -189,7 +332,7 @@ func (rn *runner) measure(s setting, T0 int, maxCost float64) (hit, error) {
 		if T > rn.lim.MaxIter {
 			return hit{}, errNotReached
 		}
-		h, ok, err := pass(T)
+		ok, err := pass(T)
 		if err != nil {
 			return hit{}, err
 		}
@@ -198,13 +341,33 @@ func (rn *runner) measure(s setting, T0 int, maxCost float64) (hit, error) {
 		}
 		// The first horizon tried may be longer than needed: go down
 		// the grid while shorter ones pass.
-		for j := k - 1; k == 0 && grid(j) >= 1 && grid(j) < h.Iter; j-- {
-			h2, ok, err := pass(grid(j))
+		for j := k - 1; k == 0 && grid(j) >= 1 && grid(j) < T; j-- {
+			ok, err := pass(grid(j))
 			if err != nil || !ok {
 				break
 			}
-			h = h2
+			T = grid(j)
 		}
-		return h, nil
+		break
 	}
+	slices.SortFunc(runs, func(x, y horizonRun) int { return x.T - y.T })
+	Tx, c := crossing(runs, s.Target, func(r horizonRun) float64 { return r.avg }, func(r horizonRun) float64 { return r.cost })
+	h := hit{Iter: int(math.Ceil(Tx)), Cost: c}
+	if nb > 0 {
+		h.Boot = make([]float64, nb)
+		for b := range nb {
+			_, h.Boot[b] = crossing(runs, s.Target,
+				func(r horizonRun) float64 { return bs.mean(b, r.trialAvg) },
+				func(r horizonRun) float64 { return bs.mean(b, r.trialCo) })
+		}
+	}
+	return h, nil
+}
+
+func infs(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = math.Inf(1)
+	}
+	return v
 }

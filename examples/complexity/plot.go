@@ -125,6 +125,7 @@ func costPanel(pts []point, r Regime) (*plot.Plot, error) {
 	type key struct{ est, params string }
 	var keys []key
 	lines := map[key]plotter.XYs{}
+	bars := map[key]errorPoints{}
 	for _, pt := range pts {
 		if pt.Hit == nil || pt.Hit.Cost <= 0 {
 			continue
@@ -134,6 +135,9 @@ func costPanel(pts []point, r Regime) (*plot.Plot, error) {
 			keys = append(keys, k)
 		}
 		lines[k] = append(lines[k], plotter.XY{X: 1 / pt.Eps, Y: pt.Hit.Cost})
+		if ci := pt.SamplesCI; ci != nil && ci[0] > 0 {
+			bars[k] = append(bars[k], errorPoint{1 / pt.Eps, pt.Hit.Cost, ci[0], ci[1]})
+		}
 	}
 	for _, k := range keys {
 		xy := lines[k]
@@ -154,10 +158,28 @@ func costPanel(pts []point, r Regime) (*plot.Plot, error) {
 			s.Shape = draw.CrossGlyph{}
 		}
 		p.Add(l, s)
+		if len(bars[k]) > 0 {
+			eb, err := plotter.NewYErrorBars(bars[k])
+			if err != nil {
+				return nil, fmt.Errorf("plot %s: %w", k.est, err)
+			}
+			eb.Color = estimatorColors[k.est]
+			p.Add(eb)
+		}
 		p.Legend.Add(k.est+" "+k.params, l, s)
 	}
 	return p, nil
 }
+
+// errorPoint is a cost with its bootstrap 95% interval over the trials.
+type errorPoint struct{ x, y, lo, hi float64 }
+
+// errorPoints gives plotter.NewYErrorBars the intervals.
+type errorPoints []errorPoint
+
+func (e errorPoints) Len() int                        { return len(e) }
+func (e errorPoints) XY(i int) (float64, float64)     { return e[i].x, e[i].y }
+func (e errorPoints) YError(i int) (float64, float64) { return e[i].y - e[i].lo, e[i].hi - e[i].y }
 
 // truncationPanel draws, against the cap K, the exact expected samples of
 // one estimate (the N.A. cells; it does not depend on the objective) or
@@ -202,6 +224,12 @@ func truncationPanel(trunc []truncation, variance bool) (*plot.Plot, error) {
 			y = t.VarianceExact
 		}
 		lines[k] = append(lines[k], plotter.XY{X: float64(t.K), Y: y})
+	}
+	if len(keys) == 0 {
+		// A log axis needs data (a run of rows without these cells).
+		p.Y.Scale, p.Y.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+		p.Title.Text += " (none in this run)"
+		return p, nil
 	}
 	for i, k := range keys {
 		l, s, err := plotter.NewLinePoints(lines[k])

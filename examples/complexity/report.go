@@ -1,9 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+
+	"github.com/simclr-go/simclr/mlmc"
 )
 
 // tolerance is how far a measured exponent may sit from the table's
@@ -17,7 +21,31 @@ type cellResult struct {
 	Params    string      `json:"params"`
 	Predicted *float64    `json:"predicted"`
 	Measured  *[3]float64 `json:"measured"`
-	Explained string      `json:"explained,omitempty"`
+	// Bootstrap is the 95% percentile interval of the exponent fitted to
+	// each resample of the trials (the same resample at every eps): the
+	// spread the trials' noise leaves, where Measured's interval is that
+	// of the fit's residuals.
+	Bootstrap *[2]float64 `json:"bootstrap_95,omitempty"`
+	// EpsRange is the largest and smallest eps that reached the target,
+	// Decades the decades of eps between them.
+	EpsRange *[2]float64 `json:"eps_range,omitempty"`
+	Decades  float64     `json:"decades,omitempty"`
+	// LocalLargest and LocalSmallest are the exponents between the two
+	// largest and the two smallest eps reached (with a = 2: the first and
+	// third, the last and third last, one step of L apart), with their
+	// bootstrap 95% intervals: [value, lo, hi]. Where the fit over the whole range
+	// misses, the local exponent at the smallest eps shows whether the
+	// difference shrinks.
+	LocalLargest  *[3]float64 `json:"local_largest_eps,omitempty"`
+	LocalSmallest *[3]float64 `json:"local_smallest_eps,omitempty"`
+	// EvalsSmallest is the oracle evaluations (report runs and tuning)
+	// of the smallest eps reached; EvalsGrid those predicted for the
+	// grid's smallest eps, EvalsGridEps, where the cell stopped short of
+	// it (from the growth over the last step of L).
+	EvalsSmallest float64 `json:"evals_smallest_eps,omitempty"`
+	EvalsGrid     float64 `json:"evals_grid_end,omitempty"`
+	EvalsGridEps  float64 `json:"grid_end_eps,omitempty"`
+	Explained     string  `json:"explained,omitempty"`
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
@@ -35,16 +63,20 @@ func summarize(c cellSpec, pts []point) cellResult {
 	eps, cost := pointSeries(pts)
 	f, err := fitExponent(eps, cost, nil)
 	if err != nil {
-		r.Explained = fmt.Sprintf("not measured: %v (%d of %d eps reached the target within the work limit)", err, f.N, len(pts))
+		r.Explained = fmt.Sprintf("not measured: %v (%d of %d eps reached the target; %s)", err, f.N, len(pts), firstError(pts))
 		return r
 	}
 	r.Measured = &[3]float64{round3(f.Slope), round3(f.Lo), round3(f.Hi)}
+	bootstrapCell(&r, pts)
 	if math.Abs(f.Slope-pred) <= tolerance {
 		return r
 	}
 	var why []string
+	if r.EpsRange != nil {
+		why = append(why, fmt.Sprintf("%d eps from %.3g to %.3g (%.2f decades)", f.N, r.EpsRange[0], r.EpsRange[1], r.Decades))
+	}
 	if f.N < len(pts) {
-		why = append(why, fmt.Sprintf("%d of %d eps reached the target", f.N, len(pts)))
+		why = append(why, fmt.Sprintf("%d eps of the grid not reached or not attempted (%s)", len(pts)-f.N, firstError(pts)))
 	}
 	if logPower > 0 {
 		// The theorems' logarithms are powers of L + 1, the levels.
@@ -56,19 +88,118 @@ func summarize(c cellSpec, pts []point) cellResult {
 			why = append(why, fmt.Sprintf("with the theorem's log^%d factor, (L+1)^%d, divided out: %.2f [%.2f, %.2f]", logPower, logPower, fl.Slope, fl.Lo, fl.Hi))
 		}
 	}
-	if lo, hi, ok := localSlopes(eps, cost); ok {
-		why = append(why, fmt.Sprintf("local exponent %.2f over the largest eps, %.2f over the smallest", lo, hi))
+	if r.LocalLargest != nil {
+		l, h := r.LocalLargest, r.LocalSmallest
+		trend := "the difference does not shrink at smaller eps"
+		if math.Abs(h[0]-pred) < math.Abs(l[0]-pred) {
+			trend = "the difference shrinks at smaller eps"
+		}
+		if h[1] <= pred && pred <= h[2] {
+			trend += ", and the table's exponent is inside the smallest eps' interval"
+		}
+		why = append(why, fmt.Sprintf("local exponent %.2f [%.2f, %.2f] at the largest eps, %.2f [%.2f, %.2f] at the smallest (one step of L; bootstrap 95%%): %s",
+			l[0], l[1], l[2], h[0], h[1], h[2], trend))
 	}
 	if c.Tuned {
 		var dl, kap []string
 		for _, p := range pts {
+			if p.Hit == nil {
+				continue
+			}
 			dl = append(dl, fmt.Sprint(p.Tuning.DL))
 			kap = append(kap, fmt.Sprint(p.Tuning.Kappa))
 		}
-		why = append(why, fmt.Sprintf("tuned level offsets %s, factors %s (eps descending)", strings.Join(dl, " "), strings.Join(kap, " ")))
+		why = append(why, fmt.Sprintf("tuned level offsets %s, factors %s (eps reached, descending)", strings.Join(dl, " "), strings.Join(kap, " ")))
 	}
 	r.Explained = fmt.Sprintf("misses the table by %+.2f: %s", f.Slope-pred, strings.Join(why, "; "))
 	return r
+}
+
+// bootstrapCell fills r's bootstrap interval, eps range and local
+// exponents from the points reached and their resamples' costs.
+func bootstrapCell(r *cellResult, pts []point) {
+	var reached []point
+	for _, p := range pts {
+		if p.Hit != nil {
+			reached = append(reached, p)
+		}
+	}
+	n := len(reached)
+	if n < 2 {
+		return
+	}
+	slices.SortFunc(reached, func(x, y point) int { return cmp.Compare(y.Eps, x.Eps) }) // eps descending
+	r.EpsRange = &[2]float64{reached[0].Eps, reached[n-1].Eps}
+	r.Decades = round3(math.Log10(reached[0].Eps / reached[n-1].Eps))
+	nb := len(reached[0].Boot)
+	slope := func(i, j int, ci, cj float64) float64 {
+		return math.Log(cj/ci) / math.Log(reached[i].Eps/reached[j].Eps)
+	}
+	local := func(i, j int) *[3]float64 {
+		v := [3]float64{round3(slope(i, j, reached[i].Hit.Cost, reached[j].Hit.Cost)), math.NaN(), math.NaN()}
+		var bs []float64
+		for b := 0; b < nb && len(reached[i].Boot) == nb && len(reached[j].Boot) == nb; b++ {
+			bs = append(bs, slope(i, j, reached[i].Boot[b], reached[j].Boot[b]))
+		}
+		if ci, _ := percentiles(bs); ci != nil {
+			v[1], v[2] = round3(ci[0]), round3(ci[1])
+		} else {
+			v[1], v[2] = v[0], v[0]
+		}
+		return &v
+	}
+	// With a = 2 the level L steps up every other eps of the grid: the
+	// local exponents span one such step, so that the staircase of L
+	// does not make them alternate.
+	span := max(1, int(math.Ceil(r.A-1e-9)))
+	if n <= span {
+		span = n - 1
+	}
+	r.LocalLargest, r.LocalSmallest = local(0, span), local(n-1-span, n-1)
+	// The work (oracle evaluations, the CPU cost) of the smallest eps,
+	// and what the grid's two decades would take at the growth of the
+	// last step of L.
+	w := func(p point) float64 { return p.Evals + p.TuneEvals }
+	last, prev := reached[n-1], reached[n-1-span]
+	r.EvalsSmallest = w(last)
+	if grid := pts[len(pts)-1].Eps; grid < last.Eps && w(prev) > 0 {
+		g := math.Log(w(last)/w(prev)) / math.Log(prev.Eps/last.Eps)
+		r.EvalsGrid = math.Round(w(last) * math.Pow(last.Eps/grid, g))
+		r.EvalsGridEps = grid
+	}
+	eps := make([]float64, n)
+	for i, p := range reached {
+		eps[i] = p.Eps
+	}
+	var fits []float64
+	for b := range nb {
+		cost := make([]float64, n)
+		for i, p := range reached {
+			cost[i] = math.NaN()
+			if len(p.Boot) == nb {
+				cost[i] = p.Boot[b]
+			}
+		}
+		if f, err := fitExponent(eps, cost, nil); err == nil {
+			fits = append(fits, f.Slope)
+		}
+	}
+	// A resample with fewer than three eps resolved has no fit; percentiles
+	// refuses an interval when more than half have none.
+	if ci, _ := percentiles(fits); ci != nil {
+		r.Bootstrap = &[2]float64{round3(ci[0]), round3(ci[1])}
+	}
+}
+
+// firstError is the first error among the points (why the grid
+// stopped), "" for none.
+func firstError(pts []point) string {
+	for _, p := range pts {
+		if p.Error != "" {
+			return fmt.Sprintf("eps %.3g: %s", p.Eps, p.Error)
+		}
+	}
+	return ""
 }
 
 // pointSeries is the eps and cost of the points (+Inf where not reached).
@@ -84,34 +215,43 @@ func pointSeries(pts []point) (eps, cost []float64) {
 	return eps, cost
 }
 
-// localSlopes are the exponents between the two largest and the two
-// smallest eps that reached the target (eps descending).
-func localSlopes(eps, cost []float64) (first, last float64, ok bool) {
-	var xs, ys []float64
-	for i := range eps {
-		if cost[i] > 0 && !math.IsInf(cost[i], 0) {
-			xs, ys = append(xs, math.Log(1/eps[i])), append(ys, math.Log(cost[i]))
-		}
-	}
-	n := len(xs)
-	if n < 3 {
-		return 0, 0, false
-	}
-	return (ys[1] - ys[0]) / (xs[1] - xs[0]), (ys[n-1] - ys[n-2]) / (xs[n-1] - xs[n-2]), true
-}
-
 // markdownTable prints the cells as the paper's table is laid out: one
-// line per row, regime and estimator, prescribed and tuned side by side.
+// line per row, regime and estimator (in the table's order), the
+// prescribed and the tuned parameters side by side, each with its
+// exponent, fit and bootstrap intervals, local exponent at the smallest
+// eps and range of eps; N.A. cells with their truncation study.
 func markdownTable(cells []cellResult) string {
 	var b strings.Builder
-	b.WriteString("| row | (a, b, c) | estimator | table | prescribed [95%] | tuned [95%] |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| row | (a, b, c) | estimator | table | prescribed: exponent [fit 95%] (bootstrap 95%) | local at smallest eps (bootstrap 95%) | eps range (decades) | tuned: exponent [fit 95%] (bootstrap 95%) | local at smallest eps | eps range (decades) |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|\n")
 	type key struct {
 		obj string
 		vr  bool
 		a   [3]float64
 		est string
 	}
+	var keys []key
 	seen := map[key]bool{}
+	regimeOrder := map[[3]float64]int{}
+	for _, c := range cells {
+		k := key{c.Objective, c.VR, [3]float64{c.A, c.B, c.C}, c.Estimator}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+		if _, ok := regimeOrder[k.a]; !ok {
+			regimeOrder[k.a] = len(regimeOrder)
+		}
+	}
+	rowIndex := func(k key) int {
+		return slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.obj && r.VR == k.vr })
+	}
+	estIndex := func(k key) int {
+		return slices.IndexFunc(methods, func(m mlmc.Method) bool { return estimatorLabels[m] == k.est })
+	}
+	slices.SortStableFunc(keys, func(x, y key) int {
+		return cmp.Or(cmp.Compare(rowIndex(x), rowIndex(y)), cmp.Compare(regimeOrder[x.a], regimeOrder[y.a]), cmp.Compare(estIndex(x), estIndex(y)))
+	})
 	find := func(k key, params string) *cellResult {
 		for i := range cells {
 			c := &cells[i]
@@ -124,39 +264,45 @@ func markdownTable(cells []cellResult) string {
 	cell := func(c *cellResult) string {
 		switch {
 		case c == nil:
-			return "-"
+			return "- | | "
 		case c.Measured == nil:
-			return "not measured"
+			return "not measured | | "
 		}
 		m := c.Measured
 		s := fmt.Sprintf("%.2f [%.2f, %.2f]", m[0], m[1], m[2])
+		if c.Bootstrap != nil {
+			s += fmt.Sprintf(" (%.2f, %.2f)", c.Bootstrap[0], c.Bootstrap[1])
+		}
 		if c.Predicted != nil && math.Abs(m[0]-*c.Predicted) > tolerance {
-			s += " *"
+			s += " \\*"
 		}
-		return s
+		local, rng := "", ""
+		if l := c.LocalSmallest; l != nil {
+			local = fmt.Sprintf("%.2f (%.2f, %.2f)", l[0], l[1], l[2])
+			rng = fmt.Sprintf("%.3g to %.3g (%.2f)", c.EpsRange[0], c.EpsRange[1], c.Decades)
+		}
+		return s + " | " + local + " | " + rng
 	}
-	for _, c := range cells {
-		k := key{c.Objective, c.VR, [3]float64{c.A, c.B, c.C}, c.Estimator}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		row := c.Objective
-		if c.VR {
+	for _, k := range keys {
+		row := k.obj
+		if k.vr {
 			row = "VR " + row
 		}
-		pred := "N.A."
-		if c.Predicted != nil {
-			pred = fmt.Sprintf("%.3g", *c.Predicted)
+		c := find(k, "prescribed")
+		if c == nil {
+			c = find(k, "tuned")
 		}
 		if c.Predicted == nil {
-			fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | N.A. | %s | |\n", row, c.A, c.B, c.C, c.Estimator, c.Explained)
+			// The explanation up to the measured variances, which
+			// cells.jsonl keeps.
+			na, _, _ := strings.Cut(c.Explained, " (over ")
+			fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | N.A. | %s | | | | | |\n", row, c.A, c.B, c.C, c.Estimator, na)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | %s | %s | %s |\n", row, c.A, c.B, c.C, c.Estimator, pred,
+		fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %s | %.3g | %s | %s |\n", row, c.A, c.B, c.C, c.Estimator, *c.Predicted,
 			cell(find(k, "prescribed")), cell(find(k, "tuned")))
 	}
-	b.WriteString("\n* more than 0.15 from the table's exponent (cells.jsonl says why).\n")
+	b.WriteString("\n\\* more than 0.15 from the table's exponent (cells.jsonl says why).\n")
 	return b.String()
 }
 

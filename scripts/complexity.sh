@@ -14,6 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=${1:-results/complexity}
+if [[ $out == -* ]]; then
+	echo "complexity.sh: the first argument is the output folder, got the flag $out: give OUT first, e.g. scripts/complexity.sh results/complexity $*" >&2
+	exit 2
+fi
 shift || true
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -212,11 +212,18 @@ func TestUnservable(t *testing.T) {
 }
 
 // TestSettingsErrors: a pilot above 5% of the run and a problem without an
-// objective for the step rule are refused.
+// objective for the step rule are refused; no step candidates mean the
+// default ones.
 func TestSettingsErrors(t *testing.T) {
 	p := synthetic(4, 1, 2, 1, nil)
 	if _, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}, PilotShare: 0.06}, nil); err == nil || !strings.Contains(err.Error(), "at most 5%") {
 		t.Errorf("pilot share 0.06: error %v", err)
+	}
+	// An empty list of step candidates is the default list, not a
+	// division by zero in the step rule.
+	plan, _, err := Start(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}, Steps: []float64{}})
+	if err != nil || len(plan.Steps) != 13 {
+		t.Errorf("no step candidates: error %v, want the 13 default ones run", err)
 	}
 	p.Objective = nil
 	if _, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}}, nil); err == nil || !strings.Contains(err.Error(), "Objective") {

@@ -75,7 +75,8 @@ func (s Settings) withDefaults() (Settings, error) {
 	if s.MinDraws == 0 {
 		s.MinDraws = 16
 	}
-	if s.Steps == nil {
+	// Empty as nil: the step rule divides its budget among the candidates.
+	if len(s.Steps) == 0 {
 		for k := range 13 {
 			s.Steps = append(s.Steps, math.Pow(10, 1-float64(k)/2))
 		}

@@ -367,6 +367,24 @@ func (o options) region(cands []experiment.Method) ([]experiment.Method, error) 
 	if o.gridLevels == nil && o.gridSteps == nil {
 		return cands, nil
 	}
+	// The grid's own levels and steps (widened on some data sets), for the errors.
+	var levels []int
+	var steps []float64
+	for _, m := range cands {
+		if !slices.Contains(levels, m.Config.MaxLevel) {
+			levels = append(levels, m.Config.MaxLevel)
+		}
+		if !slices.Contains(steps, m.Step) {
+			steps = append(steps, m.Step)
+		}
+	}
+	slices.Sort(levels)
+	slices.Sort(steps)
+	for _, v := range o.gridSteps {
+		if !slices.Contains(steps, v) {
+			return nil, fmt.Errorf("--grid-steps: %g is not a step of this grid (steps %v): pick steps from it", v, steps)
+		}
+	}
 	out := slices.DeleteFunc(slices.Clone(cands), func(m experiment.Method) bool {
 		l := m.Config.MaxLevel
 		outL := o.gridLevels != nil && !m.Family().Unbounded() && (l < o.gridLevels[0] || l > o.gridLevels[1])
@@ -374,7 +392,7 @@ func (o options) region(cands []experiment.Method) ([]experiment.Method, error) 
 	})
 	for _, k := range o.kinds {
 		if !slices.ContainsFunc(out, func(m experiment.Method) bool { return m.Kind == k }) {
-			return nil, fmt.Errorf("--grid-levels/--grid-steps leave %s no setting of the grid (levels %v, steps %v): widen them", experiment.Family{Kind: k}.Name(), Levels, Steps)
+			return nil, fmt.Errorf("--grid-levels/--grid-steps leave %s no setting of the grid (levels %v, steps %v): widen them", experiment.Family{Kind: k}.Name(), levels, steps)
 		}
 	}
 	return out, nil

@@ -129,6 +129,13 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 	if err != nil {
 		return err
 	}
+	// Refused before the data and the network load (minutes on CIFAR):
+	// u holds one average per training image.
+	for _, c := range batches {
+		if c < 2 || c > len(st.U) {
+			return fmt.Errorf("--batches %d: a batch holds 2..%d images (the run's training set)", c, len(st.U))
+		}
+	}
 	start := time.Now()
 	// The run's data exactly: its subset and validation split decide
 	// which images u indexes.

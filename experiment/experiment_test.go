@@ -430,3 +430,16 @@ func TestAutoCountsPilot(t *testing.T) {
 		t.Errorf("final %v", tr.Final)
 	}
 }
+
+// TuningOf names each choice by its family in the Tuning it returns and
+// leaves the caller's choices (a summary's, read from a file) as they were.
+func TestTuningOfCopiesChoices(t *testing.T) {
+	in := []Choice{{Name: "as written", Best: Method{Kind: mlmc.Kind{Method: mlmc.RTMLMC}, Step: 0.1}}}
+	tn := TuningOf("test", in, math.Inf(1))
+	if in[0].Name != "as written" || in[0].Family != (Family{}) {
+		t.Errorf("the caller's choice became %+v", in[0])
+	}
+	if want := in[0].Best.Family(); tn.Choices[0].Family != want || tn.Choices[0].Name != want.Name() {
+		t.Errorf("TuningOf's choice is %q (%+v), want %q", tn.Choices[0].Name, tn.Choices[0].Family, want.Name())
+	}
+}

@@ -259,7 +259,9 @@ func TuningFrom(s Summary) (*Tuning, error) {
 // TuningOf makes a Tuning from settings chosen elsewhere, with F* where it
 // is the lowest value reached (+Inf: none yet).
 func TuningOf(about string, choices []Choice, fStar float64) *Tuning {
-	t := &Tuning{About: about, Choices: choices, fStar: fStar}
+	// A copy: the caller's choices (a summary's, read from a file) keep
+	// their fields.
+	t := &Tuning{About: about, Choices: slices.Clone(choices), fStar: fStar}
 	for i := range t.Choices {
 		t.Choices[i].Family = t.Choices[i].Best.Family()
 		t.Choices[i].Name = t.Choices[i].Family.Name()

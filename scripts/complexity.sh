@@ -14,6 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=${1:-results/complexity}
+if [[ $out == -* ]]; then
+	echo "complexity.sh: the first argument is the output folder, got the flag $out: give OUT first, e.g. scripts/complexity.sh results/complexity $*" >&2
+	exit 2
+fi
 shift || true
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -23,7 +27,9 @@ nice -n 5 "$tmp/complexity" --no-tune --out "$out" "$@" >/dev/null 2>"$tmp/presc
 prescribed=$!
 nice -n 5 "$tmp/complexity" --only-tuned --out "$tmp/tuned" "$@" >/dev/null 2>"$tmp/tuned.log" &
 tuned=$!
-wait "$prescribed" || { cat "$tmp/prescribed.log" >&2; exit 1; }
+# A failed process stops the other: its output would be thrown away, and
+# the exit trap removes the folder it writes to.
+wait "$prescribed" || { cat "$tmp/prescribed.log" >&2; kill "$tuned" 2>/dev/null || true; wait "$tuned" 2>/dev/null || true; exit 1; }
 wait "$tuned" || { cat "$tmp/tuned.log" >&2; exit 1; }
 
 # The prescribed run wrote the N.A. cells and truncation.jsonl; the tuned

@@ -390,3 +390,25 @@ func TestBootstrapCell(t *testing.T) {
 		}
 	}
 }
+
+// TestBootstrapCellUnresolved: where most resamples resolve fewer than
+// three eps (no fit), the cell gets no bootstrap interval, rather than
+// one from the few resamples that fit.
+func TestBootstrapCellUnresolved(t *testing.T) {
+	nan := math.NaN()
+	var pts []point
+	for k := range 4 {
+		eps := 0.25 * math.Exp2(-float64(k))
+		c := math.Pow(eps, -2)
+		boot := sig4{c, c, c}
+		if k >= 2 { // resamples 1 and 2 resolve only the two largest eps
+			boot[1], boot[2] = nan, nan
+		}
+		pts = append(pts, point{cellID: cellID{A: 1}, Eps: eps, Hit: &hit{Cost: c}, Evals: c, Boot: boot})
+	}
+	r := cellResult{cellID: cellID{A: 1}}
+	bootstrapCell(&r, pts)
+	if r.Bootstrap != nil {
+		t.Errorf("bootstrap interval %v from 1 fit of 3 resamples, want none", *r.Bootstrap)
+	}
+}

@@ -180,9 +180,12 @@ func bootstrapCell(r *cellResult, pts []point) {
 				cost[i] = p.Boot[b]
 			}
 		}
-		if f, err := fitExponent(eps, cost, nil); err == nil {
-			fits = append(fits, f.Slope)
+		f, err := fitExponent(eps, cost, nil)
+		if err != nil {
+			// Counted as unresolved, so that percentiles sees it.
+			f.Slope = math.NaN()
 		}
+		fits = append(fits, f.Slope)
 	}
 	// A resample with fewer than three eps resolved has no fit; percentiles
 	// refuses an interval when more than half have none.

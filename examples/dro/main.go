@@ -9,6 +9,7 @@
 //	go run ./examples/dro --markdown results/dro/summary.jsonl
 //	go run ./examples/dro --full --tuned results/dro/summary.jsonl --json   # the reported trials again, without tuning
 //	go run ./examples/dro --dataset mpg --method auto --gap 0.001 --json   # the auto method instead of the grid
+//	go run ./examples/dro --grid-levels 3..10 --grid-steps 0.01,0.001 [...] # tune only that region of the grid
 //
 // The convex sets (housing, mg, mpg; a linear predictor) are scored by the
 // closed form of the objective, and their optimum F* comes from Newton's
@@ -45,6 +46,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/simclr-go/simclr/experiment"
@@ -80,6 +83,11 @@ type options struct {
 	// the grid, planned for each of autoGaps.
 	auto     bool
 	autoGaps []float64
+	// gridLevels (lo, hi) and gridSteps, when set, restrict the tuning grid
+	// to the settings with L in lo..hi (methods with a top level) and a
+	// step among gridSteps: a cheaper search around known choices.
+	gridLevels []int
+	gridSteps  []float64
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -100,8 +108,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.mdFrom, "markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
 	methodName := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap")
 	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
+	gridLevels := fs.String("grid-levels", "", "LO..HI: tune only the settings with top level L in LO..HI (methods that have one), e.g. 3..9")
+	gridSteps := fs.String("grid-steps", "", "comma-separated steps: tune only the settings with one of these steps, e.g. 0.01,0.001")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if err := o.parseRegion(*gridLevels, *gridSteps); err != nil {
+		return o, err
+	}
+	if (o.gridLevels != nil || o.gridSteps != nil) && (o.tuned != "" || *methodName != "") {
+		return o, errors.New("--grid-levels and --grid-steps restrict the tuning grid: drop them with --tuned or --method auto, which tune nothing")
 	}
 	switch *methodName {
 	case "":
@@ -236,7 +252,10 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	if math.IsInf(t.fStar, 1) {
 		fStar = "the lowest value any run reaches"
 	}
-	cands := grid(o.kinds)
+	cands, err := o.region(append(grid(o.kinds), widened(t.ds.Name, t.budget, o.kinds)...))
+	if err != nil {
+		return err
+	}
 	tuning := fmt.Sprintf("tuning %d settings x %d seeds", len(cands), len(tuningSeeds))
 	if o.tuned != "" {
 		tuning = "settings from " + o.tuned
@@ -244,7 +263,6 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %s; budget %d samples; %s\n",
 		t.ds.Name, t.ds.About, t.model.name(), t.f0, fStar, t.budget, tuning)
 	var tn *experiment.Tuning
-	var err error
 	if o.tuned != "" {
 		tn, err = tuningFromFile(o.tuned, t.ds.Name, o.kinds)
 	} else {
@@ -318,4 +336,64 @@ func loadData(ds dataset, dir string) (*Data, error) {
 	}
 	d.Name = ds.Name
 	return d, nil
+}
+
+// parseRegion reads --grid-levels (LO..HI) and --grid-steps (a list).
+func (o *options) parseRegion(levels, steps string) error {
+	if levels != "" {
+		lo, hi, ok := strings.Cut(levels, "..")
+		a, errA := strconv.Atoi(lo)
+		b, errB := strconv.Atoi(hi)
+		if !ok || errA != nil || errB != nil || a < 0 || b < a {
+			return fmt.Errorf("--grid-levels %q: give LO..HI with 0 <= LO <= HI, e.g. 3..9", levels)
+		}
+		o.gridLevels = []int{a, b}
+	}
+	if steps != "" {
+		for _, f := range strings.Split(steps, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || !(v > 0) || math.IsInf(v, 0) {
+				return fmt.Errorf("--grid-steps %q: %q is not a positive step; give a comma-separated list, e.g. 0.01,0.001", steps, f)
+			}
+			o.gridSteps = append(o.gridSteps, v)
+		}
+	}
+	return nil
+}
+
+// region is the settings of cands within --grid-levels and --grid-steps;
+// an error when it leaves a method none.
+func (o options) region(cands []experiment.Method) ([]experiment.Method, error) {
+	if o.gridLevels == nil && o.gridSteps == nil {
+		return cands, nil
+	}
+	// The grid's own levels and steps (widened on some data sets), for the errors.
+	var levels []int
+	var steps []float64
+	for _, m := range cands {
+		if !slices.Contains(levels, m.Config.MaxLevel) {
+			levels = append(levels, m.Config.MaxLevel)
+		}
+		if !slices.Contains(steps, m.Step) {
+			steps = append(steps, m.Step)
+		}
+	}
+	slices.Sort(levels)
+	slices.Sort(steps)
+	for _, v := range o.gridSteps {
+		if !slices.Contains(steps, v) {
+			return nil, fmt.Errorf("--grid-steps: %g is not a step of this grid (steps %v): pick steps from it", v, steps)
+		}
+	}
+	out := slices.DeleteFunc(slices.Clone(cands), func(m experiment.Method) bool {
+		l := m.Config.MaxLevel
+		outL := o.gridLevels != nil && !m.Family().Unbounded() && (l < o.gridLevels[0] || l > o.gridLevels[1])
+		return outL || o.gridSteps != nil && !slices.Contains(o.gridSteps, m.Step)
+	})
+	for _, k := range o.kinds {
+		if !slices.ContainsFunc(out, func(m experiment.Method) bool { return m.Kind == k }) {
+			return nil, fmt.Errorf("--grid-levels/--grid-steps leave %s no setting of the grid (levels %v, steps %v): widen them", experiment.Family{Kind: k}.Name(), levels, steps)
+		}
+	}
+	return out, nil
 }

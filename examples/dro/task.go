@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/simclr-go/simclr/cso"
 	"github.com/simclr-go/simclr/experiment"
@@ -68,6 +69,42 @@ func grid(ks []mlmc.Kind) []experiment.Method { return droGrid().Methods(ks) }
 
 func droGrid() experiment.Grid {
 	return experiment.Grid{Levels: Levels, Steps: Steps, D1: VRFresh, B: 2}
+}
+
+// widenings extend one data set's grid for one method, at one budget (0:
+// any), where the grid above still put a chosen value at its edge
+// (housing: RR-MLMC's step 1e-5 and VR RT-MLMC's L = 12; at 2 x 10^6
+// samples RT-MLMC's step 1e-5). The inner samples are generated, not rows
+// of the data, so any level up to oracleMaxLevel can be drawn.
+var widenings = []struct {
+	dataset string
+	budget  int64
+	kind    mlmc.Kind
+	levels  []int     // added top levels, with every step of Steps
+	steps   []float64 // added steps, with every level
+}{
+	{"housing", 0, mlmc.Kind{Method: mlmc.RRMLMC}, nil, []float64{3e-6, 1e-6}},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, []int{13, 14}, nil},
+	{"housing", 2_000_000, mlmc.Kind{Method: mlmc.RTMLMC}, nil, []float64{3e-6, 1e-6}},
+}
+
+// widened is the settings that widenings add to grid(ks) on data set name
+// at the budget.
+func widened(name string, budget int64, ks []mlmc.Kind) []experiment.Method {
+	var out []experiment.Method
+	for _, w := range widenings {
+		if w.dataset != name || w.budget != 0 && w.budget != budget || !slices.Contains(ks, w.kind) {
+			continue
+		}
+		g := droGrid()
+		g.Levels, g.Steps = append(slices.Clone(Levels), w.levels...), append(slices.Clone(Steps), w.steps...)
+		for _, m := range g.Methods([]mlmc.Kind{w.kind}) {
+			if !slices.Contains(Levels, m.Config.MaxLevel) || !slices.Contains(Steps, m.Step) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }
 
 // task is one data set's problem: its data, predictor, start, objective,

@@ -94,6 +94,9 @@ func reasons(p *auto.Plan, note string) []string {
 		fmt.Sprintf("pilot: levels %d..%d, %d draws, %d samples; a = %.2f, b = %.2f, c = %.2f (%s)", p.PilotMin, p.PilotMax, p.PilotDraws, p.Samples, p.A.Rate, p.B.Rate, p.C.Rate, p.Regime),
 		"method: " + p.Reasons.Method, "L: " + p.Reasons.L, "law: " + p.Reasons.Law, "step: " + p.Reasons.Step,
 	}
+	if p.Reasons.Outlook != "" {
+		r = append(r, "outlook: "+p.Reasons.Outlook)
+	}
 	if note != "" {
 		r = append(r, note)
 	}

@@ -212,11 +212,18 @@ func TestUnservable(t *testing.T) {
 }
 
 // TestSettingsErrors: a pilot above 5% of the run and a problem without an
-// objective for the step rule are refused.
+// objective for the step rule are refused; no step candidates mean the
+// default ones.
 func TestSettingsErrors(t *testing.T) {
 	p := synthetic(4, 1, 2, 1, nil)
 	if _, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}, PilotShare: 0.06}, nil); err == nil || !strings.Contains(err.Error(), "at most 5%") {
 		t.Errorf("pilot share 0.06: error %v", err)
+	}
+	// An empty list of step candidates is the default list, not a
+	// division by zero in the step rule.
+	plan, _, err := Start(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}, Steps: []float64{}})
+	if err != nil || len(plan.Steps) != 13 {
+		t.Errorf("no step candidates: error %v, want the 13 default ones run", err)
 	}
 	p.Objective = nil
 	if _, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}}, nil); err == nil || !strings.Contains(err.Error(), "Objective") {
@@ -281,6 +288,101 @@ func TestChooseAtLevel(t *testing.T) {
 			}
 			if _, err := json.Marshal(p); err != nil {
 				t.Errorf("plan does not marshal: %v", err)
+			}
+		})
+	}
+}
+
+// TestStepRuleRunsEachCandidate: where the plan's L is so high that an
+// iteration there costs more than the step rule's share per candidate (a
+// slowly falling bias, a = 0.5, and a small budget), each candidate still
+// runs at least minStepIters iterations, at a lower level that the plan
+// names, so the scores differ and the step is chosen by them, instead of
+// every candidate tying at F(x0) and the smallest winning (its notch below,
+// 3.16e-6). Where no level pays for minStepIters iterations, the rule says
+// so in an *Error.
+func TestStepRuleRunsEachCandidate(t *testing.T) {
+	p := synthetic(4, 0.5, 1, 2, func(s *mlmc.Synthetic) { s.Mb = 0.01 })
+	f0, _ := p.Objective(p.X0)
+	plan, _, err := Start(p, Settings{Target: Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(plan)
+	share := int64(0.3*0.05*1_000_000) / 13
+	if c := plan.worstCostAt(plan.MaxLevel); c <= share {
+		t.Fatalf("L = %d costs %d samples an iteration, within the share %d: the test needs a plan above it", plan.MaxLevel, c, share)
+	}
+	if plan.StepLevel >= plan.MaxLevel || !strings.Contains(plan.Reasons.Step, "the candidates ran") {
+		t.Errorf("step level %d of L = %d; the reason does not say the candidates ran lower: %s", plan.StepLevel, plan.MaxLevel, plan.Reasons.Step)
+	}
+	distinct := map[float64]bool{}
+	for _, sc := range plan.Steps {
+		if sc.Iterations < minStepIters {
+			t.Errorf("candidate %.3g ran %d iterations, want at least %d", sc.Step, sc.Iterations, minStepIters)
+		}
+		distinct[sc.Value] = true
+		if sc.Value == f0 {
+			t.Errorf("candidate %.3g scored F(x0): it did not move", sc.Step)
+		}
+	}
+	if len(distinct) < len(plan.Steps)/2 {
+		t.Errorf("%d distinct scores among %d candidates: %+v", len(distinct), len(plan.Steps), plan.Steps)
+	}
+	if plan.Step < 1e-3 {
+		t.Errorf("step %.3g, want the scores to choose one above the grid's bottom: %s", plan.Step, plan.Reasons.Step)
+	}
+
+	// So many candidates that the step rule's 15,000 samples give each 3,
+	// fewer than minStepIters iterations even at level 0 (1 sample each).
+	many := make([]float64, 5000)
+	for i := range many {
+		many[i] = math.Pow(1.001, -float64(i))
+	}
+	_, _, err = Start(p, Settings{Target: Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 3, Steps: many})
+	var ae *Error
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "iterations it needs") {
+		t.Errorf("5000 candidates: error %v, want an *auto.Error naming the iterations the step rule needs", err)
+	}
+}
+
+// TestReplanOutlook: the outlook's risks on plans whose arithmetic is done
+// by hand. The plan's estimator costs 10 samples an iteration with variance
+// 1; the first phase ran 100 iterations of step 0.1 (step sum 10) and
+// brought F down by 1; the target gap is 0.01; 1e5 samples are left (1e4
+// iterations).
+func TestReplanOutlook(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		step, decay float64
+		want        []string // risks named
+		none        bool     // no risk
+	}{
+		// Step sum 1e-3 x 1e4 = 10, floor 2.5e-4 <= 0.01 x 1: healthy.
+		{"constant, enough", 1e-3, 0, nil, true},
+		// Step sum 1e-4 x 1e4 = 1 < 10.
+		{"constant, too little", 1e-4, 0, []string{"moves the iterate less"}, false},
+		// Floor 0.1/4 = 0.025 above 0.01 x 1 at the end.
+		{"constant, noisy", 0.1, 0, []string{"at the end of the budget"}, false},
+		// Floor 8/4 = 2 above the drop 1 at the start; step x t0 = 8 < 10;
+		// end step 8/(1 + 1e4) = 8e-4, floor 2e-4: fine.
+		{"decaying from a noisy step, t0 = 1", 8, 1, []string{"first loses ground", "step x t0 = 8"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plan{Method: "lsgd", Step: tc.step, Decay: tc.decay, Target: Target{Gap: 0.01},
+				Predicted: []MethodCost{{Method: "lsgd", Var: 1, Cost: 10}}}
+			p.replanOutlook(100, 0.1, 1, 100_000)
+			o := p.Reasons.Outlook
+			if !strings.HasPrefix(o, "10000 iterations left") {
+				t.Errorf("outlook %q, want 10000 iterations left", o)
+			}
+			if got := strings.Contains(o, "no risk of missing the target seen"); got != tc.none {
+				t.Errorf("no risk: %v, want %v: %s", got, tc.none, o)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(o, w) {
+					t.Errorf("outlook does not name %q: %s", w, o)
+				}
 			}
 		})
 	}

@@ -170,6 +170,10 @@ type Plan struct {
 	// since the plan took over (0: constant).
 	Decay float64     `json:"decay_t0,omitempty"`
 	Steps []StepScore `json:"steps,omitempty"`
+	// StepLevel is the top level at which the step candidates ran: MaxLevel,
+	// or a lower level when the step rule's share of the pilot pays for
+	// fewer than minStepIters iterations of each candidate at MaxLevel.
+	StepLevel int `json:"step_level"`
 
 	Reasons Reasons `json:"reasons"`
 	Target  Target  `json:"target"`
@@ -182,6 +186,9 @@ type Plan struct {
 	notFalling    *Error
 	// bestBias is the bias of the best fit alone (nil without a fit).
 	bestBias func(L int) float64
+	// costs are C_l on MinLevel..MaxLevel, measured or extrapolated, for
+	// the step rule's cost per iteration at lower levels.
+	costs []float64
 }
 
 // Reasons says why each part of a Plan is what it is.
@@ -190,14 +197,18 @@ type Reasons struct {
 	L      string `json:"L"`
 	Law    string `json:"law"`
 	Step   string `json:"step,omitempty"`
+	// Outlook is what the plan predicts for the rest of the run, with the
+	// risks of missing the target it can see (Start and Replan set it).
+	Outlook string `json:"outlook,omitempty"`
 }
 
 // StepScore is one candidate of the step rule: the objective after a short
-// run with that step (+Inf when it diverged).
+// run of Iterations iterations with that step (+Inf when it diverged).
 type StepScore struct {
-	Step  float64 `json:"step"`
-	Value float64 `json:"value"`
-	SE    float64 `json:"se,omitempty"`
+	Step       float64 `json:"step"`
+	Value      float64 `json:"value"`
+	SE         float64 `json:"se,omitempty"`
+	Iterations int     `json:"iterations"`
 }
 
 // MarshalJSON writes a bias share that could not be bounded as null.
@@ -249,6 +260,9 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&sb, "  method: %s\n  L: %s\n  law: %s\n", p.Reasons.Method, p.Reasons.L, p.Reasons.Law)
 	if p.Reasons.Step != "" {
 		fmt.Fprintf(&sb, "  step: %s\n", p.Reasons.Step)
+	}
+	if p.Reasons.Outlook != "" {
+		fmt.Fprintf(&sb, "  outlook: %s\n", p.Reasons.Outlook)
 	}
 	return sb.String()
 }
@@ -648,6 +662,10 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 		topVar += (v0 - topVar) * math.Exp2(-p.C.Rate*float64(L-rep.MinLevel))
 	}
 	topCost := lev[len(lev)-1].img
+	p.costs = make([]float64, 0, len(lev))
+	for _, lv := range lev {
+		p.costs = append(p.costs, lv.img)
+	}
 
 	if L == rep.MinLevel {
 		p.Kind, p.Method = mlmc.Kind{Method: mlmc.LSGD}, mlmc.LSGD.String()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/simclr-go/simclr/mlmc"
 )
@@ -74,7 +75,8 @@ func (s Settings) withDefaults() (Settings, error) {
 	if s.MinDraws == 0 {
 		s.MinDraws = 16
 	}
-	if s.Steps == nil {
+	// Empty as nil: the step rule divides its budget among the candidates.
+	if len(s.Steps) == 0 {
 		for k := range 13 {
 			s.Steps = append(s.Steps, math.Pow(10, 1-float64(k)/2))
 		}
@@ -192,7 +194,6 @@ func Start(p Problem, s Settings) (*Plan, *State, error) {
 	} else if err := r.chooseStep(plan, s.Steps, int64(0.3*pilot)); err != nil {
 		return nil, nil, err
 	}
-	r.log(plan)
 	at := max(int64(s.ReplanAt*float64(s.Target.Budget)), r.used)
 	if plan.Degenerate {
 		// No bias could be seen at x0 (every H^l vanished there): re-plan
@@ -201,7 +202,76 @@ func Start(p Problem, s Settings) (*Plan, *State, error) {
 		at = r.used + s.Target.Budget/100
 		plan.Reasons.Method += fmt.Sprintf("; every H^l vanished at x0, so the levels are measured again after a first phase of 1%% of the budget, at %d samples", at)
 	}
+	if s.Step == 0 {
+		plan.firstOutlook(r.f0, at)
+	}
+	r.log(plan)
 	return plan, &State{GradNorm0: plan.GradNorm, F0: r.f0, First: plan, Spent: r.used, ReplanAt: at}, nil
+}
+
+// firstOutlook says whether the first plan's constant step can hold the gap
+// below the target: its noise floor, step x Var / 4 (floorStep), against
+// Gap x the drop the step candidates measured, a lower bound on Gap x
+// (F(x0) - F*). Above it, the gap stays below the target only after the
+// re-plan, at replanAt samples, lowers the step.
+func (p *Plan) firstOutlook(f0 float64, replanAt int64) {
+	v, best := p.predictedVar(), math.Inf(1)
+	for _, sc := range p.Steps {
+		best = math.Min(best, sc.Value)
+	}
+	drop := f0 - best
+	if !(v > 0) || !(drop > 0) || math.IsInf(drop, 0) {
+		p.Reasons.Outlook = "no noise floor to compare with the target (no measured drop or variance)"
+		return
+	}
+	floor, share := p.Step*v/4, p.Target.Gap*drop
+	p.Reasons.Outlook = fmt.Sprintf("the step's noise floor, step x Var / 4 = %.3g, is %.2g times the target's share of the drop the candidates measured (%g x %.4g)",
+		floor, floor/share, p.Target.Gap, drop)
+	if floor > share {
+		p.Reasons.Outlook += fmt.Sprintf(": above it, so the gap can stay below the target only after the re-plan at %d samples lowers the step", replanAt)
+	}
+}
+
+// replanOutlook predicts the rest of the run under p, re-planned at x after
+// the first phase's iters iterations with step step0 brought F from F(x0)
+// down by drop, with left samples to go: the iterations left, the step sum
+// over them, the noise floor (floorStep) at their start and end, and the
+// risks of missing the target that these show.
+func (p *Plan) replanOutlook(iters, step0, drop float64, left int64) {
+	n := math.Max(float64(left)/p.expectedCost(), 0)
+	sum, end := p.Step*n, p.Step
+	if p.Decay > 0 {
+		sum, end = p.Step*p.Decay*math.Log1p(n/p.Decay), p.Step/(1+n/p.Decay)
+	}
+	s1, v := iters*step0, p.predictedVar()
+	out := fmt.Sprintf("%.0f iterations left at %.3g samples each; their step sum %.3g against the first phase's %.3g (%.0f iterations x %.3g)",
+		n, p.expectedCost(), sum, s1, iters, step0)
+	var risks []string
+	if v > 0 && drop > 0 {
+		start, last, share := p.Step*v/4, end*v/4, p.Target.Gap*drop
+		out += fmt.Sprintf("; noise floor (step x Var / 4, Var = %.3g) %.3g at the start and %.3g at the end, against the target's share of the drop so far, %g x %.4g = %.3g",
+			v, start, last, p.Target.Gap, drop, share)
+		if start > drop {
+			risks = append(risks, fmt.Sprintf("the noise floor at the start is %.3g times the drop so far: the run first loses ground", start/drop))
+		}
+		if last > share {
+			risks = append(risks, fmt.Sprintf("the noise floor at the end of the budget is %.3g times the target's share: the gap may not stay below it", last/share))
+		}
+	}
+	// A relative margin of 1e-9: the schedule's t0 is set from s1, and
+	// rounding must not read as a risk.
+	if sum < s1*(1-1e-9) {
+		risks = append(risks, "the rest of the budget moves the iterate less than the first phase did (a smaller step sum): unless the gap is already near the target it may not reach it (a smaller L or a larger budget buys iterations)")
+	}
+	if p.Decay > 0 && p.Step*p.Decay < s1*(1-1e-9) {
+		risks = append(risks, fmt.Sprintf("step x t0 = %.3g is below the first phase's step sum: a 1/(1 + t/t0) schedule converges at its 1/t rate only when step x t0 x mu >= 1 (mu the curvature), which the first phase's step sum vouches for; below it the gap may fall as slowly as t^-(step t0 mu)", p.Step*p.Decay))
+	}
+	if len(risks) == 0 {
+		out += "; no risk of missing the target seen"
+	} else {
+		out += "; at risk: " + strings.Join(risks, "; ")
+	}
+	p.Reasons.Outlook = out
 }
 
 // Replan makes the plan at x, the iterate after spent samples (pilot
@@ -263,6 +333,11 @@ func Replan(p Problem, s Settings, st *State, x []float64, spent int64) (plan *P
 			next.Reasons.Step = fmt.Sprintf("%.3g decaying as 1/(1 + t/%.0f), reaching the floor's step %.3g after a quarter of the %.0f iterations left, since a constant step %.0f times below the first would crawl: %s",
 				next.Step, t0, floor, left, st.First.Step/floor, next.Reasons.Step)
 		}
+	}
+	if s.Step == 0 {
+		f1, _ := p.Objective(x)
+		iters := math.Max(float64(spent-st.Spent)/st.First.expectedCost(), 1)
+		next.replanOutlook(iters, st.First.Step, st.F0-f1, s.Target.Budget-r.used)
 	}
 	r.log(next)
 	return next, note, r.used - spent, nil
@@ -353,14 +428,89 @@ func floorStep(p *Plan, step0, drop float64) {
 	p.Reasons.Step += fmt.Sprintf("; kept at the re-plan point: its noise floor is below an eighth of the target gap (the floor's step %.3g)", floor)
 }
 
+// minStepIters is the fewest iterations the step rule runs each candidate
+// for. One is not enough: the candidates share their draws, so a single
+// iteration is a line search along one noisy estimate, and a run that
+// cannot pay for one leaves every candidate at the starting point, its
+// scores tied. Four: a stable candidate's error contracts as (1 - g
+// lambda)^m along a direction of curvature lambda, and neighbours on the
+// grid (a factor sqrt(10) apart) separate only over several iterations
+// (g lambda = 0.32 leaves 0.21 of the error after four, its lower
+// neighbour 0.66; after one, 0.68 and 0.90), while an unstable one grows
+// as |1 - g lambda|^m; more would lower the level the candidates can be
+// scored at (each doubling costs a level when the cost doubles per
+// level) for little more separation.
+const minStepIters = 4
+
+// stepLevel is the highest level ls <= p.MaxLevel at which minStepIters
+// iterations of the plan's method, truncated to MinLevel..ls, fit in
+// share samples at their worst cost, and that cost; ok is false when none
+// does.
+func (p *Plan) stepLevel(share int64) (ls int, worst int64, ok bool) {
+	for ls = p.MaxLevel; ls >= p.MinLevel; ls-- {
+		worst = p.worstCostAt(ls)
+		if minStepIters*worst <= share {
+			return ls, worst, true
+		}
+	}
+	return p.MinLevel, p.worstCostAt(p.MinLevel), false
+}
+
+// worstCostAt is the most samples one estimate of the plan's method on
+// levels MinLevel..ls can draw: C_ls for L-SGD and RT-MLMC, sum n_l C_l
+// for V-MLMC.
+func (p *Plan) worstCostAt(ls int) int64 {
+	i := ls - p.MinLevel
+	if len(p.costs) <= i {
+		return p.worstCost() // a plan made without its levels' costs
+	}
+	w := p.costs[i]
+	if p.Kind.Method == mlmc.VMLMC && p.LevelDraws != nil {
+		w = 0
+		for j := 0; j <= i; j++ {
+			w += float64(p.LevelDraws[j]) * p.costs[j]
+		}
+	}
+	return int64(math.Ceil(w))
+}
+
+// configAt is the plan's configuration truncated to MinLevel..ls: its
+// law's first levels (mlmc renormalises q_l).
+func (p *Plan) configAt(ls int, seed uint64) mlmc.Config {
+	c := p.Config(seed)
+	n := ls - p.MinLevel + 1
+	c.MaxLevel = ls
+	if c.LevelProbs != nil {
+		c.LevelProbs = c.LevelProbs[:n]
+	}
+	if c.LevelDraws != nil {
+		c.LevelDraws = c.LevelDraws[:n]
+	}
+	return c
+}
+
 // chooseStep is the step rule: from the current x, each candidate runs
 // the plan's estimator on the same draws (an oracle and an estimator with
 // the same seeds) for an equal share of budget samples, and is scored by the
 // objective where it ends. The lowest score wins; scores within twice their
 // standard error of the lowest count as ties, which go to the smaller step
 // (a short run favours large steps that stall at a higher noise floor).
+// Each candidate runs at least minStepIters iterations: where the share
+// does not pay for them at the plan's L, the candidates run the plan's
+// method truncated to the highest level ls that does (the step is set by
+// the curvature of F, which F^ls shares with F^L; the noise of the
+// estimator at L is taken into account by the cap below, from L's
+// predicted variance), and the plan says so; where no level does, the
+// problem cannot be served with this budget (an *Error).
 func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 	share := budget / int64(len(steps))
+	ls, worst, ok := p.stepLevel(share)
+	if !ok {
+		return &Error{Measurement: fmt.Sprintf("the step rule gives each of its %d candidates %d samples, fewer than the %d iterations it needs (%d samples each at level %d, the cheapest)",
+			len(steps), share, minStepIters, worst, ls),
+			Change: "give the run a larger sample budget (the pilot is a fixed share of it), fewer step candidates, or set the step"}
+	}
+	p.StepLevel = ls
 	x, prev := slices.Clone(r.x), slices.Clone(r.x)
 	seed := r.s.Seed ^ 0x57e9 ^ uint64(r.used)
 	var spent int64
@@ -371,18 +521,19 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 		if err != nil {
 			return fmt.Errorf("auto: step rule: make the oracle: %w", err)
 		}
-		e, err := mlmc.New(p.Kind, p.Config(seed), r.ops, o)
+		e, err := mlmc.New(p.Kind, p.configAt(ls, seed), r.ops, o)
 		if err != nil {
 			return fmt.Errorf("auto: step rule: %w", err)
 		}
 		v := r.ops.New()
 		var used int64
 		ok := true
+		iters := 0
 		// Stop before an estimate could pass the share: the pilot keeps
 		// to its budget.
-		for it := 0; used+p.worstCost() <= share && ok; it++ {
+		for ; used+worst <= share && ok; iters++ {
 			at(x, prev)
-			st, err := e.Estimate(it, v)
+			st, err := e.Estimate(iters, v)
 			if err != nil {
 				return fmt.Errorf("auto: step rule: %w", err)
 			}
@@ -390,7 +541,7 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 			ok = r.step(x, prev, v, g)
 		}
 		spent += used
-		sc := StepScore{Step: g, Value: math.Inf(1)}
+		sc := StepScore{Step: g, Value: math.Inf(1), Iterations: iters}
 		if ok {
 			f, se := r.p.Objective(x)
 			if !math.IsNaN(f) {
@@ -421,8 +572,12 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 	// One notch of the grid (a factor sqrt(10)) below the short run's
 	// choice: a short run favours steps too large for the long one.
 	p.Step = p.Steps[pick].Step / math.Sqrt(10)
-	p.Reasons.Step = fmt.Sprintf("a factor sqrt(10) below %.3g, the lowest objective after %d samples with each of %d candidates on the same draws (%.4g at step %.3g; ties within 2 s.e. go to the smaller step), since a short run favours steps too large for the long one",
-		p.Steps[pick].Step, share, len(steps), p.Steps[best].Value, p.Steps[best].Step)
+	p.Reasons.Step = fmt.Sprintf("a factor sqrt(10) below %.3g, the lowest objective after %d samples (at least %d iterations) with each of %d candidates on the same draws (%.4g at step %.3g; ties within 2 s.e. go to the smaller step), since a short run favours steps too large for the long one",
+		p.Steps[pick].Step, share, minStepIters, len(steps), p.Steps[best].Value, p.Steps[best].Step)
+	if ls < p.MaxLevel {
+		p.Reasons.Step += fmt.Sprintf("; the candidates ran %s on levels %d..%d, not %d..%d: at L = %d an iteration may cost %d samples, and %d iterations of each candidate do not fit in its %d (the step follows the curvature F^%d shares with F^%d; L's noise is in the cap below)",
+			p.Method, p.MinLevel, ls, p.MinLevel, p.MaxLevel, p.MaxLevel, p.worstCostAt(p.MaxLevel), minStepIters, share, ls, p.MaxLevel)
+	}
 	if p.Steps[pick].Step == slices.Max(steps) || p.Steps[pick].Step == slices.Min(steps) {
 		p.Reasons.Step += "; at the edge of the candidates"
 	}

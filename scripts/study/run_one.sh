@@ -36,6 +36,9 @@ main() {
 	else
 		rm -rf "$out"
 		mkdir -p "$root"
+		# A fresh start's log is its own: the output is appended below so
+		# that a resumed run keeps its earlier segments' lines.
+		: >"$root/$name.log"
 		every=0
 		[[ ${STUDY_RESUME:-0} == 1 ]] && every=10m
 		args=(train "${fixed[@]}" --no-progress --checkpoint-every "$every" --out "$out" "$@")

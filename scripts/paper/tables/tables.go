@@ -55,7 +55,7 @@ func main() {
 }
 
 // Roots are the results folders whose tables BENCHMARKS.md carries.
-var Roots = []string{"results/paper5", "results/paper", "results/small", "results/contrastive"}
+var Roots = []string{"results/paper5", "results/paper", "results/small", "results/contrastive", "results/contrastive10"}
 
 // Arms is results/paper/arms.json: which runs form each arm.
 type Arms struct {

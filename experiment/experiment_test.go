@@ -443,3 +443,52 @@ func TestTuningOfCopiesChoices(t *testing.T) {
 		t.Errorf("TuningOf's choice is %q (%+v), want %q", tn.Choices[0].Name, tn.Choices[0].Family, want.Name())
 	}
 }
+
+// TestEdges: a choice at the smallest or largest value of an axis its family
+// tried is an edge, with two values tried as with more; the ends a setting
+// cannot pass (a constant step for the decay t0, one base estimate for D1,
+// the minimum level for L) are not.
+func TestEdges(t *testing.T) {
+	at := func(step, decay float64, d1, level int) Method {
+		m := lsgd0
+		m.Step, m.Decay = step, decay
+		m.Config.D1, m.Config.MaxLevel = d1, level
+		return m
+	}
+	for _, tc := range []struct {
+		name   string
+		tried  []Method
+		chosen Method
+		want   []string // substrings, one per expected edge
+	}{
+		{"interior step", []Method{at(0.1, 0, 1, 0), at(0.5, 0, 1, 0), at(0.8, 0, 1, 0)}, at(0.5, 0, 1, 0), nil},
+		{"two steps, the larger chosen", []Method{at(0.1, 0, 1, 0), at(0.5, 0, 1, 0)}, at(0.5, 0, 1, 0),
+			[]string{"step 0.5 is the largest"}},
+		{"two steps, the smaller chosen", []Method{at(0.1, 0, 1, 0), at(0.5, 0, 1, 0)}, at(0.1, 0, 1, 0),
+			[]string{"step 0.1 is the smallest"}},
+		{"constant step beside a decay", []Method{at(0.5, 0, 1, 0), at(0.5, 300, 1, 0)}, at(0.5, 0, 1, 0), nil},
+		{"the only decay tried, the fastest", []Method{at(0.5, 0, 1, 0), at(0.5, 300, 1, 0)}, at(0.5, 300, 1, 0),
+			[]string{"decay t0 300 is the smallest"}},
+		{"decay between constant and a faster one", []Method{at(0.5, 0, 1, 0), at(0.5, 300, 1, 0), at(0.5, 10, 1, 0)},
+			at(0.5, 300, 1, 0), nil},
+		{"D1 1 is no edge", []Method{at(0.5, 0, 1, 0), at(0.5, 0, 4, 0)}, at(0.5, 0, 1, 0), nil},
+		{"D1 at its largest", []Method{at(0.5, 0, 1, 0), at(0.5, 0, 4, 0)}, at(0.5, 0, 4, 0),
+			[]string{"D1 4 is the largest"}},
+		{"L at the minimum level is no edge", []Method{at(0.5, 0, 1, 0), at(0.5, 0, 1, 3)}, at(0.5, 0, 1, 0), nil},
+		{"L at its largest", []Method{at(0.5, 0, 1, 0), at(0.5, 0, 1, 3)}, at(0.5, 0, 1, 3),
+			[]string{"L 3 is the largest"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Choice{Family: tc.chosen.Family(), Name: "L-SGD", Best: tc.chosen}
+			got := edges(tc.tried, []Choice{c})
+			if len(got) != len(tc.want) {
+				t.Fatalf("edges %q, want %d naming %q", got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("edge %q, want one naming %q", got[i], w)
+				}
+			}
+		})
+	}
+}

@@ -369,21 +369,33 @@ func Tune(p *Problem, pr Protocol, candidates []Method) (*Tuning, error) {
 type axis struct {
 	name  string
 	value func(Method) float64
-	// floor is a value below which the setting cannot go (the minimum
-	// level for L): an edge there is no edge.
-	floor func(Method) float64
+	// end says whether v is a value the setting cannot go beyond (the
+	// minimum level for L, one base estimate for D1, a constant step for
+	// the decay): a choice there is at no edge of the grid.
+	end func(v float64, m Method) bool
 }
 
 var axes = []axis{
 	{"step", func(m Method) float64 { return m.Step }, nil},
-	{"L", func(m Method) float64 { return float64(m.Config.MaxLevel) }, func(m Method) float64 { return float64(m.Config.MinLevel) }},
-	{"D1", func(m Method) float64 { return float64(m.Config.D1) }, nil},
-	{"decay t0", func(m Method) float64 { return m.Decay }, nil},
+	{"L", func(m Method) float64 { return float64(m.Config.MaxLevel) },
+		func(v float64, m Method) bool { return v == float64(m.Config.MinLevel) }},
+	{"D1", func(m Method) float64 { return float64(m.Config.D1) },
+		func(v float64, _ Method) bool { return v <= 1 }},
+	// Decay t0 0 means a constant step, the limit of an ever larger t0, so
+	// it sorts above every t0 tried.
+	{"decay t0", func(m Method) float64 {
+		if m.Decay == 0 {
+			return math.Inf(1)
+		}
+		return m.Decay
+	}, func(v float64, _ Method) bool { return math.IsInf(v, 1) }},
 	{"NL", func(m Method) float64 { return float64(m.Config.NL) }, nil},
 }
 
 // edges lists the chosen values that sit at the smallest or largest value
-// their family's candidates tried, on axes with at least three values.
+// their family's candidates tried, on every axis that tried at least two
+// values (with two, either choice is at an edge: the grid has not yet
+// shown that the value between or beyond is worse).
 func edges(candidates []Method, choices []Choice) []string {
 	var out []string
 	for _, c := range choices {
@@ -405,16 +417,19 @@ func edges(candidates []Method, choices []Choice) []string {
 					vals = append(vals, v)
 				}
 			}
-			if len(vals) < 3 {
+			if len(vals) < 2 {
 				continue
 			}
 			lo, hi := slices.Min(vals), slices.Max(vals)
 			var seen []string
 			for _, m := range chosen {
 				v := a.value(m)
+				if a.end != nil && a.end(v, m) {
+					continue
+				}
 				var note string
 				switch {
-				case v == lo && (a.floor == nil || v > a.floor(m)):
+				case v == lo:
 					note = fmt.Sprintf("%s: %s %g is the smallest of its grid", c.Name, a.name, v)
 				case v == hi:
 					note = fmt.Sprintf("%s: %s %g is the largest of its grid", c.Name, a.name, v)

@@ -291,12 +291,18 @@ func printResult(cmd *cobra.Command, asJSON bool, v any, line string) error {
 		fmt.Fprintln(cmd.OutOrStdout(), line)
 		return nil
 	}
+	return printJSON(cmd, v)
+}
+
+// printJSON writes v to the command's output as indented JSON, the form
+// every --json of the subcommands takes.
+func printJSON(cmd *cobra.Command, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(cmd.OutOrStdout(), string(data))
-	return nil
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
+	return err
 }
 
 // openBackend opens the backend --device and --precision name.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -160,12 +159,7 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 		return err
 	}
 	if e.asJSON {
-		data, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
-		return err
+		return printJSON(cmd, res)
 	}
 	return writeInnerMeanTable(cmd.OutOrStdout(), res)
 }

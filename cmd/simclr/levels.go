@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -116,12 +115,7 @@ Levels, temperature and halves default to the run's settings.`,
 			res := levelsResult{Checkpoint: ckpt, Dataset: splits.Train.Name, TrainImages: splits.Train.Len(),
 				Halves: h.String(), Temperature: cfg.Temperature, LevelsReport: rep}
 			if e.asJSON {
-				data, err := json.MarshalIndent(res, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
-				return err
+				return printJSON(cmd, res)
 			}
 			return writeLevelsTable(cmd.OutOrStdout(), res)
 		},

@@ -198,16 +198,10 @@ func widenings(rows []experiment.Scored, choices []experiment.Choice, tried map[
 		// the stays-below ones unless --first-touch asks.
 		chosen := append([]experiment.Method{c.Best}, c.Stays...)
 		for _, a := range widenAxes {
-			var vals []float64
-			for _, r := range rows {
-				if r.Setting.Family() == c.Family && a.applies(r.Setting) {
-					vals = append(vals, a.value(r.Setting))
-				}
-			}
-			if len(vals) == 0 {
+			lo, hi, ok := a.span(rows, c.Family)
+			if !ok {
 				continue
 			}
-			lo, hi := slices.Min(vals), slices.Max(vals)
 			for _, m := range chosen {
 				if !a.applies(m) {
 					continue
@@ -236,6 +230,21 @@ func widenings(rows []experiment.Scored, choices []experiment.Choice, tried map[
 	return next, stuck
 }
 
+// span is the smallest and largest value of the axis among the family's
+// scored settings; ok is false when none of them has the axis.
+func (a widenAxis) span(rows []experiment.Scored, fam experiment.Family) (lo, hi float64, ok bool) {
+	var vals []float64
+	for _, r := range rows {
+		if r.Setting.Family() == fam && a.applies(r.Setting) {
+			vals = append(vals, a.value(r.Setting))
+		}
+	}
+	if len(vals) == 0 {
+		return 0, 0, false
+	}
+	return slices.Min(vals), slices.Max(vals), true
+}
+
 // edgeNotes are the choices still at an edge of what their family tried
 // (the harness's rule, over every axis of the widening).
 func edgeNotes(rows []experiment.Scored, choices []experiment.Choice) []string {
@@ -243,16 +252,10 @@ func edgeNotes(rows []experiment.Scored, choices []experiment.Choice) []string {
 	for _, c := range choices {
 		chosen := append([]experiment.Method{c.Best}, c.Stays...)
 		for _, a := range widenAxes {
-			var vals []float64
-			for _, r := range rows {
-				if r.Setting.Family() == c.Family && a.applies(r.Setting) {
-					vals = append(vals, a.value(r.Setting))
-				}
-			}
-			if len(vals) == 0 {
+			lo, hi, ok := a.span(rows, c.Family)
+			if !ok {
 				continue
 			}
-			lo, hi := slices.Min(vals), slices.Max(vals)
 			for _, m := range chosen {
 				if !a.applies(m) {
 					continue

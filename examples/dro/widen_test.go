@@ -9,7 +9,7 @@ import (
 )
 
 // TestWidened: housing's grid gains RR-MLMC's steps 3e-6 and 1e-6 and VR
-// RT-MLMC's levels 13 and 14 (every step, both D1), and at 2 x 10^6
+// RT-MLMC's levels 13 and 14 (every step and D1), and at 2 x 10^6
 // samples RT-MLMC's steps 3e-6 and 1e-6 (every level), none of the
 // settings grid already has; another data set, budget or method gains
 // nothing.

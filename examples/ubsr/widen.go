@@ -187,15 +187,13 @@ var widenAxes = []widenAxis{
 	},
 }
 
-// widenings are the settings one value beyond the edge of every axis where
-// a choice (overall or per target) sits at the smallest or largest value
-// its family tried, skipping those already tried; stuck are the edges that
-// cannot move (a cap), for the record.
-func widenings(rows []experiment.Scored, choices []experiment.Choice, tried map[string]bool) (next []experiment.Method, stuck []string) {
-	added := map[string]bool{}
+// atEdges calls visit for every chosen setting (the overall best and the
+// stays-below choices; the first-touch ones are not widened, since the
+// reported runs are the stays-below ones) that sits at the smallest (dir -1)
+// or largest (dir 1) value of an axis among its family's scored settings;
+// single says the family tried one value there (both edges at once).
+func atEdges(rows []experiment.Scored, choices []experiment.Choice, visit func(c experiment.Choice, a widenAxis, m experiment.Method, v float64, dir int, single bool)) {
 	for _, c := range choices {
-		// The first-touch choices are not widened: the reported runs are
-		// the stays-below ones unless --first-touch asks.
 		chosen := append([]experiment.Method{c.Best}, c.Stays...)
 		for _, a := range widenAxes {
 			lo, hi, ok := a.span(rows, c.Family)
@@ -207,26 +205,37 @@ func widenings(rows []experiment.Scored, choices []experiment.Choice, tried map[
 					continue
 				}
 				v := a.value(m)
-				for _, dir := range []int{-1, 1} {
-					if (dir < 0 && v != lo) || (dir > 0 && v != hi) {
-						continue
-					}
-					n, why := a.next(m, dir)
-					switch {
-					case why == "floor":
-					case why != "":
-						note := fmt.Sprintf("%s: %s %g is at the %s (%s)", c.Name, a.name, v, why, m)
-						if !slices.Contains(stuck, note) {
-							stuck = append(stuck, note)
-						}
-					case !tried[settingKey(n)] && !added[settingKey(n)]:
-						added[settingKey(n)] = true
-						next = append(next, n)
-					}
+				if v == lo {
+					visit(c, a, m, v, -1, lo == hi)
+				}
+				if v == hi {
+					visit(c, a, m, v, 1, lo == hi)
 				}
 			}
 		}
 	}
+}
+
+// widenings are the settings one value beyond the edge of every axis where
+// a choice (overall or per target) sits at the smallest or largest value
+// its family tried, skipping those already tried; stuck are the edges that
+// cannot move (a cap), for the record.
+func widenings(rows []experiment.Scored, choices []experiment.Choice, tried map[string]bool) (next []experiment.Method, stuck []string) {
+	added := map[string]bool{}
+	atEdges(rows, choices, func(c experiment.Choice, a widenAxis, m experiment.Method, v float64, dir int, _ bool) {
+		n, why := a.next(m, dir)
+		switch {
+		case why == "floor":
+		case why != "":
+			note := fmt.Sprintf("%s: %s %g is at the %s (%s)", c.Name, a.name, v, why, m)
+			if !slices.Contains(stuck, note) {
+				stuck = append(stuck, note)
+			}
+		case !tried[settingKey(n)] && !added[settingKey(n)]:
+			added[settingKey(n)] = true
+			next = append(next, n)
+		}
+	})
 	return next, stuck
 }
 
@@ -249,31 +258,19 @@ func (a widenAxis) span(rows []experiment.Scored, fam experiment.Family) (lo, hi
 // (the harness's rule, over every axis of the widening).
 func edgeNotes(rows []experiment.Scored, choices []experiment.Choice) []string {
 	var out []string
-	for _, c := range choices {
-		chosen := append([]experiment.Method{c.Best}, c.Stays...)
-		for _, a := range widenAxes {
-			lo, hi, ok := a.span(rows, c.Family)
-			if !ok {
-				continue
-			}
-			for _, m := range chosen {
-				if !a.applies(m) {
-					continue
-				}
-				v := a.value(m)
-				var note string
-				switch {
-				case v == hi:
-					note = fmt.Sprintf("%s: %s %g is the largest tried (%s)", c.Name, a.name, v, m)
-				case v == lo && !(a.name == "L" && int(v) == m.Config.MinLevel) && !(a.name == "D1" && v == 1):
-					note = fmt.Sprintf("%s: %s %g is the smallest tried (%s)", c.Name, a.name, v, m)
-				}
-				if note != "" && !slices.Contains(out, note) {
-					out = append(out, note)
-				}
-			}
+	atEdges(rows, choices, func(c experiment.Choice, a widenAxis, m experiment.Method, v float64, dir int, single bool) {
+		var note string
+		switch {
+		case dir < 0 && single: // one value tried: noted once, as the largest
+		case dir > 0:
+			note = fmt.Sprintf("%s: %s %g is the largest tried (%s)", c.Name, a.name, v, m)
+		case !(a.name == "L" && int(v) == m.Config.MinLevel) && !(a.name == "D1" && v == 1):
+			note = fmt.Sprintf("%s: %s %g is the smallest tried (%s)", c.Name, a.name, v, m)
 		}
-	}
+		if note != "" && !slices.Contains(out, note) {
+			out = append(out, note)
+		}
+	})
 	return out
 }
 

@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/simclr-go/simclr/ubsr"
 )
@@ -169,40 +172,12 @@ func (f *factorModel) Payoff(theta, r, grad []float64) float64 {
 func studentInstance() (*instance, error) {
 	f := newFactorModel()
 	lc := losses[1]
-	r := rand.New(rand.NewPCG(referenceSeed, 7))
-	rs := make([]float64, referenceDraws*factorAssets)
-	for i := range referenceDraws {
-		f.Draw(r, rs[i*factorAssets:(i+1)*factorAssets])
-	}
+	rs := f.sample(referenceSeed, referenceDraws)
 	in := &instance{Name: "student-t-20", Loss: lc.Loss, Lambda: lc.Lambda, X0: uniform(factorAssets),
 		Reference: fmt.Sprintf("the sample-average SR over %d fixed draws (seed %d), minimised on the budget plane; "+
 			"SR* is that sample objective's minimum, its standard error the delta method's at the minimiser", referenceDraws, referenceSeed),
 		payoff: f}
-	// SR allocates its payoffs per call, so that runs may score
-	// concurrently.
-	in.SR = func(theta, grad []float64) (float64, error) {
-		xs := make([]float64, referenceDraws)
-		for i := range xs {
-			xs[i] = f.Payoff(theta, rs[i*factorAssets:(i+1)*factorAssets], nil)
-		}
-		t, err := ubsr.SampleRoot(lc.Loss, xs, lc.Lambda, ubsr.DefaultTol)
-		if err != nil || grad == nil {
-			return t, err
-		}
-		clear(grad)
-		den := 0.0
-		for i, x := range xs {
-			w := lc.Loss.Deriv(-x - t)
-			den += w
-			for k, v := range rs[i*factorAssets : (i+1)*factorAssets] {
-				grad[k] += w * v
-			}
-		}
-		for k := range grad {
-			grad[k] /= -den
-		}
-		return t, nil
-	}
+	in.SR = f.sampleSR(lc.Loss, lc.Lambda, rs)
 	if err := in.solve(); err != nil {
 		return nil, err
 	}
@@ -222,4 +197,120 @@ func studentInstance() (*instance, error) {
 	m1, m2, d = m1/n, m2/n, d/n
 	in.SRStarSE = math.Sqrt((m2-m1*m1)/n) / d
 	return in, nil
+}
+
+// sample draws n returns of the factor model with the given seed, asset k
+// of draw i at i*factorAssets + k.
+func (f *factorModel) sample(seed uint64, n int) []float64 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	rs := make([]float64, n*factorAssets)
+	for i := range n {
+		f.Draw(r, rs[i*factorAssets:(i+1)*factorAssets])
+	}
+	return rs
+}
+
+// sampleSR is the sample-average SR over the draws rs, with its gradient
+// when grad is not nil. It allocates its payoffs per call, so that runs
+// may score concurrently.
+func (f *factorModel) sampleSR(l ubsr.Loss, lambda float64, rs []float64) func(theta, grad []float64) (float64, error) {
+	n := len(rs) / factorAssets
+	return func(theta, grad []float64) (float64, error) {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = f.Payoff(theta, rs[i*factorAssets:(i+1)*factorAssets], nil)
+		}
+		t, err := ubsr.SampleRoot(l, xs, lambda, ubsr.DefaultTol)
+		if err != nil || grad == nil {
+			return t, err
+		}
+		clear(grad)
+		den := 0.0
+		for i, x := range xs {
+			w := l.Deriv(-x - t)
+			den += w
+			for k, v := range rs[i*factorAssets : (i+1)*factorAssets] {
+				grad[k] += w * v
+			}
+		}
+		for k := range grad {
+			grad[k] /= -den
+		}
+		return t, nil
+	}
+}
+
+// floorReport is what --reference-floor measures on the student-t
+// instance: the relative gap (SR - SR*)/(SR(x0) - SR*) of the reference
+// objective at the minimisers of independent sample-average objectives of
+// Draws draws each, and the floor estimated from them.
+type floorReport struct {
+	Instance string    `json:"instance"`
+	Draws    int       `json:"draws"`
+	RefDraws int       `json:"reference_draws"`
+	Seeds    []uint64  `json:"seeds"`
+	Gaps     []float64 `json:"relative_gaps"`
+	// Floor is the mean gap over 1 + RefDraws/Draws, with its 95%
+	// t interval: the expected relative gap of the reference objective at
+	// the true minimiser.
+	Floor [3]float64 `json:"floor"`
+	About string     `json:"about"`
+}
+
+// referenceFloor measures how far the reference objective's minimiser sits
+// from the true one, in the units of the relative gap. A method that
+// converges to the true minimiser leaves SR_N(theta_true) - SR_N*, not
+// zero, on the reference objective SR_N; in the quadratic approximation
+// that floor is tr(H^-1 S)/(2N), S the covariance of one draw's gradient,
+// and the minimiser of an independent objective of M draws scores
+// (1 + N/M) times it in expectation. Objectives of 4N draws, k of them
+// (seeds 1..k), estimate it.
+func referenceFloor(in *instance, k int, w io.Writer) (*floorReport, error) {
+	f, ok := in.payoff.(*factorModel)
+	if !ok {
+		return nil, fmt.Errorf("--reference-floor: %s is scored on its closed form, which has no floor", in.Name)
+	}
+	rep := &floorReport{Instance: in.Name, Draws: 4 * referenceDraws, RefDraws: referenceDraws}
+	gap0 := in.SR0 - in.SRStar
+	fmt.Fprintf(w, "%s: the reference objective (%d draws) at the minimisers of independent sample-average objectives of %d draws\n", in.Name, referenceDraws, rep.Draws)
+	for seed := uint64(1); seed <= uint64(k); seed++ {
+		obj := f.sampleSR(in.Loss, in.Lambda, f.sample(seed, rep.Draws))
+		th, v, err := ubsr.MinimiseBudget(obj, in.X0, solverTol)
+		if err != nil {
+			return nil, fmt.Errorf("--reference-floor, seed %d: %w", seed, err)
+		}
+		ref, err := in.SR(th, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--reference-floor, seed %d: %w", seed, err)
+		}
+		g := (ref - in.SRStar) / gap0
+		rep.Seeds, rep.Gaps = append(rep.Seeds, seed), append(rep.Gaps, g)
+		fmt.Fprintf(w, "  seed %d: its own minimum %.8f, the reference SR at its minimiser %.8f, relative gap %.4f\n", seed, v, ref, g)
+	}
+	scale := 1 + float64(referenceDraws)/float64(rep.Draws)
+	m, sd := meanSD(rep.Gaps)
+	half := 0.0
+	if k > 1 {
+		half = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(k - 1)}.Quantile(0.975) * sd / math.Sqrt(float64(k))
+	}
+	rep.Floor = [3]float64{m / scale, (m - half) / scale, (m + half) / scale}
+	rep.About = fmt.Sprintf("relative gap of the reference objective at the true minimiser, estimated as the mean gap at %d independent minimisers over 1 + N/M = %g, with its 95%% t interval (heavy tails make it rough)", k, scale)
+	fmt.Fprintf(w, "  floor (the relative gap at the true minimiser, mean gap / %g): %.4f [%.4f, %.4f] (95%% t interval over %d objectives)\n", scale, rep.Floor[0], rep.Floor[1], rep.Floor[2], k)
+	return rep, nil
+}
+
+func meanSD(v []float64) (float64, float64) {
+	m := 0.0
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	ss := 0.0
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	if len(v) < 2 {
+		return m, 0
+	}
+	return m, math.Sqrt(ss / float64(len(v)-1))
 }

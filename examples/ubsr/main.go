@@ -79,6 +79,9 @@ type settings struct {
 	// the grid, planned for each of AutoGaps in turn.
 	Auto     bool
 	AutoGaps []float64
+	// ReferenceFloor is how many independent sample-average objectives
+	// estimate the student-t reference objective's floor (0: none).
+	ReferenceFloor int
 }
 
 func parse(args []string) (settings, error) {
@@ -101,6 +104,7 @@ func parse(args []string) (settings, error) {
 	fs.IntVar(&s.Widen, "widen", 0, "with --run: rounds of widening, each tuning the settings one value beyond every axis (L, step, t0, D1) where a choice sits at the edge of what its family tried")
 	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
 	fs.IntVar(&s.TuningSeeds, "tuning-seeds", 3, "with --run: how many tuning seeds (1001, 1002, ...) score each setting")
+	fs.IntVar(&s.ReferenceFloor, "reference-floor", 0, "with --instance student-t-20: minimise this many independent sample-average objectives of 4x the reference's draws and score their minimisers on the reference objective, estimating the relative gap a method converging to the true minimiser cannot go below")
 	targetList := fs.String("targets", "", "with --run: the relative gaps to count samples at, decreasing and comma-separated, the headline 0.01, 0.003, 0.001 among them (default 0.1,0.03,0.01,0.003,0.001)")
 	method := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines")
 	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
@@ -170,6 +174,12 @@ func parse(args []string) (settings, error) {
 	if s.Widen < 0 {
 		return s, fmt.Errorf("--widen %d: give a number of rounds, 0 or more", s.Widen)
 	}
+	if s.ReferenceFloor < 0 {
+		return s, fmt.Errorf("--reference-floor %d: give a number of objectives, 1 or more", s.ReferenceFloor)
+	}
+	if s.ReferenceFloor > 0 && (s.Instance != "student-t-20" || s.Run || s.Levels || s.Auto) {
+		return s, fmt.Errorf("--reference-floor goes alone with --instance student-t-20 (the one instance scored on a sample objective), without --run, --levels or --method")
+	}
 	if (s.Run || s.Auto) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
 	}
@@ -231,7 +241,13 @@ func run(args []string, w io.Writer) error {
 	var reports []any
 	for _, in := range ins {
 		in.print(w)
-		if s.Run {
+		if s.ReferenceFloor > 0 {
+			rep, err := referenceFloor(in, s.ReferenceFloor, w)
+			if err != nil {
+				return err
+			}
+			reports = append(reports, rep)
+		} else if s.Run {
 			kinds, _ := kindsOf(s.Methods)
 			g := map[string]experiment.Grid{"paper": paperGrid, "small": smallGrid, "long": longGrid}[s.Grid]
 			var o *outcome

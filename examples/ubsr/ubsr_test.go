@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -43,6 +44,9 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--method", "auto", "--methods", "lsgd"}, "drop --methods"},
 		{[]string{"--method", "auto", "--levels"}, "drop --levels"},
 		{[]string{"--method", "auto", "--budget", "0"}, "--budget"},
+		{[]string{"--instance", "student-t-20", "--reference-floor", "-1"}, "--reference-floor -1"},
+		{[]string{"--reference-floor", "2"}, "--reference-floor goes alone with --instance student-t-20"},
+		{[]string{"--instance", "student-t-20", "--reference-floor", "2", "--levels"}, "--reference-floor goes alone"},
 	} {
 		if _, err := parse(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
@@ -191,5 +195,50 @@ func TestReadLevelsErrors(t *testing.T) {
 		if _, err := readLevels(path, in); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// The sample-average SR's gradient matches central differences of its
+// value along directions in the budget plane, on a small sample (the
+// objective is smooth in theta: the quadratic hinge's l' is continuous).
+func TestSampleSRGradient(t *testing.T) {
+	f := newFactorModel()
+	lc := losses[1]
+	sr := f.sampleSR(lc.Loss, lc.Lambda, f.sample(5, 2000))
+	theta := uniform(factorAssets)
+	theta[0] += 0.3
+	theta[19] -= 0.3
+	g := make([]float64, factorAssets)
+	if _, err := sr(theta, g); err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]int{{0, 1}, {3, 17}, {10, 19}} {
+		const h = 1e-5
+		plus, minus := slices.Clone(theta), slices.Clone(theta)
+		plus[pair[0]] += h
+		plus[pair[1]] -= h
+		minus[pair[0]] -= h
+		minus[pair[1]] += h
+		vp, err1 := sr(plus, nil)
+		vm, err2 := sr(minus, nil)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		fd, an := (vp-vm)/(2*h), g[pair[0]]-g[pair[1]]
+		if math.Abs(fd-an) > 1e-6*(1+math.Abs(an)) {
+			t.Errorf("direction e%d - e%d: finite difference %.9g, gradient %.9g", pair[0], pair[1], fd, an)
+		}
+	}
+}
+
+// The floor is a property of a sample objective: the closed-form
+// instance refuses it with an error naming the flag.
+func TestReferenceFloorClosedForm(t *testing.T) {
+	in, err := gaussianInstance(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := referenceFloor(in, 2, io.Discard); err == nil || !strings.Contains(err.Error(), "--reference-floor") {
+		t.Errorf("error %v, want one naming --reference-floor", err)
 	}
 }

@@ -65,9 +65,9 @@ type settings struct {
 	// Refit rebuilds the outputs of an earlier --run from its summary
 	// files under Out.
 	Refit bool
-	// TuningFrom is an earlier run's summary whose scored settings are
-	// reused instead of run again; Widen the rounds of widening along the
-	// axes where a choice sits at an edge.
+	// TuningFrom is an earlier run's summary (or a comma-separated list of
+	// them) whose scored settings are reused instead of run again; Widen
+	// the rounds of widening along the axes where a choice sits at an edge.
 	TuningFrom string
 	Widen      int
 	// Targets are the relative gaps of --run (default targets).
@@ -100,7 +100,7 @@ func parse(args []string) (settings, error) {
 	fs.BoolVar(&s.FirstTouch, "first-touch", false, "also report each family's best setting per target by the first-touch rule (more reported runs)")
 	fs.StringVar(&s.LevelsFrom, "levels-from", "", "with --run, take the rates a, b, c, v from this --levels JSON file instead of measuring them again")
 	fs.BoolVar(&s.Refit, "refit", false, "with --run and --levels-from: refit the exponents and rewrite --json from the summary files under --out, without running")
-	fs.StringVar(&s.TuningFrom, "tuning-from", "", "with --run: reuse the scored settings of this earlier summary file (same --budget) instead of running them again")
+	fs.StringVar(&s.TuningFrom, "tuning-from", "", "with --run: reuse the scored settings of this earlier summary file, or of these comma-separated files (same --budget and --targets), instead of running them again")
 	fs.IntVar(&s.Widen, "widen", 0, "with --run: rounds of widening, each tuning the settings one value beyond every axis (L, step, t0, D1) where a choice sits at the edge of what its family tried")
 	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
 	fs.IntVar(&s.TuningSeeds, "tuning-seeds", 3, "with --run: how many tuning seeds (1001, 1002, ...) score each setting")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/simclr-go/simclr/experiment"
 )
@@ -332,25 +333,30 @@ func tuneWidened(p *experiment.Problem, pr experiment.Protocol, prior []experime
 	return carrier, nil
 }
 
-// priorSettings reads the scored settings of an earlier run's summary,
-// which must have had the same budget and targets, keeping the families
-// asked for.
-func priorSettings(path string, budget int64, targets []float64, kinds []experiment.Family) ([]experiment.Scored, error) {
-	sums, err := experiment.ReadSummaries(path)
-	if err != nil {
-		return nil, fmt.Errorf("--tuning-from: %w", err)
-	}
-	sum := sums[len(sums)-1]
-	if sum.Budget != budget || !slices.Equal(sum.Targets, targets) {
-		return nil, fmt.Errorf("--tuning-from %s: budget %d and targets %v, this run's are %d and %v: give the same --budget and --targets", path, sum.Budget, sum.Targets, budget, targets)
-	}
-	if sum.Tuning == nil || len(sum.Tuning.Settings) == 0 {
-		return nil, fmt.Errorf("--tuning-from %s: no tuned settings in it (a summary of --run)", path)
-	}
+// priorSettings reads the scored settings of earlier runs' summaries,
+// paths a comma-separated list of files that must each have had the same
+// budget and targets, keeping the families asked for; a setting scored in
+// two files is taken from the first.
+func priorSettings(paths string, budget int64, targets []float64, kinds []experiment.Family) ([]experiment.Scored, error) {
 	var out []experiment.Scored
-	for _, r := range sum.Tuning.Settings {
-		if slices.Contains(kinds, r.Setting.Family()) {
-			out = append(out, r)
+	seen := map[string]bool{}
+	for _, path := range strings.Split(paths, ",") {
+		sums, err := experiment.ReadSummaries(path)
+		if err != nil {
+			return nil, fmt.Errorf("--tuning-from: %w", err)
+		}
+		sum := sums[len(sums)-1]
+		if sum.Budget != budget || !slices.Equal(sum.Targets, targets) {
+			return nil, fmt.Errorf("--tuning-from %s: budget %d and targets %v, this run's are %d and %v: give the same --budget and --targets", path, sum.Budget, sum.Targets, budget, targets)
+		}
+		if sum.Tuning == nil || len(sum.Tuning.Settings) == 0 {
+			return nil, fmt.Errorf("--tuning-from %s: no tuned settings in it (a summary of --run)", path)
+		}
+		for _, r := range sum.Tuning.Settings {
+			if k := settingKey(r.Setting); slices.Contains(kinds, r.Setting.Family()) && !seen[k] {
+				seen[k] = true
+				out = append(out, r)
+			}
 		}
 	}
 	return out, nil

@@ -95,7 +95,8 @@ func TestWidenings(t *testing.T) {
 	}
 }
 
-// --tuning-from takes only a summary of the same budget and targets.
+// --tuning-from takes only summaries of the same budget and targets, a
+// setting scored twice once.
 func TestPriorSettingsErrors(t *testing.T) {
 	dir := t.TempDir()
 	sum := experiment.Summary{Problem: "p", Budget: 1 << 10, Targets: targets, F0: 1,
@@ -121,7 +122,11 @@ func TestPriorSettingsErrors(t *testing.T) {
 	if err != nil || len(rows) != 1 || math.IsInf(orInf(rows[0].Score), 0) {
 		t.Errorf("same budget: %v, %v", rows, err)
 	}
-	if _, err := priorSettings(filepath.Join(dir, "none.json"), 1<<10, targets, fams); err == nil || !strings.Contains(err.Error(), "--tuning-from") {
+	// Two files: the setting both scored is taken once, from the first.
+	if rows, err := priorSettings(path+","+path, 1<<10, targets, fams); err != nil || len(rows) != 1 {
+		t.Errorf("the same file twice: %d rows, %v; want the one setting", len(rows), err)
+	}
+	if _, err := priorSettings(path+","+filepath.Join(dir, "none.json"), 1<<10, targets, fams); err == nil || !strings.Contains(err.Error(), "--tuning-from") {
 		t.Errorf("missing file: error %v", err)
 	}
 }

@@ -302,6 +302,17 @@ func (s *session) score(trs []Trace, m Method) float64 {
 // settings with the smallest median cost to each target by the
 // stays-below and the first-touch rules.
 func Tune(p *Problem, pr Protocol, candidates []Method) (*Tuning, error) {
+	return TuneReusing(p, pr, candidates, nil)
+}
+
+// TuneReusing is Tune where the candidates that prior already scores (the
+// tuning record of an earlier summary of the same problem, budget, targets
+// and tuning seeds) take those scores instead of running again: a grid
+// widened after a search runs only its new settings, and chooses exactly
+// as Tune over the whole grid would, since each setting's runs depend only
+// on it and the seeds. Not where F* is the lowest value reached: new runs
+// may lower it, and with it every earlier setting's gaps.
+func TuneReusing(p *Problem, pr Protocol, candidates []Method, prior []Scored) (*Tuning, error) {
 	s, err := newSession(p, pr)
 	if err != nil {
 		return nil, err
@@ -310,31 +321,62 @@ func Tune(p *Problem, pr Protocol, candidates []Method) (*Tuning, error) {
 		return nil, fmt.Errorf("problem %s: no settings to tune", p.Name)
 	}
 	pr = s.pr
+	ns, nt := len(pr.TuningSeeds), len(pr.Targets)
+	known := map[string]Scored{}
+	for _, r := range prior {
+		if len(r.StaysBelow) != nt || len(r.FirstTouch) != nt {
+			return nil, fmt.Errorf("problem %s: the earlier score of %s has %d and %d costs, not one per target (%d): reuse a tuning of the same targets",
+				p.Name, r.Setting, len(r.StaysBelow), len(r.FirstTouch), nt)
+		}
+		known[key(r.Setting)] = r
+	}
 	var jobs []job
+	reused := 0
 	for _, m := range candidates {
+		if _, ok := known[key(m)]; ok {
+			reused++
+			continue
+		}
 		for _, seed := range pr.TuningSeeds {
 			jobs = append(jobs, job{m, seed})
 		}
+	}
+	if reused > 0 && p.Error == nil && p.FStar.Reached {
+		return nil, fmt.Errorf("problem %s: F* is the lowest value any run reaches, which new settings may lower, and with it the gaps of the %d earlier scores: tune every setting again", p.Name, reused)
 	}
 	trs, err := s.run(jobs)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tuning{About: fmt.Sprintf("%d settings x seeds %v; criterion: %s; per target the smallest median cost by each rule",
-		len(candidates), pr.TuningSeeds, pr.Criterion), fStar: s.g.fStar}
-	ns, nt := len(pr.TuningSeeds), len(pr.Targets)
+	about := fmt.Sprintf("%d settings x seeds %v", len(candidates), pr.TuningSeeds)
+	if reused > 0 {
+		about += fmt.Sprintf(" (%d scored by an earlier tuning on the same seeds, taken from it)", reused)
+	}
+	t := &Tuning{About: fmt.Sprintf("%s; criterion: %s; per target the smallest median cost by each rule",
+		about, pr.Criterion), fStar: s.g.fStar}
 	scores := make([]float64, len(candidates))
 	var stays, first [][]float64 // [candidate][target]: median cost by each rule
 	var families []Family
+	ran := 0
 	for ci, m := range candidates {
-		runs := trs[ci*ns : (ci+1)*ns]
-		scores[ci] = s.score(runs, m)
-		row := Scored{Setting: m, Score: finitePtr(scores[ci])}
+		row, ok := known[key(m)]
 		st, fi := make([]float64, nt), make([]float64, nt)
-		for i := range pr.Targets {
-			st[i], fi[i] = Median(s.passages(runs, m, i, true)), Median(s.passages(runs, m, i, false))
-			row.StaysBelow = append(row.StaysBelow, finitePtr(st[i]))
-			row.FirstTouch = append(row.FirstTouch, finitePtr(fi[i]))
+		if ok {
+			// A missing (null) value is an infinite one, as finitePtr wrote it.
+			scores[ci] = orInf(row.Score)
+			for i := range nt {
+				st[i], fi[i] = orInf(row.StaysBelow[i]), orInf(row.FirstTouch[i])
+			}
+		} else {
+			runs := trs[ran*ns : (ran+1)*ns]
+			ran++
+			scores[ci] = s.score(runs, m)
+			row = Scored{Setting: m, Score: finitePtr(scores[ci])}
+			for i := range pr.Targets {
+				st[i], fi[i] = Median(s.passages(runs, m, i, true)), Median(s.passages(runs, m, i, false))
+				row.StaysBelow = append(row.StaysBelow, finitePtr(st[i]))
+				row.FirstTouch = append(row.FirstTouch, finitePtr(fi[i]))
+			}
 		}
 		stays, first = append(stays, st), append(first, fi)
 		t.Settings = append(t.Settings, row)
@@ -442,6 +484,14 @@ func edges(candidates []Method, choices []Choice) []string {
 		}
 	}
 	return out
+}
+
+// orInf is *x, or +Inf for nil.
+func orInf(x *float64) float64 {
+	if x == nil {
+		return math.Inf(1)
+	}
+	return *x
 }
 
 // key identifies a setting (Methods hold slices, so they are not

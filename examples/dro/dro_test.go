@@ -450,6 +450,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--gap", "0.01"}, "only --method auto plans for a gap"},
 		{[]string{"--method", "auto", "--gap", "2"}, "--gap 2"},
 		{[]string{"--method", "auto", "--methods", "L-SGD"}, "drop --methods"},
+		{[]string{"--tuned", "a.jsonl", "--tuning-from", "b.jsonl"}, "drop it with --tuned"},
 	} {
 		var out, errOut strings.Builder
 		err := mainErr(c.args, &out, &errOut)

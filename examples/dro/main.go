@@ -10,6 +10,7 @@
 //	go run ./examples/dro --full --tuned results/dro/summary.jsonl --json   # the reported trials again, without tuning
 //	go run ./examples/dro --dataset mpg --method auto --gap 0.001 --json   # the auto method instead of the grid
 //	go run ./examples/dro --grid-levels 3..10 --grid-steps 0.01,0.001 [...] # tune only that region of the grid
+//	go run ./examples/dro --dataset mpg --tuning-from results/dro/summary.jsonl --json   # run only the settings the file has not scored
 //
 // The convex sets (housing, mg, mpg; a linear predictor) are scored by the
 // closed form of the objective, and their optimum F* comes from Newton's
@@ -88,6 +89,10 @@ type options struct {
 	// step among gridSteps: a cheaper search around known choices.
 	gridLevels []int
 	gridSteps  []float64
+	// tuningFrom is a --json output whose tuning record of the data set
+	// scores settings that are then not run again (a widened grid runs
+	// only its new settings).
+	tuningFrom string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -109,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	methodName := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap")
 	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	gridLevels := fs.String("grid-levels", "", "LO..HI: tune only the settings with top level L in LO..HI (methods that have one), e.g. 3..9")
+	fs.StringVar(&o.tuningFrom, "tuning-from", "", "take the scores of the settings that this --json output file's tuning record holds for the data set (same budget, targets and seeds), and run only the settings it lacks; not for bike and gas, whose F* is the lowest value reached")
 	gridSteps := fs.String("grid-steps", "", "comma-separated steps: tune only the settings with one of these steps, e.g. 0.01,0.001")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -118,6 +124,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if (o.gridLevels != nil || o.gridSteps != nil) && (o.tuned != "" || *methodName != "") {
 		return o, errors.New("--grid-levels and --grid-steps restrict the tuning grid: drop them with --tuned or --method auto, which tune nothing")
+	}
+	if o.tuningFrom != "" && (o.tuned != "" || *methodName != "") {
+		return o, errors.New("--tuning-from reuses an earlier grid search's scores: drop it with --tuned or --method auto, which tune nothing")
 	}
 	switch *methodName {
 	case "":
@@ -257,8 +266,15 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	tuning := fmt.Sprintf("tuning %d settings x %d seeds", len(cands), len(tuningSeeds))
-	if o.tuned != "" {
+	var prior []experiment.Scored
+	switch {
+	case o.tuned != "":
 		tuning = "settings from " + o.tuned
+	case o.tuningFrom != "":
+		if prior, err = t.priorScores(o.tuningFrom); err != nil {
+			return err
+		}
+		tuning += fmt.Sprintf(" (those of the %d scored in %s taken from it)", len(prior), o.tuningFrom)
 	}
 	fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %s; budget %d samples; %s\n",
 		t.ds.Name, t.ds.About, t.model.name(), t.f0, fStar, t.budget, tuning)
@@ -266,7 +282,7 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	if o.tuned != "" {
 		tn, err = tuningFromFile(o.tuned, t.ds.Name, o.kinds)
 	} else {
-		tn, err = experiment.Tune(p, pr, cands)
+		tn, err = experiment.TuneReusing(p, pr, cands, prior)
 	}
 	if err != nil {
 		return err
@@ -322,6 +338,31 @@ func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
 		experiment.WriteMarkdown(stdout, []experiment.Summary{res.Summary})
 	}
 	return nil
+}
+
+// priorScores is the tuning record of the data set in an earlier --json
+// output (--tuning-from), which must have this run's budget, targets and
+// F*: the same problem, tuned on the same seeds.
+func (t *task) priorScores(path string) ([]experiment.Scored, error) {
+	sums, err := experiment.ReadSummaries(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tuning-from: %w", err)
+	}
+	for _, s := range sums {
+		if s.Problem != t.ds.Name {
+			continue
+		}
+		switch {
+		case s.Budget != t.budget || !slices.Equal(s.Targets, gaps):
+			return nil, fmt.Errorf("--tuning-from %s: data set %s was tuned at budget %d for targets %v, this run is at %d for %v: give its --budget", path, t.ds.Name, s.Budget, s.Targets, t.budget, gaps)
+		case s.FStarReached || s.FStar != t.fStar:
+			return nil, fmt.Errorf("--tuning-from %s: data set %s has F* = %g there (reached: %v), %g here: its scores are gaps to another optimum; tune without --tuning-from", path, t.ds.Name, s.FStar, s.FStarReached, t.fStar)
+		case s.Tuning == nil || len(s.Tuning.Settings) == 0:
+			return nil, fmt.Errorf("--tuning-from %s: data set %s has no scored settings (a run with --tuned or --method auto): give a grid search's output", path, t.ds.Name)
+		}
+		return s.Tuning.Settings, nil
+	}
+	return nil, fmt.Errorf("--tuning-from %s has no data set %s", path, t.ds.Name)
 }
 
 // loadData loads a data set, naming the folder and the fix when a file is

@@ -36,8 +36,8 @@ const (
 // chosen value at its edge (steps 0.3, 5e-5 and 1e-5; levels 11 and 12);
 // VRFresh is the VR methods' grid of D1, the draws averaged into the fresh
 // estimate every Q_E = 10 iterations: {1, 10} put every VR method's choice
-// at 10, its largest, on every data set, so it runs to 100, where several
-// choices still sit (the harness lists them; 300 and 1000 are untried).
+// at 10, its largest, on every data set, so it runs to 100, and to 300
+// and 1000 (widenings) for the methods whose choice still sat at 100.
 var (
 	Steps   = []float64{0.3, 1e-1, 1e-2, 1e-3, 5e-4, 1e-4, 5e-5, 1e-5}
 	Levels  = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
@@ -76,32 +76,70 @@ func droGrid() experiment.Grid {
 // widenings extend one data set's grid for one method, at one budget (0:
 // any), where the grid above still put a chosen value at its edge
 // (housing: RR-MLMC's step 1e-5 and VR RT-MLMC's L = 12; at 2 x 10^6
-// samples RT-MLMC's step 1e-5). The inner samples are generated, not rows
-// of the data, so any level up to oracleMaxLevel can be drawn.
+// samples RT-MLMC's step 1e-5; D1 = 100 for the VR methods listed). The
+// inner samples are generated, not rows of the data, so any level up to
+// oracleMaxLevel can be drawn.
 var widenings = []struct {
 	dataset string
 	budget  int64
 	kind    mlmc.Kind
 	levels  []int     // added top levels, with every step of Steps
 	steps   []float64 // added steps, with every level
+	d1      []int     // added D1 (VR), with every level and step
 }{
-	{"housing", 0, mlmc.Kind{Method: mlmc.RRMLMC}, nil, []float64{3e-6, 1e-6}},
-	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, []int{13, 14}, nil},
-	{"housing", 2_000_000, mlmc.Kind{Method: mlmc.RTMLMC}, nil, []float64{3e-6, 1e-6}},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RRMLMC}, nil, []float64{3e-6, 1e-6}, nil},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, []int{13, 14}, nil, nil},
+	{"housing", 2_000_000, mlmc.Kind{Method: mlmc.RTMLMC}, nil, []float64{3e-6, 1e-6}, nil},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widerD1},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, widerD1},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widestD1},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widestD1},
+	{"mg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, widerD1},
+	{"mg", 0, mlmc.Kind{Method: mlmc.VMLMC, VR: true}, nil, nil, widerD1},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widerD1},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widerD1},
 }
 
+// widerD1 is D1 beyond VRFresh, for the VR methods whose choice sat at its
+// largest, 100; widestD1 goes on where a choice then sat at 1000.
+var (
+	widerD1  = []int{300, 1000}
+	widestD1 = []int{300, 1000, 3000, 10000}
+)
+
 // widened is the settings that widenings add to grid(ks) on data set name
-// at the budget.
+// at the budget: per method, every setting of the grid with the added
+// levels, steps and D1 of all its widenings together (so an added level
+// meets an added D1) that grid lacks.
 func widened(name string, budget int64, ks []mlmc.Kind) []experiment.Method {
-	var out []experiment.Method
+	type axes struct {
+		levels []int
+		steps  []float64
+		d1     []int
+	}
+	var order []mlmc.Kind
+	added := map[mlmc.Kind]*axes{}
 	for _, w := range widenings {
 		if w.dataset != name || w.budget != 0 && w.budget != budget || !slices.Contains(ks, w.kind) {
 			continue
 		}
+		a, ok := added[w.kind]
+		if !ok {
+			a = &axes{slices.Clone(Levels), slices.Clone(Steps), slices.Clone(VRFresh)}
+			added[w.kind] = a
+			order = append(order, w.kind)
+		}
+		a.levels, a.steps, a.d1 = append(a.levels, w.levels...), append(a.steps, w.steps...), append(a.d1, w.d1...)
+	}
+	var out []experiment.Method
+	for _, k := range order {
 		g := droGrid()
-		g.Levels, g.Steps = append(slices.Clone(Levels), w.levels...), append(slices.Clone(Steps), w.steps...)
-		for _, m := range g.Methods([]mlmc.Kind{w.kind}) {
-			if !slices.Contains(Levels, m.Config.MaxLevel) || !slices.Contains(Steps, m.Step) {
+		g.Levels, g.Steps, g.D1 = added[k].levels, added[k].steps, added[k].d1
+		for _, m := range g.Methods([]mlmc.Kind{k}) {
+			if !slices.Contains(Levels, m.Config.MaxLevel) || !slices.Contains(Steps, m.Step) || k.VR && !slices.Contains(VRFresh, m.Config.D1) {
 				out = append(out, m)
 			}
 		}

@@ -85,40 +85,56 @@ var widenings = []struct {
 	kind    mlmc.Kind
 	levels  []int     // added top levels, with every step of Steps
 	steps   []float64 // added steps, with every level
-	d1      []int     // added D1 (VR), with every level and step
+	d1      []int     // added D1 (VR), with every step and level
+	// d1Levels, when set, are the only levels at which d1 is added: a
+	// fresh estimate costs D1 x 2^L samples or more, so large D1 at a high
+	// L spends the run's budget, and far more compute, on one estimate.
+	d1Levels []int
 }{
-	{"housing", 0, mlmc.Kind{Method: mlmc.RRMLMC}, nil, []float64{3e-6, 1e-6}, nil},
-	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, []int{13, 14}, nil, nil},
-	{"housing", 2_000_000, mlmc.Kind{Method: mlmc.RTMLMC}, nil, []float64{3e-6, 1e-6}, nil},
-	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1},
-	{"housing", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widerD1},
-	{"mpg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, widerD1},
-	{"mpg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1},
-	{"mpg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widestD1},
-	{"mpg", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widestD1},
-	{"mg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, widerD1},
-	{"mg", 0, mlmc.Kind{Method: mlmc.VMLMC, VR: true}, nil, nil, widerD1},
-	{"mg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1},
-	{"mg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widerD1},
-	{"mg", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widerD1},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RRMLMC}, nil, []float64{3e-6, 1e-6}, nil, nil},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, []int{13, 14}, nil, nil, nil},
+	{"housing", 2_000_000, mlmc.Kind{Method: mlmc.RTMLMC}, nil, []float64{3e-6, 1e-6}, nil, nil},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, widerD1, nil},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widestD1, nil},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widestD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, widerD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.VMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widerD1, nil},
+	// mg: four choices then sat at D1 1000, all at L = 0, as is every
+	// choice of every method on mg; VR L-SGD's and VR V-MLMC's draws cost
+	// 2^L and more, RT-MLMC's a bounded mean at every L.
+	{"mg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, []int{3000, 10000}, lowLevels},
+	{"mg", 0, mlmc.Kind{Method: mlmc.VMLMC, VR: true}, nil, nil, []int{3000, 10000}, lowLevels},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, []int{3000, 10000}, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, []int{3000, 10000}, nil},
 }
 
 // widerD1 is D1 beyond VRFresh, for the VR methods whose choice sat at its
 // largest, 100; widestD1 goes on where a choice then sat at 1000.
+// lowLevels are the levels at which mg's largest D1 are tried.
 var (
-	widerD1  = []int{300, 1000}
-	widestD1 = []int{300, 1000, 3000, 10000}
+	widerD1   = []int{300, 1000}
+	widestD1  = []int{300, 1000, 3000, 10000}
+	lowLevels = []int{0, 1, 2}
 )
 
 // widened is the settings that widenings add to grid(ks) on data set name
 // at the budget: per method, every setting of the grid with the added
 // levels, steps and D1 of all its widenings together (so an added level
-// meets an added D1) that grid lacks.
+// meets an added D1) that grid lacks, less an added D1 at a level its
+// widening leaves out (d1Levels).
 func widened(name string, budget int64, ks []mlmc.Kind) []experiment.Method {
 	type axes struct {
 		levels []int
 		steps  []float64
 		d1     []int
+		// d1Levels: the levels an added D1 is limited to.
+		d1Levels map[int][]int
 	}
 	var order []mlmc.Kind
 	added := map[mlmc.Kind]*axes{}
@@ -128,17 +144,25 @@ func widened(name string, budget int64, ks []mlmc.Kind) []experiment.Method {
 		}
 		a, ok := added[w.kind]
 		if !ok {
-			a = &axes{slices.Clone(Levels), slices.Clone(Steps), slices.Clone(VRFresh)}
+			a = &axes{slices.Clone(Levels), slices.Clone(Steps), slices.Clone(VRFresh), map[int][]int{}}
 			added[w.kind] = a
 			order = append(order, w.kind)
 		}
 		a.levels, a.steps, a.d1 = append(a.levels, w.levels...), append(a.steps, w.steps...), append(a.d1, w.d1...)
+		if w.d1Levels != nil {
+			for _, d1 := range w.d1 {
+				a.d1Levels[d1] = w.d1Levels
+			}
+		}
 	}
 	var out []experiment.Method
 	for _, k := range order {
 		g := droGrid()
 		g.Levels, g.Steps, g.D1 = added[k].levels, added[k].steps, added[k].d1
 		for _, m := range g.Methods([]mlmc.Kind{k}) {
+			if ls, ok := added[k].d1Levels[m.Config.D1]; ok && !k.Method.Unbounded() && !slices.Contains(ls, m.Config.MaxLevel) {
+				continue
+			}
 			if !slices.Contains(Levels, m.Config.MaxLevel) || !slices.Contains(Steps, m.Step) || k.VR && !slices.Contains(VRFresh, m.Config.D1) {
 				out = append(out, m)
 			}

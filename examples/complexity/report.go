@@ -50,8 +50,6 @@ type cellResult struct {
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-func pow(x, y float64) float64 { return math.Pow(x, y) }
-
 // summarize fits the cell's exponent and, where it misses the table's by
 // more than the tolerance, says what the points show: the exponent with
 // the theorems' logarithms divided out, the local slope over the largest

@@ -831,14 +831,6 @@ func lineFit(x, y []float64) (s, k, se float64) {
 	return s, k, se
 }
 
-func intLevels(x []float64) []int {
-	out := make([]int, len(x))
-	for i, v := range x {
-		out[i] = int(v)
-	}
-	return out
-}
-
 // MarshalJSON writes a diverged candidate's value as null.
 func (s StepScore) MarshalJSON() ([]byte, error) {
 	type plain StepScore

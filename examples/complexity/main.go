@@ -400,13 +400,9 @@ func writeJSONLines[T any](path string, rows []T) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w (choose another folder with --out)", path, err)
 	}
-	enc := json.NewEncoder(f)
-	enc.SetEscapeHTML(false) // the explanations say "c >= b"
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
+	if err := encodeLines(f, rows); err != nil {
+		f.Close()
+		return err
 	}
 	return f.Close()
 }

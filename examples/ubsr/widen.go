@@ -202,13 +202,9 @@ func tuneWidened(p *experiment.Problem, pr experiment.Protocol, prior []experime
 		todo = next
 	}
 	if carrier == nil {
-		// Nothing new to run: one tuning run of a known setting gives the
-		// harness's Tuning (its optimum gauge), whose fields are replaced.
-		t, err := experiment.Tune(p, pr, []experiment.Method{rows[0].Setting})
-		if err != nil {
-			return nil, err
-		}
-		carrier = t
+		// Nothing new was run: the choices come from the earlier scores
+		// alone, and SR* is known (not the lowest value reached).
+		carrier = experiment.TuningOf("", choices, math.Inf(1))
 	}
 	carrier.Settings, carrier.Choices = rows, choices
 	carrier.Edges = append(edgeNotes(rows, choices), stuck...)

@@ -465,11 +465,9 @@ func TestFlagErrors(t *testing.T) {
 // --tuned reruns the same trials.
 func TestExperimentSmall(t *testing.T) {
 	tk := toyTask(t, 3000)
-	savedL, savedS := Levels, Steps
-	Levels, Steps = []int{0, 2}, []float64{0.1, 1e-3}
-	defer func() { Levels, Steps = savedL, savedS }()
+	tk.grid.Levels, tk.grid.Steps = []int{0, 2}, []float64{0.1, 1e-3}
 	pr := tk.protocol(3)
-	tn, err := experiment.Tune(tk.problem(oracleMaxLevel), pr, grid(kinds))
+	tn, err := experiment.Tune(tk.problem(oracleMaxLevel), pr, tk.grid.Methods(kinds))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +588,7 @@ func toyTask(t *testing.T, budget int64) *task {
 		t.Fatal(err)
 	}
 	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex.objective(), exact: ex,
-		x0: make([]float64, 3), fStar: fStar, budget: budget, growth: 1.5}
+		x0: make([]float64, 3), fStar: fStar, budget: budget, growth: 1.5, grid: droGrid()}
 	tk.f0 = ex.value(tk.x0)
 	return tk
 }

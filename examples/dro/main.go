@@ -252,7 +252,7 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	if math.IsInf(t.fStar, 1) {
 		fStar = "the lowest value any run reaches"
 	}
-	cands, err := o.region(append(grid(o.kinds), widened(t.ds.Name, t.budget, o.kinds)...))
+	cands, err := o.region(append(t.grid.Methods(o.kinds), t.widened(o.kinds)...))
 	if err != nil {
 		return err
 	}

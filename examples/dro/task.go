@@ -65,12 +65,10 @@ func method(k mlmc.Kind, l int, step float64, d1 int) experiment.Method {
 	return droGrid().Method(k, l, step, 0, d1)
 }
 
-// grid is every setting of the estimators: L x step (x D1 for VR), without
-// L for RU and RR.
-func grid(ks []mlmc.Kind) []experiment.Method { return droGrid().Methods(ks) }
-
+// droGrid is the tuning grid a task starts with: every setting of the
+// estimators is L x step (x D1 for VR), without L for RU and RR.
 func droGrid() experiment.Grid {
-	return experiment.Grid{Levels: Levels, Steps: Steps, D1: VRFresh, B: 2}
+	return experiment.Grid{Levels: slices.Clone(Levels), Steps: slices.Clone(Steps), D1: slices.Clone(VRFresh), B: 2}
 }
 
 // widenings extend one data set's grid for one method, at one budget (0:
@@ -90,18 +88,18 @@ var widenings = []struct {
 	{"housing", 2_000_000, mlmc.Kind{Method: mlmc.RTMLMC}, nil, []float64{3e-6, 1e-6}},
 }
 
-// widened is the settings that widenings add to grid(ks) on data set name
-// at the budget.
-func widened(name string, budget int64, ks []mlmc.Kind) []experiment.Method {
+// widened is the settings that widenings add to the task's grid for the
+// estimators ks, on its data set at its budget.
+func (t *task) widened(ks []mlmc.Kind) []experiment.Method {
 	var out []experiment.Method
 	for _, w := range widenings {
-		if w.dataset != name || w.budget != 0 && w.budget != budget || !slices.Contains(ks, w.kind) {
+		if w.dataset != t.ds.Name || w.budget != 0 && w.budget != t.budget || !slices.Contains(ks, w.kind) {
 			continue
 		}
-		g := droGrid()
-		g.Levels, g.Steps = append(slices.Clone(Levels), w.levels...), append(slices.Clone(Steps), w.steps...)
+		g := t.grid
+		g.Levels, g.Steps = append(slices.Clone(t.grid.Levels), w.levels...), append(slices.Clone(t.grid.Steps), w.steps...)
 		for _, m := range g.Methods([]mlmc.Kind{w.kind}) {
-			if !slices.Contains(Levels, m.Config.MaxLevel) || !slices.Contains(Steps, m.Step) {
+			if !slices.Contains(t.grid.Levels, m.Config.MaxLevel) || !slices.Contains(t.grid.Steps, m.Step) {
 				out = append(out, m)
 			}
 		}
@@ -124,6 +122,8 @@ type task struct {
 	fStar  float64 // +Inf: the lowest value any run reaches
 	budget int64
 	growth float64
+	// grid is the tuning grid (droGrid), before the widenings.
+	grid experiment.Grid
 }
 
 // newTask loads a data set and sets up its problem.
@@ -132,7 +132,7 @@ func newTask(ds dataset, o options) (*task, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &task{ds: ds, data: data, budget: convexBudget, growth: convexGrowth}
+	t := &task{ds: ds, data: data, budget: convexBudget, growth: convexGrowth, grid: droGrid()}
 	if ds.Convex {
 		t.model = linear{data.Dim()}
 		t.exact = newExactLinear(data)

@@ -24,18 +24,19 @@ func TestWidened(t *testing.T) {
 		maxL    int
 	}{
 		{"housing", 400_000, []mlmc.Kind{rr}, 2, 1e-6, 0},
-		{"housing", 400_000, []mlmc.Kind{vrrt}, 2 * len(Steps) * len(VRFresh), 1e-5, 14},
+		{"housing", 400_000, []mlmc.Kind{vrrt}, 2 * len(droGrid().Steps) * len(droGrid().D1), 1e-5, 14},
 		{"housing", 400_000, []mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RTMLMC}}, 0, 0, 0},
-		{"housing", 2_000_000, []mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RTMLMC}}, 2 * len(Levels), 1e-6, 12},
+		{"housing", 2_000_000, []mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RTMLMC}}, 2 * len(droGrid().Levels), 1e-6, 12},
 		{"mpg", 400_000, []mlmc.Kind{rr, vrrt}, 0, 0, 0},
 	} {
-		got := widened(tc.name, tc.budget, tc.ks)
+		tk := &task{ds: dataset{Name: tc.name}, budget: tc.budget, grid: droGrid()}
+		got := tk.widened(tc.ks)
 		if len(got) != tc.want {
 			t.Errorf("%s %v: %d added settings, want %d", tc.name, tc.ks, len(got), tc.want)
 			continue
 		}
 		seen := map[string]bool{}
-		for _, m := range grid(tc.ks) {
+		for _, m := range tk.grid.Methods(tc.ks) {
 			seen[m.String()] = true
 		}
 		minStep, maxL := 1.0, 0
@@ -77,7 +78,7 @@ func TestRegion(t *testing.T) {
 		err := o.parseRegion(tc.levels, tc.steps)
 		var got []experiment.Method
 		if err == nil {
-			got, err = o.region(grid(o.kinds))
+			got, err = o.region(droGrid().Methods(o.kinds))
 		}
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {

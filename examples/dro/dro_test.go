@@ -467,7 +467,7 @@ func TestExperimentSmall(t *testing.T) {
 	tk := toyTask(t, 3000)
 	tk.grid.Levels, tk.grid.Steps = []int{0, 2}, []float64{0.1, 1e-3}
 	pr := tk.protocol(3)
-	tn, err := experiment.Tune(tk.problem(oracleMaxLevel), pr, tk.grid.Methods(kinds))
+	tn, err := experiment.Tune(tk.problem(oracleMaxLevel), pr, tk.grid.Methods(experiment.Kinds()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func TestExperimentSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := res.Summary
-	if len(s.Methods) != len(kinds) || len(s.PerTarget) != len(gaps) {
+	if len(s.Methods) != len(experiment.Kinds()) || len(s.PerTarget) != len(gaps) {
 		t.Fatalf("%d methods, %d gaps", len(s.Methods), len(s.PerTarget))
 	}
 	if m := s.Methods[0]; m.Name != "L-SGD" || m.StaysBelow[0].Median == nil || m.StaysBelow[0].Reached < 2 {
@@ -506,7 +506,7 @@ func TestExperimentSmall(t *testing.T) {
 	}
 	// --tuned reruns the trials with the same settings and seeds: the same
 	// results.
-	tn2, err := tuningFromFile(path, "toy", kinds)
+	tn2, err := tuningFromFile(path, "toy", experiment.Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,36 +151,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if _, err := findDataset(o.dataset); err != nil {
 		return o, err
 	}
-	o.kinds = kinds
-	if *methodList != "" {
-		o.kinds = nil
-		for _, name := range strings.Split(*methodList, ",") {
-			k, ok := kindByName(strings.TrimSpace(name))
-			if !ok {
-				var all []string
-				for _, k := range kinds {
-					all = append(all, experiment.Family{Kind: k}.Name())
-				}
-				return o, fmt.Errorf("--methods: unknown method %q: use some of %s", name, strings.Join(all, ","))
-			}
-			o.kinds = append(o.kinds, k)
-		}
+	var err error
+	if o.kinds, err = experiment.ParseKinds(*methodList); err != nil {
+		return o, fmt.Errorf("--methods: %w", err)
 	}
 	return o, nil
-}
-
-// kindByName reads a method named as the tables name it ("VR RT-MLMC") or
-// as package mlmc does ("vr-rtmlmc").
-func kindByName(name string) (mlmc.Kind, bool) {
-	if k, err := mlmc.ParseKind(name); err == nil {
-		return k, true
-	}
-	for _, k := range kinds {
-		if strings.EqualFold(experiment.Family{Kind: k}.Name(), name) {
-			return k, true
-		}
-	}
-	return mlmc.Kind{}, false
 }
 
 // defaultDataDir is $SIMCLR_DRO_DATA, else data-cache/dro.

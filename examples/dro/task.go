@@ -52,10 +52,6 @@ var tuningSeeds = []uint64{1001, 1002, 1003}
 // samples are counted.
 var gaps = []float64{0.01, 0.003, 0.001}
 
-// kinds are the estimators compared, in the tables' order: every method
-// of mlmc's table (the paper's five), then their VR versions.
-var kinds = experiment.Kinds()
-
 // method is the estimator k with top level l, step and D1 (VR) as
 // docs/definitions.md, section 9 configures it: levels from 0; V-MLMC with
 // n_l = 2^(L-l) (b = c = 1, the default N = 2^L); RT, RU and RR with the

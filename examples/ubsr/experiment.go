@@ -45,10 +45,6 @@ var longGrid = experiment.Grid{
 	D1:     []int{10},
 }
 
-// families are the estimators, in the order of the tables: every method of
-// mlmc's table (the paper's five), then their VR versions.
-var families = experiment.Kinds()
-
 // problem is the instance as the harness runs it: a trial's oracle, the
 // projection onto the budget plane, and the relative gap of SR.
 func (in *instance) problem() *experiment.Problem {

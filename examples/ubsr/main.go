@@ -54,7 +54,9 @@ type settings struct {
 	Trials  int
 	Workers int
 	Grid    string
+	// Methods is --methods, Kinds the estimators it names.
 	Methods string
+	Kinds   []mlmc.Kind
 	Out     string
 	// FirstTouch also reports each family's best setting per target by
 	// the first-touch rule.
@@ -93,7 +95,7 @@ func parse(args []string) (settings, error) {
 	fs.IntVar(&s.Trials, "trials", 10, "reported trials per chosen setting")
 	fs.IntVar(&s.Workers, "workers", 2, "runs at a time")
 	fs.StringVar(&s.Grid, "grid", "paper", "tuning grid: paper (L = 0..10, steps 4..0.25, two schedules, D1 = 1, 10) small (L = 6, 8, 10, steps 2, 1, 0.5 decaying with t0 = 300, D1 = 10) or long (L = 10..13, steps 2, 1, 0.5 decaying with t0 = 10, D1 = 10: for budgets that reach gaps below 0.1%)")
-	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...)")
+	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...) or table names (L-SGD, VR RT-MLMC, ...)")
 	fs.BoolVar(&s.FirstTouch, "first-touch", false, "also report each family's best setting per target by the first-touch rule (more reported runs)")
 	fs.StringVar(&s.LevelsFrom, "levels-from", "", "with --run, take the rates a, b, c, v from this --levels JSON file instead of measuring them again")
 	fs.BoolVar(&s.Refit, "refit", false, "with --run and --levels-from: refit the exponents and rewrite --json from the summary files under --out, without running")
@@ -173,8 +175,9 @@ func parse(args []string) (settings, error) {
 	if (s.Run || s.Auto) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
 	}
-	if _, err := kindsOf(s.Methods); err != nil {
-		return s, err
+	var err error
+	if s.Kinds, err = experiment.ParseKinds(s.Methods); err != nil {
+		return s, fmt.Errorf("--methods: %w", err)
 	}
 	if s.Loss != "all" && lossIndex(s.Loss) < 0 {
 		return s, fmt.Errorf("--loss %q: use entropic, quadratic-hinge, expectile or all", s.Loss)
@@ -232,13 +235,12 @@ func run(args []string, w io.Writer) error {
 	for _, in := range ins {
 		in.print(w)
 		if s.Run {
-			kinds, _ := kindsOf(s.Methods)
 			g := map[string]experiment.Grid{"paper": paperGrid, "small": smallGrid, "long": longGrid}[s.Grid]
 			var o *outcome
 			if s.Refit {
 				o, err = refit(in, s, w)
 			} else {
-				o, err = runExperiment(in, s, g, kinds, w)
+				o, err = runExperiment(in, s, g, s.Kinds, w)
 			}
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", in.Name, in.Loss.Name, err)
@@ -290,20 +292,4 @@ func (in *instance) print(w io.Writer) {
 		fmt.Fprintf(w, " ± %.2g", in.SRStarSE)
 	}
 	fmt.Fprintf(w, ", SR(x0) - SR* = %.6g (%s)\n", in.SR0-in.SRStar, in.Reference)
-}
-
-// kindsOf reads --methods.
-func kindsOf(list string) ([]mlmc.Kind, error) {
-	if list == "all" {
-		return families, nil
-	}
-	var out []mlmc.Kind
-	for _, n := range strings.Split(list, ",") {
-		k, err := mlmc.ParseKind(n)
-		if err != nil {
-			return nil, fmt.Errorf("--methods: %w", err)
-		}
-		out = append(out, k)
-	}
-	return out, nil
 }

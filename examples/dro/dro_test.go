@@ -529,7 +529,7 @@ func TestExperimentSmall(t *testing.T) {
 func TestAutoSmall(t *testing.T) {
 	tk := toyTask(t, 200_000)
 	var out strings.Builder
-	o := options{trials: 3, jsonOut: true, auto: true, autoGaps: []float64{0.01}}
+	o := options{trials: 3, jsonOut: true, autoGaps: []float64{0.01}}
 	if err := tk.autoExperiment(o, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -77,9 +78,9 @@ type settings struct {
 	// TuningSeeds is how many tuning seeds (1001, 1002, ...) score a
 	// setting.
 	TuningSeeds int
-	// Auto runs the auto method (package experiment/autoplan) instead of
-	// the grid, planned for each of AutoGaps in turn.
-	Auto     bool
+	// AutoGaps, when set, run the auto method (package
+	// experiment/autoplan) instead of the grid, planned for each gap in
+	// turn.
 	AutoGaps []float64
 }
 
@@ -104,33 +105,21 @@ func parse(args []string) (settings, error) {
 	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
 	fs.IntVar(&s.TuningSeeds, "tuning-seeds", 3, "with --run: how many tuning seeds (1001, 1002, ...) score each setting")
 	targetList := fs.String("targets", "", "with --run: the relative gaps to count samples at, decreasing and comma-separated, the headline 0.01, 0.003, 0.001 among them (default 0.1,0.03,0.01,0.003,0.001)")
-	method := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines")
-	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
+	auto := autoplan.AddFlags(fs, "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines",
+		"with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	if err := fs.Parse(args); err != nil {
 		return s, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	switch *method {
-	case "":
-		if *gap != 0 {
-			return s, fmt.Errorf("--gap %g: only --method auto plans for a gap; the grid reports every gap", *gap)
+	var err error
+	if s.AutoGaps, err = auto.Gaps(headline); err != nil {
+		return s, err
+	}
+	for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen", "targets", "tuning-seeds"} {
+		if s.AutoGaps != nil && set[f] {
+			return s, fmt.Errorf("--method auto chooses its own estimator and settings and runs the trials: drop --%s", f)
 		}
-	case "auto":
-		s.Auto, s.AutoGaps = true, headline
-		if *gap != 0 {
-			if !(*gap > 0 && *gap < 1) {
-				return s, fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.001", *gap)
-			}
-			s.AutoGaps = []float64{*gap}
-		}
-		for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen", "targets", "tuning-seeds"} {
-			if set[f] {
-				return s, fmt.Errorf("--method auto chooses its own estimator and settings and runs the trials: drop --%s", f)
-			}
-		}
-	default:
-		return s, fmt.Errorf("--method %q: the only method is auto (the grid's methods are chosen with --methods)", *method)
 	}
 	if fs.NArg() > 0 {
 		return s, fmt.Errorf("unexpected argument %q: every setting is a flag (see --help)", fs.Arg(0))
@@ -172,10 +161,9 @@ func parse(args []string) (settings, error) {
 	if s.Widen < 0 {
 		return s, fmt.Errorf("--widen %d: give a number of rounds, 0 or more", s.Widen)
 	}
-	if (s.Run || s.Auto) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
+	if (s.Run || s.AutoGaps != nil) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
 	}
-	var err error
 	if s.Kinds, err = experiment.ParseKinds(s.Methods); err != nil {
 		return s, fmt.Errorf("--methods: %w", err)
 	}
@@ -228,7 +216,7 @@ func run(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if s.Auto {
+	if s.AutoGaps != nil {
 		return runAuto(ins, s, w)
 	}
 	var reports []any

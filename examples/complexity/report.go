@@ -248,7 +248,7 @@ func markdownTable(cells []cellResult) string {
 		return slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.obj && r.VR == k.vr })
 	}
 	estIndex := func(k key) int {
-		return slices.IndexFunc(methods, func(m mlmc.Method) bool { return estimatorLabels[m] == k.est })
+		return slices.IndexFunc(methods, func(m mlmc.Method) bool { return m.DisplayName() == k.est })
 	}
 	slices.SortStableFunc(keys, func(x, y key) int {
 		return cmp.Or(cmp.Compare(rowIndex(x), rowIndex(y)), cmp.Compare(regimeOrder[x.a], regimeOrder[y.a]), cmp.Compare(estIndex(x), estIndex(y)))

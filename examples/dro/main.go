@@ -158,12 +158,7 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.mdFrom != "" {
-		sums, err := experiment.ReadSummaries(o.mdFrom)
-		if err != nil {
-			return err
-		}
-		experiment.WriteMarkdown(stdout, sums)
-		return nil
+		return experiment.WriteMarkdownOf(stdout, o.mdFrom)
 	}
 	names := []string{o.dataset}
 	if o.full {
@@ -241,13 +236,7 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 			return err
 		}
 		path := filepath.Join(o.pngDir, "dro-"+t.ds.Name+".png")
-		panels := res.Panels([]string{t.ds.Name + ": plain", t.ds.Name + ": variance reduced (VR)"},
-			func(c experiment.Curve) int {
-				if c.Family.Kind.VR {
-					return 1
-				}
-				return 0
-			})
+		panels := res.Panels([]string{t.ds.Name + ": plain", t.ds.Name + ": variance reduced (VR)"}, experiment.ByVR)
 		if err := experiment.WritePNG(path, panels); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}

@@ -259,12 +259,7 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.markdown != "" {
-		sums, err := experiment.ReadSummaries(o.markdown)
-		if err != nil {
-			return err
-		}
-		experiment.WriteMarkdown(stdout, sums)
-		return nil
+		return experiment.WriteMarkdownOf(stdout, o.markdown)
 	}
 	if o.tune {
 		return tuneMethods(o.kind, o.workers, stdout)

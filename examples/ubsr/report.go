@@ -272,13 +272,7 @@ func (o *outcome) write(dir string) error {
 	if err := md.Close(); err != nil {
 		return err
 	}
-	panels := o.res.Panels([]string{o.in.Name + " " + o.in.Loss.Name + ": plain", o.in.Name + " " + o.in.Loss.Name + ": VR"},
-		func(c experiment.Curve) int {
-			if c.Family.Kind.VR {
-				return 1
-			}
-			return 0
-		})
+	panels := o.res.Panels([]string{o.in.Name + " " + o.in.Loss.Name + ": plain", o.in.Name + " " + o.in.Loss.Name + ": VR"}, experiment.ByVR)
 	return experiment.WritePNG(base+".png", panels)
 }
 

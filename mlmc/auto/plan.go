@@ -444,7 +444,7 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 			}
 		}
 		if len(ls) >= 2 {
-			sl, _, se := lineFit(ls, ys)
+			sl, _, se := mlmc.LineFit(ls, ys)
 			p.B = Rate{-sl, se}
 			bRate = -sl
 		}
@@ -809,35 +809,6 @@ func lawSource(lev []level) string {
 // roundingShare is the size relative to h^(l_min) below which H^l counts
 // as zero: a difference of float64 gradients cancelled to rounding.
 const roundingShare = 1e-10
-
-// lineFit fits y = k + s x by least squares and gives the slope's standard
-// error from the residuals (NaN with two points).
-func lineFit(x, y []float64) (s, k, se float64) {
-	n := float64(len(x))
-	var mx, my float64
-	for i := range x {
-		mx += x[i]
-		my += y[i]
-	}
-	mx, my = mx/n, my/n
-	var sxx, sxy float64
-	for i := range x {
-		sxx += (x[i] - mx) * (x[i] - mx)
-		sxy += (x[i] - mx) * (y[i] - my)
-	}
-	s = sxy / sxx
-	k = my - s*mx
-	se = math.NaN()
-	if len(x) > 2 {
-		rss := 0.0
-		for i := range x {
-			d := y[i] - k - s*x[i]
-			rss += d * d
-		}
-		se = math.Sqrt(rss / (n - 2) / sxx)
-	}
-	return s, k, se
-}
 
 // MarshalJSON writes a diverged candidate's value as null.
 func (s StepScore) MarshalJSON() ([]byte, error) {

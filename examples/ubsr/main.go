@@ -78,9 +78,9 @@ type settings struct {
 	// TuningSeeds is how many tuning seeds (1001, 1002, ...) score a
 	// setting.
 	TuningSeeds int
-	// AutoGaps, when set, run the auto method (package
-	// experiment/autoplan) instead of the grid, planned for each gap in
-	// turn.
+	// Auto runs the auto method (package experiment/autoplan) instead of
+	// the grid, planned for each of AutoGaps in turn.
+	Auto     bool
 	AutoGaps []float64
 }
 
@@ -116,8 +116,9 @@ func parse(args []string) (settings, error) {
 	if s.AutoGaps, err = auto.Gaps(headline); err != nil {
 		return s, err
 	}
+	s.Auto = s.AutoGaps != nil
 	for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen", "targets", "tuning-seeds"} {
-		if s.AutoGaps != nil && set[f] {
+		if s.Auto && set[f] {
 			return s, fmt.Errorf("--method auto chooses its own estimator and settings and runs the trials: drop --%s", f)
 		}
 	}
@@ -161,7 +162,7 @@ func parse(args []string) (settings, error) {
 	if s.Widen < 0 {
 		return s, fmt.Errorf("--widen %d: give a number of rounds, 0 or more", s.Widen)
 	}
-	if (s.Run || s.AutoGaps != nil) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
+	if (s.Run || s.Auto) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
 	}
 	if s.Kinds, err = experiment.ParseKinds(s.Methods); err != nil {
@@ -216,7 +217,7 @@ func run(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if s.AutoGaps != nil {
+	if s.Auto {
 		return runAuto(ins, s, w)
 	}
 	var reports []any

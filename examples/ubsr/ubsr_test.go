@@ -63,12 +63,12 @@ func TestParseAuto(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
-		if !slices.Equal(s.AutoGaps, c.want) {
-			t.Errorf("%v: auto for gaps %v, want gaps %v", c.args, s.AutoGaps, c.want)
+		if !s.Auto || !slices.Equal(s.AutoGaps, c.want) {
+			t.Errorf("%v: auto %v for gaps %v, want gaps %v", c.args, s.Auto, s.AutoGaps, c.want)
 		}
 	}
-	if s, err := parse(nil); err != nil || s.AutoGaps != nil {
-		t.Errorf("no flags: auto for gaps %v, error %v; want the grid", s.AutoGaps, err)
+	if s, err := parse(nil); err != nil || s.Auto {
+		t.Errorf("no flags: auto %v, error %v; want the grid", s.Auto, err)
 	}
 }
 

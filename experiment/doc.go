@@ -38,6 +38,11 @@
 // WriteMarkdown, WritePNG and MeasureLevels (the per-level diagnostic of
 // package mlmc at a point) report them.
 //
+// Choose is Tune's choice rule over scored settings, and AtEdges its walk
+// over the chosen settings at an edge of an Axis, for a search that scores
+// settings in rounds (examples/ubsr widens its grid so). ParseKinds reads
+// a --methods list of estimators.
+//
 // The auto method. A Method whose Auto is set is decided by a Planner
 // rather than a grid:
 //

@@ -325,8 +325,8 @@ func TestMethodJSONRoundTrip(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		if key(back) != key(m) || back.Name() != m.Name() {
-			t.Errorf("%s: round trip gives %s (%s)", b, key(back), back.Name())
+		if back.Key() != m.Key() || back.Name() != m.Name() {
+			t.Errorf("%s: round trip gives %s (%s)", b, back.Key(), back.Name())
 		}
 	}
 	if n := (Method{Kind: mlmc.Kind{Method: mlmc.RTMLMC, VR: true}}).Name(); n != "VR RT-MLMC" {
@@ -480,7 +480,11 @@ func TestEdges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Choice{Family: tc.chosen.Family(), Name: "L-SGD", Best: tc.chosen}
-			got := edges(tc.tried, []Choice{c})
+			var rows []Scored
+			for _, m := range tc.tried {
+				rows = append(rows, Scored{Setting: m})
+			}
+			got := edges(rows, []Choice{c})
 			if len(got) != len(tc.want) {
 				t.Fatalf("edges %q, want %d naming %q", got, len(tc.want), tc.want)
 			}

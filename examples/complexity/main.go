@@ -213,7 +213,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 					werr = partial.add(summaries[i], results[i])
 				}
 				fmt.Fprintf(stderr, "[%d/%d %s] %s %s %s %v: %.1fs\n", done, len(cells), time.Since(start).Round(time.Second),
-					cells[i].Row, cells[i].Regime, estimatorLabels[cells[i].Method], paramsName(cells[i].Tuned), time.Since(t0).Seconds())
+					cells[i].Row, cells[i].Regime, cells[i].Method.DisplayName(), paramsName(cells[i].Tuned), time.Since(t0).Seconds())
 				mu.Unlock()
 			}
 		})
@@ -319,8 +319,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.methods = nil
 		for _, name := range strings.Split(*estList, ",") {
 			found := false
-			for m, label := range estimatorLabels {
-				if strings.EqualFold(label, strings.TrimSpace(name)) {
+			for _, m := range methods {
+				if strings.EqualFold(m.DisplayName(), strings.TrimSpace(name)) {
 					o.methods, found = append(o.methods, m), true
 				}
 			}
@@ -400,13 +400,9 @@ func writeJSONLines[T any](path string, rows []T) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w (choose another folder with --out)", path, err)
 	}
-	enc := json.NewEncoder(f)
-	enc.SetEscapeHTML(false) // the explanations say "c >= b"
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
+	if err := encodeLines(f, rows); err != nil {
+		f.Close()
+		return err
 	}
 	return f.Close()
 }
@@ -469,7 +465,7 @@ func resummarize(pts []point) ([]cellResult, error) {
 	var out []cellResult
 	for _, k := range keys {
 		ri := slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.id.Objective && r.VR == k.id.VR })
-		m := slices.IndexFunc(methods, func(m mlmc.Method) bool { return estimatorLabels[m] == k.id.Estimator })
+		m := slices.IndexFunc(methods, func(m mlmc.Method) bool { return m.DisplayName() == k.id.Estimator })
 		if ri < 0 || m < 0 {
 			return nil, fmt.Errorf("points.jsonl: unknown row %q or estimator %q", k.id.Objective, k.id.Estimator)
 		}

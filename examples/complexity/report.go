@@ -50,8 +50,6 @@ type cellResult struct {
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-func pow(x, y float64) float64 { return math.Pow(x, y) }
-
 // summarize fits the cell's exponent and, where it misses the table's by
 // more than the tolerance, says what the points show: the exponent with
 // the theorems' logarithms divided out, the local slope over the largest
@@ -250,7 +248,7 @@ func markdownTable(cells []cellResult) string {
 		return slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.obj && r.VR == k.vr })
 	}
 	estIndex := func(k key) int {
-		return slices.IndexFunc(methods, func(m mlmc.Method) bool { return estimatorLabels[m] == k.est })
+		return slices.IndexFunc(methods, func(m mlmc.Method) bool { return m.DisplayName() == k.est })
 	}
 	slices.SortStableFunc(keys, func(x, y key) int {
 		return cmp.Or(cmp.Compare(rowIndex(x), rowIndex(y)), cmp.Compare(regimeOrder[x.a], regimeOrder[y.a]), cmp.Compare(estIndex(x), estIndex(y)))

@@ -80,9 +80,8 @@ type options struct {
 	mdFrom  string
 	tuned   string
 	kinds   []mlmc.Kind
-	// auto runs the auto method (package experiment/autoplan) instead of
-	// the grid, planned for each of autoGaps.
-	auto     bool
+	// autoGaps, when set, run the auto method (package
+	// experiment/autoplan) instead of the grid, planned for each gap.
 	autoGaps []float64
 	// gridLevels (lo, hi) and gridSteps, when set, restrict the tuning grid
 	// to the settings with L in lo..hi (methods with a top level) and a
@@ -111,8 +110,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	methodList := fs.String("methods", "", "comma-separated methods to run (default all ten), e.g. L-SGD,V-MLMC,RT-MLMC or lsgd,vmlmc,rtmlmc")
 	fs.StringVar(&o.tuned, "tuned", "", "take each method's settings from this --json output file instead of tuning, and rerun the trials")
 	fs.StringVar(&o.mdFrom, "markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
-	methodName := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap")
-	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
+	auto := autoplan.AddFlags(fs, "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap",
+		"with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	gridLevels := fs.String("grid-levels", "", "LO..HI: tune only the settings with top level L in LO..HI (methods that have one), e.g. 3..9")
 	fs.StringVar(&o.tuningFrom, "tuning-from", "", "take the scores of the settings that this --json output file's tuning record holds for the data set (same budget, targets and seeds), and run only the settings it lacks; not for bike and gas, whose F* is the lowest value reached")
 	gridSteps := fs.String("grid-steps", "", "comma-separated steps: tune only the settings with one of these steps, e.g. 0.01,0.001")
@@ -122,30 +121,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := o.parseRegion(*gridLevels, *gridSteps); err != nil {
 		return o, err
 	}
-	if (o.gridLevels != nil || o.gridSteps != nil) && (o.tuned != "" || *methodName != "") {
+	var err error
+	if o.autoGaps, err = auto.Gaps(gaps); err != nil {
+		return o, err
+	}
+	if (o.gridLevels != nil || o.gridSteps != nil) && (o.tuned != "" || o.autoGaps != nil) {
 		return o, errors.New("--grid-levels and --grid-steps restrict the tuning grid: drop them with --tuned or --method auto, which tune nothing")
 	}
-	if o.tuningFrom != "" && (o.tuned != "" || *methodName != "") {
+	if o.tuningFrom != "" && (o.tuned != "" || o.autoGaps != nil) {
 		return o, errors.New("--tuning-from reuses an earlier grid search's scores: drop it with --tuned or --method auto, which tune nothing")
 	}
-	switch *methodName {
-	case "":
-		if *gap != 0 {
-			return o, fmt.Errorf("--gap %g: only --method auto plans for a gap; the grid reports every gap", *gap)
-		}
-	case "auto":
-		o.auto, o.autoGaps = true, gaps
-		if *gap != 0 {
-			if !(*gap > 0 && *gap < 1) {
-				return o, fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.001", *gap)
-			}
-			o.autoGaps = []float64{*gap}
-		}
-		if *methodList != "" || o.tuned != "" {
-			return o, errors.New("--method auto chooses its own estimator and settings: drop --methods and --tuned")
-		}
-	default:
-		return o, fmt.Errorf("--method %q: the only method is auto (the grid's methods are chosen with --methods)", *methodName)
+	if o.autoGaps != nil && (*methodList != "" || o.tuned != "") {
+		return o, errors.New("--method auto chooses its own estimator and settings: drop --methods and --tuned")
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -160,36 +147,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if _, err := findDataset(o.dataset); err != nil {
 		return o, err
 	}
-	o.kinds = kinds
-	if *methodList != "" {
-		o.kinds = nil
-		for _, name := range strings.Split(*methodList, ",") {
-			k, ok := kindByName(strings.TrimSpace(name))
-			if !ok {
-				var all []string
-				for _, k := range kinds {
-					all = append(all, experiment.Family{Kind: k}.Name())
-				}
-				return o, fmt.Errorf("--methods: unknown method %q: use some of %s", name, strings.Join(all, ","))
-			}
-			o.kinds = append(o.kinds, k)
-		}
+	if o.kinds, err = experiment.ParseKinds(*methodList); err != nil {
+		return o, fmt.Errorf("--methods: %w", err)
 	}
 	return o, nil
-}
-
-// kindByName reads a method named as the tables name it ("VR RT-MLMC") or
-// as package mlmc does ("vr-rtmlmc").
-func kindByName(name string) (mlmc.Kind, bool) {
-	if k, err := mlmc.ParseKind(name); err == nil {
-		return k, true
-	}
-	for _, k := range kinds {
-		if strings.EqualFold(experiment.Family{Kind: k}.Name(), name) {
-			return k, true
-		}
-	}
-	return mlmc.Kind{}, false
 }
 
 // defaultDataDir is $SIMCLR_DRO_DATA, else data-cache/dro.
@@ -206,12 +167,7 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.mdFrom != "" {
-		sums, err := experiment.ReadSummaries(o.mdFrom)
-		if err != nil {
-			return err
-		}
-		experiment.WriteMarkdown(stdout, sums)
-		return nil
+		return experiment.WriteMarkdownOf(stdout, o.mdFrom)
 	}
 	names := []string{o.dataset}
 	if o.full {
@@ -243,7 +199,7 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		run := t.experiment
-		if o.auto {
+		if o.autoGaps != nil {
 			run = t.autoExperiment
 		}
 		if err := run(o, stdout, stderr); err != nil {
@@ -261,7 +217,7 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	if math.IsInf(t.fStar, 1) {
 		fStar = "the lowest value any run reaches"
 	}
-	cands, err := o.region(append(grid(o.kinds), widened(t.ds.Name, t.budget, o.kinds)...))
+	cands, err := o.region(append(t.grid.Methods(o.kinds), t.widened(o.kinds)...))
 	if err != nil {
 		return err
 	}
@@ -296,13 +252,7 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 			return err
 		}
 		path := filepath.Join(o.pngDir, "dro-"+t.ds.Name+".png")
-		panels := res.Panels([]string{t.ds.Name + ": plain", t.ds.Name + ": variance reduced (VR)"},
-			func(c experiment.Curve) int {
-				if c.Family.Kind.VR {
-					return 1
-				}
-				return 0
-			})
+		panels := res.Panels([]string{t.ds.Name + ": plain", t.ds.Name + ": variance reduced (VR)"}, experiment.ByVR)
 		if err := experiment.WritePNG(path, panels); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
@@ -323,9 +273,7 @@ func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
 	for _, g := range o.autoGaps {
 		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; auto planned for gap %g\n",
 			t.ds.Name, t.ds.About, t.model.name(), t.f0, t.fStar, t.budget, g)
-		tn := experiment.Fixed(fmt.Sprintf("auto planned for gap %g: a pilot of at most 5%% of each trial's budget, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", g),
-			experiment.Method{Auto: autoplan.New(g)})
-		res, err := experiment.Report(p, pr, tn)
+		res, err := experiment.Report(p, pr, autoplan.Fixed(g))
 		if err != nil {
 			return err
 		}

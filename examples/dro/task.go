@@ -52,10 +52,6 @@ var tuningSeeds = []uint64{1001, 1002, 1003}
 // samples are counted.
 var gaps = []float64{0.01, 0.003, 0.001}
 
-// kinds are the estimators compared, in the tables' order: every method
-// of mlmc's table (the paper's five), then their VR versions.
-var kinds = experiment.Kinds()
-
 // method is the estimator k with top level l, step and D1 (VR) as
 // docs/definitions.md, section 9 configures it: levels from 0; V-MLMC with
 // n_l = 2^(L-l) (b = c = 1, the default N = 2^L); RT, RU and RR with the
@@ -65,12 +61,10 @@ func method(k mlmc.Kind, l int, step float64, d1 int) experiment.Method {
 	return droGrid().Method(k, l, step, 0, d1)
 }
 
-// grid is every setting of the estimators: L x step (x D1 for VR), without
-// L for RU and RR.
-func grid(ks []mlmc.Kind) []experiment.Method { return droGrid().Methods(ks) }
-
+// droGrid is the tuning grid a task starts with: every setting of the
+// estimators is L x step (x D1 for VR), without L for RU and RR.
 func droGrid() experiment.Grid {
-	return experiment.Grid{Levels: Levels, Steps: Steps, D1: VRFresh, B: 2}
+	return experiment.Grid{Levels: slices.Clone(Levels), Steps: slices.Clone(Steps), D1: slices.Clone(VRFresh), B: 2}
 }
 
 // widenings extend one data set's grid for one method, at one budget (0:
@@ -123,12 +117,12 @@ var (
 	lowLevels = []int{0, 1, 2}
 )
 
-// widened is the settings that widenings add to grid(ks) on data set name
-// at the budget: per method, every setting of the grid with the added
-// levels, steps and D1 of all its widenings together (so an added level
-// meets an added D1) that grid lacks, less an added D1 at a level its
-// widening leaves out (d1Levels).
-func widened(name string, budget int64, ks []mlmc.Kind) []experiment.Method {
+// widened is the settings that widenings add to the task's grid for the
+// estimators ks, on its data set at its budget: per method, every setting
+// of the grid with the added levels, steps and D1 of all its widenings
+// together (so an added level meets an added D1) that the grid lacks, less
+// an added D1 at a level its widening leaves out (d1Levels).
+func (t *task) widened(ks []mlmc.Kind) []experiment.Method {
 	type axes struct {
 		levels []int
 		steps  []float64
@@ -139,12 +133,12 @@ func widened(name string, budget int64, ks []mlmc.Kind) []experiment.Method {
 	var order []mlmc.Kind
 	added := map[mlmc.Kind]*axes{}
 	for _, w := range widenings {
-		if w.dataset != name || w.budget != 0 && w.budget != budget || !slices.Contains(ks, w.kind) {
+		if w.dataset != t.ds.Name || w.budget != 0 && w.budget != t.budget || !slices.Contains(ks, w.kind) {
 			continue
 		}
 		a, ok := added[w.kind]
 		if !ok {
-			a = &axes{slices.Clone(Levels), slices.Clone(Steps), slices.Clone(VRFresh), map[int][]int{}}
+			a = &axes{slices.Clone(t.grid.Levels), slices.Clone(t.grid.Steps), slices.Clone(t.grid.D1), map[int][]int{}}
 			added[w.kind] = a
 			order = append(order, w.kind)
 		}
@@ -157,13 +151,13 @@ func widened(name string, budget int64, ks []mlmc.Kind) []experiment.Method {
 	}
 	var out []experiment.Method
 	for _, k := range order {
-		g := droGrid()
+		g := t.grid
 		g.Levels, g.Steps, g.D1 = added[k].levels, added[k].steps, added[k].d1
 		for _, m := range g.Methods([]mlmc.Kind{k}) {
 			if ls, ok := added[k].d1Levels[m.Config.D1]; ok && !k.Method.Unbounded() && !slices.Contains(ls, m.Config.MaxLevel) {
 				continue
 			}
-			if !slices.Contains(Levels, m.Config.MaxLevel) || !slices.Contains(Steps, m.Step) || k.VR && !slices.Contains(VRFresh, m.Config.D1) {
+			if !slices.Contains(t.grid.Levels, m.Config.MaxLevel) || !slices.Contains(t.grid.Steps, m.Step) || k.VR && !slices.Contains(t.grid.D1, m.Config.D1) {
 				out = append(out, m)
 			}
 		}
@@ -186,6 +180,8 @@ type task struct {
 	fStar  float64 // +Inf: the lowest value any run reaches
 	budget int64
 	growth float64
+	// grid is the tuning grid (droGrid), before the widenings.
+	grid experiment.Grid
 }
 
 // newTask loads a data set and sets up its problem.
@@ -194,7 +190,7 @@ func newTask(ds dataset, o options) (*task, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &task{ds: ds, data: data, budget: convexBudget, growth: convexGrowth}
+	t := &task{ds: ds, data: data, budget: convexBudget, growth: convexGrowth, grid: droGrid()}
 	if ds.Convex {
 		t.model = linear{data.Dim()}
 		t.exact = newExactLinear(data)

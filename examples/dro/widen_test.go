@@ -42,7 +42,8 @@ func TestWidened(t *testing.T) {
 		{"gas", 400_000, []mlmc.Kind{vrls, vrrt}, 0, 0, 0, 0},
 		{"bike", 400_000, []mlmc.Kind{vrls, vrrt}, 0, 0, 0, 0},
 	} {
-		got := widened(tc.name, tc.budget, tc.ks)
+		tk := &task{ds: dataset{Name: tc.name}, budget: tc.budget, grid: droGrid()}
+		got := tk.widened(tc.ks)
 		for _, m := range got {
 			if m.Config.D1 > 1000 && !m.Kind.Method.DrawsLevels() && m.Config.MaxLevel > lowLevels[len(lowLevels)-1] {
 				t.Errorf("%s: %s has D1 above 1000 at a level above %v", tc.name, m, lowLevels)
@@ -53,7 +54,7 @@ func TestWidened(t *testing.T) {
 			continue
 		}
 		seen := map[string]bool{}
-		for _, m := range grid(tc.ks) {
+		for _, m := range tk.grid.Methods(tc.ks) {
 			seen[m.String()] = true
 		}
 		minStep, maxL, maxD1 := 1.0, 0, 0
@@ -95,7 +96,7 @@ func TestRegion(t *testing.T) {
 		err := o.parseRegion(tc.levels, tc.steps)
 		var got []experiment.Method
 		if err == nil {
-			got, err = o.region(grid(o.kinds))
+			got, err = o.region(droGrid().Methods(o.kinds))
 		}
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {

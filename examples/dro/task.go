@@ -106,6 +106,7 @@ var widenings = []struct {
 	{"mg", 0, mlmc.Kind{Method: mlmc.VMLMC, VR: true}, nil, nil, []int{3000, 10000}, lowLevels},
 	{"mg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, []int{3000, 10000}, nil},
 	{"mg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, []int{3000, 10000}, nil},
+	{"bike", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widerD1, nil},
 }
 
 // widerD1 is D1 beyond VRFresh, for the VR methods whose choice sat at its

@@ -299,7 +299,10 @@ func TestCrossing(t *testing.T) {
 	}{
 		{"between a failing and a passing horizon", []horizonRun{run(100, 2), run(200, 1)}, 1.5, 100 * math.Pow(2, math.Log2(4.0/3))},
 		{"the shortest passes", []horizonRun{run(100, 1), run(200, 0.5)}, 1.5, 100},
-		{"a diverged failing horizon", []horizonRun{run(100, math.Inf(1)), run(200, 1)}, 1.5, 200},
+		{"a diverged failing horizon", []horizonRun{divergedRun(100, 3), run(200, 1)}, 1.5, 200},
+		{"a diverged horizon between a failing and a passing one", []horizonRun{run(100, 2), divergedRun(141, 3), run(200, 1)}, 1.5, 200},
+		{"none passes, the longest diverged", []horizonRun{run(100, 4), divergedRun(200, 3)}, 1, math.NaN()},
+		{"none passes, all diverged", []horizonRun{divergedRun(100, 3), divergedRun(200, 3)}, 1, math.NaN()},
 		{"none passes: extrapolated two grid steps", []horizonRun{run(100, 4), run(200, 2)}, 1, 400},
 		{"none passes: more than two grid steps away", []horizonRun{run(100, 4), run(200, 2)}, 0.4, math.NaN()},
 		{"none passes, metric not falling", []horizonRun{run(100, 2), run(200, 2)}, 1, math.NaN()},
@@ -311,6 +314,62 @@ func TestCrossing(t *testing.T) {
 				t.Errorf("cost %g, want %g", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDivergedHorizon gives the horizons below 100 a step of 16, far
+// above 2/S_F on the nonconvex objective, so that their iterates leave
+// every bounded region, and the longer horizons the prescribed step. A
+// diverged run must read as "did not reach" with no cost (NaN, never 0,
+// which a fit or an interpolation would take for a free run); the
+// horizon search from T0 = 16 must step over the diverged horizons and
+// price the crossing exactly as a search that starts at T0 = 128, where
+// none diverges (the grid T0 2^(k/2) is the same beyond 128), for the
+// mean over trials and for every bootstrap resample.
+func TestDivergedHorizon(t *testing.T) {
+	row, r := Row{Class: Nonconvex}, Regime{2, 1.5, 1}
+	s := prescribe(row, mlmc.RTMLMC, r, math.Sqrt2, prescribedTuning, objective(Nonconvex, r.A, r.B, r.C, 0))
+	step := s.Step
+	s.Step = func(t, T int) float64 {
+		if T < 100 {
+			return 16
+		}
+		return step(t, T)
+	}
+	const trials = 4
+	newRunner := func() *runner {
+		return &runner{row: row, regime: r, seeds: seeds(trials, false), lim: defaultLimits, boot: newResampling(trials, 20, bootSeed)}
+	}
+	d, err := newRunner().horizon(s, 16, math.Inf(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.diverged || !math.IsNaN(d.cost) || !math.IsInf(d.avg, 1) {
+		t.Fatalf("diverged run: diverged %v, cost %g, average %g; want true, NaN, +Inf", d.diverged, d.cost, d.avg)
+	}
+	if len(d.trialCo) != trials || len(d.trialAvg) != trials {
+		t.Fatalf("diverged run has %d trial costs and %d averages, want %d", len(d.trialCo), len(d.trialAvg), trials)
+	}
+	for i := range trials {
+		if !math.IsNaN(d.trialCo[i]) || !math.IsInf(d.trialAvg[i], 1) {
+			t.Errorf("trial %d: cost %g, average %g; want NaN, +Inf", i, d.trialCo[i], d.trialAvg[i])
+		}
+	}
+	past, err := newRunner().measure(s, 16, math.Inf(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean, err := newRunner().measure(s, 128, math.Inf(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(past.Cost > 0) || past.Iter <= 128 || past.Cost != clean.Cost || past.Iter != clean.Iter {
+		t.Fatalf("search past diverged horizons: %d iterations, %g samples; without them %d, %g", past.Iter, past.Cost, clean.Iter, clean.Cost)
+	}
+	for b := range past.Boot {
+		if c, want := past.Boot[b], clean.Boot[b]; c == 0 || (c != want && !(math.IsNaN(c) && math.IsNaN(want))) {
+			t.Errorf("resample %d priced at %g samples past diverged horizons, %g without", b, c, want)
+		}
 	}
 }
 

@@ -109,7 +109,7 @@ func target(row Row, eps float64) float64 {
 
 type options struct {
 	quick, noTune, onlyTuned bool
-	replot                   string
+	replot, factors          string
 	truncOnly                bool
 	methods                  []mlmc.Method
 	out                      string
@@ -134,6 +134,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	if o.replot != "" {
 		return replot(o.replot, stdout)
+	}
+	if o.factors != "" {
+		return factors(o.factors, stdout)
 	}
 	// The prescribed cells first, the tuned after: an interrupted run
 	// has the table's primary measurements (and --replot draws them).
@@ -279,6 +282,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	onlyTuned := fs.Bool("only-tuned", false, "measure the tuned parameters only (N.A. cells and their truncation study are written by the prescribed runs)")
 	verbose := fs.Bool("v", false, "print a line per measured eps")
 	replotDir := fs.String("replot", "", "fit the cells of an earlier run's folder again from its points.jsonl and redraw its cells.jsonl, table.md and figures, measuring nothing")
+	factorsDir := fs.String("factors", "", "measure the terms of the cost T C_iter (iterations, cost per iteration, the estimator's variance against its bound) of the prescribed RT-MLMC cells of the convex and nonconvex rows of an earlier run's folder, from its points.jsonl, into its factors.jsonl and factors.md")
 	trials := fs.Int("trials", 20, "trials per eps (the report seeds 1..N)")
 	maxEpsWork := fs.Float64("max-eps-work", defaultLimits.MaxEpsWork, "stop a cell's grid of eps before the eps predicted to take more oracle evaluations than this (report runs and tuning; one run is bounded by it too)")
 	tuneTrials := fs.Int("tune-trials", 6, "trials per tuning candidate (seeds 1001..)")
@@ -297,7 +301,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *noTune && *onlyTuned {
 		return options{}, fmt.Errorf("--no-tune and --only-tuned exclude each other: give one")
 	}
-	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
+	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, factors: *factorsDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
 		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: limits{MaxIter: defaultLimits.MaxIter, MaxWork: *maxEpsWork, MaxEpsWork: *maxEpsWork}}}
 	if *verbose {
 		o.exp.Log = stderr

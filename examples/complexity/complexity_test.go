@@ -586,3 +586,42 @@ func TestEstimateVariance(t *testing.T) {
 		}
 	}
 }
+
+// TestMergePoints checks that --merge replaces every point of a cell the
+// source folder holds (its longer grid), in the place of the old ones,
+// keeps the other cells and appends cells new to the folder.
+func TestMergePoints(t *testing.T) {
+	dir, src := t.TempDir(), t.TempDir()
+	a := newCellID(Row{Class: Nonconvex}, Regime{2, 1.5, 1}, mlmc.RTMLMC)
+	b := newCellID(Row{Class: Nonconvex}, Regime{2, 1, 1.5}, mlmc.RTMLMC)
+	c := newCellID(Row{Class: Convex}, Regime{2, 1.5, 1}, mlmc.RTMLMC)
+	pt := func(id cellID, params string, eps float64) point {
+		return point{cellID: id, Params: params, Eps: eps, Hit: &hit{Iter: 1, Cost: 1 / eps}}
+	}
+	if err := writeJSONLines(filepath.Join(dir, "points.jsonl"), []point{pt(a, "prescribed", 1), pt(a, "prescribed", 0.5),
+		pt(a, "tuned", 1), pt(b, "prescribed", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSONLines(filepath.Join(src, "points.jsonl"), []point{pt(c, "prescribed", 1), pt(a, "prescribed", 1),
+		pt(a, "prescribed", 0.5), pt(a, "prescribed", 0.25)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mergePoints(dir, src); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readJSONLines[point](filepath.Join(dir, "points.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []point{pt(a, "prescribed", 1), pt(a, "prescribed", 0.5), pt(a, "prescribed", 0.25), pt(a, "tuned", 1),
+		pt(b, "prescribed", 1), pt(c, "prescribed", 1)}
+	if len(got) != len(want) {
+		t.Fatalf("%d points after the merge, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].cellID != want[i].cellID || got[i].Params != want[i].Params || got[i].Eps != want[i].Eps {
+			t.Errorf("point %d: %v %s eps %g, want %v %s eps %g", i, got[i].cellID, got[i].Params, got[i].Eps,
+				want[i].cellID, want[i].Params, want[i].Eps)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -198,9 +199,10 @@ func estimateVariance(row Row, r Regime, s setting, x []float64, n int) (float64
 }
 
 // factorTable fits each factor's exponent per cell and prints them as a
-// markdown table: T against the theorem's 4 + 2 max(c-b, 0)/a / 2
-// (convex: 2 + ...), C_iter and V against max(c-b, 0)/a (convex: half),
-// and R^L(-|c-b|/2)^2, whose exponent is what the table leaves out.
+// markdown table next to the theorem's: C_iter and V each grow as
+// 2^((c-b)L/2) when c > b, that is as eps^-((c-b)/a) on the nonconvex row
+// and eps^-((c-b)/(2a)) on the convex one, and not at all (up to
+// logarithms) when c <= b; T as V times eps^-4 (nonconvex) or eps^-2.
 func factorTable(fs []factorPoint) string {
 	var keys []cellID
 	groups := map[cellID][]factorPoint{}
@@ -226,13 +228,13 @@ func factorTable(fs []factorPoint) string {
 		"|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		g := groups[k]
-		slices.SortFunc(g, func(x, y factorPoint) int { return cmpFloat(y.Eps, x.Eps) })
+		slices.SortFunc(g, func(x, y factorPoint) int { return cmp.Compare(y.Eps, x.Eps) })
 		base := 2.0
 		perHalf := 1.0
 		if k.Objective == Nonconvex.String() {
 			base, perHalf = 4, 2
 		}
-		th := math.Max(k.C-k.B, 0) / k.A * perHalf / 2 // each of C_iter and V
+		th := math.Max(k.C-k.B, 0) / k.A * perHalf / 2 // the exponent of each of C_iter and V
 		fmt.Fprintf(&b, "| %s | (%g, %g, %g) | %.3g (%d) to %.3g (%d) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
 			k.Objective, k.A, k.B, k.C, g[0].Eps, g[0].L, g[len(g)-1].Eps, g[len(g)-1].L,
 			slope(g, func(f factorPoint) float64 { return f.Samples }),
@@ -246,16 +248,6 @@ func factorTable(fs []factorPoint) string {
 	b.WriteString("\nExponents of 1/eps, least squares over the eps reached. cost = T C_iter; the table's cost exponent is T's plus C_iter's. " +
 		"The last column is T over V and over the theorem's power of the target (nonconvex: T (eps^2 - 2^(-aL))^2 / V, the squared bias taking its share of eps^2; convex: T eps^2 / V): 0 where T scales as the theorem says.\n")
 	return b.String()
-}
-
-func cmpFloat(x, y float64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // factors measures the factors of the prescribed RT-MLMC cells of the

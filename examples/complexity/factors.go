@@ -125,7 +125,7 @@ const factorDraws = 200000
 func measureFactors(pts []point) ([]factorPoint, error) {
 	var out []factorPoint
 	for _, p := range pts {
-		if p.Estimator != estimatorLabels[mlmc.RTMLMC] || p.VR || p.Params != "prescribed" || p.Hit == nil ||
+		if p.Estimator != mlmc.RTMLMC.DisplayName() || p.VR || p.Params != "prescribed" || p.Hit == nil ||
 			(p.Objective != Convex.String() && p.Objective != Nonconvex.String()) {
 			continue
 		}

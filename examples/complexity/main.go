@@ -109,7 +109,7 @@ func target(row Row, eps float64) float64 {
 
 type options struct {
 	quick, noTune, onlyTuned bool
-	replot                   string
+	replot, factors, merge   string
 	truncOnly                bool
 	methods                  []mlmc.Method
 	out                      string
@@ -132,8 +132,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
+	if o.merge != "" {
+		if o.replot == "" {
+			return fmt.Errorf("--merge %s needs --replot OUT, the folder whose cells it replaces", o.merge)
+		}
+		if err := mergePoints(o.replot, o.merge); err != nil {
+			return err
+		}
+	}
 	if o.replot != "" {
 		return replot(o.replot, stdout)
+	}
+	if o.factors != "" {
+		return factors(o.factors, stdout)
 	}
 	// The prescribed cells first, the tuned after: an interrupted run
 	// has the table's primary measurements (and --replot draws them).
@@ -279,6 +290,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	onlyTuned := fs.Bool("only-tuned", false, "measure the tuned parameters only (N.A. cells and their truncation study are written by the prescribed runs)")
 	verbose := fs.Bool("v", false, "print a line per measured eps")
 	replotDir := fs.String("replot", "", "fit the cells of an earlier run's folder again from its points.jsonl and redraw its cells.jsonl, table.md and figures, measuring nothing")
+	mergeDir := fs.String("merge", "", "with --replot OUT: the cells measured in this folder (its points.jsonl) replace the same cells of OUT, every eps of them, before OUT is refitted (a cell rerun over a longer grid of eps)")
+	factorsDir := fs.String("factors", "", "measure the terms of the cost T C_iter (iterations, cost per iteration, the estimator's variance against its bound) of the prescribed RT-MLMC cells of the convex and nonconvex rows of an earlier run's folder, from its points.jsonl, into its factors.jsonl and factors.md")
 	trials := fs.Int("trials", 20, "trials per eps (the report seeds 1..N)")
 	maxEpsWork := fs.Float64("max-eps-work", defaultLimits.MaxEpsWork, "stop a cell's grid of eps before the eps predicted to take more oracle evaluations than this (report runs and tuning; one run is bounded by it too)")
 	tuneTrials := fs.Int("tune-trials", 6, "trials per tuning candidate (seeds 1001..)")
@@ -297,7 +310,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *noTune && *onlyTuned {
 		return options{}, fmt.Errorf("--no-tune and --only-tuned exclude each other: give one")
 	}
-	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
+	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, factors: *factorsDir, merge: *mergeDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
 		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: limits{MaxIter: defaultLimits.MaxIter, MaxWork: *maxEpsWork, MaxEpsWork: *maxEpsWork}}}
 	if *verbose {
 		o.exp.Log = stderr
@@ -444,6 +457,53 @@ func replot(dir string, stdout io.Writer) error {
 	}
 	_, err = plotRows(pts, trunc, dir)
 	return err
+}
+
+// mergePoints replaces, in dir/points.jsonl, the points of every cell
+// (cell and parameters) that src/points.jsonl holds by src's points of
+// that cell, in the place of the first it replaces (cells new to dir go
+// at the end).
+func mergePoints(dir, src string) error {
+	old, err := readJSONLines[point](filepath.Join(dir, "points.jsonl"))
+	if err != nil {
+		return err
+	}
+	repl, err := readJSONLines[point](filepath.Join(src, "points.jsonl"))
+	if err != nil {
+		return err
+	}
+	type key struct {
+		id     cellID
+		params string
+	}
+	byCell := map[key][]point{}
+	var order []key
+	for _, p := range repl {
+		k := key{p.cellID, p.Params}
+		if _, ok := byCell[k]; !ok {
+			order = append(order, k)
+		}
+		byCell[k] = append(byCell[k], p)
+	}
+	var out []point
+	done := map[key]bool{}
+	for _, p := range old {
+		k := key{p.cellID, p.Params}
+		if _, ok := byCell[k]; !ok {
+			out = append(out, p)
+			continue
+		}
+		if !done[k] {
+			out = append(out, byCell[k]...)
+			done[k] = true
+		}
+	}
+	for _, k := range order {
+		if !done[k] {
+			out = append(out, byCell[k]...)
+		}
+	}
+	return writeJSONLines(filepath.Join(dir, "points.jsonl"), out)
 }
 
 // resummarize groups the points by cell, in their order, and fits each

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -623,5 +624,38 @@ func TestMergePoints(t *testing.T) {
 			t.Errorf("point %d: %v %s eps %g, want %v %s eps %g", i, got[i].cellID, got[i].Params, got[i].Eps,
 				want[i].cellID, want[i].Params, want[i].Eps)
 		}
+	}
+}
+
+// TestParseLimits checks that the work flags reach the limits of one run
+// and that a bad value gets an error naming its flag.
+func TestParseLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		maxIter int
+		maxWork float64
+		wantErr string
+	}{
+		{"defaults", nil, defaultLimits.MaxIter, defaultLimits.MaxWork, ""},
+		{"longer runs", []string{"--max-iter", "134217728", "--max-eps-work", "6e9"}, 1 << 27, 6e9, ""},
+		{"no iterations", []string{"--max-iter", "0"}, 0, 0, "--max-iter"},
+		{"no work", []string{"--max-eps-work", "0"}, 0, 0, "--max-eps-work"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args, io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseFlags(%q) = %v, want an error naming %s", tc.args, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.exp.Lim.MaxIter != tc.maxIter || o.exp.Lim.MaxWork != tc.maxWork || o.exp.Lim.MaxEpsWork != tc.maxWork {
+				t.Errorf("parseFlags(%q) limits %+v, want MaxIter %d, MaxWork and MaxEpsWork %g", tc.args, o.exp.Lim, tc.maxIter, tc.maxWork)
+			}
+		})
 	}
 }

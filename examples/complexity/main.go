@@ -7,7 +7,7 @@
 // known rates a, b, c, for eps over a grid; it fits the exponent of cost
 // against 1/eps with a 95% interval and prints it next to the table's.
 //
-//	go run ./examples/complexity [--quick] [--out DIR] [--workers N] [--rows LIST] [--regimes LIST] [--no-tune] [--max-eps-work N]
+//	go run ./examples/complexity [--quick] [--out DIR] [--workers N] [--rows LIST] [--regimes LIST] [--no-tune] [--max-eps-work N] [--max-iter N]
 //
 // With no flags it measures every cell and writes results/complexity: the
 // files committed there come from exactly that command.
@@ -295,6 +295,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	trials := fs.Int("trials", 20, "trials per eps (the report seeds 1..N)")
 	maxEpsWork := fs.Float64("max-eps-work", defaultLimits.MaxEpsWork, "stop a cell's grid of eps before the eps predicted to take more oracle evaluations than this (report runs and tuning; one run is bounded by it too)")
 	tuneTrials := fs.Int("tune-trials", 6, "trials per tuning candidate (seeds 1001..)")
+	maxIter := fs.Int("max-iter", defaultLimits.MaxIter, "iterations of one run at most (the prescribed horizon T grows as eps^-4 on the nonconvex rows, past the default below eps 0.25 at a = 2)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -304,6 +305,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *workers < 1 || *trials < 2 || *tuneTrials < 2 {
 		return options{}, fmt.Errorf("--workers must be at least 1, --trials and --tune-trials at least 2")
 	}
+	if *maxIter < 1 {
+		return options{}, fmt.Errorf("--max-iter must be at least 1 (iterations of one run, e.g. 67108864)")
+	}
 	if !(*maxEpsWork > 0) {
 		return options{}, fmt.Errorf("--max-eps-work must be positive (evaluations, e.g. 2e8)")
 	}
@@ -311,7 +315,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return options{}, fmt.Errorf("--no-tune and --only-tuned exclude each other: give one")
 	}
 	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, factors: *factorsDir, merge: *mergeDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
-		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: limits{MaxIter: defaultLimits.MaxIter, MaxWork: *maxEpsWork, MaxEpsWork: *maxEpsWork}}}
+		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: limits{MaxIter: *maxIter, MaxWork: *maxEpsWork, MaxEpsWork: *maxEpsWork}}}
 	if *verbose {
 		o.exp.Log = stderr
 	}

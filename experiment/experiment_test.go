@@ -325,8 +325,8 @@ func TestMethodJSONRoundTrip(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
-		if key(back) != key(m) || back.Name() != m.Name() {
-			t.Errorf("%s: round trip gives %s (%s)", b, key(back), back.Name())
+		if back.Key() != m.Key() || back.Name() != m.Name() {
+			t.Errorf("%s: round trip gives %s (%s)", b, back.Key(), back.Name())
 		}
 	}
 	if n := (Method{Kind: mlmc.Kind{Method: mlmc.RTMLMC, VR: true}}).Name(); n != "VR RT-MLMC" {
@@ -480,7 +480,11 @@ func TestEdges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Choice{Family: tc.chosen.Family(), Name: "L-SGD", Best: tc.chosen}
-			got := edges(tc.tried, []Choice{c})
+			var rows []Scored
+			for _, m := range tc.tried {
+				rows = append(rows, Scored{Setting: m})
+			}
+			got := edges(rows, []Choice{c})
 			if len(got) != len(tc.want) {
 				t.Fatalf("edges %q, want %d naming %q", got, len(tc.want), tc.want)
 			}
@@ -490,5 +494,82 @@ func TestEdges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTuneReusing: tuning the quadratic's steps 0.1 and 0.5 and then the
+// grid widened to 0.8 with the first tuning's record (read back from its
+// JSON, as from a results file) gives the tuning over the whole grid row
+// for row, choices and edges alike, and runs only the new step: a prior
+// score doctored to win is chosen, since it is not run again. Where F* is
+// the lowest value reached, reusing is an error.
+func TestTuneReusing(t *testing.T) {
+	at := func(steps ...float64) []Method {
+		var ms []Method
+		for _, st := range steps {
+			m := lsgd0
+			m.Step = st
+			ms = append(ms, m)
+		}
+		return ms
+	}
+	pr := Protocol{Budget: 100, Points: func(b int64) []int64 { return GeometricGrid(b, 1) }}
+	full, err := Tune(quadraticProblem(), pr, at(0.1, 0.5, 0.8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := Tune(quadraticProblem(), pr, at(0.1, 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read Tuning
+	if err := json.Unmarshal(b, &read); err != nil {
+		t.Fatal(err)
+	}
+	widened, err := TuneReusing(quadraticProblem(), pr, at(0.1, 0.5, 0.8), read.Settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []func(*Tuning) any{
+		func(t *Tuning) any { return t.Settings },
+		func(t *Tuning) any { return t.Choices },
+		func(t *Tuning) any { return t.Edges },
+	} {
+		g, _ := json.Marshal(f(widened))
+		w, _ := json.Marshal(f(full))
+		if !bytes.Equal(g, w) {
+			t.Errorf("reusing gives\n%s\nthe whole grid\n%s", g, w)
+		}
+	}
+	if !strings.Contains(widened.About, "2 scored by an earlier tuning") {
+		t.Errorf("about %q does not say 2 settings were taken from the earlier tuning", widened.About)
+	}
+
+	// Step 0.1 (gap 0.81^t) made to look perfect: reused, it wins.
+	doctored := slices.Clone(read.Settings)
+	zero := 0.0
+	doctored[0] = Scored{Setting: doctored[0].Setting, Score: &zero,
+		StaysBelow: []*float64{&zero, &zero, &zero}, FirstTouch: []*float64{&zero, &zero, &zero}}
+	got, err := TuneReusing(quadraticProblem(), pr, at(0.1, 0.5, 0.8), doctored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Choices[0]; c.Best.Step != 0.1 || c.Stays[2].Step != 0.1 {
+		t.Errorf("chose steps %g and %g, want the doctored 0.1: the earlier setting was run again", c.Best.Step, c.Stays[2].Step)
+	}
+
+	short := doctored[:1]
+	short[0].StaysBelow = short[0].StaysBelow[:2]
+	if _, err := TuneReusing(quadraticProblem(), pr, at(0.1, 0.8), short); err == nil || !strings.Contains(err.Error(), "one per target") {
+		t.Errorf("a score with 2 costs for 3 targets: error %v, want one naming the targets", err)
+	}
+	reached := quadraticProblem()
+	reached.FStar = Optimum{Reached: true, Value: math.Inf(1)}
+	if _, err := TuneReusing(reached, pr, at(0.1, 0.8), read.Settings); err == nil || !strings.Contains(err.Error(), "tune every setting again") {
+		t.Errorf("reusing with F* reached: error %v, want one saying to tune every setting again", err)
 	}
 }

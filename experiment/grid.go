@@ -1,6 +1,12 @@
 package experiment
 
-import "github.com/simclr-go/simclr/mlmc"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
 
 // Kinds are every estimator of package mlmc's table (the paper's five),
 // then their VR versions: the families a full comparison runs, in the
@@ -13,6 +19,33 @@ func Kinds() []mlmc.Kind {
 		}
 	}
 	return ks
+}
+
+// ParseKinds reads a comma-separated list of estimators (a --methods
+// flag), each named as the tables name it ("VR RT-MLMC") or as package
+// mlmc does ("vr-rtmlmc"); an empty list or "all" is every kind (Kinds).
+func ParseKinds(list string) ([]mlmc.Kind, error) {
+	all := Kinds()
+	if list == "" || list == "all" {
+		return all, nil
+	}
+	var out []mlmc.Kind
+	for _, name := range strings.Split(list, ",") {
+		k, err := mlmc.ParseKind(name)
+		if err != nil {
+			i := slices.IndexFunc(all, func(k mlmc.Kind) bool { return strings.EqualFold(Family{Kind: k}.Name(), strings.TrimSpace(name)) })
+			if i < 0 {
+				var names []string
+				for _, k := range all {
+					names = append(names, Family{Kind: k}.Name())
+				}
+				return nil, fmt.Errorf("unknown method %q: use some of %s", name, strings.Join(names, ","))
+			}
+			k = all[i]
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // Grid is a tuning grid: every top level L, step size, schedule and, for

@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/simclr-go/simclr/mlmc"
@@ -37,5 +39,35 @@ func TestGridMethods(t *testing.T) {
 	}
 	if ks := Kinds(); len(ks) != 2*len(mlmc.Methods()) || ks[0].VR || !ks[len(ks)-1].VR {
 		t.Errorf("Kinds() = %v: every method, then every VR method", ks)
+	}
+}
+
+// TestParseKinds: a --methods list names estimators as the tables do or as
+// package mlmc does, any case, spaces around the commas; empty and "all"
+// are every kind; an unknown name is one error listing the names.
+func TestParseKinds(t *testing.T) {
+	rt, vrrt := mlmc.Kind{Method: mlmc.RTMLMC}, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}
+	for _, tc := range []struct {
+		list string
+		want []mlmc.Kind
+		err  string
+	}{
+		{"", Kinds(), ""},
+		{"all", Kinds(), ""},
+		{"RT-MLMC, vr-rtmlmc", []mlmc.Kind{rt, vrrt}, ""},
+		{"rtmlmc,VR RT-MLMC", []mlmc.Kind{rt, vrrt}, ""},
+		{"vr rt-mlmc", []mlmc.Kind{vrrt}, ""},
+		{"L-SGD,XX", nil, `unknown method "XX": use some of L-SGD,V-MLMC,`},
+	} {
+		got, err := ParseKinds(tc.list)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want one containing %q", tc.list, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v (error %v), want %v", tc.list, got, err, tc.want)
+		}
 	}
 }

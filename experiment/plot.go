@@ -37,6 +37,15 @@ func (r *Result) Panels(titles []string, group func(Curve) int) []Panel {
 	return panels
 }
 
+// ByVR is the panel of a curve when plain estimators (0) and their VR
+// versions (1) are drawn apart, for Panels.
+func ByVR(c Curve) int {
+	if c.Family.Kind.VR {
+		return 1
+	}
+	return 0
+}
+
 var palette = []color.RGBA{{R: 200, A: 255}, {G: 130, A: 255}, {B: 220, A: 255}, {R: 220, G: 140, A: 255}, {R: 130, B: 160, A: 255}}
 
 // WritePNG draws the panels side by side into a PNG file: per curve the

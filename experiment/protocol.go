@@ -302,6 +302,17 @@ func (s *session) score(trs []Trace, m Method) float64 {
 // settings with the smallest median cost to each target by the
 // stays-below and the first-touch rules.
 func Tune(p *Problem, pr Protocol, candidates []Method) (*Tuning, error) {
+	return TuneReusing(p, pr, candidates, nil)
+}
+
+// TuneReusing is Tune where the candidates that prior already scores (the
+// tuning record of an earlier summary of the same problem, budget, targets
+// and tuning seeds) take those scores instead of running again: a grid
+// widened after a search runs only its new settings, and chooses exactly
+// as Tune over the whole grid would, since each setting's runs depend only
+// on it and the seeds. Not where F* is the lowest value reached: new runs
+// may lower it, and with it every earlier setting's gaps.
+func TuneReusing(p *Problem, pr Protocol, candidates []Method, prior []Scored) (*Tuning, error) {
 	s, err := newSession(p, pr)
 	if err != nil {
 		return nil, err
@@ -310,147 +321,208 @@ func Tune(p *Problem, pr Protocol, candidates []Method) (*Tuning, error) {
 		return nil, fmt.Errorf("problem %s: no settings to tune", p.Name)
 	}
 	pr = s.pr
+	ns, nt := len(pr.TuningSeeds), len(pr.Targets)
+	known := map[string]Scored{}
+	for _, r := range prior {
+		if len(r.StaysBelow) != nt || len(r.FirstTouch) != nt {
+			return nil, fmt.Errorf("problem %s: the earlier score of %s has %d and %d costs, not one per target (%d): reuse a tuning of the same targets",
+				p.Name, r.Setting, len(r.StaysBelow), len(r.FirstTouch), nt)
+		}
+		known[r.Setting.Key()] = r
+	}
 	var jobs []job
+	reused := 0
 	for _, m := range candidates {
+		if _, ok := known[m.Key()]; ok {
+			reused++
+			continue
+		}
 		for _, seed := range pr.TuningSeeds {
 			jobs = append(jobs, job{m, seed})
 		}
+	}
+	if reused > 0 && p.Error == nil && p.FStar.Reached {
+		return nil, fmt.Errorf("problem %s: F* is the lowest value any run reaches, which new settings may lower, and with it the gaps of the %d earlier scores: tune every setting again", p.Name, reused)
 	}
 	trs, err := s.run(jobs)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tuning{About: fmt.Sprintf("%d settings x seeds %v; criterion: %s; per target the smallest median cost by each rule",
-		len(candidates), pr.TuningSeeds, pr.Criterion), fStar: s.g.fStar}
-	ns, nt := len(pr.TuningSeeds), len(pr.Targets)
-	scores := make([]float64, len(candidates))
-	var stays, first [][]float64 // [candidate][target]: median cost by each rule
-	var families []Family
-	for ci, m := range candidates {
-		runs := trs[ci*ns : (ci+1)*ns]
-		scores[ci] = s.score(runs, m)
-		row := Scored{Setting: m, Score: finitePtr(scores[ci])}
-		st, fi := make([]float64, nt), make([]float64, nt)
-		for i := range pr.Targets {
-			st[i], fi[i] = Median(s.passages(runs, m, i, true)), Median(s.passages(runs, m, i, false))
-			row.StaysBelow = append(row.StaysBelow, finitePtr(st[i]))
-			row.FirstTouch = append(row.FirstTouch, finitePtr(fi[i]))
+	about := fmt.Sprintf("%d settings x seeds %v", len(candidates), pr.TuningSeeds)
+	if reused > 0 {
+		about += fmt.Sprintf(" (%d scored by an earlier tuning on the same seeds, taken from it)", reused)
+	}
+	t := &Tuning{About: fmt.Sprintf("%s; criterion: %s; per target the smallest median cost by each rule",
+		about, pr.Criterion), fStar: s.g.fStar}
+	ran := 0
+	for _, m := range candidates {
+		if row, ok := known[m.Key()]; ok {
+			t.Settings = append(t.Settings, row)
+			continue
 		}
-		stays, first = append(stays, st), append(first, fi)
+		runs := trs[ran*ns : (ran+1)*ns]
+		ran++
+		row := Scored{Setting: m, Score: finitePtr(s.score(runs, m))}
+		for i := range pr.Targets {
+			row.StaysBelow = append(row.StaysBelow, finitePtr(Median(s.passages(runs, m, i, true))))
+			row.FirstTouch = append(row.FirstTouch, finitePtr(Median(s.passages(runs, m, i, false))))
+		}
 		t.Settings = append(t.Settings, row)
-		if !slices.Contains(families, m.Family()) {
-			families = append(families, m.Family())
-		}
 	}
-	for _, f := range families {
-		// pick is the family's setting with the smallest cost, ties going
-		// to the smaller score, then to the earlier setting.
-		pick := func(cost func(ci int) float64) Method {
-			b := -1
-			for ci, m := range candidates {
-				if m.Family() == f && (b < 0 || cost(ci) < cost(b) || (cost(ci) == cost(b) && scores[ci] < scores[b])) {
-					b = ci
-				}
-			}
-			return candidates[b]
-		}
-		c := Choice{Family: f, Name: f.Name(), Best: pick(func(ci int) float64 { return scores[ci] })}
-		for i := range pr.Targets {
-			c.Stays = append(c.Stays, pick(func(ci int) float64 { return stays[ci][i] }))
-			c.First = append(c.First, pick(func(ci int) float64 { return first[ci][i] }))
-		}
-		t.Choices = append(t.Choices, c)
-	}
-	t.Edges = edges(candidates, t.Choices)
+	t.Choices = Choose(t.Settings, len(pr.Targets))
+	t.Edges = edges(t.Settings, t.Choices)
 	return t, nil
 }
 
-// axis is one numeric setting of a method, for finding grid edges.
-type axis struct {
-	name  string
-	value func(Method) float64
-	// end says whether v is a value the setting cannot go beyond (the
-	// minimum level for L, one base estimate for D1, a constant step for
-	// the decay): a choice there is at no edge of the grid.
-	end func(v float64, m Method) bool
-}
-
-var axes = []axis{
-	{"step", func(m Method) float64 { return m.Step }, nil},
-	{"L", func(m Method) float64 { return float64(m.Config.MaxLevel) },
-		func(v float64, m Method) bool { return v == float64(m.Config.MinLevel) }},
-	{"D1", func(m Method) float64 { return float64(m.Config.D1) },
-		func(v float64, _ Method) bool { return v <= 1 }},
-	// Decay t0 0 means a constant step, the limit of an ever larger t0, so
-	// it sorts above every t0 tried.
-	{"decay t0", func(m Method) float64 {
-		if m.Decay == 0 {
+// Choose makes each family's choices from scored settings, the families in
+// the order they first appear: the setting with the smallest score, and
+// per target the smallest median cost by each rule, ties going to the
+// smaller score, then to the earlier setting; a score or cost that is
+// missing (null: infinite or not reached) counts as +Inf. Tune chooses so;
+// a search that scores settings in several rounds chooses over all of them
+// with it.
+func Choose(rows []Scored, targets int) []Choice {
+	val := func(ps []*float64, i int) float64 {
+		if i >= len(ps) || ps[i] == nil {
 			return math.Inf(1)
 		}
-		return m.Decay
-	}, func(v float64, _ Method) bool { return math.IsInf(v, 1) }},
-	{"NL", func(m Method) float64 { return float64(m.Config.NL) }, nil},
-}
-
-// edges lists the chosen values that sit at the smallest or largest value
-// their family's candidates tried, on every axis that tried at least two
-// values (with two, either choice is at an edge: the grid has not yet
-// shown that the value between or beyond is worse).
-func edges(candidates []Method, choices []Choice) []string {
-	var out []string
-	for _, c := range choices {
-		var fam []Method
-		for _, m := range candidates {
-			if m.Family() == c.Family {
-				fam = append(fam, m)
-			}
+		return *ps[i]
+	}
+	score := func(r Scored) float64 { return val([]*float64{r.Score}, 0) }
+	var families []Family
+	for _, r := range rows {
+		if f := r.Setting.Family(); !slices.Contains(families, f) {
+			families = append(families, f)
 		}
-		chosen := append([]Method{c.Best}, c.Stays...)
-		chosen = append(chosen, c.First...)
-		for _, a := range axes {
-			if a.name == "L" && c.Family.Unbounded() {
-				continue
-			}
-			var vals []float64
-			for _, m := range fam {
-				if v := a.value(m); !slices.Contains(vals, v) {
-					vals = append(vals, v)
+	}
+	var out []Choice
+	for _, f := range families {
+		// pick is the family's setting with the smallest cost, ties going
+		// to the smaller score, then to the earlier setting.
+		pick := func(cost func(r Scored) float64) Method {
+			b := -1
+			for i, r := range rows {
+				if r.Setting.Family() == f && (b < 0 || cost(r) < cost(rows[b]) || (cost(r) == cost(rows[b]) && score(r) < score(rows[b]))) {
+					b = i
 				}
 			}
-			if len(vals) < 2 {
-				continue
-			}
-			lo, hi := slices.Min(vals), slices.Max(vals)
-			var seen []string
-			for _, m := range chosen {
-				v := a.value(m)
-				if a.end != nil && a.end(v, m) {
-					continue
-				}
-				var note string
-				switch {
-				case v == lo:
-					note = fmt.Sprintf("%s: %s %g is the smallest of its grid", c.Name, a.name, v)
-				case v == hi:
-					note = fmt.Sprintf("%s: %s %g is the largest of its grid", c.Name, a.name, v)
-				}
-				if note != "" && !slices.Contains(seen, note) {
-					seen = append(seen, note)
-					out = append(out, note+" ("+m.String()+")")
-				}
-			}
+			return rows[b].Setting
 		}
+		c := Choice{Family: f, Name: f.Name(), Best: pick(score)}
+		for i := range targets {
+			c.Stays = append(c.Stays, pick(func(r Scored) float64 { return val(r.StaysBelow, i) }))
+			c.First = append(c.First, pick(func(r Scored) float64 { return val(r.FirstTouch, i) }))
+		}
+		out = append(out, c)
 	}
 	return out
 }
 
-// key identifies a setting (Methods hold slices, so they are not
-// comparable).
-func key(m Method) string {
-	b, _ := json.Marshal(m)
+// Axis is one numeric setting of a method along which a grid is laid out,
+// for finding the chosen values at its edges (and for widening it there).
+type Axis struct {
+	Name string
+	// Applies says a method has the setting (nil: every method has it).
+	Applies func(m Method) bool
+	Value   func(m Method) float64
+	// End, when set, says v is a value the setting cannot go beyond (the
+	// minimum level for L, one base estimate for D1, a constant step for
+	// the decay): a choice there is at no edge of the grid.
+	End func(v float64, m Method) bool
+	// Next, when set, is m moved one value beyond v in direction dir (+1
+	// up, -1 down), or why it cannot move there: a search that widens its
+	// grid at the edges uses it.
+	Next func(m Method, dir int) (Method, string)
+}
+
+// gridAxes are the axes of the harness's edge notes.
+var gridAxes = []Axis{
+	{Name: "step", Value: func(m Method) float64 { return m.Step }},
+	{Name: "L", Applies: func(m Method) bool { return !m.Family().Unbounded() },
+		Value: func(m Method) float64 { return float64(m.Config.MaxLevel) },
+		End:   func(v float64, m Method) bool { return v == float64(m.Config.MinLevel) }},
+	{Name: "D1", Value: func(m Method) float64 { return float64(m.Config.D1) },
+		End: func(v float64, _ Method) bool { return v <= 1 }},
+	// Decay t0 0 means a constant step, the limit of an ever larger t0, so
+	// it sorts above every t0 tried.
+	{Name: "decay t0", Value: func(m Method) float64 {
+		if m.Decay == 0 {
+			return math.Inf(1)
+		}
+		return m.Decay
+	}, End: func(v float64, _ Method) bool { return math.IsInf(v, 1) }},
+	{Name: "NL", Value: func(m Method) float64 { return float64(m.Config.NL) }},
+}
+
+// AtEdges calls visit for every chosen setting that sits at the smallest
+// (dir -1) or largest (dir 1) value of an axis among its family's scored
+// settings that have the axis; single says the family tried one value
+// there (both edges at once). A choice's chosen settings are its Best and
+// Stays, and with first its First too.
+func AtEdges(rows []Scored, choices []Choice, axes []Axis, first bool, visit func(c Choice, a Axis, m Method, v float64, dir int, single bool)) {
+	for _, c := range choices {
+		chosen := append([]Method{c.Best}, c.Stays...)
+		if first {
+			chosen = append(chosen, c.First...)
+		}
+		for _, a := range axes {
+			has := func(m Method) bool { return a.Applies == nil || a.Applies(m) }
+			var vals []float64
+			for _, r := range rows {
+				if r.Setting.Family() == c.Family && has(r.Setting) {
+					vals = append(vals, a.Value(r.Setting))
+				}
+			}
+			if len(vals) == 0 {
+				continue
+			}
+			lo, hi := slices.Min(vals), slices.Max(vals)
+			for _, m := range chosen {
+				if !has(m) {
+					continue
+				}
+				v := a.Value(m)
+				if v == lo {
+					visit(c, a, m, v, -1, lo == hi)
+				}
+				if v == hi {
+					visit(c, a, m, v, 1, lo == hi)
+				}
+			}
+		}
+	}
+}
+
+// edges lists the chosen values (overall, and per target by both rules)
+// that sit at the smallest or largest value their family's settings tried,
+// on every axis that tried at least two values (with two, either choice is
+// at an edge: the grid has not yet shown that the value between or beyond
+// is worse).
+func edges(rows []Scored, choices []Choice) []string {
+	var out, seen []string
+	AtEdges(rows, choices, gridAxes, true, func(c Choice, a Axis, m Method, v float64, dir int, single bool) {
+		if single || a.End != nil && a.End(v, m) {
+			return
+		}
+		note := fmt.Sprintf("%s: %s %g is the smallest of its grid", c.Name, a.Name, v)
+		if dir > 0 {
+			note = fmt.Sprintf("%s: %s %g is the largest of its grid", c.Name, a.Name, v)
+		}
+		if !slices.Contains(seen, note) {
+			seen = append(seen, note)
+			out = append(out, note+" ("+m.String()+")")
+		}
+	})
+	return out
+}
+
+// Key identifies a setting (Methods hold slices, so they are not
+// comparable): its JSON form, or for the auto method its planner.
+func (m Method) Key() string {
 	if m.Auto != nil {
 		return fmt.Sprintf("auto %p", m.Auto)
 	}
+	b, _ := json.Marshal(m)
 	return string(b)
 }
 
@@ -484,8 +556,8 @@ func Report(p *Problem, pr Protocol, t *Tuning) (*Result, error) {
 	var settings []Method
 	seen := map[string]int{}
 	add := func(m Method) {
-		if _, ok := seen[key(m)]; !ok {
-			seen[key(m)] = len(settings)
+		if _, ok := seen[m.Key()]; !ok {
+			seen[m.Key()] = len(settings)
 			settings = append(settings, m)
 		}
 	}
@@ -508,7 +580,7 @@ func Report(p *Problem, pr Protocol, t *Tuning) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	runsOf := func(m Method) []Trace { i := seen[key(m)]; return trs[i*pr.Trials : (i+1)*pr.Trials] }
+	runsOf := func(m Method) []Trace { i := seen[m.Key()]; return trs[i*pr.Trials : (i+1)*pr.Trials] }
 	return s.summarise(t, runsOf), nil
 }
 

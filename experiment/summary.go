@@ -206,6 +206,17 @@ func (s Summary) WriteJSON(w io.Writer) error {
 	return json.NewEncoder(w).Encode(s)
 }
 
+// WriteMarkdownOf writes the tables of the summaries in the results file
+// path (a --markdown flag).
+func WriteMarkdownOf(w io.Writer, path string) error {
+	sums, err := ReadSummaries(path)
+	if err != nil {
+		return err
+	}
+	WriteMarkdown(w, sums)
+	return nil
+}
+
 // ReadSummaries reads the JSON lines of summaries in a results file.
 func ReadSummaries(path string) ([]Summary, error) {
 	f, err := os.Open(path)

@@ -226,6 +226,30 @@ func TestFitLog2(t *testing.T) {
 	}
 }
 
+// TestLineFit: slope and intercept of points by hand, the slope's standard
+// error from the residuals (0 on a line, NaN with two points).
+func TestLineFit(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		x, y        []float64
+		s, k, se    float64
+		seUndefined bool
+	}{
+		{name: "on a line", x: []float64{0, 1, 2, 3}, y: []float64{1, 3, 5, 7}, s: 2, k: 1},
+		{name: "two points", x: []float64{1, 3}, y: []float64{0, 1}, s: 0.5, k: -0.5, seUndefined: true},
+		// Residuals -1/6, 1/3, -1/6 about y = 1/6 + x (x-mean 1, sxx 2):
+		// se = sqrt((1/36 + 1/9 + 1/36)/1/2) = sqrt(1/12).
+		{name: "scatter", x: []float64{0, 1, 2}, y: []float64{0, 1.5, 2}, s: 1, k: 1.0 / 6, se: math.Sqrt(1.0 / 12)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, k, se := LineFit(tc.x, tc.y)
+			if math.Abs(s-tc.s) > 1e-12 || math.Abs(k-tc.k) > 1e-12 || tc.seUndefined != math.IsNaN(se) || (!tc.seUndefined && math.Abs(se-tc.se) > 1e-12) {
+				t.Errorf("slope %g, intercept %g, se %g; want %g, %g, %g", s, k, se, tc.s, tc.k, tc.se)
+			}
+		})
+	}
+}
+
 func TestMeasureLevelsRejectsBadConfig(t *testing.T) {
 	o := NewSynthetic(3, 1, 1, 1, 1)
 	o.Max = 4

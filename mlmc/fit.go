@@ -1,8 +1,40 @@
 package mlmc
 
+import "math"
+
 // FitLog2 fits log2 y = k + s x by weighted least squares, each point
 // weighted by its standard error ySE through the delta method, and returns
 // the slope s with its standard error: the one fit behind MeasureLevels'
 // rates, for callers that fit a rate of their own (a bias, say) the same
 // way. Points with y <= 0 make the fit fail with a note.
 func FitLog2(x, y, ySE []float64) RateFit { return fitLog2(x, y, ySE) }
+
+// LineFit fits y = k + s x by ordinary least squares and gives the slope's
+// standard error from the residuals (NaN with two points): for callers
+// that fit a line with every point alike (FitLog2 weights its points).
+func LineFit(x, y []float64) (s, k, se float64) {
+	n := float64(len(x))
+	var mx, my float64
+	for i := range x {
+		mx += x[i]
+		my += y[i]
+	}
+	mx, my = mx/n, my/n
+	var sxx, sxy float64
+	for i := range x {
+		sxx += (x[i] - mx) * (x[i] - mx)
+		sxy += (x[i] - mx) * (y[i] - my)
+	}
+	s = sxy / sxx
+	k = my - s*mx
+	se = math.NaN()
+	if len(x) > 2 {
+		rss := 0.0
+		for i := range x {
+			d := y[i] - k - s*x[i]
+			rss += d * d
+		}
+		se = math.Sqrt(rss / (n - 2) / sxx)
+	}
+	return s, k, se
+}

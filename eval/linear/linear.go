@@ -40,7 +40,7 @@ func check(f features.Features, what string, classes int) error {
 // Options configure Probe. Zero values take the stated defaults.
 type Options struct {
 	// L2Grid are the penalties tried (lambda in lambda/2 ||W||^2 added to
-	// the mean cross-entropy); default DefaultGrid.
+	// the mean cross-entropy); default DefaultGrid().
 	L2Grid []float64
 	// HoldOut is the fraction of training rows held out to choose the
 	// penalty (default 0.1).
@@ -57,12 +57,16 @@ type Options struct {
 	Gemm blas.Gemm
 }
 
-// DefaultGrid spans strong to weak penalties for standardised features.
-var DefaultGrid = []float64{1e-1, 1e-2, 1e-3, 1e-4, 1e-5}
+// DefaultGrid spans strong to weak penalties for standardised features and
+// ends at 0, the unpenalised fit, so the held-out choice can never sit at an
+// open end of the grid on the weak side (trained networks' features chose
+// 1e-5, the old smallest value); L-BFGS's iteration bound keeps the
+// unpenalised fit finite even on separable features.
+func DefaultGrid() []float64 { return []float64{1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0} }
 
 func (o Options) withDefaults() Options {
 	if len(o.L2Grid) == 0 {
-		o.L2Grid = DefaultGrid
+		o.L2Grid = DefaultGrid()
 	}
 	if o.HoldOut == 0 {
 		o.HoldOut = 0.1

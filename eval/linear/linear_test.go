@@ -138,8 +138,8 @@ func TestProbeSeparatesClusters(t *testing.T) {
 			if tc.classes <= 5 && res.Top5 != 100 {
 				t.Errorf("with %d classes top-5 must be 100%%, got %.2f", tc.classes, res.Top5)
 			}
-			if len(res.Grid) != len(DefaultGrid) {
-				t.Errorf("grid has %d points, want %d", len(res.Grid), len(DefaultGrid))
+			if len(res.Grid) != len(DefaultGrid()) {
+				t.Errorf("grid has %d points, want %d", len(res.Grid), len(DefaultGrid()))
 			}
 			for _, g := range res.Grid {
 				if g.HoldOutTop1 > 0 && g.L2 == res.L2 {
@@ -229,5 +229,24 @@ func BenchmarkObjectiveEval(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		obj.eval(params, grad)
+	}
+}
+
+func TestUnpenalisedFitStaysFiniteOnSeparableFeatures(t *testing.T) {
+	// The default grid ends at 0. On well separated clusters the unpenalised
+	// optimum lies at infinity; the fit must stop at the iteration bound with
+	// finite weights and still classify (a NaN in the weights would score
+	// every row as class 0: 25% on four balanced classes).
+	train := clusters(800, 16, 4, 8, 3)
+	test := clusters(400, 16, 4, 8, 4)
+	res, err := Probe(train, test, 4, Options{L2Grid: []float64{0}, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.L2 != 0 || res.Top1 < 99 || math.IsNaN(res.Top1) {
+		t.Errorf("unpenalised probe: l2 %g, test top-1 %.2f%%; want l2 0 and top-1 >= 99%%", res.L2, res.Top1)
+	}
+	if g := DefaultGrid(); g[len(g)-1] != 0 {
+		t.Errorf("DefaultGrid ends at %g, want 0 (the weak side closed)", g[len(g)-1])
 	}
 }

@@ -33,7 +33,7 @@ type cellID struct {
 }
 
 func newCellID(row Row, r Regime, m mlmc.Method) cellID {
-	return cellID{Objective: row.Class.String(), Estimator: estimatorLabels[m], VR: row.VR, A: r.A, B: r.B, C: r.C}
+	return cellID{Objective: row.Class.String(), Estimator: m.DisplayName(), VR: row.VR, A: r.A, B: r.B, C: r.C}
 }
 
 // point is the measured cost of a cell at one eps.
@@ -211,7 +211,7 @@ func (x *experiment) measureCell(c cellSpec, epsGrid []float64) []point {
 			if pt.Hit != nil {
 				res = fmt.Sprintf("%d iterations, %.4g samples", pt.Hit.Iter, pt.Hit.Cost)
 			}
-			fmt.Fprintf(x.Log, "  %s %s %s %s eps=%.4g L=%d %+v: %s; %.3g evaluations (tuning %.3g)\n", c.Row, c.Regime, estimatorLabels[c.Method], params,
+			fmt.Fprintf(x.Log, "  %s %s %s %s eps=%.4g L=%d %+v: %s; %.3g evaluations (tuning %.3g)\n", c.Row, c.Regime, c.Method.DisplayName(), params,
 				e, pt.Level, pt.Tuning, res, pt.Evals, pt.TuneEvals)
 		}
 		pts = append(pts, pt)

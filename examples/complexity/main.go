@@ -7,7 +7,7 @@
 // known rates a, b, c, for eps over a grid; it fits the exponent of cost
 // against 1/eps with a 95% interval and prints it next to the table's.
 //
-//	go run ./examples/complexity [--quick] [--out DIR] [--workers N] [--rows LIST] [--regimes LIST] [--no-tune] [--max-eps-work N]
+//	go run ./examples/complexity [--quick] [--out DIR] [--workers N] [--rows LIST] [--regimes LIST] [--no-tune] [--max-eps-work N] [--max-iter N]
 //
 // With no flags it measures every cell and writes results/complexity: the
 // files committed there come from exactly that command.
@@ -109,7 +109,7 @@ func target(row Row, eps float64) float64 {
 
 type options struct {
 	quick, noTune, onlyTuned bool
-	replot                   string
+	replot, factors, merge   string
 	truncOnly                bool
 	methods                  []mlmc.Method
 	out                      string
@@ -132,8 +132,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
+	if o.merge != "" {
+		if o.replot == "" {
+			return fmt.Errorf("--merge %s needs --replot OUT, the folder whose cells it replaces", o.merge)
+		}
+		if err := mergePoints(o.replot, o.merge); err != nil {
+			return err
+		}
+	}
 	if o.replot != "" {
 		return replot(o.replot, stdout)
+	}
+	if o.factors != "" {
+		return factors(o.factors, stdout)
 	}
 	// The prescribed cells first, the tuned after: an interrupted run
 	// has the table's primary measurements (and --replot draws them).
@@ -213,7 +224,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 					werr = partial.add(summaries[i], results[i])
 				}
 				fmt.Fprintf(stderr, "[%d/%d %s] %s %s %s %v: %.1fs\n", done, len(cells), time.Since(start).Round(time.Second),
-					cells[i].Row, cells[i].Regime, estimatorLabels[cells[i].Method], paramsName(cells[i].Tuned), time.Since(t0).Seconds())
+					cells[i].Row, cells[i].Regime, cells[i].Method.DisplayName(), paramsName(cells[i].Tuned), time.Since(t0).Seconds())
 				mu.Unlock()
 			}
 		})
@@ -279,9 +290,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	onlyTuned := fs.Bool("only-tuned", false, "measure the tuned parameters only (N.A. cells and their truncation study are written by the prescribed runs)")
 	verbose := fs.Bool("v", false, "print a line per measured eps")
 	replotDir := fs.String("replot", "", "fit the cells of an earlier run's folder again from its points.jsonl and redraw its cells.jsonl, table.md and figures, measuring nothing")
+	mergeDir := fs.String("merge", "", "with --replot OUT: the cells measured in this folder (its points.jsonl) replace the same cells of OUT, every eps of them, before OUT is refitted (a cell rerun over a longer grid of eps)")
+	factorsDir := fs.String("factors", "", "measure the terms of the cost T C_iter (iterations, cost per iteration, the estimator's variance against its bound) of the prescribed RT-MLMC cells of the convex and nonconvex rows of an earlier run's folder, from its points.jsonl, into its factors.jsonl and factors.md")
 	trials := fs.Int("trials", 20, "trials per eps (the report seeds 1..N)")
 	maxEpsWork := fs.Float64("max-eps-work", defaultLimits.MaxEpsWork, "stop a cell's grid of eps before the eps predicted to take more oracle evaluations than this (report runs and tuning; one run is bounded by it too)")
 	tuneTrials := fs.Int("tune-trials", 6, "trials per tuning candidate (seeds 1001..)")
+	maxIter := fs.Int("max-iter", defaultLimits.MaxIter, "iterations of one run at most (the prescribed horizon T grows as eps^-4 on the nonconvex rows, past the default below eps 0.25 at a = 2)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -291,14 +305,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if *workers < 1 || *trials < 2 || *tuneTrials < 2 {
 		return options{}, fmt.Errorf("--workers must be at least 1, --trials and --tune-trials at least 2")
 	}
+	if *maxIter < 1 {
+		return options{}, fmt.Errorf("--max-iter must be at least 1 (iterations of one run, e.g. 67108864)")
+	}
 	if !(*maxEpsWork > 0) {
 		return options{}, fmt.Errorf("--max-eps-work must be positive (evaluations, e.g. 2e8)")
 	}
 	if *noTune && *onlyTuned {
 		return options{}, fmt.Errorf("--no-tune and --only-tuned exclude each other: give one")
 	}
-	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
-		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: limits{MaxIter: defaultLimits.MaxIter, MaxWork: *maxEpsWork, MaxEpsWork: *maxEpsWork}}}
+	o := options{methods: methods, truncOnly: *truncOnly, replot: *replotDir, factors: *factorsDir, merge: *mergeDir, quick: *quick, noTune: *noTune || *quick, onlyTuned: *onlyTuned && !*quick, out: *out, workers: *workers, rows: rows, regimes: regimes,
+		exp: experiment{Trials: *trials, TuneTrials: *tuneTrials, Lim: limits{MaxIter: *maxIter, MaxWork: *maxEpsWork, MaxEpsWork: *maxEpsWork}}}
 	if *verbose {
 		o.exp.Log = stderr
 	}
@@ -319,8 +336,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.methods = nil
 		for _, name := range strings.Split(*estList, ",") {
 			found := false
-			for m, label := range estimatorLabels {
-				if strings.EqualFold(label, strings.TrimSpace(name)) {
+			for _, m := range methods {
+				if strings.EqualFold(m.DisplayName(), strings.TrimSpace(name)) {
 					o.methods, found = append(o.methods, m), true
 				}
 			}
@@ -400,13 +417,9 @@ func writeJSONLines[T any](path string, rows []T) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w (choose another folder with --out)", path, err)
 	}
-	enc := json.NewEncoder(f)
-	enc.SetEscapeHTML(false) // the explanations say "c >= b"
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
+	if err := encodeLines(f, rows); err != nil {
+		f.Close()
+		return err
 	}
 	return f.Close()
 }
@@ -450,6 +463,53 @@ func replot(dir string, stdout io.Writer) error {
 	return err
 }
 
+// mergePoints replaces, in dir/points.jsonl, the points of every cell
+// (cell and parameters) that src/points.jsonl holds by src's points of
+// that cell, in the place of the first it replaces (cells new to dir go
+// at the end).
+func mergePoints(dir, src string) error {
+	old, err := readJSONLines[point](filepath.Join(dir, "points.jsonl"))
+	if err != nil {
+		return err
+	}
+	repl, err := readJSONLines[point](filepath.Join(src, "points.jsonl"))
+	if err != nil {
+		return err
+	}
+	type key struct {
+		id     cellID
+		params string
+	}
+	byCell := map[key][]point{}
+	var order []key
+	for _, p := range repl {
+		k := key{p.cellID, p.Params}
+		if _, ok := byCell[k]; !ok {
+			order = append(order, k)
+		}
+		byCell[k] = append(byCell[k], p)
+	}
+	var out []point
+	done := map[key]bool{}
+	for _, p := range old {
+		k := key{p.cellID, p.Params}
+		if _, ok := byCell[k]; !ok {
+			out = append(out, p)
+			continue
+		}
+		if !done[k] {
+			out = append(out, byCell[k]...)
+			done[k] = true
+		}
+	}
+	for _, k := range order {
+		if !done[k] {
+			out = append(out, byCell[k]...)
+		}
+	}
+	return writeJSONLines(filepath.Join(dir, "points.jsonl"), out)
+}
+
 // resummarize groups the points by cell, in their order, and fits each
 // cell again.
 func resummarize(pts []point) ([]cellResult, error) {
@@ -469,7 +529,7 @@ func resummarize(pts []point) ([]cellResult, error) {
 	var out []cellResult
 	for _, k := range keys {
 		ri := slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.id.Objective && r.VR == k.id.VR })
-		m := slices.IndexFunc(methods, func(m mlmc.Method) bool { return estimatorLabels[m] == k.id.Estimator })
+		m := slices.IndexFunc(methods, func(m mlmc.Method) bool { return m.DisplayName() == k.id.Estimator })
 		if ri < 0 || m < 0 {
 			return nil, fmt.Errorf("points.jsonl: unknown row %q or estimator %q", k.id.Objective, k.id.Estimator)
 		}

@@ -175,11 +175,25 @@ func (r *resampling) mean(b int, v []float64) float64 {
 
 // horizonRun is one horizon of the search: the mean over the trials of
 // the metric averaged over the iterates, and of the samples; per trial
-// the same, for the bootstrap.
+// the same, for the bootstrap. A diverged run has no cost: diverged is
+// set, and its averages are +Inf and its costs NaN, so that nothing that
+// reads them can take it for a cheap run that reached its target.
 type horizonRun struct {
 	T                 int
+	diverged          bool
 	avg, cost         float64
 	trialAvg, trialCo []float64
+}
+
+// divergedRun is the record of horizon T whose iterates diverged in one
+// of its trials (of n): it did not reach the target, at no known cost.
+func divergedRun(T, n int) horizonRun {
+	r := horizonRun{T: T, diverged: true, avg: math.Inf(1), cost: math.NaN(),
+		trialAvg: make([]float64, n), trialCo: make([]float64, n)}
+	for i := range n {
+		r.trialAvg[i], r.trialCo[i] = math.Inf(1), math.NaN()
+	}
+	return r
 }
 
 // crossing is the cost at which the average metric reaches target over
@@ -189,9 +203,16 @@ type horizonRun struct {
 // sqrt(2) in T do not quantise the cost; where none passes, extrapolated
 // from the two longest by at most two grid steps (NaN beyond, or where
 // the metric does not fall with T); where the shortest passes, its cost.
+//
+// A diverged run never passes and is never interpolated from: between it
+// and the first passing run the cost is the passing run's, and a diverged
+// run among the two longest leaves no extrapolation (NaN).
 func crossing(runs []horizonRun, target float64, avg, cost func(horizonRun) float64) (T, c float64) {
-	j := slices.IndexFunc(runs, func(r horizonRun) bool { return avg(r) <= target })
+	j := slices.IndexFunc(runs, func(r horizonRun) bool { return !r.diverged && avg(r) <= target })
 	lin := func(lo, hi horizonRun) (float64, float64) {
+		if lo.diverged || hi.diverged {
+			return math.NaN(), math.NaN()
+		}
 		a0, a1 := math.Log(avg(lo)), math.Log(avg(hi))
 		if math.IsInf(a0, 0) || math.IsNaN(a0) || !(a1 < a0) {
 			return math.NaN(), math.NaN()
@@ -297,34 +318,14 @@ func (rn *runner) measure(s setting, T0 int, maxCost float64) (hit, error) {
 	var runs []horizonRun
 	// pass runs horizon T, records it and says whether the criterion holds.
 	pass := func(T int) (bool, error) {
-		sums := make([]float64, len(rn.seeds))
-		tr, err := rn.run(s, T, func(tr *trace) bool {
-			if len(tr.metric) > 1 {
-				for i, v := range tr.trialMetric {
-					sums[i] += v
-				}
-			}
-			return len(tr.metric) <= T && tr.cost[len(tr.cost)-1] <= maxCost
-		})
-		if errors.Is(err, errDiverged) {
-			// A longer horizon has a smaller step.
-			runs = append(runs, horizonRun{T: T, avg: math.Inf(1), trialAvg: infs(len(sums))})
-			return false, nil
-		}
+		r, err := rn.horizon(s, T, maxCost)
 		if err != nil {
 			return false, err
 		}
-		if len(tr.metric) <= T {
-			return false, errNotReached // stopped at maxCost
-		}
-		r := horizonRun{T: T, cost: tr.cost[T], trialCo: slices.Clone(tr.trialCost)}
-		for i := range sums {
-			sums[i] /= float64(T)
-			r.avg += sums[i] / float64(len(sums))
-		}
-		r.trialAvg = sums
+		// A diverged horizon is recorded as failing: a longer one has a
+		// smaller step.
 		runs = append(runs, r)
-		return r.avg <= s.Target, nil
+		return !r.diverged && r.avg <= s.Target, nil
 	}
 	grid := func(k int) int { return int(math.Ceil(float64(max(T0, 1)) * math.Exp2(float64(k)/2))) }
 	for k := 0; ; k++ {
@@ -352,6 +353,11 @@ func (rn *runner) measure(s setting, T0 int, maxCost float64) (hit, error) {
 	}
 	slices.SortFunc(runs, func(x, y horizonRun) int { return x.T - y.T })
 	Tx, c := crossing(runs, s.Target, func(r horizonRun) float64 { return r.avg }, func(r horizonRun) float64 { return r.cost })
+	if !(c > 0) || math.IsInf(c, 0) {
+		// No horizon priced the crossing (crossing always prices a
+		// passing run; this keeps a NaN or a zero out of the fit).
+		return hit{}, errNotReached
+	}
 	h := hit{Iter: int(math.Ceil(Tx)), Cost: c}
 	if nb > 0 {
 		h.Boot = make([]float64, nb)
@@ -364,10 +370,33 @@ func (rn *runner) measure(s setting, T0 int, maxCost float64) (hit, error) {
 	return h, nil
 }
 
-func infs(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = math.Inf(1)
+// horizon runs setting s for horizon T: the metric averaged over the T
+// iterates and the samples, per trial and their means; divergedRun(T) if
+// the iterates diverged, errNotReached once the mean cost passes maxCost.
+func (rn *runner) horizon(s setting, T int, maxCost float64) (horizonRun, error) {
+	sums := make([]float64, len(rn.seeds))
+	tr, err := rn.run(s, T, func(tr *trace) bool {
+		if len(tr.metric) > 1 {
+			for i, v := range tr.trialMetric {
+				sums[i] += v
+			}
+		}
+		return len(tr.metric) <= T && tr.cost[len(tr.cost)-1] <= maxCost
+	})
+	if errors.Is(err, errDiverged) {
+		return divergedRun(T, len(sums)), nil
 	}
-	return v
+	if err != nil {
+		return horizonRun{}, err
+	}
+	if len(tr.metric) <= T {
+		return horizonRun{}, errNotReached // stopped at maxCost
+	}
+	r := horizonRun{T: T, cost: tr.cost[T], trialCo: slices.Clone(tr.trialCost)}
+	for i := range sums {
+		sums[i] /= float64(T)
+		r.avg += sums[i] / float64(len(sums))
+	}
+	r.trialAvg = sums
+	return r, nil
 }

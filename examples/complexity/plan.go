@@ -29,11 +29,6 @@ func (r Row) String() string {
 	return r.Class.String()
 }
 
-// Estimator names as the paper's table writes them.
-var estimatorLabels = map[mlmc.Method]string{
-	mlmc.LSGD: "L-SGD", mlmc.VMLMC: "V-MLMC", mlmc.RTMLMC: "RT-MLMC", mlmc.RUMLMC: "RU-MLMC", mlmc.RRMLMC: "RR-MLMC",
-}
-
 var methods = []mlmc.Method{mlmc.LSGD, mlmc.VMLMC, mlmc.RTMLMC, mlmc.RUMLMC, mlmc.RRMLMC}
 
 // applicable is false for the table's N.A. cells: RU- and RR-MLMC when

@@ -50,8 +50,6 @@ type cellResult struct {
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-func pow(x, y float64) float64 { return math.Pow(x, y) }
-
 // summarize fits the cell's exponent and, where it misses the table's by
 // more than the tolerance, says what the points show: the exponent with
 // the theorems' logarithms divided out, the local slope over the largest
@@ -87,6 +85,9 @@ func summarize(c cellSpec, pts []point) cellResult {
 		if fl, err := fitExponent(eps, cost, div); err == nil {
 			why = append(why, fmt.Sprintf("with the theorem's log^%d factor, (L+1)^%d, divided out: %.2f [%.2f, %.2f]", logPower, logPower, fl.Slope, fl.Lo, fl.Hi))
 		}
+	}
+	if w := preAsymptoticWhy(c, pts, eps, cost); w != "" {
+		why = append(why, w)
 	}
 	if r.LocalLargest != nil {
 		l, h := r.LocalLargest, r.LocalSmallest
@@ -250,7 +251,7 @@ func markdownTable(cells []cellResult) string {
 		return slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.obj && r.VR == k.vr })
 	}
 	estIndex := func(k key) int {
-		return slices.IndexFunc(methods, func(m mlmc.Method) bool { return estimatorLabels[m] == k.est })
+		return slices.IndexFunc(methods, func(m mlmc.Method) bool { return m.DisplayName() == k.est })
 	}
 	slices.SortStableFunc(keys, func(x, y key) int {
 		return cmp.Or(cmp.Compare(rowIndex(x), rowIndex(y)), cmp.Compare(regimeOrder[x.a], regimeOrder[y.a]), cmp.Compare(estIndex(x), estIndex(y)))
@@ -330,4 +331,48 @@ func checkExponent(pts []point, pred, tol float64) error {
 		return fmt.Errorf("exponent %.2f [%.2f, %.2f] is more than %.2f from the table's %.2f", f.Slope, f.Lo, f.Hi, tol, pred)
 	}
 	return nil
+}
+
+// preAsymptoticWhy explains a prescribed RT-MLMC cell of the convex or
+// nonconvex row with b != c by the factor R^L(-|c-b|/2)^2 of its C_iter V
+// that the table's exponent leaves out (see preAsymptotic): how much it
+// grows over the levels reached, what it adds to the exponent at the
+// smallest eps and from which level it adds less than the tolerance, and
+// the exponent with it divided out (on the nonconvex row also with the
+// bias's share of the target, which the rounding of L alternates).
+func preAsymptoticWhy(c cellSpec, pts []point, eps, cost []float64) string {
+	r := c.Regime
+	if c.Method != mlmc.RTMLMC || c.Row.VR || c.Tuned || c.Row.Class == StronglyConvex || r.B == r.C {
+		return ""
+	}
+	lo, hi := math.MaxInt, -1
+	div, both := make([]float64, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		div[i], both[i] = preAsymptotic(r, p.Level), preAsymptotic(r, p.Level)
+		if p.Hit == nil {
+			continue
+		}
+		lo, hi = min(lo, p.Level), max(hi, p.Level)
+		if c.Row.Class == Nonconvex {
+			both[i] /= math.Pow(1-biasShare(r, p.Level, p.Eps), 2)
+		}
+	}
+	f, err := fitExponent(eps, cost, div)
+	if err != nil || hi < 1 {
+		return ""
+	}
+	counted := "as O(1) (c < b)"
+	if r.C > r.B {
+		counted = "as its power 2^((c-b)L) (c > b)"
+	}
+	Ls, es := settlesAt(c.Row, r, hi, tolerance)
+	s := fmt.Sprintf("the theorem's C_iter V = M_b M_c R^L((c-b)/2)^2, which the table counts %s, keeps a factor R^L(%g)^2 that grows towards %.3g: %.3g at L = %d, %.3g at L = %d; it adds %+.2f to the exponent from L = %d to %d, and less than %.2f per step of L only from L = %d (eps %.3g) on; with it divided out: %.2f [%.2f, %.2f]",
+		counted, -math.Abs(r.C-r.B)/2, math.Pow(1-math.Exp2(-math.Abs(r.C-r.B)/2), -2), preAsymptotic(r, lo), lo, preAsymptotic(r, hi), hi,
+		preAsymptoticSlope(c.Row, r, hi-1), hi-1, hi, tolerance, Ls, es, f.Slope, f.Lo, f.Hi)
+	if c.Row.Class == Nonconvex {
+		if fb, err := fitExponent(eps, cost, both); err == nil {
+			s += fmt.Sprintf("; with the bias's share 2^(-aL)/eps^2 of the target, which leaves T proportional to V/(eps^2 - 2^(-aL))^2, divided out too: %.2f [%.2f, %.2f]", fb.Slope, fb.Lo, fb.Hi)
+		}
+	}
+	return s
 }

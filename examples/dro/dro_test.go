@@ -450,6 +450,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--gap", "0.01"}, "only --method auto plans for a gap"},
 		{[]string{"--method", "auto", "--gap", "2"}, "--gap 2"},
 		{[]string{"--method", "auto", "--methods", "L-SGD"}, "drop --methods"},
+		{[]string{"--tuned", "a.jsonl", "--tuning-from", "b.jsonl"}, "drop it with --tuned"},
 	} {
 		var out, errOut strings.Builder
 		err := mainErr(c.args, &out, &errOut)
@@ -465,11 +466,9 @@ func TestFlagErrors(t *testing.T) {
 // --tuned reruns the same trials.
 func TestExperimentSmall(t *testing.T) {
 	tk := toyTask(t, 3000)
-	savedL, savedS := Levels, Steps
-	Levels, Steps = []int{0, 2}, []float64{0.1, 1e-3}
-	defer func() { Levels, Steps = savedL, savedS }()
+	tk.grid.Levels, tk.grid.Steps = []int{0, 2}, []float64{0.1, 1e-3}
 	pr := tk.protocol(3)
-	tn, err := experiment.Tune(tk.problem(oracleMaxLevel), pr, grid(kinds))
+	tn, err := experiment.Tune(tk.problem(oracleMaxLevel), pr, tk.grid.Methods(experiment.Kinds()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +477,7 @@ func TestExperimentSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := res.Summary
-	if len(s.Methods) != len(kinds) || len(s.PerTarget) != len(gaps) {
+	if len(s.Methods) != len(experiment.Kinds()) || len(s.PerTarget) != len(gaps) {
 		t.Fatalf("%d methods, %d gaps", len(s.Methods), len(s.PerTarget))
 	}
 	if m := s.Methods[0]; m.Name != "L-SGD" || m.StaysBelow[0].Median == nil || m.StaysBelow[0].Reached < 2 {
@@ -508,7 +507,7 @@ func TestExperimentSmall(t *testing.T) {
 	}
 	// --tuned reruns the trials with the same settings and seeds: the same
 	// results.
-	tn2, err := tuningFromFile(path, "toy", kinds)
+	tn2, err := tuningFromFile(path, "toy", experiment.Kinds())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +530,7 @@ func TestExperimentSmall(t *testing.T) {
 func TestAutoSmall(t *testing.T) {
 	tk := toyTask(t, 200_000)
 	var out strings.Builder
-	o := options{trials: 3, jsonOut: true, auto: true, autoGaps: []float64{0.01}}
+	o := options{trials: 3, jsonOut: true, autoGaps: []float64{0.01}}
 	if err := tk.autoExperiment(o, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +589,7 @@ func toyTask(t *testing.T, budget int64) *task {
 		t.Fatal(err)
 	}
 	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex.objective(), exact: ex,
-		x0: make([]float64, 3), fStar: fStar, budget: budget, growth: 1.5}
+		x0: make([]float64, 3), fStar: fStar, budget: budget, growth: 1.5, grid: droGrid()}
 	tk.f0 = ex.value(tk.x0)
 	return tk
 }

@@ -10,6 +10,7 @@
 //	go run ./examples/dro --full --tuned results/dro/summary.jsonl --json   # the reported trials again, without tuning
 //	go run ./examples/dro --dataset mpg --method auto --gap 0.001 --json   # the auto method instead of the grid
 //	go run ./examples/dro --grid-levels 3..10 --grid-steps 0.01,0.001 [...] # tune only that region of the grid
+//	go run ./examples/dro --dataset mpg --tuning-from results/dro/summary.jsonl --json   # run only the settings the file has not scored
 //
 // The convex sets (housing, mg, mpg; a linear predictor) are scored by the
 // closed form of the objective, and their optimum F* comes from Newton's
@@ -79,15 +80,18 @@ type options struct {
 	mdFrom  string
 	tuned   string
 	kinds   []mlmc.Kind
-	// auto runs the auto method (package experiment/autoplan) instead of
-	// the grid, planned for each of autoGaps.
-	auto     bool
+	// autoGaps, when set, run the auto method (package
+	// experiment/autoplan) instead of the grid, planned for each gap.
 	autoGaps []float64
 	// gridLevels (lo, hi) and gridSteps, when set, restrict the tuning grid
 	// to the settings with L in lo..hi (methods with a top level) and a
 	// step among gridSteps: a cheaper search around known choices.
 	gridLevels []int
 	gridSteps  []float64
+	// tuningFrom is a --json output whose tuning record of the data set
+	// scores settings that are then not run again (a widened grid runs
+	// only its new settings).
+	tuningFrom string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -106,9 +110,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	methodList := fs.String("methods", "", "comma-separated methods to run (default all ten), e.g. L-SGD,V-MLMC,RT-MLMC or lsgd,vmlmc,rtmlmc")
 	fs.StringVar(&o.tuned, "tuned", "", "take each method's settings from this --json output file instead of tuning, and rerun the trials")
 	fs.StringVar(&o.mdFrom, "markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
-	methodName := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap")
-	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
+	auto := autoplan.AddFlags(fs, "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap",
+		"with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	gridLevels := fs.String("grid-levels", "", "LO..HI: tune only the settings with top level L in LO..HI (methods that have one), e.g. 3..9")
+	fs.StringVar(&o.tuningFrom, "tuning-from", "", "take the scores of the settings that this --json output file's tuning record holds for the data set (same budget, targets and seeds), and run only the settings it lacks; not for bike and gas, whose F* is the lowest value reached")
 	gridSteps := fs.String("grid-steps", "", "comma-separated steps: tune only the settings with one of these steps, e.g. 0.01,0.001")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -116,27 +121,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := o.parseRegion(*gridLevels, *gridSteps); err != nil {
 		return o, err
 	}
-	if (o.gridLevels != nil || o.gridSteps != nil) && (o.tuned != "" || *methodName != "") {
+	var err error
+	if o.autoGaps, err = auto.Gaps(gaps); err != nil {
+		return o, err
+	}
+	if (o.gridLevels != nil || o.gridSteps != nil) && (o.tuned != "" || o.autoGaps != nil) {
 		return o, errors.New("--grid-levels and --grid-steps restrict the tuning grid: drop them with --tuned or --method auto, which tune nothing")
 	}
-	switch *methodName {
-	case "":
-		if *gap != 0 {
-			return o, fmt.Errorf("--gap %g: only --method auto plans for a gap; the grid reports every gap", *gap)
-		}
-	case "auto":
-		o.auto, o.autoGaps = true, gaps
-		if *gap != 0 {
-			if !(*gap > 0 && *gap < 1) {
-				return o, fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.001", *gap)
-			}
-			o.autoGaps = []float64{*gap}
-		}
-		if *methodList != "" || o.tuned != "" {
-			return o, errors.New("--method auto chooses its own estimator and settings: drop --methods and --tuned")
-		}
-	default:
-		return o, fmt.Errorf("--method %q: the only method is auto (the grid's methods are chosen with --methods)", *methodName)
+	if o.tuningFrom != "" && (o.tuned != "" || o.autoGaps != nil) {
+		return o, errors.New("--tuning-from reuses an earlier grid search's scores: drop it with --tuned or --method auto, which tune nothing")
+	}
+	if o.autoGaps != nil && (*methodList != "" || o.tuned != "") {
+		return o, errors.New("--method auto chooses its own estimator and settings: drop --methods and --tuned")
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -151,36 +147,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if _, err := findDataset(o.dataset); err != nil {
 		return o, err
 	}
-	o.kinds = kinds
-	if *methodList != "" {
-		o.kinds = nil
-		for _, name := range strings.Split(*methodList, ",") {
-			k, ok := kindByName(strings.TrimSpace(name))
-			if !ok {
-				var all []string
-				for _, k := range kinds {
-					all = append(all, experiment.Family{Kind: k}.Name())
-				}
-				return o, fmt.Errorf("--methods: unknown method %q: use some of %s", name, strings.Join(all, ","))
-			}
-			o.kinds = append(o.kinds, k)
-		}
+	if o.kinds, err = experiment.ParseKinds(*methodList); err != nil {
+		return o, fmt.Errorf("--methods: %w", err)
 	}
 	return o, nil
-}
-
-// kindByName reads a method named as the tables name it ("VR RT-MLMC") or
-// as package mlmc does ("vr-rtmlmc").
-func kindByName(name string) (mlmc.Kind, bool) {
-	if k, err := mlmc.ParseKind(name); err == nil {
-		return k, true
-	}
-	for _, k := range kinds {
-		if strings.EqualFold(experiment.Family{Kind: k}.Name(), name) {
-			return k, true
-		}
-	}
-	return mlmc.Kind{}, false
 }
 
 // defaultDataDir is $SIMCLR_DRO_DATA, else data-cache/dro.
@@ -197,12 +167,7 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.mdFrom != "" {
-		sums, err := experiment.ReadSummaries(o.mdFrom)
-		if err != nil {
-			return err
-		}
-		experiment.WriteMarkdown(stdout, sums)
-		return nil
+		return experiment.WriteMarkdownOf(stdout, o.mdFrom)
 	}
 	names := []string{o.dataset}
 	if o.full {
@@ -234,7 +199,7 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		run := t.experiment
-		if o.auto {
+		if o.autoGaps != nil {
 			run = t.autoExperiment
 		}
 		if err := run(o, stdout, stderr); err != nil {
@@ -252,13 +217,20 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	if math.IsInf(t.fStar, 1) {
 		fStar = "the lowest value any run reaches"
 	}
-	cands, err := o.region(append(grid(o.kinds), widened(t.ds.Name, t.budget, o.kinds)...))
+	cands, err := o.region(append(t.grid.Methods(o.kinds), t.widened(o.kinds)...))
 	if err != nil {
 		return err
 	}
 	tuning := fmt.Sprintf("tuning %d settings x %d seeds", len(cands), len(tuningSeeds))
-	if o.tuned != "" {
+	var prior []experiment.Scored
+	switch {
+	case o.tuned != "":
 		tuning = "settings from " + o.tuned
+	case o.tuningFrom != "":
+		if prior, err = t.priorScores(o.tuningFrom); err != nil {
+			return err
+		}
+		tuning += fmt.Sprintf(" (those of the %d scored in %s taken from it)", len(prior), o.tuningFrom)
 	}
 	fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %s; budget %d samples; %s\n",
 		t.ds.Name, t.ds.About, t.model.name(), t.f0, fStar, t.budget, tuning)
@@ -266,7 +238,7 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	if o.tuned != "" {
 		tn, err = tuningFromFile(o.tuned, t.ds.Name, o.kinds)
 	} else {
-		tn, err = experiment.Tune(p, pr, cands)
+		tn, err = experiment.TuneReusing(p, pr, cands, prior)
 	}
 	if err != nil {
 		return err
@@ -280,13 +252,7 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 			return err
 		}
 		path := filepath.Join(o.pngDir, "dro-"+t.ds.Name+".png")
-		panels := res.Panels([]string{t.ds.Name + ": plain", t.ds.Name + ": variance reduced (VR)"},
-			func(c experiment.Curve) int {
-				if c.Family.Kind.VR {
-					return 1
-				}
-				return 0
-			})
+		panels := res.Panels([]string{t.ds.Name + ": plain", t.ds.Name + ": variance reduced (VR)"}, experiment.ByVR)
 		if err := experiment.WritePNG(path, panels); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
@@ -307,9 +273,7 @@ func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
 	for _, g := range o.autoGaps {
 		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; auto planned for gap %g\n",
 			t.ds.Name, t.ds.About, t.model.name(), t.f0, t.fStar, t.budget, g)
-		tn := experiment.Fixed(fmt.Sprintf("auto planned for gap %g: a pilot of at most 5%% of each trial's budget, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", g),
-			experiment.Method{Auto: autoplan.New(g)})
-		res, err := experiment.Report(p, pr, tn)
+		res, err := experiment.Report(p, pr, autoplan.Fixed(g))
 		if err != nil {
 			return err
 		}
@@ -322,6 +286,31 @@ func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
 		experiment.WriteMarkdown(stdout, []experiment.Summary{res.Summary})
 	}
 	return nil
+}
+
+// priorScores is the tuning record of the data set in an earlier --json
+// output (--tuning-from), which must have this run's budget, targets and
+// F*: the same problem, tuned on the same seeds.
+func (t *task) priorScores(path string) ([]experiment.Scored, error) {
+	sums, err := experiment.ReadSummaries(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tuning-from: %w", err)
+	}
+	for _, s := range sums {
+		if s.Problem != t.ds.Name {
+			continue
+		}
+		switch {
+		case s.Budget != t.budget || !slices.Equal(s.Targets, gaps):
+			return nil, fmt.Errorf("--tuning-from %s: data set %s was tuned at budget %d for targets %v, this run is at %d for %v: give its --budget", path, t.ds.Name, s.Budget, s.Targets, t.budget, gaps)
+		case s.FStarReached || s.FStar != t.fStar:
+			return nil, fmt.Errorf("--tuning-from %s: data set %s has F* = %g there (reached: %v), %g here: its scores are gaps to another optimum; tune without --tuning-from", path, t.ds.Name, s.FStar, s.FStarReached, t.fStar)
+		case s.Tuning == nil || len(s.Tuning.Settings) == 0:
+			return nil, fmt.Errorf("--tuning-from %s: data set %s has no scored settings (a run with --tuned or --method auto): give a grid search's output", path, t.ds.Name)
+		}
+		return s.Tuning.Settings, nil
+	}
+	return nil, fmt.Errorf("--tuning-from %s has no data set %s", path, t.ds.Name)
 }
 
 // loadData loads a data set, naming the folder and the fix when a file is

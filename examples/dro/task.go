@@ -36,8 +36,8 @@ const (
 // chosen value at its edge (steps 0.3, 5e-5 and 1e-5; levels 11 and 12);
 // VRFresh is the VR methods' grid of D1, the draws averaged into the fresh
 // estimate every Q_E = 10 iterations: {1, 10} put every VR method's choice
-// at 10, its largest, on every data set, so it runs to 100, where several
-// choices still sit (the harness lists them; 300 and 1000 are untried).
+// at 10, its largest, on every data set, so it runs to 100, and to 300
+// and 1000 (widenings) for the methods whose choice still sat at 100.
 var (
 	Steps   = []float64{0.3, 1e-1, 1e-2, 1e-3, 5e-4, 1e-4, 5e-5, 1e-5}
 	Levels  = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
@@ -52,10 +52,6 @@ var tuningSeeds = []uint64{1001, 1002, 1003}
 // samples are counted.
 var gaps = []float64{0.01, 0.003, 0.001}
 
-// kinds are the estimators compared, in the tables' order: every method
-// of mlmc's table (the paper's five), then their VR versions.
-var kinds = experiment.Kinds()
-
 // method is the estimator k with top level l, step and D1 (VR) as
 // docs/definitions.md, section 9 configures it: levels from 0; V-MLMC with
 // n_l = 2^(L-l) (b = c = 1, the default N = 2^L); RT, RU and RR with the
@@ -65,43 +61,104 @@ func method(k mlmc.Kind, l int, step float64, d1 int) experiment.Method {
 	return droGrid().Method(k, l, step, 0, d1)
 }
 
-// grid is every setting of the estimators: L x step (x D1 for VR), without
-// L for RU and RR.
-func grid(ks []mlmc.Kind) []experiment.Method { return droGrid().Methods(ks) }
-
+// droGrid is the tuning grid a task starts with: every setting of the
+// estimators is L x step (x D1 for VR), without L for RU and RR.
 func droGrid() experiment.Grid {
-	return experiment.Grid{Levels: Levels, Steps: Steps, D1: VRFresh, B: 2}
+	return experiment.Grid{Levels: slices.Clone(Levels), Steps: slices.Clone(Steps), D1: slices.Clone(VRFresh), B: 2}
 }
 
 // widenings extend one data set's grid for one method, at one budget (0:
 // any), where the grid above still put a chosen value at its edge
 // (housing: RR-MLMC's step 1e-5 and VR RT-MLMC's L = 12; at 2 x 10^6
-// samples RT-MLMC's step 1e-5). The inner samples are generated, not rows
-// of the data, so any level up to oracleMaxLevel can be drawn.
+// samples RT-MLMC's step 1e-5; D1 = 100 for the VR methods listed). The
+// inner samples are generated, not rows of the data, so any level up to
+// oracleMaxLevel can be drawn.
 var widenings = []struct {
 	dataset string
 	budget  int64
 	kind    mlmc.Kind
 	levels  []int     // added top levels, with every step of Steps
 	steps   []float64 // added steps, with every level
+	d1      []int     // added D1 (VR), with every step and level
+	// d1Levels, when set, are the only levels at which d1 is added: a
+	// fresh estimate costs D1 x 2^L samples or more, so large D1 at a high
+	// L spends the run's budget, and far more compute, on one estimate.
+	d1Levels []int
 }{
-	{"housing", 0, mlmc.Kind{Method: mlmc.RRMLMC}, nil, []float64{3e-6, 1e-6}},
-	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, []int{13, 14}, nil},
-	{"housing", 2_000_000, mlmc.Kind{Method: mlmc.RTMLMC}, nil, []float64{3e-6, 1e-6}},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RRMLMC}, nil, []float64{3e-6, 1e-6}, nil, nil},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, []int{13, 14}, nil, nil, nil},
+	{"housing", 2_000_000, mlmc.Kind{Method: mlmc.RTMLMC}, nil, []float64{3e-6, 1e-6}, nil, nil},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"housing", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, widerD1, nil},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widestD1, nil},
+	{"mpg", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widestD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, widerD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.VMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, widerD1, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widerD1, nil},
+	// mg: four choices then sat at D1 1000, all at L = 0, as is every
+	// choice of every method on mg; VR L-SGD's and VR V-MLMC's draws cost
+	// 2^L and more, RT-MLMC's a bounded mean at every L.
+	{"mg", 0, mlmc.Kind{Method: mlmc.LSGD, VR: true}, nil, nil, []int{3000, 10000}, lowLevels},
+	{"mg", 0, mlmc.Kind{Method: mlmc.VMLMC, VR: true}, nil, nil, []int{3000, 10000}, lowLevels},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RTMLMC, VR: true}, nil, nil, []int{3000, 10000}, nil},
+	{"mg", 0, mlmc.Kind{Method: mlmc.RUMLMC, VR: true}, nil, nil, []int{3000, 10000}, nil},
+	{"bike", 0, mlmc.Kind{Method: mlmc.RRMLMC, VR: true}, nil, nil, widerD1, nil},
 }
 
-// widened is the settings that widenings add to grid(ks) on data set name
-// at the budget.
-func widened(name string, budget int64, ks []mlmc.Kind) []experiment.Method {
-	var out []experiment.Method
+// widerD1 is D1 beyond VRFresh, for the VR methods whose choice sat at its
+// largest, 100; widestD1 goes on where a choice then sat at 1000.
+// lowLevels are the levels at which mg's largest D1 are tried.
+var (
+	widerD1   = []int{300, 1000}
+	widestD1  = []int{300, 1000, 3000, 10000}
+	lowLevels = []int{0, 1, 2}
+)
+
+// widened is the settings that widenings add to the task's grid for the
+// estimators ks, on its data set at its budget: per method, every setting
+// of the grid with the added levels, steps and D1 of all its widenings
+// together (so an added level meets an added D1) that the grid lacks, less
+// an added D1 at a level its widening leaves out (d1Levels).
+func (t *task) widened(ks []mlmc.Kind) []experiment.Method {
+	type axes struct {
+		levels []int
+		steps  []float64
+		d1     []int
+		// d1Levels: the levels an added D1 is limited to.
+		d1Levels map[int][]int
+	}
+	var order []mlmc.Kind
+	added := map[mlmc.Kind]*axes{}
 	for _, w := range widenings {
-		if w.dataset != name || w.budget != 0 && w.budget != budget || !slices.Contains(ks, w.kind) {
+		if w.dataset != t.ds.Name || w.budget != 0 && w.budget != t.budget || !slices.Contains(ks, w.kind) {
 			continue
 		}
-		g := droGrid()
-		g.Levels, g.Steps = append(slices.Clone(Levels), w.levels...), append(slices.Clone(Steps), w.steps...)
-		for _, m := range g.Methods([]mlmc.Kind{w.kind}) {
-			if !slices.Contains(Levels, m.Config.MaxLevel) || !slices.Contains(Steps, m.Step) {
+		a, ok := added[w.kind]
+		if !ok {
+			a = &axes{slices.Clone(t.grid.Levels), slices.Clone(t.grid.Steps), slices.Clone(t.grid.D1), map[int][]int{}}
+			added[w.kind] = a
+			order = append(order, w.kind)
+		}
+		a.levels, a.steps, a.d1 = append(a.levels, w.levels...), append(a.steps, w.steps...), append(a.d1, w.d1...)
+		if w.d1Levels != nil {
+			for _, d1 := range w.d1 {
+				a.d1Levels[d1] = w.d1Levels
+			}
+		}
+	}
+	var out []experiment.Method
+	for _, k := range order {
+		g := t.grid
+		g.Levels, g.Steps, g.D1 = added[k].levels, added[k].steps, added[k].d1
+		for _, m := range g.Methods([]mlmc.Kind{k}) {
+			if ls, ok := added[k].d1Levels[m.Config.D1]; ok && !k.Method.Unbounded() && !slices.Contains(ls, m.Config.MaxLevel) {
+				continue
+			}
+			if !slices.Contains(t.grid.Levels, m.Config.MaxLevel) || !slices.Contains(t.grid.Steps, m.Step) || k.VR && !slices.Contains(t.grid.D1, m.Config.D1) {
 				out = append(out, m)
 			}
 		}
@@ -124,6 +181,8 @@ type task struct {
 	fStar  float64 // +Inf: the lowest value any run reaches
 	budget int64
 	growth float64
+	// grid is the tuning grid (droGrid), before the widenings.
+	grid experiment.Grid
 }
 
 // newTask loads a data set and sets up its problem.
@@ -132,7 +191,7 @@ func newTask(ds dataset, o options) (*task, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &task{ds: ds, data: data, budget: convexBudget, growth: convexGrowth}
+	t := &task{ds: ds, data: data, budget: convexBudget, growth: convexGrowth, grid: droGrid()}
 	if ds.Convex {
 		t.model = linear{data.Dim()}
 		t.exact = newExactLinear(data)

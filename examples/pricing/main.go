@@ -194,8 +194,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	asJSON := fs.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
 	lawName := fs.String("law", "", "run only this service law (erlang, exponential, hyperexponential); default exponential, or all with --full")
 	png := fs.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
-	method := fs.String("method", "", "auto: run the auto method instead of the three methods (a pilot of at most 5% of the 2^28 steps chooses the estimator, L, the level law and the step), planned for --gap")
-	gap := fs.Float64("gap", tolerance*tolerance, "with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic)")
+	auto := autoplan.AddFlags(fs, "auto: run the auto method instead of the three methods (a pilot of at most 5% of the 2^28 steps chooses the estimator, L, the level law and the step), planned for --gap",
+		"with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic)")
 	markdown := fs.String("markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
 	if err := fs.Parse(args); err != nil {
 		return options{}, usageError{err}
@@ -221,18 +221,14 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{kind: oracleKind{Construction: c, Window: *window}, workers: *workers, tune: *tune,
 		asJSON: *asJSON, png: *png, markdown: *markdown}
-	switch *method {
-	case "":
-	case "auto":
-		if !(*gap > 0 && *gap < 1) {
-			return options{}, usageError{fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.0001", *gap)}
-		}
-		if *tune {
-			return options{}, usageError{fmt.Errorf("--method auto chooses its own settings: drop --tune")}
-		}
-		o.autoGap = *gap
-	default:
-		return options{}, usageError{fmt.Errorf("--method %q: the only method is auto", *method)}
+	gaps, err := auto.Gaps([]float64{tolerance * tolerance})
+	switch {
+	case err != nil:
+		return options{}, usageError{err}
+	case gaps != nil && *tune:
+		return options{}, usageError{fmt.Errorf("--method auto chooses its own settings: drop --tune")}
+	case gaps != nil:
+		o.autoGap = gaps[0]
 	}
 	n := *seeds
 	if n == 0 {
@@ -263,12 +259,7 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.markdown != "" {
-		sums, err := experiment.ReadSummaries(o.markdown)
-		if err != nil {
-			return err
-		}
-		experiment.WriteMarkdown(stdout, sums)
-		return nil
+		return experiment.WriteMarkdownOf(stdout, o.markdown)
 	}
 	if o.tune {
 		return tuneMethods(o.kind, o.workers, stdout)

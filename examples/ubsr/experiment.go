@@ -45,10 +45,6 @@ var longGrid = experiment.Grid{
 	D1:     []int{10},
 }
 
-// families are the estimators, in the order of the tables: every method of
-// mlmc's table (the paper's five), then their VR versions.
-var families = experiment.Kinds()
-
 // problem is the instance as the harness runs it: a trial's oracle, the
 // projection onto the budget plane, and the relative gap of SR.
 func (in *instance) problem() *experiment.Problem {
@@ -126,9 +122,7 @@ func runAuto(ins []*instance, s settings, w io.Writer) error {
 		p := in.problem()
 		for _, g := range s.AutoGaps {
 			fmt.Fprintf(w, "%s: budget %d samples, %d trials; auto planned for gap %g\n", p.Name, s.Budget, s.Trials, g)
-			tn := experiment.Fixed(fmt.Sprintf("auto planned for gap %g: a pilot of at most 5%% of each trial's budget, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", g),
-				experiment.Method{Auto: autoplan.New(g)})
-			res, err := experiment.Report(p, pr, tn)
+			res, err := experiment.Report(p, pr, autoplan.Fixed(g))
 			if err != nil {
 				return fmt.Errorf("%s, %s, auto for gap %g: %w", in.Name, in.Loss.Name, g, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -190,15 +191,14 @@ func biasAt(o interface {
 func (r *levelsReport) print(w io.Writer) {
 	fmt.Fprintf(w, "\n== %s, %s loss: per-level diagnostic at %s (SR = %.8g, |grad SR| = %.4g, %s)\n",
 		r.Instance, r.Loss, r.At, r.SR, r.GradNorm, r.GradRef)
-	fmt.Fprintf(w, "%5s %11s %11s %9s | %8s %11s %23s %11s\n", "level", "|E Y|", "Var Y", "cost", "draws", "|bias|", "95% interval", "Var h^l")
-	for i, st := range r.Levels.Levels {
-		fmt.Fprintf(w, "%5d %11.4g %11.4g %9.0f |", st.Level, st.MeanNorm, st.Var, st.Images)
-		if i < len(r.Bias) {
-			b := r.Bias[i]
-			fmt.Fprintf(w, " %8d %11.4g [%10.4g, %10.4g] %11.4g", b.Draws, b.Bias, b.BiasLo, b.BiasHi, b.VarH)
+	head := fmt.Sprintf(" | %8s %11s %23s %11s", "draws", "|bias|", "95% interval", "Var h^l")
+	experiment.WriteLevels(w, r.Levels, head, func(i int) string {
+		if i >= len(r.Bias) {
+			return " |"
 		}
-		fmt.Fprintln(w)
-	}
+		b := r.Bias[i]
+		return fmt.Sprintf(" | %8d %11.4g [%10.4g, %10.4g] %11.4g", b.Draws, b.Bias, b.BiasLo, b.BiasHi, b.VarH)
+	})
 	fmt.Fprintf(w, "Y = h^0 at level 0, H^l above. Fitted rates (95%%): a = %.2f [%.2f, %.2f] (squared bias, levels %v), "+
 		"b = %.2f [%.2f, %.2f], c = %.2f [%.2f, %.2f], Var h^l ~ 2^(-v l) with v = %.2f [%.2f, %.2f]; the paper: a = b = c = 1\n",
 		r.A[0], r.A[1], r.A[2], r.Rates["a_levels"], r.B[0], r.B[1], r.B[2], r.C[0], r.C[1], r.C[2], r.V[0], r.V[1], r.V[2])

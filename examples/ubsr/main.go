@@ -35,6 +35,7 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -57,7 +58,9 @@ type settings struct {
 	Trials  int
 	Workers int
 	Grid    string
+	// Methods is --methods, Kinds the estimators it names.
 	Methods string
+	Kinds   []mlmc.Kind
 	Out     string
 	// FirstTouch also reports each family's best setting per target by
 	// the first-touch rule.
@@ -99,7 +102,7 @@ func parse(args []string) (settings, error) {
 	fs.IntVar(&s.Trials, "trials", 10, "reported trials per chosen setting")
 	fs.IntVar(&s.Workers, "workers", 2, "runs at a time")
 	fs.StringVar(&s.Grid, "grid", "paper", "tuning grid: paper (L = 0..10, steps 4..0.25, two schedules, D1 = 1, 10) small (L = 6, 8, 10, steps 2, 1, 0.5 decaying with t0 = 300, D1 = 10) or long (L = 10..13, steps 2, 1, 0.5 decaying with t0 = 10, D1 = 10: for budgets that reach gaps below 0.1%)")
-	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...)")
+	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...) or table names (L-SGD, VR RT-MLMC, ...)")
 	fs.BoolVar(&s.FirstTouch, "first-touch", false, "also report each family's best setting per target by the first-touch rule (more reported runs)")
 	fs.StringVar(&s.LevelsFrom, "levels-from", "", "with --run, take the rates a, b, c, v from this --levels JSON file instead of measuring them again")
 	fs.BoolVar(&s.Refit, "refit", false, "with --run and --levels-from: refit the exponents and rewrite --json from the summary files under --out, without running")
@@ -109,33 +112,22 @@ func parse(args []string) (settings, error) {
 	fs.IntVar(&s.TuningSeeds, "tuning-seeds", 3, "with --run: how many tuning seeds (1001, 1002, ...) score each setting")
 	fs.IntVar(&s.ReferenceFloor, "reference-floor", 0, "with --instance student-t-20: minimise this many independent sample-average objectives of 4x the reference's draws and score their minimisers on the reference objective, estimating the relative gap a method converging to the true minimiser cannot go below")
 	targetList := fs.String("targets", "", "with --run: the relative gaps to count samples at, decreasing and comma-separated, the headline 0.01, 0.003, 0.001 among them (default 0.1,0.03,0.01,0.003,0.001)")
-	method := fs.String("method", "", "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines")
-	gap := fs.Float64("gap", 0, "with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
+	auto := autoplan.AddFlags(fs, "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines",
+		"with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	if err := fs.Parse(args); err != nil {
 		return s, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	switch *method {
-	case "":
-		if *gap != 0 {
-			return s, fmt.Errorf("--gap %g: only --method auto plans for a gap; the grid reports every gap", *gap)
+	var err error
+	if s.AutoGaps, err = auto.Gaps(headline); err != nil {
+		return s, err
+	}
+	s.Auto = s.AutoGaps != nil
+	for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen", "targets", "tuning-seeds"} {
+		if s.Auto && set[f] {
+			return s, fmt.Errorf("--method auto chooses its own estimator and settings and runs the trials: drop --%s", f)
 		}
-	case "auto":
-		s.Auto, s.AutoGaps = true, headline
-		if *gap != 0 {
-			if !(*gap > 0 && *gap < 1) {
-				return s, fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. 0.001", *gap)
-			}
-			s.AutoGaps = []float64{*gap}
-		}
-		for _, f := range []string{"run", "levels", "methods", "grid", "refit", "levels-from", "first-touch", "tuning-from", "widen", "targets", "tuning-seeds"} {
-			if set[f] {
-				return s, fmt.Errorf("--method auto chooses its own estimator and settings and runs the trials: drop --%s", f)
-			}
-		}
-	default:
-		return s, fmt.Errorf("--method %q: the only method is auto (the grid's methods are chosen with --methods)", *method)
 	}
 	if fs.NArg() > 0 {
 		return s, fmt.Errorf("unexpected argument %q: every setting is a flag (see --help)", fs.Arg(0))
@@ -186,8 +178,8 @@ func parse(args []string) (settings, error) {
 	if (s.Run || s.Auto) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
 	}
-	if _, err := kindsOf(s.Methods); err != nil {
-		return s, err
+	if s.Kinds, err = experiment.ParseKinds(s.Methods); err != nil {
+		return s, fmt.Errorf("--methods: %w", err)
 	}
 	if s.Loss != "all" && lossIndex(s.Loss) < 0 {
 		return s, fmt.Errorf("--loss %q: use entropic, quadratic-hinge, expectile or all", s.Loss)
@@ -251,13 +243,12 @@ func run(args []string, w io.Writer) error {
 			}
 			reports = append(reports, rep)
 		} else if s.Run {
-			kinds, _ := kindsOf(s.Methods)
 			g := map[string]experiment.Grid{"paper": paperGrid, "small": smallGrid, "long": longGrid}[s.Grid]
 			var o *outcome
 			if s.Refit {
 				o, err = refit(in, s, w)
 			} else {
-				o, err = runExperiment(in, s, g, kinds, w)
+				o, err = runExperiment(in, s, g, s.Kinds, w)
 			}
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", in.Name, in.Loss.Name, err)
@@ -309,20 +300,4 @@ func (in *instance) print(w io.Writer) {
 		fmt.Fprintf(w, " ± %.2g", in.SRStarSE)
 	}
 	fmt.Fprintf(w, ", SR(x0) - SR* = %.6g (%s)\n", in.SR0-in.SRStar, in.Reference)
-}
-
-// kindsOf reads --methods.
-func kindsOf(list string) ([]mlmc.Kind, error) {
-	if list == "all" {
-		return families, nil
-	}
-	var out []mlmc.Kind
-	for _, n := range strings.Split(list, ",") {
-		k, err := mlmc.ParseKind(n)
-		if err != nil {
-			return nil, fmt.Errorf("--methods: %w", err)
-		}
-		out = append(out, k)
-	}
-	return out, nil
 }

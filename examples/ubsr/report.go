@@ -171,7 +171,8 @@ func fitExponent(sum experiment.Summary, in *instance, pick func(experiment.Rank
 		for i, c := range cs {
 			ys[i] = math.Log(experiment.Median(c))
 		}
-		return olsSlope(xs, ys)
+		slope, _, _ := mlmc.LineFit(xs, ys)
+		return slope
 	}
 	ex.Exponent[0] = slope(trials)
 	r := rand.New(rand.NewPCG(99, 1))
@@ -193,22 +194,6 @@ func fitExponent(sum experiment.Summary, in *instance, pick func(experiment.Rank
 		ex.Exponent[1], ex.Exponent[2] = boots[len(boots)*25/1000], boots[len(boots)*975/1000]
 	}
 	return ex
-}
-
-func olsSlope(x, y []float64) float64 {
-	var mx, my float64
-	for i := range x {
-		mx += x[i]
-		my += y[i]
-	}
-	mx /= float64(len(x))
-	my /= float64(len(x))
-	var sxy, sxx float64
-	for i := range x {
-		sxy += (x[i] - mx) * (y[i] - my)
-		sxx += (x[i] - mx) * (x[i] - mx)
-	}
-	return sxy / sxx
 }
 
 // issueJSON is the per-loss object of --json: the ground truth, the
@@ -272,13 +257,7 @@ func (o *outcome) write(dir string) error {
 	if err := md.Close(); err != nil {
 		return err
 	}
-	panels := o.res.Panels([]string{o.in.Name + " " + o.in.Loss.Name + ": plain", o.in.Name + " " + o.in.Loss.Name + ": VR"},
-		func(c experiment.Curve) int {
-			if c.Family.Kind.VR {
-				return 1
-			}
-			return 0
-		})
+	panels := o.res.Panels([]string{o.in.Name + " " + o.in.Loss.Name + ": plain", o.in.Name + " " + o.in.Loss.Name + ": VR"}, experiment.ByVR)
 	return experiment.WritePNG(base+".png", panels)
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,35 +10,6 @@ import (
 	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/mlmc"
 )
-
-// choose re-derives from the scored settings the very choices the harness's
-// grid search made (overall, and per target by both rules).
-func TestChooseMatchesTune(t *testing.T) {
-	in, err := gaussianInstance(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := experiment.Grid{Levels: []int{2, 6}, Steps: []float64{2, 0.5}, Decays: []float64{300}, B: 1.8}
-	kinds := []mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RUMLMC}}
-	pr := experiment.Protocol{Targets: targets, Budget: 1 << 15, Workers: 2}
-	tn, err := experiment.Tune(in.problem(), pr, g.Methods(kinds))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := choose(tn.Settings, len(targets))
-	if len(got) != len(tn.Choices) {
-		t.Fatalf("%d families chosen, the harness %d", len(got), len(tn.Choices))
-	}
-	for i, c := range tn.Choices {
-		all := append(append([]experiment.Method{c.Best}, c.Stays...), c.First...)
-		mine := append(append([]experiment.Method{got[i].Best}, got[i].Stays...), got[i].First...)
-		for j := range all {
-			if settingKey(all[j]) != settingKey(mine[j]) {
-				t.Errorf("%s, choice %d: %s, the harness chose %s", c.Name, j, mine[j], all[j])
-			}
-		}
-	}
-}
 
 func scored(m experiment.Method, score float64, stays ...float64) experiment.Scored {
 	r := experiment.Scored{Setting: m, Score: &score}
@@ -64,9 +34,9 @@ func TestWidenings(t *testing.T) {
 	}
 	tried := map[string]bool{}
 	for _, r := range rows {
-		tried[settingKey(r.Setting)] = true
+		tried[r.Setting.Key()] = true
 	}
-	next, stuck := widenings(rows, choose(rows, 1), tried)
+	next, stuck := widenings(rows, experiment.Choose(rows, 1), tried)
 	var names []string
 	for _, m := range next {
 		names = append(names, m.String())
@@ -76,15 +46,15 @@ func TestWidenings(t *testing.T) {
 	if !slices.Equal(names, want) || len(stuck) != 0 {
 		t.Errorf("widenings %q (stuck %q), want %q", names, stuck, want)
 	}
-	if e := edgeNotes(rows, choose(rows, 1)); len(e) != 3 {
+	if e := edgeNotes(rows, experiment.Choose(rows, 1)); len(e) != 3 {
 		t.Errorf("edges %q, want L, step and t0 of L=4", e)
 	}
 
 	capped := []experiment.Scored{scored(lsgdAt(maxWidenLevel-1, 1, 0), 2, 20), scored(lsgdAt(maxWidenLevel, 1, 0), 1, 10)}
 	for _, r := range capped {
-		tried[settingKey(r.Setting)] = true
+		tried[r.Setting.Key()] = true
 	}
-	next, stuck = widenings(capped, choose(capped, 1), tried)
+	next, stuck = widenings(capped, experiment.Choose(capped, 1), tried)
 	if len(stuck) != 1 || !strings.Contains(stuck[0], "cap L = 14") {
 		t.Errorf("stuck %q, want the cap on L", stuck)
 	}
@@ -119,7 +89,7 @@ func TestPriorSettingsErrors(t *testing.T) {
 		t.Errorf("budget mismatch: error %v", err)
 	}
 	rows, err := priorSettings(path, 1<<10, targets, fams)
-	if err != nil || len(rows) != 1 || math.IsInf(orInf(rows[0].Score), 0) {
+	if err != nil || len(rows) != 1 || rows[0].Score == nil {
 		t.Errorf("same budget: %v, %v", rows, err)
 	}
 	// Two files: the setting both scored is taken once, from the first.

@@ -6,6 +6,7 @@
 package autoplan
 
 import (
+	"flag"
 	"fmt"
 	"sync"
 
@@ -101,4 +102,54 @@ func reasons(p *auto.Plan, note string) []string {
 		r = append(r, note)
 	}
 	return r
+}
+
+// Fixed is the auto method planned for gap, run as it is
+// (experiment.Fixed) on a trial's whole budget, with the note that says
+// how it chooses.
+func Fixed(gap float64) *experiment.Tuning {
+	return experiment.Fixed(fmt.Sprintf("auto planned for gap %g: a pilot of at most 5%% of each trial's budget, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", gap),
+		experiment.Method{Auto: New(gap)})
+}
+
+// Flags are the command-line options of the auto method that the
+// examples share: --method auto and --gap.
+type Flags struct {
+	fs     *flag.FlagSet
+	method string
+	gap    float64
+}
+
+// AddFlags registers --method and --gap on fs, with the usage each
+// command words for its problem.
+func AddFlags(fs *flag.FlagSet, methodUsage, gapUsage string) *Flags {
+	f := &Flags{fs: fs}
+	fs.StringVar(&f.method, "method", "", methodUsage)
+	fs.Float64Var(&f.gap, "gap", 0, gapUsage)
+	return f
+}
+
+// Gaps reads the parsed flags: nil without --method auto, else the gaps to
+// plan for, --gap's or the defaults. A gap outside (0, 1), a gap without
+// --method auto and a method other than auto are errors naming the flag.
+func (f *Flags) Gaps(defaults []float64) ([]float64, error) {
+	switch f.method {
+	case "":
+		if f.gap != 0 {
+			return nil, fmt.Errorf("--gap %g: only --method auto plans for a gap; without it every target is reported", f.gap)
+		}
+		return nil, nil
+	case "auto":
+		if f.gap == 0 {
+			return defaults, nil
+		}
+		if !(f.gap > 0 && f.gap < 1) {
+			return nil, fmt.Errorf("--gap %g: give a relative gap in (0, 1), e.g. %g", f.gap, defaults[len(defaults)-1])
+		}
+		return []float64{f.gap}, nil
+	}
+	if f.fs.Lookup("methods") != nil {
+		return nil, fmt.Errorf("--method %q: the only method is auto (the grid's methods are chosen with --methods)", f.method)
+	}
+	return nil, fmt.Errorf("--method %q: the only method is auto", f.method)
 }

@@ -1,7 +1,10 @@
 package autoplan_test
 
 import (
+	"flag"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/simclr-go/simclr/experiment"
@@ -53,5 +56,46 @@ func TestHarnessRunsAuto(t *testing.T) {
 	}
 	if s := m.StaysBelow[0]; s.Reached != pr.Trials || s.Median == nil || !(*s.Median < budget) || math.IsNaN(*s.Median) {
 		t.Errorf("stays below %g: %d of %d trials, median %v", gap, s.Reached, pr.Trials, s.Median)
+	}
+}
+
+// TestFlags: --method auto plans for --gap or the command's default gaps;
+// a gap outside (0, 1), a gap without auto and another method are one
+// error naming the flag, which points at --methods where the command has
+// it.
+func TestFlags(t *testing.T) {
+	defaults := []float64{0.01, 0.001}
+	for _, tc := range []struct {
+		args    []string
+		methods bool // the command has --methods
+		want    []float64
+		err     string
+	}{
+		{nil, false, nil, ""},
+		{[]string{"--method", "auto"}, false, defaults, ""},
+		{[]string{"--method", "auto", "--gap", "0.003"}, false, []float64{0.003}, ""},
+		{[]string{"--method", "auto", "--gap", "1.5"}, false, nil, "--gap 1.5: give a relative gap in (0, 1), e.g. 0.001"},
+		{[]string{"--gap", "0.01"}, false, nil, "only --method auto plans for a gap"},
+		{[]string{"--method", "grid"}, false, nil, `--method "grid": the only method is auto`},
+		{[]string{"--method", "grid"}, true, nil, "chosen with --methods"},
+	} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		if tc.methods {
+			fs.String("methods", "", "")
+		}
+		f := autoplan.AddFlags(fs, "", "")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Gaps(defaults)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%v: gaps %v (error %v), want %v", tc.args, got, err, tc.want)
+		}
 	}
 }

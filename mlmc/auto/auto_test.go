@@ -387,3 +387,44 @@ func TestReplanOutlook(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanJSONNulls: every float of a plan that is not finite is written as
+// null and read back as NaN (a diverged step candidate's value as +Inf),
+// and the finite ones come back as they were.
+func TestPlanJSONNulls(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	p := Plan{Method: "rtmlmc", A: Rate{nan, nan}, B: Rate{1.5, nan}, C: Rate{1, 0.01}, BiasShare: nan,
+		Predicted: []MethodCost{{"lsgd", 1, 10, 10}, {"rtmlmc", inf, nan, inf}},
+		Steps:     []StepScore{{Step: 0.1, Value: inf, Iterations: 3}, {Step: 0.01, Value: 2.5, SE: 0.1, Iterations: 3}}}
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"a":{"rate":null,"se":null}`, `"b":{"rate":1.5,"se":null}`, `"bias_share":null`,
+		`{"method":"rtmlmc","var":null,"cost":null,"var_cost":null}`, `"iterations":3,"value":null}`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("JSON lacks %s: %s", want, data)
+		}
+	}
+	var back Plan
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	isNaN := math.IsNaN
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"a", isNaN(back.A.Rate) && isNaN(back.A.SE)},
+		{"b", back.B.Rate == 1.5 && isNaN(back.B.SE)},
+		{"c", back.C == p.C},
+		{"bias share", isNaN(back.BiasShare)},
+		{"finite prediction", back.Predicted[0] == p.Predicted[0]},
+		{"unknown prediction", isNaN(back.Predicted[1].Var) && isNaN(back.Predicted[1].Cost) && isNaN(back.Predicted[1].VarCost)},
+		{"diverged step", math.IsInf(back.Steps[0].Value, 1) && back.Steps[1] == p.Steps[1]},
+	} {
+		if !c.ok {
+			t.Errorf("%s after a JSON round trip: %+v", c.name, back)
+		}
+	}
+}

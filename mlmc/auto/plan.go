@@ -83,40 +83,48 @@ func (r Rate) String() string {
 	return fmt.Sprintf("%.2f ± %.2f", r.Rate, r.SE)
 }
 
-// MarshalJSON writes a rate or standard error that could not be fitted as
-// null, which JSON can hold and NaN not.
-func (r Rate) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Rate *float64 `json:"rate"`
-		SE   *float64 `json:"se"`
-	}{finite(r.Rate), finite(r.SE)})
+// nullable is a float64 as a plan's JSON holds it: a value that is not
+// finite (not fitted, not bounded, diverged) is written as null, which JSON
+// can hold and NaN not, and null is read back as NaN. Every float of a plan
+// that may be unknown goes through it, so that each reads back as written.
+type nullable float64
+
+func (f nullable) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
 }
 
-// UnmarshalJSON reads what MarshalJSON wrote, null as NaN.
-func (r *Rate) UnmarshalJSON(data []byte) error {
-	var v struct {
-		Rate *float64 `json:"rate"`
-		SE   *float64 `json:"se"`
+func (f *nullable) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*f = nullable(math.NaN())
+		return nil
 	}
+	return json.Unmarshal(data, (*float64)(f))
+}
+
+// rateJSON is a Rate in JSON.
+type rateJSON struct {
+	Rate nullable `json:"rate"`
+	SE   nullable `json:"se"`
+}
+
+// MarshalJSON writes a rate or standard error that could not be fitted as
+// null.
+func (r Rate) MarshalJSON() ([]byte, error) {
+	return json.Marshal(rateJSON{nullable(r.Rate), nullable(r.SE)})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote, null (or a missing field) as
+// NaN.
+func (r *Rate) UnmarshalJSON(data []byte) error {
+	v := rateJSON{nullable(math.NaN()), nullable(math.NaN())}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	r.Rate, r.SE = orNaN(v.Rate), orNaN(v.SE)
+	r.Rate, r.SE = float64(v.Rate), float64(v.SE)
 	return nil
-}
-
-func finite(x float64) *float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return nil
-	}
-	return &x
-}
-
-func orNaN(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
 }
 
 // MethodCost is a method's predicted variance and cost per iteration at the
@@ -216,8 +224,8 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 	type plain Plan
 	return json.Marshal(struct {
 		plain
-		BiasShare *float64 `json:"bias_share"`
-	}{plain(p), finite(p.BiasShare)})
+		BiasShare nullable `json:"bias_share"`
+	}{plain(p), nullable(p.BiasShare)})
 }
 
 // UnmarshalJSON reads a recorded plan, its method by mlmc.ParseKind.
@@ -225,12 +233,12 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	type plain Plan
 	v := struct {
 		*plain
-		BiasShare *float64 `json:"bias_share"`
-	}{plain: (*plain)(p)}
+		BiasShare nullable `json:"bias_share"`
+	}{plain: (*plain)(p), BiasShare: nullable(math.NaN())}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	p.BiasShare = orNaN(v.BiasShare)
+	p.BiasShare = float64(v.BiasShare)
 	k, err := mlmc.ParseKind(p.Method)
 	if err != nil {
 		return fmt.Errorf("auto plan: %w", err)
@@ -436,7 +444,7 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 			}
 		}
 		if len(ls) >= 2 {
-			sl, _, se := lineFit(ls, ys)
+			sl, _, se := mlmc.LineFit(ls, ys)
 			p.B = Rate{-sl, se}
 			bRate = -sl
 		}
@@ -802,75 +810,53 @@ func lawSource(lev []level) string {
 // as zero: a difference of float64 gradients cancelled to rounding.
 const roundingShare = 1e-10
 
-// lineFit fits y = k + s x by least squares and gives the slope's standard
-// error from the residuals (NaN with two points).
-func lineFit(x, y []float64) (s, k, se float64) {
-	n := float64(len(x))
-	var mx, my float64
-	for i := range x {
-		mx += x[i]
-		my += y[i]
-	}
-	mx, my = mx/n, my/n
-	var sxx, sxy float64
-	for i := range x {
-		sxx += (x[i] - mx) * (x[i] - mx)
-		sxy += (x[i] - mx) * (y[i] - my)
-	}
-	s = sxy / sxx
-	k = my - s*mx
-	se = math.NaN()
-	if len(x) > 2 {
-		rss := 0.0
-		for i := range x {
-			d := y[i] - k - s*x[i]
-			rss += d * d
-		}
-		se = math.Sqrt(rss / (n - 2) / sxx)
-	}
-	return s, k, se
-}
-
-func intLevels(x []float64) []int {
-	out := make([]int, len(x))
-	for i, v := range x {
-		out[i] = int(v)
-	}
-	return out
-}
-
 // MarshalJSON writes a diverged candidate's value as null.
 func (s StepScore) MarshalJSON() ([]byte, error) {
 	type plain StepScore
 	return json.Marshal(struct {
 		plain
-		Value *float64 `json:"value"`
-	}{plain(s), finite(s.Value)})
+		Value nullable `json:"value"`
+	}{plain(s), nullable(s.Value)})
 }
 
-// UnmarshalJSON reads null as +Inf, a diverged candidate.
+// UnmarshalJSON reads null as +Inf: a value is missing only where the
+// candidate diverged.
 func (s *StepScore) UnmarshalJSON(data []byte) error {
 	type plain StepScore
 	v := struct {
 		*plain
-		Value *float64 `json:"value"`
-	}{plain: (*plain)(s)}
+		Value nullable `json:"value"`
+	}{plain: (*plain)(s), Value: nullable(math.NaN())}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	s.Value = math.Inf(1)
-	if v.Value != nil {
-		s.Value = *v.Value
+	s.Value = float64(v.Value)
+	if math.IsNaN(s.Value) {
+		s.Value = math.Inf(1)
 	}
 	return nil
 }
 
+// methodCostJSON is a MethodCost in JSON.
+type methodCostJSON struct {
+	Method  string   `json:"method"`
+	Var     nullable `json:"var"`
+	Cost    nullable `json:"cost"`
+	VarCost nullable `json:"var_cost"`
+}
+
 // MarshalJSON writes what could not be predicted as null.
 func (m MethodCost) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Method  string   `json:"method"`
-		Var     *float64 `json:"var"`
-		Cost    *float64 `json:"cost"`
-		VarCost *float64 `json:"var_cost"`
-	}{m.Method, finite(m.Var), finite(m.Cost), finite(m.VarCost)})
+	return json.Marshal(methodCostJSON{m.Method, nullable(m.Var), nullable(m.Cost), nullable(m.VarCost)})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote, null as NaN.
+func (m *MethodCost) UnmarshalJSON(data []byte) error {
+	nan := nullable(math.NaN())
+	v := methodCostJSON{Var: nan, Cost: nan, VarCost: nan}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*m = MethodCost{v.Method, float64(v.Var), float64(v.Cost), float64(v.VarCost)}
+	return nil
 }

@@ -3,7 +3,8 @@
 # runs/study/NAME, with the study's fixed settings (width-1/8 ResNet-18, L = 7,
 # the 5,000-image training split, validation on 1,000 held-out training
 # images; see make_splits.sh) and the run's own flags. Records the command,
-# the machine load before and after, the CPU model and the git commit in
+# the machine load before and after, the CPU model and the git commit (the
+# binary's, from BINARY.commit beside it where that file exists) in
 # runs/study/NAME.study.json, and the log in runs/study/NAME.log.
 # A finished run (NAME.study.json with exit code 0) is skipped; an unfinished
 # one is started again from scratch, so that its wall time stays one clean
@@ -51,7 +52,7 @@ main() {
 	t1=$(date +%s.%N)
 	load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 	cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-	python3 - "$root/$name.study.json" "$name" "$start" "$t0" "$t1" "$load_before" "$load_after" "$cpu" "$(git rev-parse --short HEAD)" "$rc" "$segments" "$bin" "${args[@]}" <<-'PY'
+	python3 - "$root/$name.study.json" "$name" "$start" "$t0" "$t1" "$load_before" "$load_after" "$cpu" "$(cat "$bin.commit" 2>/dev/null || git rev-parse --short HEAD)" "$rc" "$segments" "$bin" "${args[@]}" <<-'PY'
 	import json, sys
 	path, name, start, t0, t1, lb, la, cpu, commit, rc, segments, binary, *args = sys.argv[1:]
 	record = {"name": name, "start_utc": start, "command_seconds": float(t1) - float(t0),

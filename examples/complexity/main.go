@@ -476,23 +476,11 @@ func mergePoints(dir, src string) error {
 	if err != nil {
 		return err
 	}
-	type key struct {
-		id     cellID
-		params string
-	}
-	byCell := map[key][]point{}
-	var order []key
-	for _, p := range repl {
-		k := key{p.cellID, p.Params}
-		if _, ok := byCell[k]; !ok {
-			order = append(order, k)
-		}
-		byCell[k] = append(byCell[k], p)
-	}
+	order, byCell := groupPoints(repl)
 	var out []point
-	done := map[key]bool{}
+	done := map[pointCell]bool{}
 	for _, p := range old {
-		k := key{p.cellID, p.Params}
+		k := pointCell{p.cellID, p.Params}
 		if _, ok := byCell[k]; !ok {
 			out = append(out, p)
 			continue
@@ -510,22 +498,32 @@ func mergePoints(dir, src string) error {
 	return writeJSONLines(filepath.Join(dir, "points.jsonl"), out)
 }
 
-// resummarize groups the points by cell, in their order, and fits each
-// cell again.
-func resummarize(pts []point) ([]cellResult, error) {
-	type key struct {
-		id     cellID
-		params string
-	}
-	var keys []key
-	groups := map[key][]point{}
+// pointCell is a measured cell: the cell and its parameters (prescribed
+// or tuned).
+type pointCell struct {
+	id     cellID
+	params string
+}
+
+// groupPoints groups the points by cell, the cells in the order their
+// first point comes.
+func groupPoints(pts []point) ([]pointCell, map[pointCell][]point) {
+	var keys []pointCell
+	groups := map[pointCell][]point{}
 	for _, p := range pts {
-		k := key{p.cellID, p.Params}
+		k := pointCell{p.cellID, p.Params}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
 		groups[k] = append(groups[k], p)
 	}
+	return keys, groups
+}
+
+// resummarize groups the points by cell, in their order, and fits each
+// cell again.
+func resummarize(pts []point) ([]cellResult, error) {
+	keys, groups := groupPoints(pts)
 	var out []cellResult
 	for _, k := range keys {
 		ri := slices.IndexFunc(rows, func(r Row) bool { return r.Class.String() == k.id.Objective && r.VR == k.id.VR })

@@ -44,7 +44,7 @@ func (e *evalTarget) define(cmd *cobra.Command) {
 	f.StringVar(&e.checkpoint, "checkpoint", "", "model checkpoint (model.safetensors) to evaluate instead of a run folder")
 	f.StringVar(&e.dataset, "dataset", "", "data set (default: the run's, else cifar10)")
 	f.StringVar(&e.dataDir, "data-dir", "", "folder holding the data sets (default: the run's)")
-	f.IntVar(&e.trainSubset, "train-subset", -1, "use only N training images, class-balanced (0: all; -1: the run's setting, else all)")
+	f.IntVar(&e.trainSubset, "train-subset", -1, "use only N training images, class-balanced (0: all; -1: with --run the run's --eval-train-subset, the images its own kNN and probe read, else all)")
 	f.IntVar(&e.testSub, "test-subset", -1, "use only N test images, class-balanced (0: all; -1: the run's setting, else all)")
 	f.IntVar(&e.valSplit, "val-split", -1, "score N class-balanced training images held out of training instead of the test set (0: the test set; -1: the run's setting, else 0)")
 	f.Float64Var(&e.width, "width", 0, "network width multiplier (0: the run's or the checkpoint's metadata, else 1)")
@@ -97,6 +97,12 @@ func (e *evalTarget) open(cmd *cobra.Command) (tensor.Backend, *resnet18.Model, 
 	}
 	if err != nil {
 		return fail(err)
+	}
+	// A run's own kNN and probe read only --eval-train-subset of its
+	// training images; scoring the run again reads the same ones unless
+	// --train-subset says otherwise, so the figures reproduce.
+	if n := cfg.EvalTrainSubset; e.run != "" && e.trainSubset < 0 && !e.unlabelled && n > 0 && n < splits.Train.Len() {
+		splits = splits.Subset(n, 0)
 	}
 	netCfg, err := train.ModelConfig(cfg, splits)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"image"
 	"image/color"
 	"image/png"
@@ -337,5 +338,44 @@ func TestCPUProfileThatCannotStartLeavesNoFile(t *testing.T) {
 	stop()
 	if fi, err := os.Stat(filepath.Join(dir, "first.prof")); err != nil || fi.Size() == 0 {
 		t.Errorf("first profile not written: %v", err)
+	}
+}
+
+// Scoring a run again reads the training images its own probe read (its
+// --eval-train-subset), so the figure reproduces; --train-subset 0 asks
+// for every image.
+func TestEvalRunKeepsEvalTrainSubset(t *testing.T) {
+	data := imageFolder(t, 32, 16)
+	run := filepath.Join(t.TempDir(), "run")
+	if _, stderr, err := execute("train", "--dataset", "folder:"+data, "--iterations", "2", "--max-level", "3",
+		"--width", "0.0625", "--proj-dim", "16", "--device", "cpu", "--out", run, "--eval-train-subset", "16"); err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	var own runfolder.Probe
+	if err := runfolder.ReadJSON(filepath.Join(run, runfolder.ProbeFile), &own); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args       []string
+		wantImages int
+	}{
+		{nil, 16},
+		{[]string{"--train-subset", "0"}, 32},
+	} {
+		args := append([]string{"eval", "linear-probe", "--run", run, "--device", "cpu", "--json"}, tc.args...)
+		stdout, stderr, err := execute(args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stderr)
+		}
+		var again runfolder.Probe
+		if err := json.Unmarshal([]byte(stdout), &again); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stdout)
+		}
+		if again.TrainImages != tc.wantImages {
+			t.Errorf("%v: the probe read %d training images, want %d", args, again.TrainImages, tc.wantImages)
+		}
+		if tc.wantImages == own.TrainImages && (again.Top1 != own.Top1 || again.L2 != own.L2) {
+			t.Errorf("%v: top-1 %v (l2 %g), the run's own probe %v (l2 %g)", args, again.Top1, again.L2, own.Top1, own.L2)
+		}
 	}
 }

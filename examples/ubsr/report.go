@@ -228,7 +228,7 @@ func (o *outcome) issueJSON() map[string]any {
 		"MLMC (b > c)": 1.0,
 	}
 	return map[string]any{"instance": in.Name, "loss": in.Loss.Name, "lambda": in.Lambda,
-		"SR0": in.SR0, "SR_star": in.SRStar, "SR_star_se": in.SRStarSE, "theta_star": in.ThetaStar,
+		"SR0": in.SR0, "SR_star": in.SRStar, "SR_star_spread": in.Spread, "theta_star": in.ThetaStar,
 		"rates":  map[string]any{"a": o.lv.A, "b": o.lv.B, "c": o.lv.C, "v": o.lv.V, "paper": o.lv.Paper},
 		"budget": sum.Budget, "trials": sum.Trials, "targets": sum.Targets,
 		"methods": methods, "complexity": cx,

@@ -31,8 +31,10 @@
 // and the best setting for each target by each rule; it names chosen values
 // that sit at an edge of their grid, where the grid must be widened.
 // TuneReusing does the same but takes the scores of the settings that an
-// earlier tuning record (a summary's Tuning.Settings) already holds, so a
-// widened grid runs only its new settings.
+// earlier tuning record (PriorScores reads them from results files)
+// already holds, so a widened grid runs only its new settings; TuneWidened
+// widens the grid itself, round after round, along the Axes where a
+// choice sits at an edge of what its family tried.
 // Report runs the chosen settings on the reported seeds; Fixed and
 // TuningFrom run hand-chosen settings or those of an earlier results file.
 // WriteMarkdown, WritePNG and MeasureLevels (the per-level diagnostic of
@@ -40,8 +42,8 @@
 //
 // Choose is Tune's choice rule over scored settings, and AtEdges its walk
 // over the chosen settings at an edge of an Axis, for a search that scores
-// settings in rounds (examples/ubsr widens its grid so). ParseKinds reads
-// a --methods list of estimators.
+// settings in rounds its own way. ParseKinds reads a --methods list of
+// estimators.
 //
 // The auto method. A Method whose Auto is set is decided by a Planner
 // rather than a grid:

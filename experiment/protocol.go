@@ -429,9 +429,10 @@ type Axis struct {
 	// minimum level for L, one base estimate for D1, a constant step for
 	// the decay): a choice there is at no edge of the grid.
 	End func(v float64, m Method) bool
-	// Next, when set, is m moved one value beyond v in direction dir (+1
-	// up, -1 down), or why it cannot move there: a search that widens its
-	// grid at the edges uses it.
+	// Next, when set, is m moved one value beyond its value in direction
+	// dir (+1 up, -1 down), or why it cannot move there (a cap): a search
+	// that widens its grid at the edges (TuneWidened) uses it, never down
+	// from an End.
 	Next func(m Method, dir int) (Method, string)
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"github.com/simclr-go/simclr/mlmc"
 	"math"
 )
 
@@ -36,24 +37,8 @@ func fitExponent(eps, cost, div []float64) (fit, error) {
 	if n < 3 {
 		return fit{N: n}, errors.New("fewer than three eps reached their target")
 	}
-	var mx, my float64
-	for i := range xs {
-		mx += xs[i] / float64(n)
-		my += ys[i] / float64(n)
-	}
-	var sxx, sxy float64
-	for i := range xs {
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-		sxy += (xs[i] - mx) * (ys[i] - my)
-	}
-	slope := sxy / sxx
-	var rss float64
-	for i := range xs {
-		r := ys[i] - my - slope*(xs[i]-mx)
-		rss += r * r
-	}
+	slope, _, se := mlmc.LineFit(xs, ys)
 	df := n - 2
-	se := math.Sqrt(rss / float64(df) / sxx)
 	tq := 2.0 // beyond the table, close to the normal quantile
 	if df <= len(tQuantile975) {
 		tq = tQuantile975[df-1]

@@ -227,8 +227,8 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	case o.tuned != "":
 		tuning = "settings from " + o.tuned
 	case o.tuningFrom != "":
-		if prior, err = t.priorScores(o.tuningFrom); err != nil {
-			return err
+		if prior, err = experiment.PriorScores([]string{o.tuningFrom}, p, pr, nil); err != nil {
+			return fmt.Errorf("--tuning-from: %w", err)
 		}
 		tuning += fmt.Sprintf(" (those of the %d scored in %s taken from it)", len(prior), o.tuningFrom)
 	}
@@ -286,31 +286,6 @@ func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
 		experiment.WriteMarkdown(stdout, []experiment.Summary{res.Summary})
 	}
 	return nil
-}
-
-// priorScores is the tuning record of the data set in an earlier --json
-// output (--tuning-from), which must have this run's budget, targets and
-// F*: the same problem, tuned on the same seeds.
-func (t *task) priorScores(path string) ([]experiment.Scored, error) {
-	sums, err := experiment.ReadSummaries(path)
-	if err != nil {
-		return nil, fmt.Errorf("--tuning-from: %w", err)
-	}
-	for _, s := range sums {
-		if s.Problem != t.ds.Name {
-			continue
-		}
-		switch {
-		case s.Budget != t.budget || !slices.Equal(s.Targets, gaps):
-			return nil, fmt.Errorf("--tuning-from %s: data set %s was tuned at budget %d for targets %v, this run is at %d for %v: give its --budget", path, t.ds.Name, s.Budget, s.Targets, t.budget, gaps)
-		case s.FStarReached || s.FStar != t.fStar:
-			return nil, fmt.Errorf("--tuning-from %s: data set %s has F* = %g there (reached: %v), %g here: its scores are gaps to another optimum; tune without --tuning-from", path, t.ds.Name, s.FStar, s.FStarReached, t.fStar)
-		case s.Tuning == nil || len(s.Tuning.Settings) == 0:
-			return nil, fmt.Errorf("--tuning-from %s: data set %s has no scored settings (a run with --tuned or --method auto): give a grid search's output", path, t.ds.Name)
-		}
-		return s.Tuning.Settings, nil
-	}
-	return nil, fmt.Errorf("--tuning-from %s has no data set %s", path, t.ds.Name)
 }
 
 // loadData loads a data set, naming the folder and the fix when a file is

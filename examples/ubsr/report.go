@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/mlmc"
@@ -71,13 +72,13 @@ func runExperiment(in *instance, s settings, g experiment.Grid, kinds []mlmc.Kin
 		for i, k := range kinds {
 			fams[i] = experiment.Family{Kind: k}
 		}
-		if prior, err = priorSettings(s.TuningFrom, s.Budget, s.Targets, fams); err != nil {
-			return nil, err
+		if prior, err = experiment.PriorScores(strings.Split(s.TuningFrom, ","), p, pr, fams); err != nil {
+			return nil, fmt.Errorf("--tuning-from: %w", err)
 		}
 	}
 	fmt.Fprintf(w, "%s: tuning %d settings of the grid on seeds %v (%d scored earlier, reused), budget %d samples, %d rounds of widening at most\n",
 		p.Name, len(cands), pr.TuningSeeds, len(prior), s.Budget, s.Widen)
-	t, err := tuneWidened(p, pr, prior, cands, s.Widen, w)
+	t, err := experiment.TuneWidened(p, pr, cands, prior, widenAxes, s.Widen, w)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +228,7 @@ func (o *outcome) issueJSON() map[string]any {
 		"MLMC (b > c)": 1.0,
 	}
 	return map[string]any{"instance": in.Name, "loss": in.Loss.Name, "lambda": in.Lambda,
-		"SR0": in.SR0, "SR_star": in.SRStar, "SR_star_se": in.SRStarSE, "theta_star": in.ThetaStar,
+		"SR0": in.SR0, "SR_star": in.SRStar, "SR_star_spread": in.Spread, "theta_star": in.ThetaStar,
 		"rates":  map[string]any{"a": o.lv.A, "b": o.lv.B, "c": o.lv.C, "v": o.lv.V, "paper": o.lv.Paper},
 		"budget": sum.Budget, "trials": sum.Trials, "targets": sum.Targets,
 		"methods": methods, "complexity": cx,

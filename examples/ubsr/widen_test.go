@@ -1,9 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -11,92 +8,61 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 )
 
-func scored(m experiment.Method, score float64, stays ...float64) experiment.Scored {
-	r := experiment.Scored{Setting: m, Score: &score}
-	for _, s := range stays {
-		r.StaysBelow = append(r.StaysBelow, &s)
+// TestWidenAxes: each axis moves its setting one value along its ladder
+// (L by one, the step by a factor of 2, t0 and D1 to the next rung, or by
+// a factor of 3 off the ladder) and stops at its cap with a note.
+func TestWidenAxes(t *testing.T) {
+	axis := map[string]experiment.Axis{}
+	for _, a := range widenAxes {
+		axis[a.Name] = a
 	}
-	return r
-}
-
-func lsgdAt(l int, step, decay float64) experiment.Method {
-	return experiment.Method{Kind: mlmc.Kind{Method: mlmc.LSGD}, Config: mlmc.Config{MaxLevel: l}, Step: step, Decay: decay}
-}
-
-// A choice at the largest L tried gets L+1; a step and a t0 that are the
-// only ones tried get both neighbours; a choice inside the grid gets
-// nothing on that axis; the cap on L stops the widening with a note.
-func TestWidenings(t *testing.T) {
-	rows := []experiment.Scored{
-		scored(lsgdAt(2, 1, 300), 3, 30),
-		scored(lsgdAt(3, 1, 300), 2, 20),
-		scored(lsgdAt(4, 1, 300), 1, 10),
-	}
-	tried := map[string]bool{}
-	for _, r := range rows {
-		tried[r.Setting.Key()] = true
-	}
-	next, stuck := widenings(rows, experiment.Choose(rows, 1), tried)
-	var names []string
-	for _, m := range next {
-		names = append(names, m.String())
-	}
-	want := []string{"L-SGD L=5 step=1 t0=300", "L-SGD L=4 step=0.5 t0=300", "L-SGD L=4 step=2 t0=300",
-		"L-SGD L=4 step=1 t0=100", "L-SGD L=4 step=1 t0=1000"}
-	if !slices.Equal(names, want) || len(stuck) != 0 {
-		t.Errorf("widenings %q (stuck %q), want %q", names, stuck, want)
-	}
-	if e := edgeNotes(rows, experiment.Choose(rows, 1)); len(e) != 3 {
-		t.Errorf("edges %q, want L, step and t0 of L=4", e)
-	}
-
-	capped := []experiment.Scored{scored(lsgdAt(maxWidenLevel-1, 1, 0), 2, 20), scored(lsgdAt(maxWidenLevel, 1, 0), 1, 10)}
-	for _, r := range capped {
-		tried[r.Setting.Key()] = true
-	}
-	next, stuck = widenings(capped, experiment.Choose(capped, 1), tried)
-	if len(stuck) != 1 || !strings.Contains(stuck[0], "cap L = 14") {
-		t.Errorf("stuck %q, want the cap on L", stuck)
-	}
-	for _, m := range next {
-		if m.Config.MaxLevel > maxWidenLevel {
-			t.Errorf("widened past the cap: %s", m)
+	lsgd := experiment.Method{Kind: mlmc.Kind{Method: mlmc.LSGD}, Config: mlmc.Config{MaxLevel: 8}, Step: 1, Decay: 300}
+	vr := lsgd
+	vr.Kind.VR, vr.Config.D1 = true, 10
+	with := func(m experiment.Method, f func(*experiment.Method)) experiment.Method { f(&m); return m }
+	for _, tc := range []struct {
+		axis string
+		m    experiment.Method
+		dir  int
+		want string // the moved setting, or the cap's words
+	}{
+		{"L", lsgd, 1, "L-SGD L=9 step=1 t0=300"},
+		{"L", lsgd, -1, "L-SGD L=7 step=1 t0=300"},
+		{"L", with(lsgd, func(m *experiment.Method) { m.Config.MaxLevel = maxWidenLevel }), 1, "cap L = 14"},
+		{"step", lsgd, 1, "L-SGD L=8 step=2 t0=300"},
+		{"step", lsgd, -1, "L-SGD L=8 step=0.5 t0=300"},
+		{"step", with(lsgd, func(m *experiment.Method) { m.Step = maxStep }), 1, "cap step in [0.00390625, 64]"},
+		{"step", with(lsgd, func(m *experiment.Method) { m.Step = minStep }), -1, "cap step in"},
+		{"decay t0", lsgd, 1, "L-SGD L=8 step=1 t0=1000"},
+		{"decay t0", lsgd, -1, "L-SGD L=8 step=1 t0=100"},
+		{"decay t0", with(lsgd, func(m *experiment.Method) { m.Decay = 20 }), 1, "L-SGD L=8 step=1 t0=60"},
+		{"decay t0", with(lsgd, func(m *experiment.Method) { m.Decay = 30000 }), 1, "cap t0 in [1, 30000]"},
+		{"decay t0", with(lsgd, func(m *experiment.Method) { m.Decay = 1 }), -1, "cap t0 in [1, 30000]"},
+		{"D1", vr, 1, "VR L-SGD L=8 step=1 t0=300 D1=100"},
+		{"D1", vr, -1, "VR L-SGD L=8 step=1 t0=300 D1=1"},
+		{"D1", with(vr, func(m *experiment.Method) { m.Config.D1 = 1000 }), 1, "cap D1 = 1000"},
+	} {
+		m, why := axis[tc.axis].Next(tc.m, tc.dir)
+		got := why
+		if why == "" {
+			got = m.String()
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s of %s, direction %d: %q, want %q", tc.axis, tc.m, tc.dir, got, tc.want)
 		}
 	}
-}
-
-// --tuning-from takes only summaries of the same budget and targets, a
-// setting scored twice once.
-func TestPriorSettingsErrors(t *testing.T) {
-	dir := t.TempDir()
-	sum := experiment.Summary{Problem: "p", Budget: 1 << 10, Targets: targets, F0: 1,
-		Tuning:  &experiment.Tuning{Settings: []experiment.Scored{scored(lsgdAt(2, 1, 0), 1, 1)}},
-		Methods: []experiment.MethodSummary{{Name: "L-SGD", Setting: lsgdAt(2, 1, 0)}}}
-	for _, x := range targets {
-		sum.PerTarget = append(sum.PerTarget, experiment.TargetSummary{Target: x})
-	}
-	path := filepath.Join(dir, "s.summary.json")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sum.WriteJSON(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	fams := []experiment.Family{{Kind: mlmc.Kind{Method: mlmc.LSGD}}}
-	if _, err := priorSettings(path, 1<<11, targets, fams); err == nil || !strings.Contains(err.Error(), "give the same --budget") {
-		t.Errorf("budget mismatch: error %v", err)
-	}
-	rows, err := priorSettings(path, 1<<10, targets, fams)
-	if err != nil || len(rows) != 1 || rows[0].Score == nil {
-		t.Errorf("same budget: %v, %v", rows, err)
-	}
-	// Two files: the setting both scored is taken once, from the first.
-	if rows, err := priorSettings(path+","+path, 1<<10, targets, fams); err != nil || len(rows) != 1 {
-		t.Errorf("the same file twice: %d rows, %v; want the one setting", len(rows), err)
-	}
-	if _, err := priorSettings(path+","+filepath.Join(dir, "none.json"), 1<<10, targets, fams); err == nil || !strings.Contains(err.Error(), "--tuning-from") {
-		t.Errorf("missing file: error %v", err)
+	// Which settings have an axis: L not for the unbounded families, t0
+	// only for a decaying step, D1 only for VR.
+	ru := experiment.Method{Kind: mlmc.Kind{Method: mlmc.RUMLMC}, Step: 1}
+	for _, tc := range []struct {
+		axis string
+		m    experiment.Method
+		want bool
+	}{
+		{"L", lsgd, true}, {"L", ru, false}, {"decay t0", lsgd, true}, {"decay t0", ru, false}, {"D1", vr, true}, {"D1", lsgd, false},
+	} {
+		if got := axis[tc.axis].Applies(tc.m); got != tc.want {
+			t.Errorf("%s applies to %s: %v, want %v", tc.axis, tc.m, got, tc.want)
+		}
 	}
 }

@@ -2,8 +2,9 @@ package main
 
 import (
 	"errors"
-	"github.com/simclr-go/simclr/mlmc"
 	"math"
+
+	"github.com/simclr-go/simclr/mlmc"
 )
 
 // fit is the exponent p of cost = K eps^-p, fitted by least squares to

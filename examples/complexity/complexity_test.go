@@ -535,6 +535,49 @@ func TestPreAsymptoticExplained(t *testing.T) {
 	}
 }
 
+// TestPreAsymptoticExplainedConvex does the same on the convex row in
+// regime (2, 1.5, 1), where the factor R^L(-1/4)^2 is in the cost of
+// RT-MLMC and of V-MLMC alike (V-MLMC's batches give the same sum): a
+// cost eps^-(2+extra) R^L(-1/4)^2 must be explained with 2+extra once the
+// factor is divided out. On the nonconvex row V-MLMC's cost has no such
+// factor, and its miss must not be put down to it.
+func TestPreAsymptoticExplainedConvex(t *testing.T) {
+	r := Regime{2, 1.5, 1}
+	for _, tc := range []struct {
+		row    Row
+		method mlmc.Method
+		extra  float64
+		want   bool
+	}{
+		{Row{Class: Convex}, mlmc.RTMLMC, 0, true},
+		{Row{Class: Convex}, mlmc.VMLMC, 0, true},
+		{Row{Class: Convex}, mlmc.VMLMC, 0.5, true},
+		{Row{Class: Nonconvex}, mlmc.VMLMC, 0, false},
+	} {
+		var pts []point
+		for _, e := range epsGrid(tc.row, r, false) {
+			L := levelFor(r.A, e)
+			cost := 1e3 * math.Pow(e, -2-tc.extra) * preAsymptotic(r, L)
+			pts = append(pts, point{cellID: newCellID(tc.row, r, tc.method), Params: "prescribed", Eps: e, Level: L, Hit: &hit{Iter: 1, Cost: cost}})
+		}
+		res := summarize(cellSpec{Row: tc.row, Regime: r, Method: tc.method}, pts)
+		name := fmt.Sprintf("%v %v extra %g", tc.row.Class, tc.method, tc.extra)
+		if res.Measured == nil {
+			t.Fatalf("%s: not measured", name)
+		}
+		got := strings.Contains(res.Explained, "R^L(-0.25)^2")
+		if got != tc.want {
+			t.Errorf("%s: explained by the factor %v, want %v: %s", name, got, tc.want, res.Explained)
+		}
+		if !tc.want {
+			continue
+		}
+		if want := fmt.Sprintf("with it divided out: %.2f [", 2+tc.extra); !strings.Contains(res.Explained, want) {
+			t.Errorf("%s: the explanation does not say %q: %s", name, want, res.Explained)
+		}
+	}
+}
+
 // TestEstimateVariance checks the measured variance of one RT-MLMC
 // estimate against its exact value on the nonconvex oracle in regime
 // (2, 1.5, 1) at L = 2: sum_l (Var H^l + |E H^l|^2)/q_l - |E v|^2, with

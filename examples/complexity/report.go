@@ -334,7 +334,8 @@ func checkExponent(pts []point, pred, tol float64) error {
 }
 
 // preAsymptoticWhy explains a prescribed RT-MLMC cell of the convex or
-// nonconvex row with b != c by the factor R^L(-|c-b|/2)^2 of its C_iter V
+// nonconvex row, or a prescribed V-MLMC cell of the convex row, with
+// b != c by the factor R^L(-|c-b|/2)^2 of its C_iter V
 // that the table's exponent leaves out (see preAsymptotic): how much it
 // grows over the levels reached, what it adds to the exponent at the
 // smallest eps and from which level it adds less than the tolerance, and
@@ -342,8 +343,8 @@ func checkExponent(pts []point, pred, tol float64) error {
 // bias's share of the target, which the rounding of L alternates).
 func preAsymptoticWhy(c cellSpec, pts []point, eps, cost []float64) string {
 	r := c.Regime
-	// RT-MLMC's lemma, and V-MLMC's on the convex row (its batches n_l
-	// proportional to 2^(-(b+c)l/2) give the same sum; measured there).
+	// V-MLMC's batches n_l proportional to 2^(-(b+c)l/2) give the same
+	// sum as RT-MLMC's q_l; measured on the convex row only.
 	lemma := c.Method == mlmc.RTMLMC || c.Method == mlmc.VMLMC && c.Row.Class == Convex
 	if !lemma || c.Row.VR || c.Tuned || c.Row.Class == StronglyConvex || r.B == r.C {
 		return ""

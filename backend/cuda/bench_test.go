@@ -6,6 +6,8 @@ package cuda_test
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cuda"
@@ -20,8 +22,25 @@ import (
 // b.N, and an Open each time (context, NVRTC compile or cache load, cuDNN
 // handle) costs seconds and device memory that are no part of what is
 // measured.
+//
+// Two settings for finding out why a convolution is slow:
+// SIMCLR_BENCH_CUDNN_LOG=1 writes cuDNN's measured algorithms and the
+// choice of each shape to stderr (Options.AlgoLog), and
+// SIMCLR_BENCH_WORKSPACE_MIB=N bounds the convolution workspace at N MiB
+// instead of the default.
 func openBench(b *testing.B, precision string) *cuda.Backend {
-	g, err := cuda.Open(cuda.Options{Precision: precision})
+	opts := cuda.Options{Precision: precision}
+	if os.Getenv("SIMCLR_BENCH_CUDNN_LOG") == "1" {
+		opts.AlgoLog = os.Stderr
+	}
+	if v := os.Getenv("SIMCLR_BENCH_WORKSPACE_MIB"); v != "" {
+		mib, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || mib == 0 {
+			b.Fatalf("SIMCLR_BENCH_WORKSPACE_MIB=%q: want a whole number of MiB above 0", v)
+		}
+		opts.WorkspaceBytes = mib << 20
+	}
+	g, err := cuda.Open(opts)
 	if err != nil {
 		b.Skipf("no usable GPU: %v", err)
 	}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"unsafe"
 
@@ -85,6 +86,32 @@ func chooseAlgo(perf []algoPerf, wsLimit uint64, fp32 bool) (algoPerf, bool) {
 	return algoPerf{}, false
 }
 
+// logAlgos writes cuDNN's records for one shape and direction (perf: the
+// benchmark's, fastest first, or the heuristic's when the benchmark gave
+// no usable one), marks the choice with *, and says why each record
+// before it was passed over.
+func logAlgos(w io.Writer, what string, s tensor.ConvShape, perf []algoPerf, choice algoPerf, found bool, wsLimit uint64, fp32 bool) {
+	if len(perf) == 0 {
+		fmt.Fprintf(w, "cudnn %s %s: no algorithm records\n", what, s)
+	}
+	for _, p := range perf {
+		why := ""
+		switch {
+		case p.status != cudnnStatusSuccess:
+			why = fmt.Sprintf(" (failed, status %d)", p.status)
+		case p.memory > wsLimit:
+			why = fmt.Sprintf(" (workspace over the %s bound)", human(wsLimit))
+		case fp32 && p.mathType != cudnnFMAMath, !fp32 && p.mathType == cudnnTensorOpMathAllowConversion:
+			why = " (math type not allowed at this precision)"
+		}
+		mark := " "
+		if found && p == choice {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "cudnn %s %s: %s algo %d math %d %.3f ms workspace %s%s\n", what, s, mark, p.algo, p.mathType, p.time, human(p.memory), why)
+	}
+}
+
 // settleWorkspace returns the workspace the chosen algorithm runs with: the
 // larger of the perf record's and cuDNN's answer for the algorithm under
 // the math type now set on the descriptor (query). The record can be
@@ -164,13 +191,18 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, find f
 		perf = parsePerf(raw, int(count))
 	}
 	choice, found := chooseAlgo(perf, limit, !b.tf32)
+	source := "measured"
 	if !found {
 		count = 0
 		if err := c.check(what+" heuristic for "+s.String(), get(raw, &count)); err != nil {
 			b.fail(err)
 			return 0, 0
 		}
-		choice, found = chooseAlgo(parsePerf(raw, int(count)), limit, !b.tf32)
+		perf, source = parsePerf(raw, int(count)), "heuristic"
+		choice, found = chooseAlgo(perf, limit, !b.tf32)
+	}
+	if b.opts.AlgoLog != nil {
+		logAlgos(b.opts.AlgoLog, what+" ("+source+")", s, perf, choice, found, limit, !b.tf32)
 	}
 	if !found {
 		b.fail(fmt.Errorf("cuda: cuDNN has no %s algorithm for %s within a %s workspace", what, s, human(limit)))

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/tensor"
 )
 
 func TestGridFor(t *testing.T) {
@@ -168,5 +170,69 @@ func TestLaunchChecksArguments(t *testing.T) {
 			}()
 			b.launch(tc.name, 1, 1, tc.args...)
 		})
+	}
+}
+
+// The algorithm log marks the record chosen and says why each faster one
+// was passed over, for both precisions.
+func TestLogAlgos(t *testing.T) {
+	var raw []byte
+	raw = append(raw, perfRecord(6, 0, 0.1, 1<<30, cudnnTensorOpMath)...)
+	raw = append(raw, perfRecord(5, 9, 0.2, 0, cudnnTensorOpMath)...)
+	raw = append(raw, perfRecord(7, 0, 0.25, 0, cudnnTensorOpMathAllowConversion)...)
+	raw = append(raw, perfRecord(1, 0, 0.3, 1<<20, cudnnTensorOpMath)...)
+	raw = append(raw, perfRecord(0, 0, 0.5, 0, cudnnFMAMath)...)
+	perf := parsePerf(raw, 5)
+	s := tensor.ConvShape{N: 8, C: 64, H: 32, W: 32, K: 64, R: 3, S: 3, Stride: 1, Pad: 1}
+	tests := []struct {
+		name   string
+		fp32   bool
+		chosen int32
+		want   []string // per record, in order: what its line must hold
+	}{
+		{"tf32", false, 1, []string{"algo 6 math 1 0.100 ms workspace 1.00 GiB (workspace over the 256.0 MiB bound)", "(failed, status 9)",
+			"algo 7 math 2 0.250 ms workspace 0 B (math type not allowed", ": * algo 1 math 1 0.300 ms", ":   algo 0 math 3"}},
+		{"fp32", true, 0, []string{"(workspace over", "(failed, status 9)", "algo 7 math 2 0.250 ms workspace 0 B (math type not allowed",
+			"algo 1 math 1 0.300 ms workspace 1.0 MiB (math type not allowed", ": * algo 0 math 3 0.500 ms workspace 0 B"}},
+	}
+	for _, tc := range tests {
+		choice, found := chooseAlgo(perf, 256<<20, tc.fp32)
+		if !found || choice.algo != tc.chosen {
+			t.Fatalf("%s: chooseAlgo = %+v, %v; want algo %d", tc.name, choice, found, tc.chosen)
+		}
+		var sb strings.Builder
+		logAlgos(&sb, "forward (measured)", s, perf, choice, found, 256<<20, tc.fp32)
+		lines := strings.Split(strings.TrimSuffix(sb.String(), "\n"), "\n")
+		if len(lines) != len(tc.want) {
+			t.Fatalf("%s: %d lines, want %d:\n%s", tc.name, len(lines), len(tc.want), sb.String())
+		}
+		for i, w := range tc.want {
+			if !strings.HasPrefix(lines[i], "cudnn forward (measured) "+s.String()+": ") || !strings.Contains(lines[i], w) {
+				t.Errorf("%s: line %d is %q, want it to hold %q", tc.name, i, lines[i], w)
+			}
+		}
+		if n := strings.Count(sb.String(), ": * "); n != 1 {
+			t.Errorf("%s: %d records marked chosen, want 1:\n%s", tc.name, n, sb.String())
+		}
+	}
+}
+
+func TestDefaultWorkspace(t *testing.T) {
+	tests := []struct {
+		name  string
+		total uint64
+		want  uint64
+	}{
+		{"unknown memory", 0, 256 << 20},
+		{"4 GiB card: the floor", 4 << 30, 256 << 20},
+		{"16 GiB card", 16 << 30, 1 << 30},
+		{"24 GiB card", 24 << 30, 1536 << 20},
+		{"80 GiB H100: the cap", 80 << 30, 4 << 30},
+		{"141 GiB H200: the cap", 141 << 30, 4 << 30},
+	}
+	for _, tc := range tests {
+		if got := defaultWorkspace(tc.total); got != tc.want {
+			t.Errorf("%s: defaultWorkspace(%s) = %s, want %s", tc.name, human(tc.total), human(got), human(tc.want))
+		}
 	}
 }

@@ -266,7 +266,19 @@ if want memcheck; then
 		# API errors (cuDNN probing engines that do not apply, by design)
 		# are not reported; kernel memory errors are, and only those in our
 		# kernels decide (memcheck_ours), so no --error-exitcode.
-		sanitize=("${go_env[@]}" "$sanitizer" --tool memcheck --report-api-errors no --print-limit 200 --leak-check no)
+		#
+		# Under compute-sanitizer the cuDNN that simclr opens by its path is
+		# not the one that runs: the process reported the cuDNN of the first
+		# folder in LD_LIBRARY_PATH holding a libcudnn.so.9 (Debian's 9.14 in
+		# /usr/lib/x86_64-linux-gnu) beside the sub-libraries of the chosen
+		# one (the wheel's 9.19), and every convolution failed with
+		# CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH. So the folder of the
+		# cuDNN that `simclr devices` chooses goes first here.
+		cudnn_dir=$("${gosimclr[@]}" devices 2>/dev/null | awk '$1 == "cudnn" && $2 ~ /^\// {print $2; exit}')
+		cudnn_dir=${cudnn_dir%/*}
+		echo "memcheck: cuDNN folder first in LD_LIBRARY_PATH: ${cudnn_dir:-none found}"
+		sanitize=(env "LD_LIBRARY_PATH=${cudnn_dir:+$cudnn_dir:}$gpu_lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+			"$sanitizer" --tool memcheck --report-api-errors no --print-limit 200 --leak-check no)
 		: >"$OUT/memcheck.log"
 		if unpack_cifar; then
 			guard memcheck-train 200 "$OUT/memcheck.log" "${sanitize[@]}" "$simclr" train --device cuda \

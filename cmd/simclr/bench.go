@@ -55,6 +55,12 @@ type benchResult struct {
 	GFLOPSPerSec      float64  `json:"gflops_per_sec"`
 	SgemmGFLOPSPerSec float64  `json:"sgemm_gflops_per_sec"`
 	PeakRSSMB         *float64 `json:"peak_rss_mb"`
+	// PeakGPUMB is the most device memory the step's buffers held at once
+	// (warm-up and timed steps, not the SGEMM timing), as PyTorch's
+	// torch.cuda.max_memory_allocated counts; ReservedGPUMB what the
+	// backend took from the driver for them. Absent on the CPU.
+	PeakGPUMB     *float64 `json:"peak_gpu_mb,omitempty"`
+	ReservedGPUMB *float64 `json:"reserved_gpu_mb,omitempty"`
 	// CPUSecondsPerStep is the process's CPU time (all threads) per timed
 	// step: on a machine shared with other work it shows the step's own
 	// cost, which the wall-clock step_seconds mixes with the share of the
@@ -176,6 +182,11 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	if timer != nil {
 		res.OpTimes = timer.rows(o.steps)
 	}
+	if mem, ok := b.(deviceMemory); ok {
+		_, peak, reserved := mem.MemoryInUse()
+		peakMB, reservedMB := float64(peak)/(1<<20), float64(reserved)/(1<<20)
+		res.PeakGPUMB, res.ReservedGPUMB = &peakMB, &reservedMB
+	}
 	views := 2 * o.images
 	res.ViewsPerSec = float64(views) / res.StepSeconds
 	res.ModelGFLOPPerStep = 3 * m.FLOPs(views) / 1e9
@@ -193,13 +204,18 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 	if res.PeakRSSMB != nil {
 		rss = fmt.Sprintf("%.0f MB", *res.PeakRSSMB)
 	}
+	if res.PeakGPUMB != nil {
+		rss += fmt.Sprintf(" (resident); on the device %.0f MiB of buffers at most, %.0f MiB reserved", *res.PeakGPUMB, *res.ReservedGPUMB)
+	} else {
+		rss += " (resident)"
+	}
 	fmt.Fprintf(stdout, `device          %s (%s)
 model           ResNet-18 width %g, %dx%d input, %d images = %d views per step
 step time       %.3f s (mean of %d steps after a warm-up step)
 throughput      %.1f views/s
 model compute   %.1f GFLOP per step, %.1f GFLOP/s
 SGEMM 1024^3    %.1f GFLOP/s
-peak memory     %s (resident)
+peak memory     %s
 last loss       %.4f
 `, res.Device, res.Backend, o.width, o.inputSize, o.inputSize, o.images, views,
 		res.StepSeconds, o.steps, res.ViewsPerSec, res.ModelGFLOPPerStep, res.GFLOPSPerSec,
@@ -271,6 +287,12 @@ func timeSgemm(b tensor.Backend) (float64, error) {
 		}
 	}
 	return best, nil
+}
+
+// deviceMemory is what a GPU backend says of its device memory: the
+// buffers in use, their peak and the memory reserved from the driver.
+type deviceMemory interface {
+	MemoryInUse() (inUse, peak, reserved uint64)
 }
 
 // peakRSSMB reads the peak resident set size (VmHWM) from /proc/self/status,

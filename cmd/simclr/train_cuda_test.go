@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/backend"
+	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/backend/cuda/cudaemu"
+	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/runfolder"
 )
 
@@ -162,6 +164,13 @@ func TestBenchAndLevelsOnCUDAEmulator(t *testing.T) {
 	}
 	if res.Device != "cuda" || !(res.StepSeconds > 0) || !(res.SgemmGFLOPSPerSec > 0) || res.Views != 4 {
 		t.Errorf("bench --device cuda: %+v", res)
+	}
+	// The step's buffers: at least the network's parameters and their
+	// gradients, and within what the backend reserved.
+	params := 4 * 2 * float64(resnet18.New(cpu.New(), resnet18.Config{Width: o.width, InputSize: o.inputSize}, 3).Params().Len()) / (1 << 20)
+	if res.PeakGPUMB == nil || res.ReservedGPUMB == nil || *res.PeakGPUMB < params || *res.PeakGPUMB > *res.ReservedGPUMB {
+		t.Errorf("bench --device cuda: peak_gpu_mb %v, reserved_gpu_mb %v; want the peak between the parameters and gradients (%.2f MiB) and the reserve",
+			res.PeakGPUMB, res.ReservedGPUMB, params)
 	}
 
 	data := imageFolder(t, 32, 8)

@@ -329,7 +329,7 @@ load(sys.argv[1], lambda r: "simclr-ml" if r.get("multilevel") else "simclr")
 load(sys.argv[2], lambda r: "torch-" + ("bf16" if r.get("amp") == "bf16" else r.get("precision", "?"))
      + ("-compile" if r.get("compile") else ""))
 tags = sorted({t for v in rows.values() for t in v}, key=lambda t: (not t.startswith("simclr"), t))
-print("\nviews/s (step ms; peak GPU MiB for PyTorch)")
+print("\nviews/s (step ms; peak GPU MiB of buffers)")
 print("%6s " % "images" + " ".join("%24s" % t for t in tags))
 for n in sorted(k for k in rows if k is not None):
     cells = []

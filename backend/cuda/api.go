@@ -243,6 +243,11 @@ const (
 	cudnnAlgoPerfStatusOff           = 4
 	cudnnAlgoPerfTimeOff             = 8
 	cudnnMaxAlgosRequested           = 16
+	// CUDNN_CONVOLUTION_{FWD,BWD_DATA,BWD_FILTER}_ALGO_COUNT: the
+	// algorithms of each direction, numbered from 0.
+	cudnnFwdAlgoCount       = 8
+	cudnnBwdDataAlgoCount   = 6
+	cudnnBwdFilterAlgoCount = 7
 )
 
 type nvrtcAPI struct {

@@ -24,8 +24,8 @@ type Options struct {
 	// from; 0 means 1 GiB.
 	ChunkBytes uint64
 	// WorkspaceBytes bounds cuDNN's convolution workspace; 0 means a
-	// sixteenth of the device's memory, at least 256 MiB and at most 4 GiB
-	// (defaultWorkspace).
+	// sixteenth of the device memory free at Open, at least 256 MiB and at
+	// most 4 GiB (defaultWorkspace).
 	WorkspaceBytes uint64
 	// AlgoLog, when set, receives one line per cuDNN algorithm measured for
 	// each convolution shape and direction, and the one chosen: where a
@@ -123,20 +123,26 @@ func Open(opts Options) (*Backend, error) {
 		return nil, err
 	}
 	if b.opts.WorkspaceBytes == 0 {
-		b.opts.WorkspaceBytes = defaultWorkspace(b.totalMem)
+		b.enter()
+		free, _ := b.memInfo()
+		b.leave()
+		b.opts.WorkspaceBytes = defaultWorkspace(min(free, b.totalMem))
 	}
 	return b, nil
 }
 
 // defaultWorkspace is the convolution workspace bound on a device with
-// total bytes of memory: a sixteenth of it, at least 256 MiB and at most
-// 4 GiB. cuDNN's fastest algorithms for ResNet-18's wide early layers at
-// a few hundred images need just over 256 MiB (tensor-op implicit GEMM) to
-// about 600 MiB (FFT tiling in fp32); a fixed 256 MiB bound left them out
-// and made a 512-image step several times slower. A sixteenth stays well
-// inside the share of memory the trainer's level planning leaves over.
-func defaultWorkspace(total uint64) uint64 {
-	return min(max(total/16, 256<<20), 4<<30)
+// avail bytes of memory free: a sixteenth of it, at least 256 MiB and at
+// most 4 GiB. cuDNN's fastest algorithms for ResNet-18's 64-channel 32x32
+// layers need 256 MiB (tensor-op implicit GEMM) to 577 MiB (non-fused
+// Winograd, fp32) at 512 views and twice that at the 1,024 views of a
+// 512-image step; a fixed 256 MiB bound left them out and made such a step
+// several times slower. The bound is an upper limit: each convolution's
+// benchmark gets only what its algorithms need (findWorkspace). A
+// sixteenth of the free memory stays inside the 15% the trainer's level
+// planning leaves for what it does not count, the workspace among them.
+func defaultWorkspace(avail uint64) uint64 {
+	return min(max(avail/16, 256<<20), 4<<30)
 }
 
 func (b *Backend) init() error {

@@ -86,21 +86,42 @@ func chooseAlgo(perf []algoPerf, wsLimit uint64, fp32 bool) (algoPerf, bool) {
 	return algoPerf{}, false
 }
 
+// findWorkspace is the workspace cuDNN's benchmark gets for one shape and
+// direction: the most that any of its algos algorithms needs by cuDNN's
+// own answer (size; false where the algorithm does not apply), leaving
+// out those that need more than the bound, which could not be chosen.
+// Giving the benchmark the whole bound instead would keep that much device
+// memory for the run even where every algorithm needs a few kilobytes.
+func findWorkspace(algos int, bound uint64, size func(algo int32) (uint64, bool)) uint64 {
+	var most uint64
+	for a := range int32(algos) {
+		if n, ok := size(a); ok && n <= bound {
+			most = max(most, n)
+		}
+	}
+	return most
+}
+
 // logAlgos writes cuDNN's records for one shape and direction (perf: the
 // benchmark's, fastest first, or the heuristic's when the benchmark gave
 // no usable one), marks the choice with *, and says why each record
-// before it was passed over.
-func logAlgos(w io.Writer, what string, s tensor.ConvShape, perf []algoPerf, choice algoPerf, found bool, wsLimit uint64, fp32 bool) {
+// before it was passed over. The benchmark had a workspace of given bytes
+// (findWorkspace), at most the bound.
+func logAlgos(w io.Writer, what string, s tensor.ConvShape, perf []algoPerf, choice algoPerf, found bool, given, bound uint64, fp32 bool) {
 	if len(perf) == 0 {
 		fmt.Fprintf(w, "cudnn %s %s: no algorithm records\n", what, s)
 	}
 	for _, p := range perf {
 		why := ""
+		// cuDNN's benchmark marks an algorithm it could not run for want
+		// of workspace as failed: the size says which failures those are.
 		switch {
+		case p.memory > bound:
+			why = fmt.Sprintf(" (needs more workspace than the %s bound)", human(bound))
+		case p.memory > given:
+			why = fmt.Sprintf(" (needs more workspace than the %s its size query gave the benchmark)", human(given))
 		case p.status != cudnnStatusSuccess:
 			why = fmt.Sprintf(" (failed, status %d)", p.status)
-		case p.memory > wsLimit:
-			why = fmt.Sprintf(" (workspace over the %s bound)", human(wsLimit))
 		case fp32 && p.mathType != cudnnFMAMath, !fp32 && p.mathType == cudnnTensorOpMathAllowConversion:
 			why = " (math type not allowed at this precision)"
 		}
@@ -174,20 +195,25 @@ func (b *Backend) workspaceLocked(bytes uint64) uint64 {
 	return b.scratchLocked("the cuDNN convolution workspace", bytes)
 }
 
-// pickAlgo runs cuDNN's benchmark (find, with our buffers and a workspace
-// of opts.WorkspaceBytes) and falls back to its heuristic (get_v7) when the
+// pickAlgo runs cuDNN's benchmark (find, with our buffers and the
+// workspace findWorkspace sizes for the shape's algorithms, at most
+// opts.WorkspaceBytes) and falls back to its heuristic (get_v7) when the
 // benchmark fails; it then sets the chosen math type on conv and asks
 // cuDNN (wsSize) for the algorithm's workspace under it.
-func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, find func(ws uint64, raw []byte, count *int32) uintptr, get func(raw []byte, count *int32) uintptr, wsSize func(algo int32, size *uint64) uintptr) (int, uint64) {
+func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos int, find func(ws, wsBytes uint64, raw []byte, count *int32) uintptr, get func(raw []byte, count *int32) uintptr, wsSize func(algo int32, size *uint64) uintptr) (int, uint64) {
 	c := &b.libs.cudnn
 	raw := make([]byte, cudnnMaxAlgosRequested*cudnnAlgoPerfSize)
 	var count int32
 	limit := b.opts.WorkspaceBytes
-	ws := b.workspaceLocked(limit)
+	given := findWorkspace(algos, limit, func(algo int32) (uint64, bool) {
+		var size uint64
+		// cudnnStatus_t is a 32-bit int: the upper half of the returned
+		// register is not defined by the C ABI.
+		return size, int32(wsSize(algo, &size)) == cudnnStatusSuccess
+	})
+	ws := b.workspaceLocked(given)
 	var perf []algoPerf
-	// cudnnStatus_t is a 32-bit int: the upper half of the returned
-	// register is not defined by the C ABI.
-	if b.err == nil && int32(find(ws, raw, &count)) == cudnnStatusSuccess {
+	if b.err == nil && int32(find(ws, given, raw, &count)) == cudnnStatusSuccess {
 		perf = parsePerf(raw, int(count))
 	}
 	choice, found := chooseAlgo(perf, limit, !b.tf32)
@@ -202,7 +228,7 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, find f
 		choice, found = chooseAlgo(perf, limit, !b.tf32)
 	}
 	if b.opts.AlgoLog != nil {
-		logAlgos(b.opts.AlgoLog, what+" ("+source+")", s, perf, choice, found, limit, !b.tf32)
+		logAlgos(b.opts.AlgoLog, what+" ("+source+")", s, perf, choice, found, given, limit, !b.tf32)
 	}
 	if !found {
 		b.fail(fmt.Errorf("cuda: cuDNN has no %s algorithm for %s within a %s workspace", what, s, human(limit)))
@@ -245,10 +271,10 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	h := b.cudnnHandle
 	xp, wp, yp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(y))
 	if !p.fwdFound {
-		p.fwdAlgo, p.fwdWS = b.pickAlgo("forward", s, p.convFwd,
-			func(ws uint64, raw []byte, count *int32) uintptr {
+		p.fwdAlgo, p.fwdWS = b.pickAlgo("forward", s, p.convFwd, cudnnFwdAlgoCount,
+			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
 				return mustCall(c.findFwdEx, h, p.x, xp, p.w, wp, p.convFwd, p.y, yp, cudnnMaxAlgosRequested,
-					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(b.opts.WorkspaceBytes))
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
 			},
 			func(raw []byte, count *int32) uintptr {
 				return mustCall(c.getFwdV7, h, p.x, p.w, p.convFwd, p.y, cudnnMaxAlgosRequested,
@@ -294,10 +320,10 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	if dx != nil {
 		dxp := uintptr(b.ptr(dx))
 		if !p.bwdDFound {
-			p.bwdDAlgo, p.bwdDWS = b.pickAlgo("backward-data", s, p.convBwdD,
-				func(ws uint64, raw []byte, count *int32) uintptr {
+			p.bwdDAlgo, p.bwdDWS = b.pickAlgo("backward-data", s, p.convBwdD, cudnnBwdDataAlgoCount,
+				func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
 					return mustCall(c.findBwdDataEx, h, p.w, wp, p.y, dyp, p.convBwdD, p.x, dxp, cudnnMaxAlgosRequested,
-						uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(b.opts.WorkspaceBytes))
+						uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
 				},
 				func(raw []byte, count *int32) uintptr {
 					return mustCall(c.getBwdDataV7, h, p.w, p.y, p.convBwdD, p.x, cudnnMaxAlgosRequested,
@@ -316,10 +342,10 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 			p.w, wp, p.y, dyp, p.convBwdD, uintptr(p.bwdDAlgo), uintptr(ws), uintptr(p.bwdDWS), uintptr(unsafe.Pointer(&zero)), p.x, dxp)))
 	}
 	if !p.bwdFFound {
-		p.bwdFAlgo, p.bwdFWS = b.pickAlgo("backward-filter", s, p.convBwdF,
-			func(ws uint64, raw []byte, count *int32) uintptr {
+		p.bwdFAlgo, p.bwdFWS = b.pickAlgo("backward-filter", s, p.convBwdF, cudnnBwdFilterAlgoCount,
+			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
 				return mustCall(c.findBwdFilterEx, h, p.x, xp, p.y, dyp, p.convBwdF, p.w, dwp, cudnnMaxAlgosRequested,
-					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(b.opts.WorkspaceBytes))
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
 			},
 			func(raw []byte, count *int32) uintptr {
 				return mustCall(c.getBwdFilterV7, h, p.x, p.y, p.convBwdF, p.w, cudnnMaxAlgosRequested,

@@ -121,7 +121,7 @@ func cudnnCUDAMajor(root, path string) (int, string) {
 		}
 	}
 	rel := strings.TrimPrefix(path, root)
-	lists, _ := filepath.Glob(filepath.Join(root, "var/lib/dpkg/info/libcudnn9-cuda-*.list"))
+	lists, _ := filepath.Glob(dpkgCudnnLists(root))
 	for _, l := range lists {
 		pkg := strings.TrimSuffix(filepath.Base(l), ".list")
 		pkg, _, _ = strings.Cut(pkg, ":") // libcudnn9-cuda-12:amd64
@@ -138,6 +138,13 @@ func cudnnCUDAMajor(root, path string) (int, string) {
 		return n, "its folder's name"
 	}
 	return 0, ""
+}
+
+// dpkgCudnnLists is the pattern of the Debian file lists of cuDNN 9's
+// packages under root ("" on a real system: the pattern is absolute, not
+// relative to the working folder).
+func dpkgCudnnLists(root string) string {
+	return filepath.Join(root, "/var/lib/dpkg/info/libcudnn9-cuda-*.list")
 }
 
 // listHas reports whether the dpkg file list at list names path.

@@ -424,3 +424,17 @@ func TestStickyFaultOnEmulator(t *testing.T) {
 		}
 	})
 }
+
+// On a real system (root "") the Debian lists are read from /var/lib/dpkg,
+// wherever the program runs; a relative pattern found them only when run
+// from /.
+func TestDpkgCudnnListsIsAbsolute(t *testing.T) {
+	for _, tc := range []struct{ root, want string }{
+		{"", "/var/lib/dpkg/info/libcudnn9-cuda-*.list"},
+		{"/tmp/fake", "/tmp/fake/var/lib/dpkg/info/libcudnn9-cuda-*.list"},
+	} {
+		if got := dpkgCudnnLists(tc.root); got != tc.want {
+			t.Errorf("dpkgCudnnLists(%q) = %q, want %q", tc.root, got, tc.want)
+		}
+	}
+}

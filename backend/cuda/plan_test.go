@@ -174,34 +174,45 @@ func TestLaunchChecksArguments(t *testing.T) {
 }
 
 // The algorithm log marks the record chosen and says why each faster one
-// was passed over, for both precisions.
+// was passed over, for both precisions; cuDNN's benchmark reports an
+// algorithm it had too little workspace for as failed, and the log puts
+// that down to the workspace.
 func TestLogAlgos(t *testing.T) {
 	var raw []byte
 	raw = append(raw, perfRecord(6, 0, 0.1, 1<<30, cudnnTensorOpMath)...)
+	raw = append(raw, perfRecord(4, 4002, -1, 300<<20, cudnnTensorOpMath)...)
+	raw = append(raw, perfRecord(3, 4002, -1, 100<<20, cudnnTensorOpMath)...)
 	raw = append(raw, perfRecord(5, 9, 0.2, 0, cudnnTensorOpMath)...)
 	raw = append(raw, perfRecord(7, 0, 0.25, 0, cudnnTensorOpMathAllowConversion)...)
 	raw = append(raw, perfRecord(1, 0, 0.3, 1<<20, cudnnTensorOpMath)...)
 	raw = append(raw, perfRecord(0, 0, 0.5, 0, cudnnFMAMath)...)
-	perf := parsePerf(raw, 5)
+	perf := parsePerf(raw, 7)
 	s := tensor.ConvShape{N: 8, C: 64, H: 32, W: 32, K: 64, R: 3, S: 3, Stride: 1, Pad: 1}
+	const given, bound = 2 << 20, 256 << 20
+	over := []string{
+		"algo 6 math 1 0.100 ms workspace 1.00 GiB (needs more workspace than the 256.0 MiB bound)",
+		"algo 4 math 1 -1.000 ms workspace 300.0 MiB (needs more workspace than the 256.0 MiB bound)",
+		"algo 3 math 1 -1.000 ms workspace 100.0 MiB (needs more workspace than the 2.0 MiB its size query gave the benchmark)",
+		"algo 5 math 1 0.200 ms workspace 0 B (failed, status 9)",
+		"algo 7 math 2 0.250 ms workspace 0 B (math type not allowed at this precision)",
+	}
 	tests := []struct {
 		name   string
 		fp32   bool
 		chosen int32
 		want   []string // per record, in order: what its line must hold
 	}{
-		{"tf32", false, 1, []string{"algo 6 math 1 0.100 ms workspace 1.00 GiB (workspace over the 256.0 MiB bound)", "(failed, status 9)",
-			"algo 7 math 2 0.250 ms workspace 0 B (math type not allowed", ": * algo 1 math 1 0.300 ms", ":   algo 0 math 3"}},
-		{"fp32", true, 0, []string{"(workspace over", "(failed, status 9)", "algo 7 math 2 0.250 ms workspace 0 B (math type not allowed",
-			"algo 1 math 1 0.300 ms workspace 1.0 MiB (math type not allowed", ": * algo 0 math 3 0.500 ms workspace 0 B"}},
+		{"tf32", false, 1, append(over[:5:5], ": * algo 1 math 1 0.300 ms workspace 1.0 MiB", ":   algo 0 math 3 0.500 ms workspace 0 B")},
+		{"fp32", true, 0, append(over[:5:5], "algo 1 math 1 0.300 ms workspace 1.0 MiB (math type not allowed at this precision)",
+			": * algo 0 math 3 0.500 ms workspace 0 B")},
 	}
 	for _, tc := range tests {
-		choice, found := chooseAlgo(perf, 256<<20, tc.fp32)
+		choice, found := chooseAlgo(perf, bound, tc.fp32)
 		if !found || choice.algo != tc.chosen {
 			t.Fatalf("%s: chooseAlgo = %+v, %v; want algo %d", tc.name, choice, found, tc.chosen)
 		}
 		var sb strings.Builder
-		logAlgos(&sb, "forward (measured)", s, perf, choice, found, 256<<20, tc.fp32)
+		logAlgos(&sb, "forward (measured)", s, perf, choice, found, given, bound, tc.fp32)
 		lines := strings.Split(strings.TrimSuffix(sb.String(), "\n"), "\n")
 		if len(lines) != len(tc.want) {
 			t.Fatalf("%s: %d lines, want %d:\n%s", tc.name, len(lines), len(tc.want), sb.String())
@@ -217,22 +228,51 @@ func TestLogAlgos(t *testing.T) {
 	}
 }
 
+// The benchmark's workspace is the most any applicable algorithm within
+// the bound needs, not the bound itself.
+func TestFindWorkspace(t *testing.T) {
+	tests := []struct {
+		name  string
+		sizes []int64 // per algorithm; -1: does not apply
+		bound uint64
+		want  uint64
+	}{
+		{"small shape: kilobytes, not the bound", []int64{0, 1 << 10, -1, 64 << 10}, 4 << 30, 64 << 10},
+		{"an algorithm over the bound is left out", []int64{0, 300 << 20, 100 << 20, -1}, 256 << 20, 100 << 20},
+		{"none applies", []int64{-1, -1}, 4 << 30, 0},
+		{"exactly the bound fits", []int64{256 << 20, 1}, 256 << 20, 256 << 20},
+	}
+	for _, tc := range tests {
+		asked := 0
+		got := findWorkspace(len(tc.sizes), tc.bound, func(algo int32) (uint64, bool) {
+			asked++
+			if tc.sizes[algo] < 0 {
+				return 0, false
+			}
+			return uint64(tc.sizes[algo]), true
+		})
+		if got != tc.want || asked != len(tc.sizes) {
+			t.Errorf("%s: findWorkspace = %s after %d queries, want %s after %d", tc.name, human(got), asked, human(tc.want), len(tc.sizes))
+		}
+	}
+}
+
 func TestDefaultWorkspace(t *testing.T) {
 	tests := []struct {
 		name  string
-		total uint64
+		avail uint64
 		want  uint64
 	}{
 		{"unknown memory", 0, 256 << 20},
-		{"4 GiB card: the floor", 4 << 30, 256 << 20},
-		{"16 GiB card", 16 << 30, 1 << 30},
-		{"24 GiB card", 24 << 30, 1536 << 20},
-		{"80 GiB H100: the cap", 80 << 30, 4 << 30},
-		{"141 GiB H200: the cap", 141 << 30, 4 << 30},
+		{"4 GiB free: the floor", 4 << 30, 256 << 20},
+		{"16 GiB free", 16 << 30, 1 << 30},
+		{"24 GiB free", 24 << 30, 1536 << 20},
+		{"an idle 80 GiB H100: the cap", 79 << 30, 4 << 30},
+		{"an idle 141 GiB H200: the cap", 139 << 30, 4 << 30},
 	}
 	for _, tc := range tests {
-		if got := defaultWorkspace(tc.total); got != tc.want {
-			t.Errorf("%s: defaultWorkspace(%s) = %s, want %s", tc.name, human(tc.total), human(got), human(tc.want))
+		if got := defaultWorkspace(tc.avail); got != tc.want {
+			t.Errorf("%s: defaultWorkspace(%s) = %s, want %s", tc.name, human(tc.avail), human(got), human(tc.want))
 		}
 	}
 }

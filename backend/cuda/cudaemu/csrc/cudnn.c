@@ -649,9 +649,9 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(void* h, void* xd, v
 
 static cudnnStatus_t ws_size(int dir, const problem* p, int algo, size_t* size) {
     if (!size) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
-    cudnnStatus_t st = algo_info(dir, algo, p, p->cv->math, size);
-    if (st) logf_("%s workspace size: algorithm %d does not support this convolution", dir_name[dir], algo);
-    return st;
+    // Quietly, as cuDNN does: the backend asks every algorithm's size to
+    // size the benchmark's workspace, and most do not apply.
+    return algo_info(dir, algo, p, p->cv->math, size);
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(void* h, void* xd, void* wd, void* cd, void* yd, int algo, size_t* size) {

@@ -67,16 +67,12 @@ func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Bu
 	if b.err != nil {
 		return nan
 	}
-	p := b.ntxentPlanLocked(rows, d)
+	p := b.pairwiseLocked(rows, d, z, dz, func(p *ntxentPlan) {
+		b.launch("k_ntxent_rows", rows, 1, p.s, p.g, p.terms, rows, tau, multilevel)
+	})
 	if p == nil {
 		return nan
 	}
-	b.launch("k_l2norm_rows", rows, 1, b.buf(z), p.zn, p.norms, rows, d)
-	b.gemm(false, true, rows, rows, d, 1, p.zn, d, p.zn, d, 0, p.s, rows, false)
-	b.launch("k_ntxent_rows", rows, 1, p.s, p.g, p.terms, rows, tau, multilevel)
-	b.gemm(false, false, rows, d, rows, 1, p.g, rows, p.zn, d, 0, p.dzn, d, false)
-	b.gemm(true, false, rows, d, rows, 1, p.g, rows, p.zn, d, 1, p.dzn, d, false)
-	b.launch("k_l2norm_bwd", rows, 1, p.zn, p.dzn, p.norms, b.buf(dz), rows, d)
 	b.launch("k_ntxent_sum", 1, 1, p.terms, rows, multilevel, b.scalars+scalarNTXent)
 	if b.err != nil {
 		return nan
@@ -90,6 +86,25 @@ func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Bu
 		return tensor.LossResult{Loss: full - (h1+h2)/2, Full: full}
 	}
 	return tensor.LossResult{Loss: full, Full: full}
+}
+
+// pairwiseLocked runs what NT-Xent and the decoupled losses share on z
+// (rows x d): the rows normalised, their similarities S = zn zn^T, the
+// loss's own rows kernel (which fills p.g = dL/dS and p.terms from p.s),
+// and dz = (G + G^T) zn pushed back through the normalisation. It returns
+// the plan holding p.terms, or nil when the plan could not be made.
+func (b *Backend) pairwiseLocked(rows, d int, z, dz tensor.Buffer, rowsKernel func(p *ntxentPlan)) *ntxentPlan {
+	p := b.ntxentPlanLocked(rows, d)
+	if p == nil {
+		return nil
+	}
+	b.launch("k_l2norm_rows", rows, 1, b.buf(z), p.zn, p.norms, rows, d)
+	b.gemm(false, true, rows, rows, d, 1, p.zn, d, p.zn, d, 0, p.s, rows, false)
+	rowsKernel(p)
+	b.gemm(false, false, rows, d, rows, 1, p.g, rows, p.zn, d, 0, p.dzn, d, false)
+	b.gemm(true, false, rows, d, rows, 1, p.g, rows, p.zn, d, 1, p.dzn, d, false)
+	b.launch("k_l2norm_bwd", rows, 1, p.zn, p.dzn, p.norms, b.buf(dz), rows, d)
+	return p
 }
 
 // Decoupled is tensor.DecoupledLoss: DCL (u nil) or a SogCLR step on z
@@ -109,20 +124,16 @@ func (b *Backend) Decoupled(n, d int, tau, gamma float32, u, z, dz tensor.Buffer
 	if b.err != nil {
 		return nan
 	}
-	p := b.ntxentPlanLocked(rows, d)
-	if p == nil {
-		return nan
-	}
 	sog, uimg := 0, uint64(0)
 	if u != nil {
 		sog, uimg = 1, b.ptr(u)
 	}
-	b.launch("k_l2norm_rows", rows, 1, b.buf(z), p.zn, p.norms, rows, d)
-	b.gemm(false, true, rows, rows, d, 1, p.zn, d, p.zn, d, 0, p.s, rows, false)
-	b.launch("k_decoupled_rows", rows, 1, p.s, p.g, p.terms, uimg, p.urow, rows, tau, gamma, sog)
-	b.gemm(false, false, rows, d, rows, 1, p.g, rows, p.zn, d, 0, p.dzn, d, false)
-	b.gemm(true, false, rows, d, rows, 1, p.g, rows, p.zn, d, 1, p.dzn, d, false)
-	b.launch("k_l2norm_bwd", rows, 1, p.zn, p.dzn, p.norms, b.buf(dz), rows, d)
+	p := b.pairwiseLocked(rows, d, z, dz, func(p *ntxentPlan) {
+		b.launch("k_decoupled_rows", rows, 1, p.s, p.g, p.terms, uimg, p.urow, rows, tau, gamma, sog)
+	})
+	if p == nil {
+		return nan
+	}
 	if u != nil {
 		b.launch("k_u_mean", gridFor(n, b.sms), 1, p.urow, uimg, n)
 	}

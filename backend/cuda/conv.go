@@ -196,8 +196,8 @@ func (b *Backend) workspaceLocked(bytes uint64) uint64 {
 }
 
 // pickAlgo runs cuDNN's benchmark (find, with our buffers and the
-// workspace findWorkspace sizes for the shape's algorithms, at most
-// opts.WorkspaceBytes) and falls back to its heuristic (get_v7) when the
+// workspace findWorkspace sizes for the shape's algos algorithms under
+// each math type the benchmark tries, at most opts.WorkspaceBytes) and falls back to its heuristic (get_v7) when the
 // benchmark fails; it then sets the chosen math type on conv and asks
 // cuDNN (wsSize) for the algorithm's workspace under it.
 func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos int, find func(ws, wsBytes uint64, raw []byte, count *int32) uintptr, get func(raw []byte, count *int32) uintptr, wsSize func(algo int32, size *uint64) uintptr) (int, uint64) {
@@ -205,12 +205,30 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos 
 	raw := make([]byte, cudnnMaxAlgosRequested*cudnnAlgoPerfSize)
 	var count int32
 	limit := b.opts.WorkspaceBytes
-	given := findWorkspace(algos, limit, func(algo int32) (uint64, bool) {
-		var size uint64
-		// cudnnStatus_t is a 32-bit int: the upper half of the returned
-		// register is not defined by the C ABI.
-		return size, int32(wsSize(algo, &size)) == cudnnStatusSuccess
-	})
+	// In tf32 the benchmark also times the algorithms under the default
+	// math type, whose workspace may differ: size for both, then put the
+	// descriptor's own math type back for the benchmark.
+	maths := []int{b.mathType()}
+	if b.tf32 {
+		maths = append(maths, cudnnDefaultMath)
+	}
+	var given uint64
+	for _, m := range maths {
+		if err := c.check("cudnnSetConvolutionMathType", mustCall(c.setConvMath, conv, uintptr(m))); err != nil {
+			b.fail(err)
+			return 0, 0
+		}
+		given = max(given, findWorkspace(algos, limit, func(algo int32) (uint64, bool) {
+			var size uint64
+			// cudnnStatus_t is a 32-bit int: the upper half of the
+			// returned register is not defined by the C ABI.
+			return size, int32(wsSize(algo, &size)) == cudnnStatusSuccess
+		}))
+	}
+	if err := c.check("cudnnSetConvolutionMathType", mustCall(c.setConvMath, conv, uintptr(b.mathType()))); err != nil {
+		b.fail(err)
+		return 0, 0
+	}
 	ws := b.workspaceLocked(given)
 	var perf []algoPerf
 	if b.err == nil && int32(find(ws, given, raw, &count)) == cudnnStatusSuccess {

@@ -221,10 +221,10 @@ func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 	for _, tc := range []struct {
 		est, norm   string
 		iters, stop int
-	}{{"lsgd", "batch", 4, 3}, {"vr-rtmlmc", "batch", 4, 3}, {"vr-rtmlmc", "group", 4, 3}, {"sogclr", "batch", 20, 10}} {
+	}{{"lsgd", "batch", 4, 3}, {"vr-rtmlmc", "batch", 4, 3}, {"vr-rtmlmc", "group", 4, 3}, {"dcl", "batch", 4, 3}, {"sogclr", "batch", 20, 10}} {
 		t.Run(tc.est+"/"+tc.norm, func(t *testing.T) {
 			est, iters := tc.est, tc.iters
-			split := est == "lsgd" || est == "sogclr"
+			split := est == "lsgd" || est == "dcl" || est == "sogclr"
 			out := filepath.Join(t.TempDir(), "run")
 			log, err := mpirunWorkers(t, ranks, envDistWorker+"="+out, envDistEst+"="+est, envDistNorm+"="+tc.norm,
 				envDistIters+"="+strconv.Itoa(iters), envDistStop+"="+strconv.Itoa(tc.stop))
@@ -291,10 +291,10 @@ func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 				t.Fatal(err)
 			}
 			if split && last.SamplesDrawn != int64(iters*8) {
-				t.Errorf("lsgd on 2 ranks drew %d images in %d iterations, want %d (8 per draw, split)", last.SamplesDrawn, iters, iters*8)
+				t.Errorf("%s on 2 ranks drew %d images in %d iterations, want %d (8 per draw, split)", est, last.SamplesDrawn, iters, iters*8)
 			}
 			if split && last.Evaluations != int64(iters) {
-				t.Errorf("lsgd on 2 ranks counted %d evaluations in %d iterations, want one per split draw", last.Evaluations, iters)
+				t.Errorf("%s on 2 ranks counted %d evaluations in %d iterations, want one per split draw", est, last.Evaluations, iters)
 			}
 			if !split && last.Evaluations < int64(ranks*iters) {
 				t.Errorf("%s counted %d evaluations in %d iterations on %d ranks: costs not summed over ranks", est, last.Evaluations, iters, ranks)

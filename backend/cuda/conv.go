@@ -206,11 +206,12 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos 
 	var count int32
 	limit := b.opts.WorkspaceBytes
 	// In tf32 the benchmark also times the algorithms under the default
-	// math type, whose workspace may differ: size for both, then put the
-	// descriptor's own math type back for the benchmark.
+	// math type, whose workspace may differ: size under it first, then
+	// under the descriptor's own math type, which stays set for the
+	// benchmark.
 	maths := []int{b.mathType()}
 	if b.tf32 {
-		maths = append(maths, cudnnDefaultMath)
+		maths = []int{cudnnDefaultMath, b.mathType()}
 	}
 	var given uint64
 	for _, m := range maths {
@@ -224,10 +225,6 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos 
 			// returned register is not defined by the C ABI.
 			return size, int32(wsSize(algo, &size)) == cudnnStatusSuccess
 		}))
-	}
-	if err := c.check("cudnnSetConvolutionMathType", mustCall(c.setConvMath, conv, uintptr(b.mathType()))); err != nil {
-		b.fail(err)
-		return 0, 0
 	}
 	ws := b.workspaceLocked(given)
 	var perf []algoPerf

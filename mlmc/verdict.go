@@ -75,9 +75,9 @@ func recommendation(rep *LevelsReport) string {
 	case math.IsInf(r, 1):
 		return "no MLMC estimator could be predicted"
 	case r < 1:
-		return fmt.Sprintf("MLMC can pay off: %s reaches L-SGD's variance at %.2f of its cost (in %s)", best.Name, r, unit)
+		return fmt.Sprintf("MLMC can pay off: %s reaches L-SGD's variance at %.2g of its cost (in %s)", best.Name, r, unit)
 	}
-	return fmt.Sprintf("MLMC cannot pay off: the best, %s, needs %.2f times L-SGD's variance x cost (in %s)",
+	return fmt.Sprintf("MLMC cannot pay off: the best, %s, needs %.3g times L-SGD's variance x cost (in %s)",
 		best.Name, relOf(best), unit)
 }
 

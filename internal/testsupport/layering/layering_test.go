@@ -35,8 +35,8 @@ var layers = map[string]int{
 	"experiment": 2,
 	// 3: the optimizer, the network, the classifiers on features.
 	"optim": 3, "model/resnet18": 3, "eval/knn": 3, "eval/linear": 3,
-	// 3: the auto method of the experiment harness.
-	"experiment/autoplan": 3,
+	// 3: the auto method of the experiment harness; its plots.
+	"experiment/autoplan": 3, "experiment/plots": 3,
 	// 4: the two implementations of tensor.Backend.
 	"backend/cpu": 4, "backend/cuda": 4,
 	// 5: choosing a backend; evaluating a network; the SimCLR oracle;

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -123,5 +125,28 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("%v: error %v, want one naming %s", args, err, args[0])
 		}
+	}
+}
+
+// BenchmarkEveryIterate: RT-MLMC (L 6, step 0.001) for 200,000 inner
+// samples on the problem, its gap read at the logged points only
+// (every=false) or also at every iterate (every=true, Problem.EveryIterate):
+// the difference is the cost of evaluating the exact objective, a pass over
+// the 200 rows, after each of the run's iterations, which draw about two
+// inner samples each.
+func BenchmarkEveryIterate(b *testing.B) {
+	p := newRegression(200, 4, 1)
+	m := experiment.Method{Kind: mlmc.Kind{Method: mlmc.RTMLMC}, Step: 0.001,
+		Config: mlmc.Config{MaxLevel: 6, B: 2, C: 1}}
+	for _, every := range []bool{false, true} {
+		b.Run(fmt.Sprintf("every=%v", every), func(b *testing.B) {
+			hp := p.harnessProblem(every)
+			pr := experiment.Protocol{Budget: 200_000, Trials: 1, Workers: 1}
+			for b.Loop() {
+				if _, err := experiment.Report(hp, pr, experiment.Fixed("benchmark", m)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

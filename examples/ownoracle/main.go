@@ -251,7 +251,7 @@ func run(args []string, w io.Writer) error {
 
 	// 2. A tuned run: a small grid of L-SGD and RT-MLMC settings scored on
 	// the tuning seeds, the chosen ones run on the reported seeds.
-	grid := experiment.Grid{Levels: []int{0, 2, 4, 6, 8, 10}, Steps: []float64{0.0003, 0.001, 0.003, 0.01, 0.03, 0.1}, B: 2}
+	grid := experiment.Grid{Levels: []int{0, 2, 4, 6, 8, 10, 12}, Steps: []float64{0.00001, 0.00003, 0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1}, B: 2}
 	methods := grid.Methods([]mlmc.Kind{{Method: mlmc.LSGD}, {Method: mlmc.RTMLMC}})
 	pr := experiment.Protocol{Budget: *budget, Trials: *trials, Targets: []float64{0.01, 0.003, 0.001}, Workers: 1}
 	tn, err := experiment.Tune(hp, pr, methods)

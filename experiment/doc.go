@@ -1,9 +1,11 @@
 // Package experiment runs the paper's experimental protocol on any biased
 // oracle of package mlmc over []float64 vectors: a grid search of each
 // estimator's settings on tuning seeds, reported trials on other seeds,
-// the cost each method needs to reach each target gap, and the tables,
-// JSON lines and plots that report them (docs/definitions.md, section 9,
-// states the protocol).
+// the cost each method needs to reach each target gap, and the tables and
+// JSON lines that report them (docs/definitions.md, section 9, states the
+// protocol). Its figures are drawn by package experiment/plots, which holds
+// the plotting dependencies: this package and package mlmc build without
+// them.
 //
 // A Problem gives the oracle of each trial (per seed), the start x0, an
 // optional projection and step scaling, and what progress is read on: the
@@ -19,7 +21,11 @@
 // its budget, checked at every logged point (Protocol.Points), so that a
 // noisy step that crosses the target once by chance does not count as
 // reaching it; the first touch (at every iterate where the problem allows
-// it, else at the logged points) is kept beside it. Each is reported as
+// it, else at the logged points) is kept beside it. Reading it at every
+// iterate (Problem.EveryIterate) evaluates the objective after every
+// iteration, which for an exact objective over a data set can cost more
+// than the iterations: about three quarters of an RT-MLMC run's time on
+// examples/ownoracle's problem. Each is reported as
 // the median over trials, a distribution-free interval for the median from
 // order statistics at a stated confidence (CIRanks), and the trials that
 // reached it.
@@ -37,8 +43,8 @@
 // choice sits at an edge of what its family tried.
 // Report runs the chosen settings on the reported seeds; Fixed and
 // TuningFrom run hand-chosen settings or those of an earlier results file.
-// WriteMarkdown, WritePNG and MeasureLevels (the per-level diagnostic of
-// package mlmc at a point) report them.
+// WriteMarkdown, MeasureLevels (the per-level diagnostic of package mlmc
+// at a point) and WriteLevels report them; plots.WritePNG draws them.
 //
 // Choose is Tune's choice rule over scored settings, and AtEdges its walk
 // over the chosen settings at an edge of an Axis, for a search that scores

@@ -573,3 +573,55 @@ func TestTuneReusing(t *testing.T) {
 		t.Errorf("reusing with F* reached: error %v, want one saying to tune every setting again", err)
 	}
 }
+
+// TestWriteMarkdownShowsAutoPlans: the auto method's setting cell names the
+// plans its trials ran, stage by stage (a stage of many distinct steps by
+// its methods and step range), and a list gives every trial's plans with
+// the cost each took over at and its pilot's cost; results without auto
+// get no such list.
+func TestWriteMarkdownShowsAutoPlans(t *testing.T) {
+	rt := func(l int, step, t0 float64) Method {
+		return Method{Kind: mlmc.Kind{Method: mlmc.RTMLMC}, Config: mlmc.Config{MaxLevel: l}, Step: step, Decay: t0}
+	}
+	lsgd := Method{Kind: mlmc.Kind{Method: mlmc.LSGD}, Step: 0.0031622776601683794}
+	plans := [][]Plan{
+		{{Method: lsgd, Spent: 1100, ReplanAt: 1500}, {Method: rt(8, 0.001, 4000), Spent: 800}},
+		{{Method: lsgd, Spent: 1200, ReplanAt: 1600}, {Method: rt(8, 0.002, 0), Spent: 800}},
+		{{Method: rt(6, 0.01, 0), Spent: 1000}},
+	}
+	passages := []Passage{{}}
+	sum := Summary{Problem: "toy", Cost: "samples", Targets: []float64{0.01}, Trials: 3, FirstSeed: 5,
+		Methods: []MethodSummary{{Name: "auto", Setting: Method{Auto: unplanned{}}, Plans: plans, StaysBelow: passages, FirstTouch: passages}}}
+	var buf bytes.Buffer
+	WriteMarkdown(&buf, []Summary{sum})
+	out := buf.String()
+	for _, want := range []string{
+		"| toy |  |  | auto | auto: L-SGD L 0, step 0.00316 (2), RT-MLMC L 6, step 0.01 (1); re-planned: RT-MLMC L 8, step 0.001, t0 4000 (1), RT-MLMC L 8, step 0.002 (1) |",
+		"- toy, trial 1 (seed 5): from 0: L-SGD L 0, step 0.00316 (pilot 1100); from 1500: RT-MLMC L 8, step 0.001, t0 4000 (pilot 800)\n",
+		"- toy, trial 2 (seed 6): from 0: L-SGD L 0, step 0.00316 (pilot 1200); from 1600: RT-MLMC L 8, step 0.002 (pilot 800)\n",
+		"- toy, trial 3 (seed 7): from 0: RT-MLMC L 6, step 0.01 (pilot 1000)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Four distinct plans at a stage: their methods and the steps' range.
+	for i, step := range []float64{0.001, 0.002, 0.003, 0.004} {
+		if i < 3 {
+			plans[i][0].Method = rt(8, step, 0)
+		} else {
+			plans = append(plans, []Plan{{Method: rt(9, step, 0)}})
+		}
+	}
+	if got, want := autoSetting(plans), "auto: RT-MLMC L 8 (3), RT-MLMC L 9 (1), step 0.001 to 0.004; re-planned: RT-MLMC L 8, step 0.001, t0 4000 (1), RT-MLMC L 8, step 0.002 (1)"; got != want {
+		t.Errorf("setting cell\n got %q\nwant %q", got, want)
+	}
+
+	sum.Methods = []MethodSummary{{Name: "RT-MLMC", Setting: rt(8, 0.01, 0), StaysBelow: passages, FirstTouch: passages}}
+	buf.Reset()
+	WriteMarkdown(&buf, []Summary{sum})
+	if strings.Contains(buf.String(), "auto") {
+		t.Errorf("results without auto mention it:\n%s", buf.String())
+	}
+}

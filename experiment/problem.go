@@ -68,7 +68,16 @@ type Problem struct {
 	Error func(x []float64) float64
 	// EveryIterate says the objective (or Error) is cheap enough to
 	// evaluate after every iterate: the first touch of a target is then
-	// read at every iterate; otherwise only at the logged points.
+	// read at every iterate; otherwise only at the logged points. It costs
+	// one evaluation per iteration, which can exceed the iteration itself:
+	// an exact objective that passes over a data set is many oracle
+	// queries' worth of work, and RT-MLMC draws a few samples an
+	// iteration. On examples/ownoracle's problem (an objective over 200
+	// rows, RT-MLMC at about two inner samples an iteration) it took about
+	// three quarters of the run's time (BenchmarkEveryIterate there, 2
+	// cores of an AMD EPYC: results/ownoracle/every-iterate.txt). Leave it
+	// off unless first touches between logged points matter; the
+	// stays-below headline reads the logged points alone.
 	EveryIterate bool
 	// CostName and ErrorName label the axes and tables ("generated inner
 	// samples", "(F - F*) / (F(x0) - F*)"); defaults "samples" and

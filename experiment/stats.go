@@ -85,13 +85,6 @@ func FirstTouch(points []int64, gaps []float64, target float64) int64 {
 	return -1
 }
 
-// quantile is the q-quantile of xs by the nearest rank (+Inf sorts last).
-func quantile(xs []float64, q float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[int(math.Round(q*float64(len(s)-1)))]
-}
-
 // GeometricGrid is about growth^k for k = 0, 1, ... below budget (each
 // integer once), then budget: the logged points of a run. A growth of 1 or
 // less logs every cost 1..budget.

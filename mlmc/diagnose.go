@@ -164,7 +164,11 @@ func MeasureLevels[V any](o Oracle[V], ops DiagOps[V], cfg LevelsConfig) (*Level
 		Pass:       true,
 	}
 	for j := range pm {
-		z := (projMean[j] - pm[j]) / math.Sqrt(projVar[j]+pv[j]/float64(cfg.Draws))
+		d := projMean[j] - pm[j]
+		z := d / math.Sqrt(projVar[j]+pv[j]/float64(cfg.Draws))
+		if d == 0 {
+			z = 0 // no difference, even where no query varied (0/0)
+		}
 		tel.Z = append(tel.Z, z)
 		if !(math.Abs(z) < tel.Critical) {
 			tel.Pass = false
@@ -172,6 +176,11 @@ func MeasureLevels[V any](o Oracle[V], ops DiagOps[V], cfg LevelsConfig) (*Level
 	}
 	rep.Telescope = tel
 	rep.FitB, rep.FitCImages, rep.FitCTime = fitRates(rep.Levels)
+	if rep.NoBiasVisible = biasInvisible(rep.Levels); rep.NoBiasVisible {
+		// A rate fitted to rounding residues would be a number of no meaning.
+		rep.FitB = RateFit{Rate: math.NaN(), SE: math.NaN(), From: rep.FitB.From, To: rep.FitB.To,
+			Note: "H^l is zero to rounding at every level above the minimum: no rate"}
+	}
 	rep.Estimators = PredictEstimators(rep.Levels, rep.Top, sumNorm, cfg.B, cfg.C)
 	if cfg.Previous {
 		rep.Estimators = append(rep.Estimators, PredictVR(rep.Estimators, rep.Levels, rep.Top, cfg)...)

@@ -198,31 +198,69 @@ func TestPredictEstimatorsFormulas(t *testing.T) {
 	}
 }
 
+// TestFitLog2: rates of points by hand, weighted and not (nil standard
+// errors weigh the points alike, as LineFit on log2 y does), and inputs
+// no rate can be fitted from, which give a NaN rate and a note naming the
+// problem instead of a panic.
 func TestFitLog2(t *testing.T) {
+	// Unweighted scatter: log2 y = 0, 1.5, 2 is LineFit's "scatter" case.
+	scatter := []float64{1, math.Exp2(1.5), 4}
+	// On exact points the weighted fit's standard error is
+	// 1/sqrt(sum_i w_i (x_i - mean x)^2), w_i = (y_i ln 2 / se_i)^2 and the
+	// mean weighted: here w = 48.05, 300.3, 1877 and the mean x 1.822.
+	w := []float64{math.Pow(math.Ln2/0.1, 2), math.Pow(0.25*math.Ln2/0.01, 2), math.Pow(0.0625*math.Ln2/0.001, 2)}
+	mx := (w[1] + 2*w[2]) / (w[0] + w[1] + w[2])
+	exactSD := 1 / math.Sqrt(w[0]*mx*mx+w[1]*(1-mx)*(1-mx)+w[2]*(2-mx)*(2-mx))
 	for _, tc := range []struct {
 		name     string
 		x, y, se []float64
-		rate     float64
-		seZero   bool
+		rate, sd float64 // the rate and its standard error; NaN: no fit
+		note     string  // in the note of a fit that cannot be made
 	}{
-		{name: "exact powers", x: []float64{1, 2, 3, 4}, y: []float64{2, 4, 8, 16}, se: []float64{0, 0, 0, 0}, rate: 1, seZero: true},
-		{name: "weighted, exact", x: []float64{0, 1, 2}, y: []float64{1, 0.25, 0.0625}, se: []float64{0.1, 0.01, 0.001}, rate: -2, seZero: false},
+		{name: "exact powers, zero standard errors", x: []float64{1, 2, 3, 4}, y: []float64{2, 4, 8, 16}, se: []float64{0, 0, 0, 0}, rate: 1, sd: 0},
+		{name: "exact powers, nil standard errors", x: []float64{1, 2, 3, 4}, y: []float64{2, 4, 8, 16}, rate: 1, sd: 0},
+		{name: "weighted, exact", x: []float64{0, 1, 2}, y: []float64{1, 0.25, 0.0625}, se: []float64{0.1, 0.01, 0.001}, rate: -2, sd: exactSD},
+		{name: "nil standard errors, scatter", x: []float64{0, 1, 2}, y: scatter, rate: 1, sd: math.Sqrt(1.0 / 12)},
+		{name: "two points, nil standard errors", x: []float64{3, 5}, y: []float64{8, 2}, rate: -1, sd: math.NaN(), note: "no standard error"},
+		{name: "y shorter than x", x: []float64{0, 1, 2}, y: []float64{1, 2}, rate: math.NaN(), note: "3 levels x, 2 values y"},
+		{name: "y longer than x", x: []float64{0, 1}, y: []float64{1, 2, 4}, rate: math.NaN(), note: "2 levels x, 3 values y"},
+		{name: "standard errors shorter than x", x: []float64{0, 1, 2}, y: []float64{1, 2, 4}, se: []float64{0.1}, rate: math.NaN(), note: "1 standard errors"},
+		{name: "no points", rate: math.NaN(), note: "no levels"},
+		{name: "one point", x: []float64{2}, y: []float64{4}, se: []float64{0.1}, rate: math.NaN(), note: "one level"},
+		{name: "one point, nil standard errors", x: []float64{2}, y: []float64{4}, rate: math.NaN(), note: "one level"},
+		{name: "y not positive", x: []float64{0, 1, 2}, y: []float64{1, 0, 4}, rate: math.NaN(), note: "level 1: 0 is not positive"},
+		{name: "one level twice", x: []float64{1, 1}, y: []float64{2, 3}, rate: math.NaN(), note: "every point is at level 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := fitLog2(tc.x, tc.y, tc.se)
+			f := FitLog2(tc.x, tc.y, tc.se)
+			if math.IsNaN(tc.rate) {
+				if !math.IsNaN(f.Rate) || !math.IsNaN(f.SE) || !strings.Contains(f.Note, tc.note) {
+					t.Errorf("rate %g, se %g, note %q; want NaN, NaN and a note with %q", f.Rate, f.SE, f.Note, tc.note)
+				}
+				return
+			}
 			if math.Abs(f.Rate-tc.rate) > 1e-12 {
 				t.Errorf("rate %.15g, want %g", f.Rate, tc.rate)
 			}
-			if tc.seZero != (f.SE == 0) {
-				t.Errorf("se %g, want zero: %v", f.SE, tc.seZero)
+			if math.IsNaN(tc.sd) != math.IsNaN(f.SE) || math.Abs(f.SE-tc.sd) > 1e-12 {
+				t.Errorf("se %.15g, want %g", f.SE, tc.sd)
+			}
+			if !strings.Contains(f.Note, tc.note) {
+				t.Errorf("note %q, want one with %q", f.Note, tc.note)
+			}
+			if len(tc.x) > 0 && (f.From != int(tc.x[0]) || f.To != int(tc.x[len(tc.x)-1])) {
+				t.Errorf("levels %d..%d, want %g..%g", f.From, f.To, tc.x[0], tc.x[len(tc.x)-1])
 			}
 		})
 	}
 	// Weighted: a noisy point with a large standard error barely moves
 	// the fit; with equal weights it would.
-	f := fitLog2([]float64{0, 1, 2, 3}, []float64{1, 0.5, 0.25 * 4, 0.125}, []float64{0.01, 0.005, 100, 0.00125})
-	if math.Abs(f.Rate+1) > 0.01 {
+	x, y := []float64{0, 1, 2, 3}, []float64{1, 0.5, 0.25 * 4, 0.125}
+	if f := FitLog2(x, y, []float64{0.01, 0.005, 100, 0.00125}); math.Abs(f.Rate+1) > 0.01 {
 		t.Errorf("rate %.4f with a down-weighted outlier, want about -1", f.Rate)
+	}
+	if f := FitLog2(x, y, nil); math.Abs(f.Rate+1) < 0.1 {
+		t.Errorf("rate %.4f with equal weights, want the outlier to move it away from -1", f.Rate)
 	}
 }
 

@@ -6,7 +6,9 @@ import "math"
 // weighted by its standard error ySE through the delta method, and returns
 // the slope s with its standard error: the one fit behind MeasureLevels'
 // rates, for callers that fit a rate of their own (a bias, say) the same
-// way. Points with y <= 0 make the fit fail with a note.
+// way. ySE nil weights every point alike. A fit that cannot be made has a
+// NaN Rate and a Note saying why: y or ySE of another length than x, fewer
+// than two points, a y that is not positive.
 func FitLog2(x, y, ySE []float64) RateFit { return fitLog2(x, y, ySE) }
 
 // LineFit fits y = k + s x by ordinary least squares and gives the slope's

@@ -1,7 +1,5 @@
 package mlmc
 
-import ()
-
 // LevelStat is what K independent queries tell about one level's
 // estimate Y: H^l above the minimum level, h^l at it (and for the top row
 // of the telescoping check).
@@ -100,5 +98,11 @@ type LevelsReport struct {
 	FitCTime   RateFit      `json:"fit_c_seconds"`
 	Telescope  Telescope    `json:"telescope"`
 	Estimators []Prediction `json:"estimators"`
-	Verdict    string       `json:"verdict"`
+	// NoBiasVisible says H^l vanished (to rounding) at every level above
+	// the minimum at the point measured: every level gives the same
+	// gradient there, so no bias, no rate b and no advantage of one method
+	// over another can be seen from this measurement, and the verdict
+	// recommends none.
+	NoBiasVisible bool   `json:"no_bias_visible,omitempty"`
+	Verdict       string `json:"verdict"`
 }

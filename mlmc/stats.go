@@ -70,25 +70,40 @@ func fitRates(levels []LevelStat) (b, cImages, cTime RateFit) {
 // point being 1/se(log2 y)^2 with se(log2 y) = se(y)/(y ln 2) (the delta
 // method). Its standard error is the weighted fit's, inflated by
 // sqrt(chi^2/(n-2)) when the points scatter more than their standard errors
-// say (the model does not fit exactly). With no standard errors (exact
-// costs) the fit is unweighted and its standard error is the residuals'.
+// say (the model does not fit exactly). With no standard errors (ySE nil,
+// or any of them zero or not finite: exact costs) the fit is unweighted
+// and its standard error is the residuals'. A fit that cannot be made
+// (lengths that differ, fewer than two points, a y that is not positive)
+// has a NaN rate and a Note that says why.
 func fitLog2(x, y, ySE []float64) RateFit {
 	f := RateFit{Rate: math.NaN(), SE: math.NaN()}
+	if len(y) != len(x) || (ySE != nil && len(ySE) != len(x)) {
+		f.Note = fmt.Sprintf("%d levels x, %d values y and %d standard errors: give one y per x, and one standard error per x or none (nil, equal weights)",
+			len(x), len(y), len(ySE))
+		return f
+	}
 	if len(x) > 0 {
 		f.From, f.To = int(x[0]), int(x[len(x)-1])
 	}
-	if len(x) < 2 {
+	switch len(x) {
+	case 0:
+		f.Note = "no levels: no rate"
+		return f
+	case 1:
 		f.Note = "one level: no rate"
 		return f
 	}
 	ly, w := make([]float64, len(x)), make([]float64, len(x))
-	weighted := true
+	weighted := ySE != nil
 	for i := range x {
 		if !(y[i] > 0) {
 			f.Note = fmt.Sprintf("level %d: %g is not positive", int(x[i]), y[i])
 			return f
 		}
 		ly[i] = math.Log2(y[i])
+		if !weighted {
+			continue
+		}
 		se := ySE[i] / (y[i] * math.Ln2)
 		if !(se > 0) || math.IsInf(se, 0) {
 			weighted = false
@@ -111,6 +126,10 @@ func fitLog2(x, y, ySE []float64) RateFit {
 	for i := range x {
 		sxx += w[i] * (x[i] - mx) * (x[i] - mx)
 		sxy += w[i] * (x[i] - mx) * (ly[i] - my)
+	}
+	if !(sxx > 0) {
+		f.Note = fmt.Sprintf("every point is at level %d: a rate needs two levels", int(x[0]))
+		return f
 	}
 	f.Rate = sxy / sxx
 	chi2 := 0.0

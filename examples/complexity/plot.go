@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	harness "github.com/simclr-go/simclr/experiment"
 	"image/color"
 	"path/filepath"
 	"slices"
 
+	"github.com/simclr-go/simclr/experiment/plots"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -255,7 +255,7 @@ func truncationPanel(trunc []truncation, variance bool) (*plot.Plot, error) {
 // savePanels writes the panels side by side into path (the harness's
 // layout, panels 14 cm wide).
 func savePanels(panels []*plot.Plot, path string) error {
-	if err := harness.SaveRow(path, panels, 14*vg.Centimeter); err != nil {
+	if err := plots.SaveRow(path, panels, 14*vg.Centimeter); err != nil {
 		return fmt.Errorf("%w (choose another folder with --out)", err)
 	}
 	return nil

@@ -156,12 +156,4 @@ func (r *levelsReport) print(w io.Writer) {
 	if r.RhoMax > 0 {
 		fmt.Fprintf(w, "relative variance of exp(l/lambda) given the row: largest %.3g; above 2^10 in %d rows\n", r.RhoMax, r.RhoAbove1024)
 	}
-	fb, fc := r.Levels.FitB, r.Levels.FitCImages
-	fmt.Fprintf(w, "fitted b = %.2f ± %.2f (levels %d..%d), c = %.2f ± %.2f; telescoping check pass: %v\n",
-		fb.Rate, fb.SE, fb.From, fb.To, fc.Rate, fc.SE, r.Levels.Telescope.Pass)
-	fmt.Fprintf(w, "predicted variance x cost relative to L-SGD at L = %d:", r.Levels.MaxLevel)
-	for _, pr := range r.Levels.Estimators {
-		fmt.Fprintf(w, " %s %.3g;", pr.Name, pr.RelImages)
-	}
-	fmt.Fprintln(w)
 }

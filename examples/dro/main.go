@@ -53,6 +53,7 @@ import (
 
 	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/experiment/autoplan"
+	"github.com/simclr-go/simclr/experiment/plots"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -252,8 +253,8 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 			return err
 		}
 		path := filepath.Join(o.pngDir, "dro-"+t.ds.Name+".png")
-		panels := res.Panels([]string{t.ds.Name + ": plain", t.ds.Name + ": variance reduced (VR)"}, experiment.ByVR)
-		if err := experiment.WritePNG(path, panels); err != nil {
+		panels := plots.Panels(res, []string{t.ds.Name + ": plain", t.ds.Name + ": variance reduced (VR)"}, plots.ByVR)
+		if err := plots.WritePNG(path, panels); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 		fmt.Fprintln(stderr, "wrote", path)

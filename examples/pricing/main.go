@@ -45,6 +45,7 @@ import (
 
 	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/experiment/autoplan"
+	"github.com/simclr-go/simclr/experiment/plots"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -268,7 +269,7 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	pr := experiment.Protocol{Targets: []float64{tolerance}, Points: budgets, FirstSeed: o.seeds[0],
 		Trials: len(o.seeds), Workers: o.workers}
 	var sums []experiment.Summary
-	var panels []experiment.Panel
+	var panels []plots.Panel
 	for _, law := range o.laws {
 		p := problem(law, o.kind)
 		fmt.Fprintf(stderr, "%s service (Var V = %.3f): optimum mu* = %.4f, p* = %.4f, F* = %.4f\n",
@@ -283,7 +284,7 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		sums = append(sums, res.Summary)
-		panels = append(panels, res.Panels([]string{law.Name + " service"}, func(experiment.Curve) int { return 0 })...)
+		panels = append(panels, plots.Panels(res, []string{law.Name + " service"}, func(experiment.Curve) int { return 0 })...)
 	}
 	// The tables go where people read; with --json stdout is JSON lines,
 	// so the tables go to stderr.
@@ -294,7 +295,7 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(table, "construction %s\n\n", o.kind)
 	experiment.WriteMarkdown(table, sums)
 	if o.png != "" {
-		if err := experiment.WritePNG(o.png, panels); err != nil {
+		if err := plots.WritePNG(o.png, panels); err != nil {
 			return fmt.Errorf("--png: %w", err)
 		}
 		fmt.Fprintln(stderr, "wrote", o.png)

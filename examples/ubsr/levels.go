@@ -202,9 +202,4 @@ func (r *levelsReport) print(w io.Writer) {
 	fmt.Fprintf(w, "Y = h^0 at level 0, H^l above. Fitted rates (95%%): a = %.2f [%.2f, %.2f] (squared bias, levels %v), "+
 		"b = %.2f [%.2f, %.2f], c = %.2f [%.2f, %.2f], Var h^l ~ 2^(-v l) with v = %.2f [%.2f, %.2f]; the paper: a = b = c = 1\n",
 		r.A[0], r.A[1], r.A[2], r.Rates["a_levels"], r.B[0], r.B[1], r.B[2], r.C[0], r.C[1], r.C[2], r.V[0], r.V[1], r.V[2])
-	fmt.Fprintf(w, "telescoping check pass: %v; predicted variance x cost relative to L-SGD at L = %d:", r.Levels.Telescope.Pass, r.Levels.MaxLevel)
-	for _, pr := range r.Levels.Estimators {
-		fmt.Fprintf(w, " %s %.3g;", pr.Name, pr.RelImages)
-	}
-	fmt.Fprintln(w)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/experiment/plots"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -258,8 +259,8 @@ func (o *outcome) write(dir string) error {
 	if err := md.Close(); err != nil {
 		return err
 	}
-	panels := o.res.Panels([]string{o.in.Name + " " + o.in.Loss.Name + ": plain", o.in.Name + " " + o.in.Loss.Name + ": VR"}, experiment.ByVR)
-	return experiment.WritePNG(base+".png", panels)
+	panels := plots.Panels(o.res, []string{o.in.Name + " " + o.in.Loss.Name + ": plain", o.in.Name + " " + o.in.Loss.Name + ": VR"}, plots.ByVR)
+	return plots.WritePNG(base+".png", panels)
 }
 
 func (o *outcome) print(w io.Writer) {

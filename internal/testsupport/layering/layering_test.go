@@ -35,8 +35,8 @@ var layers = map[string]int{
 	"experiment": 2,
 	// 3: the optimizer, the network, the classifiers on features.
 	"optim": 3, "model/resnet18": 3, "eval/knn": 3, "eval/linear": 3,
-	// 3: the auto method of the experiment harness.
-	"experiment/autoplan": 3,
+	// 3: the auto method of the experiment harness; its plots.
+	"experiment/autoplan": 3, "experiment/plots": 3,
 	// 4: the two implementations of tensor.Backend.
 	"backend/cpu": 4, "backend/cuda": 4,
 	// 5: choosing a backend; evaluating a network; the SimCLR oracle;
@@ -47,7 +47,7 @@ var layers = map[string]int{
 	// 7: reports on run folders (they open runs as the trainer recorded them).
 	"report": 7,
 	// 8: programs.
-	"cmd/simclr": 8, "examples/pricing": 8, "examples/dro": 8, "examples/ubsr": 8, "examples/complexity": 8, "scripts/study/levelsplot": 8, "scripts/paper/tables": 8,
+	"cmd/simclr": 8, "examples/pricing": 8, "examples/dro": 8, "examples/ubsr": 8, "examples/complexity": 8, "examples/ownoracle": 8, "scripts/study/levelsplot": 8, "scripts/paper/tables": 8,
 }
 
 // testSupport holds the test-only helpers; a runtime package imports them

@@ -1,11 +1,18 @@
-package experiment
+// Package plots draws the figures of package experiment's results: per
+// method the median gap against cost with its quartiles, log-log, the
+// targets dashed, written as PNG. It holds every plotting dependency, so a
+// program that uses package experiment for its numbers alone does not
+// build them.
+package plots
 
 import (
 	"fmt"
 	"image/color"
 	"math"
 	"os"
+	"slices"
 
+	"github.com/simclr-go/simclr/experiment"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -16,14 +23,14 @@ import (
 // Panel is one plot of a figure: curves of gap against cost, log-log.
 type Panel struct {
 	Title, XLabel, YLabel string
-	Curves                []Curve
+	Curves                []experiment.Curve
 	// Targets are drawn as dashed lines.
 	Targets []float64
 }
 
 // Panels splits a result's curves into panels: group(c) is the panel of
 // curve c (an index into titles; negative: not drawn).
-func (r *Result) Panels(titles []string, group func(Curve) int) []Panel {
+func Panels(r *experiment.Result, titles []string, group func(experiment.Curve) int) []Panel {
 	s := r.Summary
 	panels := make([]Panel, len(titles))
 	for i, t := range titles {
@@ -39,7 +46,7 @@ func (r *Result) Panels(titles []string, group func(Curve) int) []Panel {
 
 // ByVR is the panel of a curve when plain estimators (0) and their VR
 // versions (1) are drawn apart, for Panels.
-func ByVR(c Curve) int {
+func ByVR(c experiment.Curve) int {
 	if c.Family.Kind.VR {
 		return 1
 	}
@@ -150,4 +157,11 @@ func drawPanel(pn Panel) (*plot.Plot, error) {
 	}
 	p.X.Min, p.X.Max = xMin, xMax
 	return p, nil
+}
+
+// quantile is the q-quantile of xs by the nearest rank (+Inf sorts last).
+func quantile(xs []float64, q float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[int(math.Round(q*float64(len(s)-1)))]
 }

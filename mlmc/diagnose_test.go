@@ -272,15 +272,28 @@ func TestLineFit(t *testing.T) {
 		x, y        []float64
 		s, k, se    float64
 		seUndefined bool
+		// undetermined: no line through the points (all three NaN)
+		undetermined bool
 	}{
 		{name: "on a line", x: []float64{0, 1, 2, 3}, y: []float64{1, 3, 5, 7}, s: 2, k: 1},
 		{name: "two points", x: []float64{1, 3}, y: []float64{0, 1}, s: 0.5, k: -0.5, seUndefined: true},
 		// Residuals -1/6, 1/3, -1/6 about y = 1/6 + x (x-mean 1, sxx 2):
 		// se = sqrt((1/36 + 1/9 + 1/36)/1/2) = sqrt(1/12).
 		{name: "scatter", x: []float64{0, 1, 2}, y: []float64{0, 1.5, 2}, s: 1, k: 1.0 / 6, se: math.Sqrt(1.0 / 12)},
+		// No line is determined: every result NaN, never a panic.
+		{name: "lengths differ", x: []float64{0, 1, 2}, y: []float64{0, 1}, undetermined: true},
+		{name: "one point", x: []float64{1}, y: []float64{2}, undetermined: true},
+		{name: "no points", undetermined: true},
+		{name: "every x alike", x: []float64{2, 2, 2}, y: []float64{0, 1, 2}, undetermined: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, k, se := LineFit(tc.x, tc.y)
+			if tc.undetermined {
+				if !math.IsNaN(s) || !math.IsNaN(k) || !math.IsNaN(se) {
+					t.Errorf("slope %g, intercept %g, se %g; want NaN for all", s, k, se)
+				}
+				return
+			}
 			if math.Abs(s-tc.s) > 1e-12 || math.Abs(k-tc.k) > 1e-12 || tc.seUndefined != math.IsNaN(se) || (!tc.seUndefined && math.Abs(se-tc.se) > 1e-12) {
 				t.Errorf("slope %g, intercept %g, se %g; want %g, %g, %g", s, k, se, tc.s, tc.k, tc.se)
 			}

@@ -14,7 +14,13 @@ func FitLog2(x, y, ySE []float64) RateFit { return fitLog2(x, y, ySE) }
 // LineFit fits y = k + s x by ordinary least squares and gives the slope's
 // standard error from the residuals (NaN with two points): for callers
 // that fit a line with every point alike (FitLog2 weights its points).
+// x and y of different lengths, fewer than two points, or every x alike
+// give NaN for all three: no line is determined.
 func LineFit(x, y []float64) (s, k, se float64) {
+	nan := math.NaN()
+	if len(x) != len(y) || len(x) < 2 {
+		return nan, nan, nan
+	}
 	n := float64(len(x))
 	var mx, my float64
 	for i := range x {
@@ -26,6 +32,9 @@ func LineFit(x, y []float64) (s, k, se float64) {
 	for i := range x {
 		sxx += (x[i] - mx) * (x[i] - mx)
 		sxy += (x[i] - mx) * (y[i] - my)
+	}
+	if sxx == 0 {
+		return nan, nan, nan
 	}
 	s = sxy / sxx
 	k = my - s*mx

@@ -262,7 +262,7 @@ func run(args []string, w io.Writer) error {
 				}
 			}
 			o.print(w)
-			reports = append(reports, o.issueJSON())
+			reports = append(reports, o.summaryJSON())
 		} else if s.Levels {
 			rep, err := measureLevels(in)
 			if err != nil {

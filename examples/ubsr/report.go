@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,10 +199,10 @@ func fitExponent(sum experiment.Summary, in *instance, pick func(experiment.Rank
 	return ex
 }
 
-// issueJSON is the per-loss object of --json: the ground truth, the
+// summaryJSON is the per-loss object of --json: the ground truth, the
 // measured rates, each family's samples to the headline gaps at its best
 // setting for each, and the complexity exponents with the predictions.
-func (o *outcome) issueJSON() map[string]any {
+func (o *outcome) summaryJSON() map[string]any {
 	in, sum := o.in, o.res.Summary
 	methods := map[string]any{}
 	for _, ms := range sum.Methods {
@@ -233,7 +234,29 @@ func (o *outcome) issueJSON() map[string]any {
 		"rates":  map[string]any{"a": o.lv.A, "b": o.lv.B, "c": o.lv.C, "v": o.lv.V, "paper": o.lv.Paper},
 		"budget": sum.Budget, "trials": sum.Trials, "targets": sum.Targets,
 		"methods": methods, "complexity": cx,
-		"cpu": "2 cores of an AMD EPYC, shared with other work"}
+		"cpu": machine()}
+}
+
+// machine describes the processor the timings ran on (the figures depend on
+// it): the first model name of /proc/cpuinfo and the cores Go may use.
+func machine() string {
+	model := "unknown processor"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		model = cpuModel(string(b))
+	}
+	return fmt.Sprintf("%d cores of %s", runtime.GOMAXPROCS(0), model)
+}
+
+// cpuModel returns the first non-empty "model name" of a /proc/cpuinfo
+// text, or "unknown processor".
+func cpuModel(cpuinfo string) string {
+	for _, line := range strings.Split(cpuinfo, "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(key) == "model name" && strings.TrimSpace(val) != "" {
+			return strings.TrimSpace(val)
+		}
+	}
+	return "unknown processor"
 }
 
 // write saves the harness's summary, its tables and the plot of an

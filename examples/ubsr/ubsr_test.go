@@ -242,3 +242,16 @@ func TestReferenceFloorClosedForm(t *testing.T) {
 		t.Errorf("error %v, want one naming --reference-floor", err)
 	}
 }
+
+func TestCPUModel(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"processor\t: 0\nmodel name\t: AMD EPYC 9B45\nflags\t: x\n", "AMD EPYC 9B45"},
+		{"processor\t: 0\nmodel name\t: \nmodel name\t: Intel(R) Xeon(R)\n", "Intel(R) Xeon(R)"},
+		{"processor\t: 0\n", "unknown processor"},
+		{"", "unknown processor"},
+	} {
+		if got := cpuModel(tc.in); got != tc.want {
+			t.Errorf("cpuModel(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -33,7 +33,7 @@ func TestBenchmarksTablesMatchResults(t *testing.T) {
 // every trial's first touch of every gap, the medians, the intervals, the
 // final gaps and F*.
 func TestHarnessRerunMatchesEarlierResults(t *testing.T) {
-	dir := filepath.Join("..", "..", "results", "dro", "paper-grid")
+	dir := filepath.Join("..", "..", "studies", "dro", "results", "paper-grid")
 	for _, pair := range [][2]string{{"summary.jsonl", "harness.jsonl"}, {"housing-2m.jsonl", "harness-housing-2m.jsonl"}} {
 		earlier := readLegacy(t, filepath.Join(dir, pair[0]))
 		sums, err := experiment.ReadSummaries(filepath.Join(dir, pair[1]))

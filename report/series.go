@@ -36,8 +36,11 @@ func configKey(raw map[string]any) string {
 // different seeds, drawn as their mean with a band from the lowest to the
 // highest seed.
 type Series struct {
-	Name string
-	Runs []*Run
+	// Name identifies the series by its run folders (report.md's rows);
+	// Label says what it is, from the settings the runs recorded (the
+	// figures' legends: "L-SGD, batch 512, lr 2, 3 seeds").
+	Name, Label string
+	Runs        []*Run
 }
 
 // Group makes the plots' series: one per run, in order, or with mergeSeeds
@@ -55,10 +58,69 @@ func Group(runs []*Run, mergeSeeds bool) []Series {
 		index[r.configKey] = len(out)
 		out = append(out, Series{Runs: []*Run{r}})
 	}
+	count := map[string]int{}
 	for i := range out {
 		out[i].Name = seriesName(out[i].Runs)
+		out[i].Label = armLabel(out[i].Runs)
+		count[out[i].Label]++
+	}
+	for i := range out { // two series alike in every setting shown: say which folders
+		if count[out[i].Label] > 1 {
+			out[i].Label += " (" + out[i].Name + ")"
+		}
 	}
 	return out
+}
+
+// estimatorNames are the estimators' names as the studies write them.
+var estimatorNames = map[string]string{
+	"lsgd": "L-SGD", "vmlmc": "V-MLMC", "rtmlmc": "RT-MLMC", "rumlmc": "RU-MLMC", "rrmlmc": "RR-MLMC",
+	"dcl": "DCL", "sogclr": "SogCLR", "auto": "auto",
+}
+
+// armLabel describes runs of one configuration for a reader: the estimator
+// (or loss), its batch or levels, its learning rate and SogCLR's gamma
+// where set, and how many seeds.
+func armLabel(runs []*Run) string {
+	c := runs[0].Config
+	est, vr := strings.CutPrefix(c.Estimator, "vr-")
+	name, ok := estimatorNames[est]
+	if !ok {
+		name = c.Estimator
+	} else if vr {
+		name = "VR " + name
+	}
+	parts := []string{name}
+	switch est {
+	case "lsgd", "dcl", "sogclr":
+		parts = append(parts, fmt.Sprintf("batch %d", 1<<c.MaxLevel))
+	default:
+		parts = append(parts, fmt.Sprintf("levels %d-%d", c.MinLevel, c.MaxLevel))
+	}
+	if est == "sogclr" && c.SogCLRGamma > 0 {
+		parts = append(parts, fmt.Sprintf("gamma %g", c.SogCLRGamma))
+	}
+	if c.LR > 0 {
+		parts = append(parts, fmt.Sprintf("lr %g", c.LR))
+	}
+	seeds := map[string]bool{}
+	for _, r := range runs {
+		seeds[r.seed] = true
+	}
+	switch {
+	case len(seeds) < len(runs):
+		parts = append(parts, fmt.Sprintf("%d runs, %d %s", len(runs), len(seeds), plural(len(seeds), "seed")))
+	default:
+		parts = append(parts, fmt.Sprintf("%d %s", len(seeds), plural(len(seeds), "seed")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // seriesName is a lone run's name, or the longest common prefix of the

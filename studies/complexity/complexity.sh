@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Measures the paper's Table 1 (BENCHMARKS.md, "The complexity table,
-# measured") into results/complexity, as `go run ./examples/complexity` does
+# measured") into studies/complexity/results, as `go run ./examples/complexity` does
 # in one process, but with the prescribed and the tuned cells in two
 # processes at once (each with two workers), their files then merged and the
 # cells fitted again from the merged points by --replot. The files committed
-# in results/complexity come from this script.
+# in studies/complexity/results come from this script.
 #
-#   scripts/complexity.sh [OUT [FLAGS...]]
+#   studies/complexity/complexity.sh [OUT [FLAGS...]]
 #
-# OUT defaults to results/complexity; FLAGS go to both processes (e.g.
+# OUT defaults to studies/complexity/results; FLAGS go to both processes (e.g.
 # --rows convex to measure one row).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=${1:-results/complexity}
 if [[ $out == -* ]]; then
-	echo "complexity.sh: the first argument is the output folder, got the flag $out: give OUT first, e.g. scripts/complexity.sh results/complexity $*" >&2
+	echo "complexity.sh: the first argument is the output folder, got the flag $out: give OUT first, e.g. studies/complexity/complexity.sh studies/complexity/results $*" >&2
 	exit 2
 fi
 shift || true

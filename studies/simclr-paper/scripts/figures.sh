@@ -5,11 +5,13 @@
 # every final arm that RESULTS/arms.json names. Runs whose evaluation period differs
 # from their arm's other seeds (the 1-epoch study's L-SGD seed 1) are drawn apart by
 # --merge-seeds.
-# Usage: scripts/paper/figures.sh [RESULTS [OUT]]
-#   (defaults results/paper and docs/img/paper; results/paper5 -> docs/img/paper5)
+# Usage: studies/simclr-paper/scripts/figures.sh [RESULTS [OUT]]
+#   (from the repository root; defaults studies/simclr-paper/results/paper and
+#   studies/simclr-paper/img/paper; the 10-epoch small-batch study:
+#   studies/small-batches/results/contrastive10 studies/small-batches/img)
 set -euo pipefail
-R=${1:-results/paper}
-out=${2:-docs/img/$(basename "$R")}
+R=${1:-studies/simclr-paper/results/paper}
+out=${2:-studies/simclr-paper/img/$(basename "$R")}
 bin=${SIMCLR:-./simclr}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -6,11 +6,11 @@
 # 512, an epoch = 88 iterations), ResNet-18 of width 1/8, with the kNN memory
 # bank and the probe's training features cut to 10,000 class-balanced
 # training images (--eval-train-subset; training uses all 45,000), and the
-# run's own flags, at niceness 10. scripts/study/run_one.sh does the run and
+# run's own flags, at niceness 10. studies/small-batches/scripts/run_one.sh does the run and
 # its record (command, load, CPU model, commit in runs/paper/NAME.study.json,
 # the log in runs/paper/NAME.log; a finished run is skipped).
 #
-# Usage: scripts/paper/run_one.sh NAME [simclr train flags...]
+# Usage: studies/simclr-paper/scripts/run_one.sh NAME [simclr train flags...]
 set -euo pipefail
 export STUDY_ROOT=${STUDY_ROOT:-runs/paper}
 export STUDY_NICE=${STUDY_NICE:-10}

@@ -5,7 +5,7 @@
 // b and c the estimators' level laws assume (b = c = 1, docs/definitions.md,
 // section 1 "Oracles and levels").
 //
-//	go run ./scripts/study/levelsplot -out docs/img/mlmc-study NAME=FILE.json ...
+//	go run ./scripts/study/levelsplot -out studies/small-batches/img NAME=FILE.json ...
 package main
 
 import (

@@ -4,7 +4,7 @@
 # multilevel loss (H^l, one forward), with the machine load before and after
 # each measurement (the machine is shared, so single timings are noisy).
 #
-# Usage: scripts/study/bench_levels.sh [OUT.jsonl] [MAX_LEVEL]
+# Usage: studies/small-batches/scripts/bench_levels.sh [OUT.jsonl] [MAX_LEVEL]
 # Prints one JSON object per (level, kind) line into OUT.jsonl (default
 # runs/study/bench_levels.jsonl).
 set -euo pipefail

@@ -2,7 +2,7 @@
 """budget.py — equal-wall-time budgets for the MLMC study.
 
 Predicts the seconds of one training iteration of an estimator from measured
-seconds per oracle query at each level (scripts/study/bench_levels.sh output;
+seconds per oracle query at each level (studies/small-batches/scripts/bench_levels.sh output;
 the smallest time over all files and over the plain and multilevel loss is
 taken per level, the least disturbed measurement on a shared machine), and
 turns a budget given in L-SGD iterations at level L into an iteration count.

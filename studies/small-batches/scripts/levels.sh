@@ -3,7 +3,7 @@
 # fitted b and c, telescoping check, predicted variance x cost per estimator)
 # on a study run's network, as JSON into runs/study/NAME.json, with the
 # command, load and machine in runs/study/NAME.study.json (as run_one.sh).
-# Usage: scripts/study/levels.sh NAME RUN [simclr levels flags...]
+# Usage: studies/small-batches/scripts/levels.sh NAME RUN [simclr levels flags...]
 #   e.g. levels.sh levels-init-group runs/study/init-group --random-init --draws 16
 
 # The body is one function, parsed whole before it runs, so editing this

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# make_docs.sh — the MLMC study's figures and tables for BENCHMARKS.md:
-#   docs/img/mlmc-study/accuracy_vs_{wall,samples,iterations}.png (simclr
+# make_docs.sh — the MLMC study's figures and tables for its README:
+#   studies/small-batches/img/accuracy_vs_{wall,samples,iterations}.png (simclr
 #   report over the runs named below), and
-#   docs/img/mlmc-study/levels_{variance,seconds}.png (levelsplot over the
+#   studies/small-batches/img/levels_{variance,seconds}.png (levelsplot over the
 #   simclr levels JSON files); tables on stdout (summary.py, levels_table.py).
-# Usage: [OUT=docs/img/mlmc-study] [LEVELS=1] scripts/study/make_docs.sh RUN_NAME...
+# Usage: [OUT=studies/small-batches/img] [LEVELS=1] studies/small-batches/scripts/make_docs.sh RUN_NAME...
 # (runs under runs/study; LEVELS=0 skips the levels plot and the tables)
 set -euo pipefail
 root=${STUDY_ROOT:-runs/study}
-out=${OUT:-docs/img/mlmc-study}
+out=${OUT:-studies/small-batches/img}
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -26,6 +26,6 @@ done
 if ((${#levels[@]})); then
 	go run ./scripts/study/levelsplot -out "$out" "${levels[@]}"
 fi
-python3 scripts/study/summary.py --root "$root"
+python3 studies/small-batches/scripts/summary.py --root "$root"
 echo
-python3 scripts/study/levels_table.py "${levels[@]}"
+python3 studies/small-batches/scripts/levels_table.py "${levels[@]}"

@@ -11,7 +11,7 @@
 #                          configuration, never used for a choice
 #
 # The main branch had no --val-split when the study started, hence the folders.
-# Usage: scripts/study/make_splits.sh [JPEG_DIR] [DIR]
+# Usage: studies/small-batches/scripts/make_splits.sh [JPEG_DIR] [DIR]
 #   defaults: data-cache/cifar10-jpeg data-cache/study
 set -euo pipefail
 src=${1:-data-cache/cifar10-jpeg}

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # queue.sh — run the study's plan one run at a time. The plan (default
-# scripts/study/plan.txt) holds one run a line: NAME then its simclr train
+# studies/small-batches/queues/plan.txt) holds one run a line: NAME then its simclr train
 # flags; '#' starts a comment. A NAME starting with levels- runs
 # levels.sh NAME RUN [simclr levels flags] instead (per-level diagnostics). The file is read again before every run, so
 # lines may be added or reordered while the queue works; finished runs are
 # skipped (run_one.sh), failed ones are reported and not retried.
 # Run it in the background so a closed session loses nothing:
-#   nohup scripts/study/queue.sh > runs/study/queue.log 2>&1 &
+#   nohup studies/small-batches/scripts/queue.sh > runs/study/queue.log 2>&1 &
 # RUN_ONE names another runner with run_one.sh's interface (e.g.
-# scripts/paper/run_one.sh, with STUDY_ROOT=runs/paper).
+# studies/simclr-paper/scripts/run_one.sh, with STUDY_ROOT=runs/paper).
 
 # The body is one function, parsed whole before it runs, so editing this
 # file while a queue runs cannot change a run under way.
@@ -32,7 +32,7 @@ main() {
 		echo "queue.sh: $(date -u +%T) start $name: $rest"
 		# shellcheck disable=SC2086 # the plan's flags are split on purpose
 		if [[ $name == levels-* ]]; then
-			scripts/study/levels.sh "$name" $rest || echo "queue.sh: $name FAILED (see $root/$name.log)"
+			studies/small-batches/scripts/levels.sh "$name" $rest || echo "queue.sh: $name FAILED (see $root/$name.log)"
 		else
 			"$run_one" "$name" $rest || echo "queue.sh: $name FAILED (see $root/$name.log)"
 		fi

@@ -12,7 +12,7 @@
 # continues from it (--resume; checkpoints every 10 minutes), for studies
 # longer than one sitting, and NAME.study.json counts its segments.
 #
-# Usage: scripts/study/run_one.sh NAME [simclr train flags...]
+# Usage: studies/small-batches/scripts/run_one.sh NAME [simclr train flags...]
 
 # The body is one function, parsed whole before it runs, so editing this
 # file while a queue runs cannot change a run under way.
@@ -22,7 +22,7 @@ main() {
 	root=${STUDY_ROOT:-runs/study}
 	bin=${SIMCLR:-./simclr}
 	data=${STUDY_DATA:-data-cache/study/val}
-	# The study's fixed flags; another study (scripts/paper/run_one.sh) sets
+	# The study's fixed flags; another study (studies/simclr-paper/scripts/run_one.sh) sets
 	# its own, and STUDY_NICE, the niceness its runs take.
 	read -r -a fixed <<<"${STUDY_FLAGS:---dataset folder:$data --device cpu --width 0.125 --max-level 7}"
 	out=$root/$name

@@ -36,8 +36,9 @@ type Run struct {
 	Evals   []runfolder.Eval
 	Probe   *runfolder.Probe
 
-	configKey string // config.json less the seed and bookkeeping (see Group)
-	seed      string // config.json's seed, to count a series' distinct seeds
+	configKey string         // config.json less the seed and bookkeeping (see Group)
+	settings  map[string]any // the same, decoded: what tells two series apart
+	seed      string         // config.json's seed, to count a series' distinct seeds
 }
 
 // Load reads the run folder dir. A folder without metrics is an error; a
@@ -54,6 +55,7 @@ func Load(dir string) (*Run, error) {
 	}
 	r.seed = fmt.Sprint(raw["seed"])
 	r.configKey = configKey(raw)
+	r.settings = raw
 	if r.Metrics, err = runfolder.ReadLines[runfolder.Metrics](filepath.Join(dir, runfolder.MetricsFile)); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot/plotter"
@@ -64,12 +67,79 @@ func Group(runs []*Run, mergeSeeds bool) []Series {
 		out[i].Label = armLabel(out[i].Runs)
 		count[out[i].Label]++
 	}
-	for i := range out { // two series alike in every setting shown: say which folders
-		if count[out[i].Label] > 1 {
-			out[i].Label += " (" + out[i].Name + ")"
+	for label, n := range count {
+		if n > 1 {
+			tellApart(out, label)
 		}
 	}
 	return out
+}
+
+// tellApart adds to the labels of the series labelled label the settings
+// in which they differ ("level_law measured:levels.json", "iterations 22"),
+// or their folders where the settings do not tell them apart.
+func tellApart(series []Series, label string) {
+	var same []int
+	for i, s := range series {
+		if s.Label == label {
+			same = append(same, i)
+		}
+	}
+	keys := map[string]bool{}
+	for _, i := range same {
+		for k, v := range series[i].Runs[0].settings {
+			if derivedKeys[k] || !scalar(v) {
+				continue
+			}
+			for _, j := range same {
+				if w, ok := series[j].Runs[0].settings[k]; !ok || fmt.Sprint(w) != fmt.Sprint(v) {
+					keys[k] = true
+				}
+			}
+		}
+	}
+	sorted := slices.Sorted(maps.Keys(keys))
+	for _, i := range same {
+		var extra []string
+		for _, k := range sorted {
+			if v, ok := series[i].Runs[0].settings[k]; ok {
+				extra = append(extra, k+" "+settingText(v))
+			} else {
+				extra = append(extra, k+" default")
+			}
+		}
+		if len(extra) == 0 {
+			extra = []string{series[i].Name}
+		}
+		series[i].Label += " (" + strings.Join(extra, ", ") + ")"
+	}
+}
+
+// derivedKeys are settings that follow from others a legend shows (the
+// schedule's lengths from the run's length, the evaluation period).
+var derivedKeys = map[string]bool{"total_iterations": true, "warmup_iterations": true, "eval_every": true, "eval_every_iterations": true}
+
+// scalar reports whether v is one value (not a list such as a law's
+// probabilities), short enough for a legend.
+func scalar(v any) bool {
+	switch v.(type) {
+	case []any, map[string]any:
+		return false
+	}
+	return true
+}
+
+// settingText is a setting's value as a legend shows it: a file by its
+// name, not its path.
+func settingText(v any) string {
+	s := fmt.Sprint(v)
+	if kind, path, ok := strings.Cut(s, ":"); ok && strings.Contains(path, "/") {
+		return kind + ":" + filepath.Base(path)
+	}
+	if strings.Contains(s, "/") {
+		return filepath.Base(s)
+	}
+	return s
 }
 
 // estimatorNames are the estimators' names as the studies write them.

@@ -47,7 +47,7 @@ var layers = map[string]int{
 	// 7: reports on run folders (they open runs as the trainer recorded them).
 	"report": 7,
 	// 8: programs.
-	"cmd/simclr": 8, "examples/pricing": 8, "examples/dro": 8, "examples/ubsr": 8, "examples/complexity": 8, "studies/small-batches/levelsplot": 8, "studies/simclr-paper/tables": 8,
+	"cmd/simclr": 8, "examples/pricing": 8, "examples/dro": 8, "examples/ubsr": 8, "examples/complexity": 8, "studies/small-batches/levelsplot": 8, "studies/small-batches/innermean": 8, "studies/simclr-paper/tables": 8,
 }
 
 // testSupport holds the test-only helpers; a runtime package imports them

@@ -1,4 +1,4 @@
-package contrastive
+package main
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/internal/parallel"
 	"github.com/simclr-go/simclr/loader"
@@ -37,7 +38,7 @@ const (
 func InnerMeans(gemm blas.Gemm, z []float32, n, d int, tau float64, workers int) []float64 {
 	rows := 2 * n
 	if n < 2 || d < 1 || len(z) != rows*d || !(tau > 0) {
-		panic(fmt.Sprintf("contrastive.InnerMeans: n=%d images (at least 2), d=%d, tau=%g and %d values (want 2n*d)", n, d, tau, len(z)))
+		panic(fmt.Sprintf("InnerMeans: n=%d images (at least 2), d=%d, tau=%g and %d values (want 2n*d)", n, d, tau, len(z)))
 	}
 	parts := max(workers, 1)
 	sums := make([]float64, rows)
@@ -103,7 +104,7 @@ func ForwardBatches(b tensor.Backend, m *resnet18.Model, set *data.Set, mean, st
 		return nil, fmt.Errorf("forward batches: batch %d (at least 2), %d images ordered and %d epochs for %d images", batch, len(order), len(epochs), n)
 	}
 	parts := max(workers, 1)
-	aug = AtImageSize(aug, set)
+	aug = contrastive.AtImageSize(aug, set)
 	transforms := make([]*augment.Transform, parts)
 	for i := range transforms {
 		t, err := augment.NewTransform(aug, set.H, set.W, mean, std)
@@ -155,7 +156,7 @@ func ForwardBatches(b tensor.Backend, m *resnet18.Model, set *data.Set, mean, st
 // batch. Images of a last batch shorter than batch get NaN.
 func BatchMeans(gemm blas.Gemm, z []float32, n, d int, tau float64, order []int, batch int) []float64 {
 	if batch < 2 || len(order) != n || len(z) != 2*n*d {
-		panic(fmt.Sprintf("contrastive.BatchMeans: batch %d (at least 2), %d images ordered of %d, %d values (want 2n*d)", batch, len(order), n, len(z)))
+		panic(fmt.Sprintf("BatchMeans: batch %d (at least 2), %d images ordered of %d, %d values (want 2n*d)", batch, len(order), n, len(z)))
 	}
 	out := make([]float64, 2*n)
 	for i := range out {
@@ -238,7 +239,7 @@ func ReplayLastVisits(b tensor.Backend, m *resnet18.Model, set *data.Set, mean, 
 	slices.Sort(draws)
 	draws = slices.Compact(draws)
 
-	stream, err := loader.Open(set, mean, std, AtImageSize(aug, set), seed, workers)
+	stream, err := loader.Open(set, mean, std, contrastive.AtImageSize(aug, set), seed, workers)
 	if err != nil {
 		return nil, err
 	}

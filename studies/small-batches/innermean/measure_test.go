@@ -1,4 +1,4 @@
-package contrastive
+package main
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/simclr-go/simclr/backend/cpu"
 	"github.com/simclr-go/simclr/blas"
+	"github.com/simclr-go/simclr/contrastive"
+	"github.com/simclr-go/simclr/internal/testsupport/synthdata"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/model/resnet18"
@@ -168,10 +170,10 @@ func TestReplayRecoversU(t *testing.T) {
 		{16, 4, 1},
 		{64, 3, 10},
 	} {
-		splits := syntheticSplits(tc.images, 4, 16, 4)
+		splits := synthdata.Splits(tc.images, 4, 16, 4)
 		b := cpu.New()
 		m := resnet18.New(b, resnet18.Config{Width: 0.0625, ProjDim: 16, InputSize: 16}, 1)
-		aug, err := ViewTransform("", splits.Train)
+		aug, err := contrastive.ViewTransform("", splits.Train)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,8 +182,8 @@ func TestReplayRecoversU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := NewOracle(b, m, stream, tau, tc.level, nil)
-		if err := o.SetLoss(SogCLR, tc.images); err != nil {
+		o := contrastive.NewOracle(b, m, stream, tau, tc.level, nil)
+		if err := o.SetLoss(contrastive.SogCLR, tc.images); err != nil {
 			t.Fatal(err)
 		}
 		o.SetGamma(1)
@@ -193,7 +195,12 @@ func TestReplayRecoversU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			idx := append([]int(nil), s.(*draw).indices...)
+			// The draw's images: the stream's next 2^level positions,
+			// epoch by epoch in loader.Permutation's order.
+			var idx []int
+			for g := k << tc.level; g < (k+1)<<tc.level; g++ {
+				idx = append(idx, loader.Permutation(tc.images, seed, g/tc.images)[g%tc.images])
+			}
 			drawn = append(drawn, idx)
 			for _, img := range idx {
 				lastDraw[img] = k

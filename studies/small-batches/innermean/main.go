@@ -1,21 +1,27 @@
+// Command innermean measures how far SogCLR's moving averages u, and the
+// in-batch means SimCLR's and DCL's denominators use, are from the
+// full-data inner mean they estimate, on a SogCLR run's network: the
+// small-batch study's question (studies/small-batches/README.md, "SogCLR's u
+// against the full-data inner mean"). Run it with --help for the details.
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/simclr-go/simclr/augment"
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/blas"
-	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/model/resnet18"
@@ -32,7 +38,7 @@ const freshDrawSeed = 0x6672657368 // "fresh"
 type innerMeanEstimate struct {
 	Name   string `json:"name"`
 	Target string `json:"target"` // "view" or "image"
-	contrastive.ErrorStats
+	ErrorStats
 }
 
 // stalenessRow is u's error for the images last visited between From and
@@ -41,10 +47,10 @@ type stalenessRow struct {
 	From   int     `json:"from_draws_ago"`
 	To     int     `json:"to_draws_ago"`
 	Epochs float64 `json:"to_epochs_ago"`
-	contrastive.ErrorStats
+	ErrorStats
 }
 
-// innerMeanResult is `simclr inner-mean --json`.
+// innerMeanResult is the --json output.
 type innerMeanResult struct {
 	Run          string              `json:"run"`
 	Dataset      string              `json:"dataset"`
@@ -62,17 +68,16 @@ type innerMeanResult struct {
 	Device       string              `json:"device"`
 }
 
-func newInnerMeanCmd() *cobra.Command {
-	var e evalTarget
-	var batches []int
-	var workers int
-	var fresh bool
-	cmd := &cobra.Command{
-		Use:   "inner-mean",
-		Short: "How far SogCLR's averages u and in-batch means are from the full-data inner mean",
-		Long: `inner-mean measures, for a SogCLR run (--estimator sogclr), how well its moving
-averages u estimate the quantity they track (docs/definitions.md, section 10
-"Decoupled losses"): for view i of an image, the full-data inner mean
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "innermean:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `innermean measures, for a SogCLR run (simclr train --estimator sogclr), how
+well its moving averages u estimate the quantity they track (docs/definitions.md,
+section 10 "Decoupled losses"): for view i of an image, the full-data inner mean
 g_i = mean over the 2n - 2 views of the other n - 1 training images of
 exp(s_iv / tau), and per image G_k, the mean of its two views' g_i, which is
 what u_k stores.
@@ -96,31 +101,69 @@ each with its own batch-norm statistics, against the full-data means of that
 same pass (whose distance from g, also reported, is what the batches'
 composition alone moves under batch norm); and, with --fresh-draw, of the
 inner means of a second, independent augmentation draw: how much g itself
-moves with the views.`,
-		Example: `  simclr inner-mean --run runs/sogclr --json > inner-mean.json
-  simclr inner-mean --run runs/sogclr --batches 64,512,4096 --data-dir data`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runInnerMean(cmd, &e, batches, fresh, workers)
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&e.run, "run", "", "run folder of a SogCLR run (its config.json, model.safetensors and state.safetensors)")
-	f.StringVar(&e.dataDir, "data-dir", "", "folder holding the data sets (default: the run's)")
-	f.StringVar(&e.device, "device", "auto", "compute device for the network: auto, cpu or cuda")
-	f.StringVar(&e.precision, "precision", "tf32", "CUDA matrix precision: tf32 or fp32")
-	f.BoolVar(&e.asJSON, "json", false, "print the result as JSON")
-	f.IntSliceVar(&batches, "batches", []int{64, 512}, "batch sizes whose in-batch means to compare (images per batch)")
-	f.BoolVar(&fresh, "fresh-draw", true, "also embed a second, independent augmentation draw (one more pass over the data)")
-	f.IntVar(&workers, "workers", 0, "goroutines for augmentation and the similarities (0: one per CPU)")
-	return cmd
+moves with the views.
+
+  go run ./studies/small-batches/innermean --run runs/sogclr --json > inner-mean.json
+  go run ./studies/small-batches/innermean --run runs/sogclr --batches 64,512,4096 --data-dir data
+
+Flags:
+`
+
+// options are the command line's choices.
+type options struct {
+	run, dataDir, device, precision string
+	asJSON, fresh                   bool
+	batches                         []int
+	workers                         int
 }
 
-func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, workers int) error {
-	if e.run == "" {
+func parse(args []string, stderr io.Writer) (options, error) {
+	o := options{batches: []int{64, 512}}
+	fs := flag.NewFlagSet("innermean", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.run, "run", "", "run folder of a SogCLR run (its config.json, model.safetensors and state.safetensors)")
+	fs.StringVar(&o.dataDir, "data-dir", "", "folder holding the data sets (default: the run's)")
+	fs.StringVar(&o.device, "device", "auto", "compute device for the network: auto, cpu or cuda")
+	fs.StringVar(&o.precision, "precision", "tf32", "CUDA matrix precision: tf32 or fp32")
+	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
+	fs.Func("batches", "comma-separated batch sizes whose in-batch means to compare (images per batch; default 64,512)", func(v string) error {
+		o.batches = nil
+		for _, f := range strings.Split(v, ",") {
+			c, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("%q is not a number of images", f)
+			}
+			o.batches = append(o.batches, c)
+		}
+		return nil
+	})
+	fs.BoolVar(&o.fresh, "fresh-draw", true, "also embed a second, independent augmentation draw (one more pass over the data)")
+	fs.IntVar(&o.workers, "workers", 0, "goroutines for augmentation and the similarities (0: one per CPU)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if o.run == "" {
 		return errors.New("give --run runs/NAME: the SogCLR run whose averages to measure")
 	}
-	r, err := train.OpenRun(e.run)
+	r, err := train.OpenRun(o.run)
 	if err != nil {
 		return err
 	}
@@ -130,7 +173,7 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 	}
 	// Refused before the data and the network load (minutes on CIFAR):
 	// u holds one average per training image.
-	for _, c := range batches {
+	for _, c := range o.batches {
 		if c < 2 || c > len(st.U) {
 			return fmt.Errorf("--batches %d: a batch holds 2..%d images (the run's training set)", c, len(st.U))
 		}
@@ -138,30 +181,76 @@ func runInnerMean(cmd *cobra.Command, e *evalTarget, batches []int, fresh bool, 
 	start := time.Now()
 	// The run's data exactly: its subset and validation split decide
 	// which images u indexes.
-	e.trainSubset, e.testSub, e.valSplit = -1, -1, -1
-	b, m, splits, cfg, err := e.open(cmd)
+	b, m, splits, cfg, err := open(r, o, stderr)
 	if err != nil {
 		return err
 	}
 	defer backend.Close(b)
 	defer m.Free()
-	j := innerMeanJob{run: e.run, b: b, m: m, splits: splits, st: st, tau: cfg.Temperature, seed: cfg.Seed,
-		workers: workers, logw: cmd.ErrOrStderr(), start: start}
+	j := innerMeanJob{run: o.run, b: b, m: m, splits: splits, st: st, tau: cfg.Temperature, seed: cfg.Seed,
+		workers: o.workers, logw: stderr, start: start}
 	if j.workers <= 0 {
 		j.workers = runtime.GOMAXPROCS(0)
 	}
 	j.gemm = blas.Choose(j.workers).Gemm
-	if err := j.check(cfg.Augment, batches); err != nil {
+	if err := j.check(cfg.Augment, o.batches); err != nil {
 		return err
 	}
-	res, err := j.measure(batches, fresh)
+	res, err := j.measure(o.batches, o.fresh)
 	if err != nil {
 		return err
 	}
-	if e.asJSON {
-		return printJSON(cmd, res)
+	if o.asJSON {
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(stdout, string(data))
+		return err
 	}
-	return writeInnerMeanTable(cmd.OutOrStdout(), res)
+	return writeInnerMeanTable(stdout, res)
+}
+
+// open loads the run's data (its data set, subset and validation split;
+// --data-dir may move the folder) and its network on the backend --device
+// names, as the trainer built them (train.LoadSplits, train.ModelConfig).
+func open(r *train.Run, o options, logw io.Writer) (tensor.Backend, *resnet18.Model, *data.Splits, train.Settings, error) {
+	cfg := r.Settings
+	if o.dataDir != "" {
+		cfg.DataDir = o.dataDir
+	}
+	model, err := r.ModelFile()
+	if err != nil {
+		return nil, nil, nil, cfg, err
+	}
+	splits, err := train.LoadSplits(cfg, nil)
+	if err != nil {
+		return nil, nil, nil, cfg, err
+	}
+	netCfg, err := train.ModelConfig(cfg, splits)
+	if err != nil {
+		return nil, nil, nil, cfg, err
+	}
+	d, err := backend.ParseDevice(o.device)
+	if err != nil {
+		return nil, nil, nil, cfg, fmt.Errorf("--device: %w", err)
+	}
+	p, err := backend.ParsePrecision(o.precision)
+	if err != nil {
+		return nil, nil, nil, cfg, fmt.Errorf("--precision: %w", err)
+	}
+	b, line, err := backend.Open(d, p)
+	if err != nil {
+		return nil, nil, nil, cfg, err
+	}
+	fmt.Fprintln(logw, line)
+	m := resnet18.New(b, netCfg, cfg.Seed)
+	if _, err := m.Load(model); err != nil {
+		m.Free()
+		backend.Close(b)
+		return nil, nil, nil, cfg, err
+	}
+	return b, m, splits, cfg, nil
 }
 
 // innerMeanJob is one inner-mean measurement: the run's network, data,
@@ -208,7 +297,7 @@ func (j *innerMeanJob) check(recipe string, batches []int) error {
 func (j *innerMeanJob) measure(batches []int, fresh bool) (innerMeanResult, error) {
 	set, st := j.splits.Train, j.st
 	n := set.Len()
-	lv, err := contrastive.ReplayLastVisits(j.b, j.m, set, j.splits.Mean, j.splits.Std, j.aug, st.StreamSeed, st.Batch, st.Head, j.workers)
+	lv, err := ReplayLastVisits(j.b, j.m, set, j.splits.Mean, j.splits.Std, j.aug, st.StreamSeed, st.Batch, st.Head, j.workers)
 	if err != nil {
 		return innerMeanResult{}, fmt.Errorf("run %s: %w", j.run, err)
 	}
@@ -218,8 +307,8 @@ func (j *innerMeanJob) measure(batches []int, fresh bool) (innerMeanResult, erro
 		}
 	}
 	fmt.Fprintf(j.logw, "inner-mean: replayed the last visits of %d images (%.1f s); similarities of %d views\n", n, time.Since(j.start).Seconds(), 2*n)
-	g := contrastive.InnerMeans(j.gemm, lv.Z, n, lv.D, j.tau, j.workers)
-	gImg := contrastive.PerImage(g)
+	g := InnerMeans(j.gemm, lv.Z, n, lv.D, j.tau, j.workers)
+	gImg := PerImage(g)
 	u := make([]float64, n)
 	uView := make([]float64, 2*n)
 	for k, v := range st.U {
@@ -231,20 +320,20 @@ func (j *innerMeanJob) measure(batches []int, fresh bool) (innerMeanResult, erro
 		Views:   "each image's two views of its last visit (the run's stream replayed), batch norm on the batch training drew, at the run's final parameters",
 		GMedian: median(gImg), Device: j.b.Describe()}
 	add := func(name, target string, est, truth []float64) {
-		res.Estimates = append(res.Estimates, innerMeanEstimate{Name: name, Target: target, ErrorStats: contrastive.RelativeErrors(est, truth, nil)})
+		res.Estimates = append(res.Estimates, innerMeanEstimate{Name: name, Target: target, ErrorStats: RelativeErrors(est, truth, nil)})
 	}
 	add("u_k (stored)", "image", u, gImg)
 	add("u_k (stored)", "view", uView, g)
-	order := contrastive.RandomOrder(n, j.seed)
+	order := RandomOrder(n, j.seed)
 	for _, c := range batches {
 		// Real batches of c: their own batch norm, their in-batch means
 		// against the full-data means of the same embeddings.
-		zc, err := contrastive.ForwardBatches(j.b, j.m, set, j.splits.Mean, j.splits.Std, j.aug, st.StreamSeed, lv.LastEpoch, order, c, j.workers)
+		zc, err := ForwardBatches(j.b, j.m, set, j.splits.Mean, j.splits.Std, j.aug, st.StreamSeed, lv.LastEpoch, order, c, j.workers)
 		if err != nil {
 			return res, fmt.Errorf("run %s: %w", j.run, err)
 		}
-		mb := contrastive.BatchMeans(j.gemm, zc, n, lv.D, j.tau, order, c)
-		gc := contrastive.InnerMeans(j.gemm, zc, n, lv.D, j.tau, j.workers)
+		mb := BatchMeans(j.gemm, zc, n, lv.D, j.tau, order, c)
+		gc := InnerMeans(j.gemm, zc, n, lv.D, j.tau, j.workers)
 		if c == st.Batch {
 			next := make([]float64, 2*n)
 			for i := range next {
@@ -253,7 +342,7 @@ func (j *innerMeanJob) measure(batches []int, fresh bool) (innerMeanResult, erro
 			add(fmt.Sprintf("SogCLR at the next visit, (1-gamma) u_k + gamma m_i, batch %d", c), "view", next, g)
 		}
 		add(fmt.Sprintf("in-batch mean m_i, batch %d (SimCLR, DCL)", c), "view", mb, gc)
-		add(fmt.Sprintf("in-batch mean m_i, batch %d (SimCLR, DCL)", c), "image", contrastive.PerImage(mb), contrastive.PerImage(gc))
+		add(fmt.Sprintf("in-batch mean m_i, batch %d (SimCLR, DCL)", c), "image", PerImage(mb), PerImage(gc))
 		add(fmt.Sprintf("full-data mean of the batch-%d pass (batch norm's share)", c), "view", gc, g)
 		fmt.Fprintf(j.logw, "inner-mean: batches of %d done (%.1f s)\n", c, time.Since(j.start).Seconds())
 	}
@@ -263,7 +352,7 @@ func (j *innerMeanJob) measure(batches []int, fresh bool) (innerMeanResult, erro
 			return res, err
 		}
 		add("g of another augmentation draw (the views' own spread)", "view", g2, g)
-		add("g of another augmentation draw (the views' own spread)", "image", contrastive.PerImage(g2), gImg)
+		add("g of another augmentation draw (the views' own spread)", "image", PerImage(g2), gImg)
 	}
 	res.ByStaleness = byStaleness(u, gImg, lv.DrawsAgo, (n+st.Batch-1)/st.Batch)
 	res.Seconds = time.Since(j.start).Seconds()
@@ -277,12 +366,12 @@ func (j *innerMeanJob) freshDraw() ([]float64, error) {
 	set, st := j.splits.Train, j.st
 	n := set.Len()
 	end := (n + st.Batch - 1) / st.Batch * st.Batch
-	lv, err := contrastive.ReplayLastVisits(j.b, j.m, set, j.splits.Mean, j.splits.Std, j.aug, st.StreamSeed^freshDrawSeed, st.Batch,
+	lv, err := ReplayLastVisits(j.b, j.m, set, j.splits.Mean, j.splits.Std, j.aug, st.StreamSeed^freshDrawSeed, st.Batch,
 		loader.Position{Epoch: end / n, Offset: end % n}, j.workers)
 	if err != nil {
 		return nil, fmt.Errorf("fresh draw: %w", err)
 	}
-	return contrastive.InnerMeans(j.gemm, lv.Z, n, lv.D, j.tau, j.workers), nil
+	return InnerMeans(j.gemm, lv.Z, n, lv.D, j.tau, j.workers), nil
 }
 
 // byStaleness is u's error against G_k by the draws since each image's
@@ -296,7 +385,7 @@ func byStaleness(u, gImg []float64, drawsAgo []int, perEpoch int) []stalenessRow
 	var rows []stalenessRow
 	for from := 1; from <= maxAgo; from += quarter {
 		to := from + quarter - 1
-		st := contrastive.RelativeErrors(u, gImg, func(k int) bool { return drawsAgo[k] >= from && drawsAgo[k] <= to })
+		st := RelativeErrors(u, gImg, func(k int) bool { return drawsAgo[k] >= from && drawsAgo[k] <= to })
 		if st.N == 0 {
 			continue
 		}

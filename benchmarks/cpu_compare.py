@@ -18,7 +18,7 @@ share of the cores it got) and each program's peak resident memory
 (largest over the rounds). `uptime` is recorded before and after, with the
 CPU model name (/proc/cpuinfo) and OPENBLAS_CORETYPE. Every run, the
 table and the machine go to a JSON file (--out, by default
-results/cpu/compare-<UTC time>.json in the repository) and the table to
+studies/engine-speed/results/cpu/compare-<UTC time>.json in the repository) and the table to
 the same name with .md. PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless
 --omp-wait-policy says otherwise: GNU OpenMP's default spin-waiting makes
 its steps up to ten times slower on cores other processes also use.
@@ -55,7 +55,7 @@ def parse_args():
                    help="approximate seconds of timed steps per run at the issue's step times; "
                         "steps = clamp(budget / (0.08 s x images), 2, 10) (default %(default)s)")
     p.add_argument("--out", default="",
-                   help="JSON file of every run and the table (default results/cpu/compare-<UTC time>.json "
+                   help="JSON file of every run and the table (default studies/engine-speed/results/cpu/compare-<UTC time>.json "
                         "in the repository; the table also goes to the same name with .md)")
     a = p.parse_args()
     a.image_list = [int(v) for v in a.images.split(",") if v.strip()]

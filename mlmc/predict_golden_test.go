@@ -14,11 +14,11 @@ import (
 // methods were a table (when each estimator's formula sat in a switch):
 // testdata/levels-before-table.json (a 12-iteration VR RT-MLMC run on 300
 // CIFAR-10 images, levels 2..4, with the vr- predictions) and the measured
-// levels committed under results/. Recomputing from each file's measured
+// levels committed under studies/*/results/. Recomputing from each file's measured
 // levels must reproduce its predictions exactly.
 func TestPredictionsMatchFilesOfThePreviousVersion(t *testing.T) {
 	files := []string{"testdata/levels-before-table.json"}
-	committed, err := filepath.Glob("../results/*/levels-*[^n].json") // not the .run.json beside them
+	committed, err := filepath.Glob("../studies/*/results/*/levels-*[^n].json") // not the .run.json beside them
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestPredictionsMatchFilesOfThePreviousVersion(t *testing.T) {
 		}
 	}
 	if len(files) < 2 {
-		t.Fatal("found no levels files under ../results")
+		t.Fatal("found no levels files under ../studies/*/results")
 	}
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {

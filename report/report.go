@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -35,8 +36,9 @@ type Run struct {
 	Evals   []runfolder.Eval
 	Probe   *runfolder.Probe
 
-	configKey string // config.json less the seed and bookkeeping (see Group)
-	seed      string // config.json's seed, to count a series' distinct seeds
+	configKey string         // config.json less the seed and bookkeeping (see Group)
+	settings  map[string]any // the same, decoded: what tells two series apart
+	seed      string         // config.json's seed, to count a series' distinct seeds
 }
 
 // Load reads the run folder dir. A folder without metrics is an error; a
@@ -53,6 +55,7 @@ func Load(dir string) (*Run, error) {
 	}
 	r.seed = fmt.Sprint(raw["seed"])
 	r.configKey = configKey(raw)
+	r.settings = raw
 	if r.Metrics, err = runfolder.ReadLines[runfolder.Metrics](filepath.Join(dir, runfolder.MetricsFile)); err != nil {
 		return nil, err
 	}
@@ -164,9 +167,43 @@ func smooth(xs, ys []float64, window int) plotter.XYs {
 	return out
 }
 
+// spread notes, for a series of several runs, that its band or bar is the
+// range over them.
+func spread(s Series) string {
+	if len(s.Runs) > 1 {
+		return " (range shaded)"
+	}
+	return ""
+}
+
+// thousands labels ticks as 200k or 1.5M: sample and iteration counts
+// read at a glance, the same way on every axis.
+type thousands struct{}
+
+func (thousands) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = thousandsLabel(ticks[i].Value)
+		}
+	}
+	return ticks
+}
+
+func thousandsLabel(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
 func newPlot(title, x, y string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
+	p.X.Tick.Marker = thousands{}
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
 	p.Legend.Top, p.Legend.Left = true, true
@@ -262,7 +299,7 @@ func lossPlot(series []Series, ax axis, path string) error {
 		line.Color = plotutil.Color(i)
 		line.Dashes = plotutil.Dashes(i / 7)
 		p.Add(line)
-		p.Legend.Add(s.Name, line)
+		p.Legend.Add(s.Label, line)
 	}
 	_, err := save(p, path)
 	return err
@@ -284,7 +321,7 @@ func addBand(p *plot.Plot, b band, colorIndex int) error {
 // that is set and else fitted to the data; it returns nil when no run has
 // either.
 func accuracyPlot(series []Series, ax axis, fixed *Range) (*plot.Plot, error) {
-	p := newPlot("Accuracy (lines: kNN during training; markers: linear probe; bands and bars: seeds' range)", ax.label, "top-1 accuracy (%)")
+	p := newPlot("Top-1 accuracy: kNN in training, linear probe at the end", ax.label, "top-1 accuracy (%)")
 	any := false
 	for i, s := range series {
 		if b := s.knnBand(ax); len(b.x) > 0 {
@@ -298,7 +335,7 @@ func accuracyPlot(series []Series, ax axis, fixed *Range) (*plot.Plot, error) {
 			line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
 			points.Shape = draw.CircleGlyph{}
 			p.Add(line, points)
-			p.Legend.Add(s.Name+" kNN", line, points)
+			p.Legend.Add(s.Label+": kNN"+spread(s), line, points)
 			any = true
 		}
 		if b, ok := s.probePoint(ax); ok {
@@ -318,7 +355,7 @@ func accuracyPlot(series []Series, ax axis, fixed *Range) (*plot.Plot, error) {
 				bars.Color = plotutil.Color(i)
 				p.Add(bars)
 			}
-			p.Legend.Add(s.Name+" linear probe", sc)
+			p.Legend.Add(s.Label+": linear probe"+spread(s), sc)
 			any = true
 		}
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"image/png"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/runfolder"
+	"github.com/simclr-go/simclr/train"
 )
 
 // makeRun writes a run folder the way the trainer does.
@@ -243,5 +245,47 @@ func TestAccuracyPlotFitsDataAndLegendIsOutside(t *testing.T) {
 	}
 	if inked == 0 {
 		t.Errorf("the legend's area %d..%d x %d..%d of the image is blank", x0, x1, y0, y1)
+	}
+}
+
+// Every run folder committed under studies/ (and results/) opens as
+// `simclr report` opens it (Load: config.json through train.OpenRun, the
+// metrics, possibly compressed, the evaluations and the probe) and, for
+// the folders that keep only their settings, as `simclr eval` opens a run
+// (train.OpenRun). A result file the tools cannot read fails here.
+func TestCommittedRunFoldersOpen(t *testing.T) {
+	var reported, settingsOnly int
+	for _, top := range []string{filepath.Join("..", "studies"), filepath.Join("..", "results")} {
+		err := filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != runfolder.ConfigFile {
+				return err
+			}
+			dir := filepath.Dir(path)
+			if _, err := runfolder.ReadFile(filepath.Join(dir, runfolder.MetricsFile)); err != nil {
+				if _, err := train.OpenRun(dir); err != nil {
+					t.Errorf("%s: %v", dir, err)
+				}
+				settingsOnly++
+				return nil
+			}
+			r, err := Load(dir)
+			if err != nil {
+				t.Errorf("%s: %v", dir, err)
+				return nil
+			}
+			if last := r.Last(); last.Iteration <= 0 || last.SamplesDrawn <= 0 {
+				t.Errorf("%s: last metrics line %+v has no iterations or images", dir, last)
+			}
+			reported++
+			return nil
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	// 126 committed runs keep their metrics; a walk that finds far fewer
+	// is looking in the wrong place.
+	if reported < 120 {
+		t.Errorf("opened %d run folders with metrics (and %d with settings only), want the 126 committed", reported, settingsOnly)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot/plotter"
@@ -36,8 +39,11 @@ func configKey(raw map[string]any) string {
 // different seeds, drawn as their mean with a band from the lowest to the
 // highest seed.
 type Series struct {
-	Name string
-	Runs []*Run
+	// Name identifies the series by its run folders (report.md's rows);
+	// Label says what it is, from the settings the runs recorded (the
+	// figures' legends: "L-SGD, batch 512, lr 2, 3 seeds").
+	Name, Label string
+	Runs        []*Run
 }
 
 // Group makes the plots' series: one per run, in order, or with mergeSeeds
@@ -55,10 +61,136 @@ func Group(runs []*Run, mergeSeeds bool) []Series {
 		index[r.configKey] = len(out)
 		out = append(out, Series{Runs: []*Run{r}})
 	}
+	count := map[string]int{}
 	for i := range out {
 		out[i].Name = seriesName(out[i].Runs)
+		out[i].Label = armLabel(out[i].Runs)
+		count[out[i].Label]++
+	}
+	for label, n := range count {
+		if n > 1 {
+			tellApart(out, label)
+		}
 	}
 	return out
+}
+
+// tellApart adds to the labels of the series labelled label the settings
+// in which they differ ("level_law measured:levels.json", "iterations 22"),
+// or their folders where the settings do not tell them apart.
+func tellApart(series []Series, label string) {
+	var same []int
+	for i, s := range series {
+		if s.Label == label {
+			same = append(same, i)
+		}
+	}
+	keys := map[string]bool{}
+	for _, i := range same {
+		for k, v := range series[i].Runs[0].settings {
+			if derivedKeys[k] || !scalar(v) {
+				continue
+			}
+			for _, j := range same {
+				if w, ok := series[j].Runs[0].settings[k]; !ok || fmt.Sprint(w) != fmt.Sprint(v) {
+					keys[k] = true
+				}
+			}
+		}
+	}
+	sorted := slices.Sorted(maps.Keys(keys))
+	for _, i := range same {
+		var extra []string
+		for _, k := range sorted {
+			if v, ok := series[i].Runs[0].settings[k]; ok {
+				extra = append(extra, k+" "+settingText(v))
+			} else {
+				extra = append(extra, k+" default")
+			}
+		}
+		if len(extra) == 0 {
+			extra = []string{series[i].Name}
+		}
+		series[i].Label += " (" + strings.Join(extra, ", ") + ")"
+	}
+}
+
+// derivedKeys are settings that follow from others a legend shows (the
+// schedule's lengths from the run's length, the evaluation period).
+var derivedKeys = map[string]bool{"total_iterations": true, "warmup_iterations": true, "eval_every": true, "eval_every_iterations": true}
+
+// scalar reports whether v is one value (not a list such as a law's
+// probabilities), short enough for a legend.
+func scalar(v any) bool {
+	switch v.(type) {
+	case []any, map[string]any:
+		return false
+	}
+	return true
+}
+
+// settingText is a setting's value as a legend shows it: a file by its
+// name, not its path.
+func settingText(v any) string {
+	s := fmt.Sprint(v)
+	if kind, path, ok := strings.Cut(s, ":"); ok && strings.Contains(path, "/") {
+		return kind + ":" + filepath.Base(path)
+	}
+	if strings.Contains(s, "/") {
+		return filepath.Base(s)
+	}
+	return s
+}
+
+// estimatorNames are the estimators' names as the studies write them.
+var estimatorNames = map[string]string{
+	"lsgd": "L-SGD", "vmlmc": "V-MLMC", "rtmlmc": "RT-MLMC", "rumlmc": "RU-MLMC", "rrmlmc": "RR-MLMC",
+	"dcl": "DCL", "sogclr": "SogCLR", "auto": "auto",
+}
+
+// armLabel describes runs of one configuration for a reader: the estimator
+// (or loss), its batch or levels, its learning rate and SogCLR's gamma
+// where set, and how many seeds.
+func armLabel(runs []*Run) string {
+	c := runs[0].Config
+	est, vr := strings.CutPrefix(c.Estimator, "vr-")
+	name, ok := estimatorNames[est]
+	if !ok {
+		name = c.Estimator
+	} else if vr {
+		name = "VR " + name
+	}
+	parts := []string{name}
+	switch est {
+	case "lsgd", "dcl", "sogclr":
+		parts = append(parts, fmt.Sprintf("batch %d", 1<<c.MaxLevel))
+	default:
+		parts = append(parts, fmt.Sprintf("levels %d-%d", c.MinLevel, c.MaxLevel))
+	}
+	if est == "sogclr" && c.SogCLRGamma > 0 {
+		parts = append(parts, fmt.Sprintf("gamma %g", c.SogCLRGamma))
+	}
+	if c.LR > 0 {
+		parts = append(parts, fmt.Sprintf("lr %g", c.LR))
+	}
+	seeds := map[string]bool{}
+	for _, r := range runs {
+		seeds[r.seed] = true
+	}
+	switch {
+	case len(seeds) < len(runs):
+		parts = append(parts, fmt.Sprintf("%d runs, %d %s", len(runs), len(seeds), plural(len(seeds), "seed")))
+	default:
+		parts = append(parts, fmt.Sprintf("%d %s", len(seeds), plural(len(seeds), "seed")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // seriesName is a lone run's name, or the longest common prefix of the

@@ -177,3 +177,57 @@ func TestConfigKeySeparatesWhatIsComputed(t *testing.T) {
 		}
 	}
 }
+
+// The legends name the arm from the settings the runs recorded, not their
+// folders, and series alike in every setting shown keep apart by folder.
+func TestSeriesLabels(t *testing.T) {
+	root := t.TempDir()
+	runs := []*Run{
+		makeSeedRun(t, root, "e10-vrrt-lr2", 1, 2, 40),
+		makeSeedRun(t, root, "e10-vrrt-lr2-s2", 2, 2, 42),
+		makeSeedRun(t, root, "e10-vrrt-lr1", 1, 1, 30),
+	}
+	for _, tc := range []struct {
+		merge bool
+		want  []string
+	}{
+		{true, []string{"VR RT-MLMC, levels 1-5, lr 2, 2 seeds", "VR RT-MLMC, levels 1-5, lr 1, 1 seed"}},
+		{false, []string{"VR RT-MLMC, levels 1-5, lr 2, 1 seed (e10-vrrt-lr2)", "VR RT-MLMC, levels 1-5, lr 2, 1 seed (e10-vrrt-lr2-s2)", "VR RT-MLMC, levels 1-5, lr 1, 1 seed"}},
+	} {
+		got := Group(runs, tc.merge)
+		if len(got) != len(tc.want) {
+			t.Fatalf("merge %v: %d series, want %d", tc.merge, len(got), len(tc.want))
+		}
+		for i, s := range got {
+			if s.Label != tc.want[i] {
+				t.Errorf("merge %v: series %d labelled %q, want %q", tc.merge, i, s.Label, tc.want[i])
+			}
+		}
+	}
+	lsgd := runs[0]
+	lsgd.Config.Estimator, lsgd.Config.MaxLevel = "lsgd", 9
+	sog := *runs[2]
+	sog.Config.Estimator, sog.Config.MaxLevel, sog.Config.SogCLRGamma = "sogclr", 6, 0.9
+	if got := armLabel([]*Run{lsgd, runs[1]}); got != "L-SGD, batch 512, lr 2, 2 seeds" {
+		t.Errorf("L-SGD label %q", got)
+	}
+	if got := armLabel([]*Run{&sog}); got != "SogCLR, batch 64, gamma 0.9, lr 1, 1 seed" {
+		t.Errorf("SogCLR label %q", got)
+	}
+}
+
+func TestThousandsLabels(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{{0, "0"}, {250, "250"}, {1000, "1k"}, {200000, "200k"}, {450560, "450.56k"}, {1.5e6, "1.5M"}, {-2000, "-2k"}} {
+		if got := thousandsLabel(c.v); got != c.want {
+			t.Errorf("thousandsLabel(%g) = %q, want %q", c.v, got, c.want)
+		}
+	}
+	for _, tk := range (thousands{}).Ticks(0, 450560) {
+		if tk.Label != "" && strings.Contains(tk.Label, "000") {
+			t.Errorf("tick %g labelled %q, want thousands as k", tk.Value, tk.Label)
+		}
+	}
+}

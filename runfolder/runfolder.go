@@ -9,13 +9,20 @@
 //	linear_probe.json    the Probe of the last linear-probe evaluation
 //	model.safetensors    the network (torchvision names, head.*)
 //	state.safetensors    everything else a resumed run needs
+//
+// A JSON-lines file may be kept compressed as NAME.gz (metrics.jsonl.gz):
+// the readers take it where NAME itself is missing, so run folders stored
+// compressed open as written ones do.
 package runfolder
 
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -181,12 +188,42 @@ func (a *Appender) Close() error {
 	return a.f.Close()
 }
 
-// ReadLines decodes every complete JSON line of path with decode; a
-// missing file has no lines. A damaged last line (a crash mid-write) is
-// skipped; a damaged line elsewhere is an error.
-func ReadLines[T any](path string) ([]T, error) {
+// CompressedSuffix names the compressed form of a run file.
+const CompressedSuffix = ".gz"
+
+// ReadFile reads path or, where path is missing, its gzip-compressed form
+// path.gz. A missing file is an error wrapping os.ErrNotExist that names
+// path.
+func ReadFile(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+	if !errors.Is(err, os.ErrNotExist) {
+		return data, err
+	}
+	f, gzErr := os.Open(path + CompressedSuffix)
+	if errors.Is(gzErr, os.ErrNotExist) {
+		return nil, err
+	}
+	if gzErr != nil {
+		return nil, gzErr
+	}
+	defer f.Close()
+	zr, gzErr := gzip.NewReader(f)
+	if gzErr != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name(), gzErr)
+	}
+	data, gzErr = io.ReadAll(zr)
+	if gzErr != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name(), gzErr)
+	}
+	return data, nil
+}
+
+// ReadLines decodes every complete JSON line of path (or of path.gz, see
+// ReadFile); a missing file has no lines. A damaged last line (a crash
+// mid-write) is skipped; a damaged line elsewhere is an error.
+func ReadLines[T any](path string) ([]T, error) {
+	data, err := ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {

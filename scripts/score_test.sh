@@ -2,8 +2,8 @@
 # score_test.sh — score each FINAL trained network once on its test images
 # with the linear probe (`simclr eval linear-probe`), into ROOT/NAME/test_probe.json,
 # and print its top-1 accuracy; a network already scored is not scored again.
-# Never used to choose anything. scripts/study/score_test.sh and
-# scripts/paper/score_test.sh give each study's data and probe flags.
+# Never used to choose anything. studies/small-batches/scripts/score_test.sh and
+# studies/simclr-paper/scripts/score_test.sh give each study's data and probe flags.
 # Usage: [SIMCLR=./simclr] scripts/score_test.sh --root ROOT [EVAL FLAGS...] -- NAME...
 set -euo pipefail
 [[ ${1:-} == --root && $# -ge 2 ]] || { echo "usage: scripts/score_test.sh --root ROOT [EVAL FLAGS...] -- NAME..." >&2; exit 2; }

@@ -9,7 +9,7 @@ import (
 
 // The fitted variance rate b of H^l at x0 (levels 1..10, 300 draws each)
 // against the value the per-level diagnostic measured with 400 draws on
-// levels 1..12 (results/ubsr/levels.json): 1.87 for the quadratic-hinge
+// levels 1..12 (studies/shortfall-risk/results/levels.json): 1.87 for the quadratic-hinge
 // loss (smooth l', so Var H^l ~ 2^(-2l) asymptotically) and 1.50 for the
 // expectile (l' jumps, so Var H^l ~ 2^(-3l/2)). Both must lie within 0.25,
 // about three times the diagnostic's 95% half-width: a correction without

@@ -9,7 +9,7 @@
 //
 //	go run ./examples/complexity [--quick] [--out DIR] [--workers N] [--rows LIST] [--regimes LIST] [--no-tune] [--max-eps-work N] [--max-iter N]
 //
-// With no flags it measures every cell and writes results/complexity: the
+// With no flags it measures every cell and writes studies/complexity/results: the
 // files committed there come from exactly that command.
 //
 // Every cell is measured twice: with the parameters the paper's theorems
@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/runfolder"
 )
 
 // The regimes: b > c, b = c, b < c, and a >= max(b, c), where the paper
@@ -280,7 +281,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("complexity", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "the strongly convex row in regime (1,2,1), prescribed parameters, one decade of eps (a few seconds)")
-	out := fs.String("out", "results/complexity", "write cells.jsonl, points.jsonl, table.md and the figures here (empty: print the table only)")
+	out := fs.String("out", "studies/complexity/results", "write cells.jsonl, points.jsonl, table.md and the figures here (empty: print the table only)")
 	workers := fs.Int("workers", min(2, runtime.NumCPU()), "cells measured at once")
 	rowList := fs.String("rows", "", "comma-separated rows to measure (strongly-convex, convex, nonconvex, vr-nonconvex; default all)")
 	regimeList := fs.String("regimes", "", "comma-separated regimes a:b:c to measure (default 1:2:1,1:1:1,2:1:1.5,2:1.5:1)")
@@ -538,7 +539,7 @@ func resummarize(pts []point) ([]cellResult, error) {
 }
 
 func readJSONLines[T any](path string) ([]T, error) {
-	data, err := os.ReadFile(path)
+	data, err := runfolder.ReadFile(path) // or path.gz, as the committed points.jsonl.gz
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w (--replot needs a folder an earlier run wrote)", path, err)
 	}

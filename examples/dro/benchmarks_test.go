@@ -14,7 +14,7 @@ import (
 	"github.com/simclr-go/simclr/internal/testsupport/mdtables"
 )
 
-// The DRO tables of BENCHMARKS.md must be exactly what --markdown prints
+// The DRO tables of studies/dro/README.md must be exactly what --markdown prints
 // from the committed results files they name.
 func TestBenchmarksTablesMatchResults(t *testing.T) {
 	mdtables.Check(t, filepath.Join("..", ".."), "dro", func(file string, w io.Writer) error {
@@ -28,12 +28,12 @@ func TestBenchmarksTablesMatchResults(t *testing.T) {
 }
 
 // TestHarnessRerunMatchesEarlierResults: the reported trials of the
-// settings the earlier driver chose (results/dro/paper-grid), rerun on the
+// settings the earlier driver chose (studies/dro/results/paper-grid), rerun on the
 // experiment harness with the same seeds, give the earlier figures exactly:
 // every trial's first touch of every gap, the medians, the intervals, the
 // final gaps and F*.
 func TestHarnessRerunMatchesEarlierResults(t *testing.T) {
-	dir := filepath.Join("..", "..", "results", "dro", "paper-grid")
+	dir := filepath.Join("..", "..", "studies", "dro", "results", "paper-grid")
 	for _, pair := range [][2]string{{"summary.jsonl", "harness.jsonl"}, {"housing-2m.jsonl", "harness-housing-2m.jsonl"}} {
 		earlier := readLegacy(t, filepath.Join(dir, pair[0]))
 		sums, err := experiment.ReadSummaries(filepath.Join(dir, pair[1]))

@@ -6,11 +6,11 @@
 //	go run ./examples/dro [--dataset NAME] [--full] [--trials N] [--budget N] [--json] [--png DIR] [--levels] [--data-dir DIR]
 //	go run ./examples/dro --dataset libsvm:PATH [...]        # your own data, LIBSVM rows "label idx:value ..."
 //	go run ./examples/dro --dataset csv:PATH:TARGET [...]    # your own CSV with a header; TARGET a column name or 0-based index
-//	go run ./examples/dro --markdown results/dro/summary.jsonl
-//	go run ./examples/dro --full --tuned results/dro/summary.jsonl --json   # the reported trials again, without tuning
+//	go run ./examples/dro --markdown studies/dro/results/summary.jsonl
+//	go run ./examples/dro --full --tuned studies/dro/results/summary.jsonl --json   # the reported trials again, without tuning
 //	go run ./examples/dro --dataset mpg --method auto --gap 0.001 --json   # the auto method instead of the grid
 //	go run ./examples/dro --grid-levels 3..10 --grid-steps 0.01,0.001 [...] # tune only that region of the grid
-//	go run ./examples/dro --dataset mpg --tuning-from results/dro/summary.jsonl --json   # run only the settings the file has not scored
+//	go run ./examples/dro --dataset mpg --tuning-from studies/dro/results/summary.jsonl --json   # run only the settings the file has not scored
 //
 // The convex sets (housing, mg, mpg; a linear predictor) are scored by the
 // closed form of the objective, and their optimum F* comes from Newton's
@@ -110,7 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.hidden, "hidden", 16, "hidden tanh units of the MLP (bike, gas)")
 	methodList := fs.String("methods", "", "comma-separated methods to run (default all ten), e.g. L-SGD,V-MLMC,RT-MLMC or lsgd,vmlmc,rtmlmc")
 	fs.StringVar(&o.tuned, "tuned", "", "take each method's settings from this --json output file instead of tuning, and rerun the trials")
-	fs.StringVar(&o.mdFrom, "markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
+	fs.StringVar(&o.mdFrom, "markdown", "", "print the study README's tables of the summaries in this --json output file, and run nothing")
 	auto := autoplan.AddFlags(fs, "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap",
 		"with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	gridLevels := fs.String("grid-levels", "", "LO..HI: tune only the settings with top level L in LO..HI (methods that have one), e.g. 3..9")

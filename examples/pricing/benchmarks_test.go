@@ -9,7 +9,7 @@ import (
 	"github.com/simclr-go/simclr/internal/testsupport/mdtables"
 )
 
-// The pricing tables of BENCHMARKS.md must be exactly what --markdown
+// The pricing tables of studies/pricing/README.md must be exactly what --markdown
 // prints from the committed results files they name.
 func TestBenchmarksTablesMatchResults(t *testing.T) {
 	mdtables.Check(t, filepath.Join("..", ".."), "pricing", func(file string, w io.Writer) error {

@@ -6,7 +6,7 @@
 // laws, against the optimum of the closed-form M/G/1 objective.
 //
 //	go run ./examples/pricing [--construction paper|coupled|tail] [--window M] [--full] [--law NAME] [--seeds S] [--first-seed N] [--json] [--png FILE] [--tune] [--method auto [--gap G]]
-//	go run ./examples/pricing --markdown results/pricing/coupled.jsonl
+//	go run ./examples/pricing --markdown studies/pricing/results/coupled.jsonl
 //
 // It runs through the experiment harness (package experiment) and prints,
 // per law and method, the median number of simulated queue steps after
@@ -29,7 +29,7 @@
 // means, reproduces it.
 //
 // The default run is the exponential law with seeds 1 and 2 (about a
-// minute of both cores); --full runs the experiment behind BENCHMARKS.md,
+// minute of both cores); --full runs the experiment behind studies/pricing,
 // all three laws with 10 seeds (about half an hour of CPU per
 // construction). --law and --seeds override either.
 package main
@@ -197,7 +197,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	png := fs.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
 	auto := autoplan.AddFlags(fs, "auto: run the auto method instead of the three methods (a pilot of at most 5% of the 2^28 steps chooses the estimator, L, the level law and the step), planned for --gap",
 		"with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic)")
-	markdown := fs.String("markdown", "", "print the BENCHMARKS.md tables of the summaries in this --json output file, and run nothing")
+	markdown := fs.String("markdown", "", "print the study README's tables of the summaries in this --json output file, and run nothing")
 	if err := fs.Parse(args); err != nil {
 		return options{}, usageError{err}
 	}

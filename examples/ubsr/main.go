@@ -108,7 +108,7 @@ func parse(args []string) (settings, error) {
 	fs.BoolVar(&s.Refit, "refit", false, "with --run and --levels-from: refit the exponents and rewrite --json from the summary files under --out, without running")
 	fs.StringVar(&s.TuningFrom, "tuning-from", "", "with --run: reuse the scored settings of this earlier summary file, or of these comma-separated files (same --budget and --targets), instead of running them again")
 	fs.IntVar(&s.Widen, "widen", 0, "with --run: rounds of widening, each tuning the settings one value beyond every axis (L, step, t0, D1) where a choice sits at the edge of what its family tried")
-	fs.StringVar(&s.Out, "out", "results/ubsr", "folder of the run's summaries, tables and plots")
+	fs.StringVar(&s.Out, "out", "studies/shortfall-risk/results", "folder of the run's summaries, tables and plots")
 	fs.IntVar(&s.TuningSeeds, "tuning-seeds", 3, "with --run: how many tuning seeds (1001, 1002, ...) score each setting")
 	fs.IntVar(&s.ReferenceFloor, "reference-floor", 0, "with --instance student-t-20: minimise this many independent sample-average objectives of 4x the reference's draws and score their minimisers on the reference objective, estimating the relative gap a method converging to the true minimiser cannot go below")
 	targetList := fs.String("targets", "", "with --run: the relative gaps to count samples at, decreasing and comma-separated, the headline 0.01, 0.003, 0.001 among them (default 0.1,0.03,0.01,0.003,0.001)")

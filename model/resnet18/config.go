@@ -43,7 +43,7 @@ type Config struct {
 // steps. With PyTorch's 0.1 they lag by about ten steps, and in that time
 // 16-image steps move the features' common component by more than their
 // spread: at batch 16 (width 1/8, lr 0.5) the network collapsed with 0.1
-// and learned with 0.5 and 1 (BENCHMARKS.md, History, "The first MLMC study").
+// and learned with 0.5 and 1 (an earlier study of this project, in its git history).
 const HeadMomentum = 0.5
 
 // Norm is a network's normalisation (Config.Norm); the zero value is

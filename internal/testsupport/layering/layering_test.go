@@ -15,7 +15,7 @@ import (
 
 const module = "github.com/simclr-go/simclr/"
 
-// layers gives every package of the module its layer (README "Layout"). A
+// layers gives every package of the module its layer (CONTRIBUTING.md, "Layout"). A
 // package may import only packages of a strictly lower layer. The backends
 // are placed above the model and the optimizer so that those reach the
 // hardware only through tensor.Backend; only backend (the chooser), the
@@ -47,7 +47,7 @@ var layers = map[string]int{
 	// 7: reports on run folders (they open runs as the trainer recorded them).
 	"report": 7,
 	// 8: programs.
-	"cmd/simclr": 8, "examples/pricing": 8, "examples/dro": 8, "examples/ubsr": 8, "examples/complexity": 8, "examples/ownoracle": 8, "scripts/study/levelsplot": 8, "scripts/paper/tables": 8,
+	"cmd/simclr": 8, "examples/pricing": 8, "examples/dro": 8, "examples/ubsr": 8, "examples/complexity": 8, "examples/ownoracle": 8, "studies/small-batches/levelsplot": 8, "studies/small-batches/innermean": 8, "studies/simclr-paper/tables": 8,
 }
 
 // testSupport holds the test-only helpers; a runtime package imports them
@@ -87,7 +87,7 @@ func TestImportsGoDownTheLayers(t *testing.T) {
 		rel = filepath.ToSlash(rel)
 		layer, ok := layers[rel]
 		if !ok {
-			t.Errorf("package %s has no layer: add it to layers here and to README.md's Layout", rel)
+			t.Errorf("package %s has no layer: add it to layers here and to CONTRIBUTING.md's Layout", rel)
 			return nil
 		}
 		seen[rel] = true
@@ -100,7 +100,7 @@ func TestImportsGoDownTheLayers(t *testing.T) {
 				t.Errorf("%s imports the test-only helper %s outside its tests: runtime code may not depend on %s", rel, dep, testSupport)
 			}
 			if l, known := layers[dep]; !known || l >= layer {
-				t.Errorf("%s (layer %d) imports %s (layer %d): a package may import only lower layers (README.md, Layout)", rel, layer, dep, l)
+				t.Errorf("%s (layer %d) imports %s (layer %d): a package may import only lower layers (CONTRIBUTING.md, Layout)", rel, layer, dep, l)
 			}
 		}
 		return nil
@@ -115,16 +115,17 @@ func TestImportsGoDownTheLayers(t *testing.T) {
 	}
 }
 
-// README.md's Layout table lists every package of layers in the row of its
-// layer, so that the table a reader trusts is the one this test enforces.
-func TestReadmeLayoutListsEveryPackage(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "README.md"))
+// CONTRIBUTING.md's Layout table lists every package of layers in the row
+// of its layer, so that the table a reader trusts is the one this test
+// enforces.
+func TestLayoutTableListsEveryPackage(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "CONTRIBUTING.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, layout, ok := strings.Cut(string(raw), "\n## Layout\n")
 	if !ok {
-		t.Fatal("README.md has no Layout section")
+		t.Fatal("CONTRIBUTING.md has no Layout section")
 	}
 	rows := map[int]string{} // layer -> its row
 	for _, line := range strings.Split(layout, "\n") {
@@ -139,7 +140,7 @@ func TestReadmeLayoutListsEveryPackage(t *testing.T) {
 	}
 	for pkg, layer := range layers {
 		if !strings.Contains(rows[layer], "`"+pkg+"`") {
-			t.Errorf("README.md's Layout table does not list `%s` in layer %d", pkg, layer)
+			t.Errorf("CONTRIBUTING.md's Layout table does not list `%s` in layer %d", pkg, layer)
 		}
 	}
 }

@@ -1,5 +1,5 @@
-// Package mdtables checks the generated tables of BENCHMARKS.md: a table
-// block sits between a begin marker naming the command and the results file
+// Package mdtables checks the generated tables of the studies' READMEs
+// (studies/*/README.md): a table block sits between a begin marker naming the command and the results file
 // it is printed from,
 //
 //	<!-- NAME tables: go run ./examples/NAME --markdown FILE -->
@@ -18,29 +18,41 @@ import (
 	"testing"
 )
 
-// Check reads BENCHMARKS.md from the repository root and compares every
-// block of the example NAME with what render writes for its results file
-// (a path under root). It fails the test when a block differs, has no end
-// marker, or when there is none at all.
+// Check reads every study README under root (studies/*/README.md) and
+// compares every block of the example NAME with what render writes for its
+// results file (a path under root). It fails the test when a block differs,
+// has no end marker, or when no README has one at all.
 func Check(t *testing.T, root, name string, render func(file string, w io.Writer) error) {
 	t.Helper()
-	bench, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
+	docs, err := filepath.Glob(filepath.Join(root, "studies", "*", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(bench)
 	begin := regexp.MustCompile(fmt.Sprintf(`<!-- %s tables: go run ./examples/%s --markdown (\S+) -->`,
 		regexp.QuoteMeta(name), regexp.QuoteMeta(name)))
+	found := 0
+	for _, doc := range docs {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found += checkDoc(t, root, doc, string(raw), name, begin, render)
+	}
+	if found == 0 {
+		t.Fatalf("no README under %s has %s tables (no %q marker)", filepath.Join(root, "studies"), name, begin)
+	}
+}
+
+// checkDoc checks the blocks of one README and returns how many it holds.
+func checkDoc(t *testing.T, root, doc, text, name string, begin *regexp.Regexp, render func(file string, w io.Writer) error) int {
+	t.Helper()
 	end := fmt.Sprintf("<!-- end %s tables -->", name)
 	blocks := begin.FindAllStringSubmatchIndex(text, -1)
-	if len(blocks) == 0 {
-		t.Fatalf("BENCHMARKS.md has no %s tables (no %q marker)", name, begin)
-	}
 	for _, b := range blocks {
 		file := text[b[2]:b[3]]
 		stop := strings.Index(text[b[1]:], end)
 		if stop < 0 {
-			t.Fatalf("BENCHMARKS.md: the tables of %s have no end marker %q", file, end)
+			t.Fatalf("%s: the tables of %s have no end marker %q", doc, file, end)
 		}
 		got := strings.TrimSpace(text[b[1] : b[1]+stop])
 		var want strings.Builder
@@ -48,7 +60,8 @@ func Check(t *testing.T, root, name string, render func(file string, w io.Writer
 			t.Fatal(err)
 		}
 		if got != strings.TrimSpace(want.String()) {
-			t.Errorf("BENCHMARKS.md's %s tables differ from %s: run\n\tgo run ./examples/%s --markdown %s\nand paste its output between the markers", name, file, name, file)
+			t.Errorf("%s: the %s tables differ from %s: run\n\tgo run ./examples/%s --markdown %s\nand paste its output between the markers", doc, name, file, name, file)
 		}
 	}
+	return len(blocks)
 }

@@ -181,10 +181,11 @@ func TestReplayRecoversU(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := NewOracle(b, m, stream, tau, tc.level, nil)
-		if err := o.SetLoss(SogCLR, tc.images); err != nil {
+		loss, err := NewLoss(SogCLR, b, LossConfig{Temperature: tau, TrainImages: tc.images, Gamma: GammaSchedule{Gamma: 1}})
+		if err != nil {
 			t.Fatal(err)
 		}
-		o.SetGamma(1)
+		o.SetLoss(loss)
 		out := b.Alloc(m.Params().Len())
 		lastDraw := map[int]int{}
 		var drawn [][]int
@@ -208,7 +209,7 @@ func TestReplayRecoversU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := o.SogCLRState()
+		u := loss.(ImageState).State()
 		for img := range tc.images {
 			want := 0
 			if k, ok := lastDraw[img]; ok {

@@ -380,7 +380,7 @@ func Table(runs []*Run) string {
 			loss = fmt.Sprintf("%.4f", v)
 		}
 		fmt.Fprintf(&sb, "| %s | %s | %s | %d..%d | %.2f | %.2f | %d | %d | %s | %s | %s | %s | %s |\n",
-			r.Name, r.Config.Dataset, r.Config.Estimator, r.Config.MinLevel, r.Config.MaxLevel, last.Epoch, last.DataEpoch,
+			r.Name, r.Config.Dataset, r.Config.EstimatorAndLoss(), r.Config.MinLevel, r.Config.MaxLevel, last.Epoch, last.DataEpoch,
 			last.SamplesDrawn, last.Evaluations, duration(last.WallSeconds), loss, knn, lin, lin5)
 	}
 	return sb.String()

@@ -21,8 +21,8 @@ type Choices struct {
 	Precision backend.Precision // --precision
 	Optimizer optim.Kind        // --optimizer
 	Halves    contrastive.Halves
-	// Loss is the contrastive loss --estimator names (Settings.Loss).
-	Loss contrastive.Loss
+	// Loss is the contrastive loss --loss names.
+	Loss contrastive.LossKind
 	Dist collective.Kind // --dist
 	// Augment is the view recipe --augment names ("" is simclr), before
 	// it is fitted to the images (contrastive.AtImageSize).
@@ -58,6 +58,8 @@ func (c *Settings) Choices() (Choices, error) {
 			return ch, fmt.Errorf("--augment: %w", err)
 		}
 	}
-	ch.Loss = c.Loss()
+	if ch.Loss, err = contrastive.ParseLoss(c.Loss); err != nil {
+		return ch, fmt.Errorf("--loss %w", err)
+	}
 	return ch, nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/mlmc/auto"
 )
@@ -265,7 +266,7 @@ type RunSettings struct {
 	ProbeBaseline   bool
 	// Gamma is SogCLR's schedule of gamma (--sogclr-gamma and
 	// --sogclr-gamma-decay).
-	Gamma GammaSchedule
+	Gamma contrastive.GammaSchedule
 }
 
 // runSettings is s's RunSettings.

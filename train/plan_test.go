@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/runfolder"
 )
@@ -185,6 +186,11 @@ func TestResumeConfigOfAnEarlierVersion(t *testing.T) {
 	if err := errors.Join(json.Unmarshal(earlier, &old), json.Unmarshal(written, &now)); err != nil {
 		t.Fatal(err)
 	}
+	// The loss became a setting of its own after the earlier version.
+	if now["loss"] != "ntxent" {
+		t.Errorf("config.json records loss %v, want ntxent", now["loss"])
+	}
+	delete(now, "loss")
 	for _, m := range []map[string]any{old, now} {
 		delete(m, "out")
 		delete(m, "device_log")
@@ -217,14 +223,14 @@ func TestResumeConfigOfAnEarlierVersion(t *testing.T) {
 
 // SogCLR's gamma: constant, or a cosine from 1 at the first iteration to
 // --sogclr-gamma at the last; 0 is the default 0.9.
-func TestSogCLRGammaAt(t *testing.T) {
+func TestSogCLRGammaSchedule(t *testing.T) {
 	cases := []struct {
 		gamma       float64
 		decay       string
 		iter, total int
 		want        float64
 	}{
-		{0, "", 5, 10, DefaultSogCLRGamma},
+		{0, "", 5, 10, contrastive.DefaultSogCLRGamma},
 		{0.5, "", 0, 10, 0.5},
 		{0.5, "constant", 9, 10, 0.5},
 		{0.5, "cosine", 0, 11, 1},
@@ -233,8 +239,8 @@ func TestSogCLRGammaAt(t *testing.T) {
 		{0.5, "cosine", 0, 1, 0.5}, // one iteration: no decay to make
 	}
 	for _, tc := range cases {
-		c := Settings{Estimator: "sogclr", SogCLRGamma: tc.gamma, SogCLRGammaDecay: tc.decay}
-		if got := c.SogCLRGammaAt(tc.iter, tc.total); math.Abs(got-tc.want) > 1e-12 {
+		c := Settings{Estimator: "lsgd", Loss: "sogclr", SogCLRGamma: tc.gamma, SogCLRGammaDecay: tc.decay}
+		if got := c.gammaSchedule().At(tc.iter, tc.total); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("gamma %g, decay %q, iteration %d of %d: %g, want %g", tc.gamma, tc.decay, tc.iter, tc.total, got, tc.want)
 		}
 	}

@@ -96,6 +96,9 @@ type Summary struct {
 // folder is created only once the run can start (setup), so a failed start
 // leaves nothing behind.
 func Train(ctx context.Context, cfg Settings, sess Session) (*Summary, error) {
+	if err := cfg.mapOldEstimatorNames(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -158,6 +161,9 @@ func Resume(ctx context.Context, dir string, override func(*Settings) error, ses
 	cfg.Out = dir
 	if override != nil {
 		if err := override(&cfg); err != nil {
+			return nil, fmt.Errorf("resume %s: %w", dir, err)
+		}
+		if err := cfg.mapOldEstimatorNames(); err != nil {
 			return nil, fmt.Errorf("resume %s: %w", dir, err)
 		}
 	}
@@ -262,6 +268,9 @@ func LoadRun(dir string) (Settings, Plan, error) {
 		return rec.Settings, rec.Plan, err
 	}
 	rec.Plan.MaxServable = rec.Settings.MaxServable
+	if err := rec.Settings.mapOldEstimatorNames(); err != nil {
+		return rec.Settings, rec.Plan, fmt.Errorf("%s: %w", path, err)
+	}
 	return rec.Settings, rec.Plan, nil
 }
 
@@ -295,6 +304,9 @@ type trainer struct {
 	opt     *optim.Optimizer
 	stream  *loader.Stream
 	oracle  *contrastive.Oracle
+	// sharded wraps oracle when the ranks split each draw (plan.SplitBatch):
+	// the estimator queries it instead.
+	sharded *contrastive.Sharded
 	est     *mlmc.Estimator[tensor.Buffer]
 	grad    tensor.Buffer // the estimate v_t
 	prev    tensor.Buffer // x_{t-1} for VR, else nil

@@ -30,7 +30,7 @@ type Run struct {
 	// Config and Plan are the settings and the plan config.json recorded
 	// (train.OpenRun).
 	Config  train.Settings
-	Plan    train.Plan
+	Plan    train.RunPlan
 	Metrics []runfolder.Metrics
 	Evals   []runfolder.Eval
 	Probe   *runfolder.Probe

@@ -14,7 +14,7 @@ import (
 // Choices are the settings that name one of a few options, parsed once
 // (Settings.Choices) into the types of the packages that act on them, so
 // that no setting travels further down as a string to be read again. They
-// are the part of the Plan known before a session learns its Facts: setup
+// are the part of the RunPlan known before a session learns its Facts: setup
 // opens the device and the ranks with them.
 type Choices struct {
 	Device    backend.Device    // --device

@@ -18,7 +18,7 @@ import (
 // Settings is what a user asks of a training run: every flag and
 // config-file key that changes what the run computes or where it writes.
 // Resolve completes it, with what setup learns (Facts), into the run's
-// Plan; config.json records both, flat (record), so that the settings
+// RunPlan; config.json records both, flat (record), so that the settings
 // repeat the run and the plan explains it. Nothing changes Settings during
 // a run.
 type Settings struct {
@@ -42,7 +42,7 @@ type Settings struct {
 	VMLMCN   float64 `json:"vmlmc_n"` // 0: 2^((b+c)L/2), so that n_L = 1
 	// LevelLaw is "" (or "rates": q_l and n_l from B and C) or
 	// "measured:FILE", the optimal law of a `simclr levels --json` file,
-	// resolved once into Plan.LevelProbs (rtmlmc) or Plan.LevelDraws
+	// resolved once into RunPlan.LevelProbs (rtmlmc) or RunPlan.LevelDraws
 	// (vmlmc) and recorded with the run.
 	LevelLaw string `json:"level_law,omitempty"`
 	NL       int    `json:"lsgd_draws"`

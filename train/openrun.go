@@ -18,7 +18,7 @@ import (
 type Run struct {
 	Dir      string
 	Settings Settings
-	Plan     Plan
+	Plan     RunPlan
 }
 
 // OpenRun opens the run folder dir: the one way a command reads a trained

@@ -61,7 +61,7 @@ func ModelConfig(cfg Settings, splits *data.Splits) (resnet18.Config, error) {
 
 // setup opens everything a session needs (data, backend, network,
 // optimizer, loader stream, oracle, estimator), learns the Facts of this
-// session, resolves the run's Plan into t.plan (Resolve), and either
+// session, resolves the run's RunPlan into t.plan (Resolve), and either
 // restores the checkpoint (resume) or writes config.json.
 func (t *trainer) setup(cfg Settings, s opening) error {
 	// The choices are the part of the plan known before this session's

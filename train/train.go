@@ -135,7 +135,7 @@ type opening struct {
 	// levels is the measured level law of a new run (Facts.Levels);
 	// previous is the plan of a resumed one (Facts.Previous).
 	levels   *mlmc.LevelsReport
-	previous *Plan
+	previous *RunPlan
 }
 
 // Resume continues the run in dir from its last checkpoint with the
@@ -199,7 +199,7 @@ func Resume(ctx context.Context, dir string, override func(*Settings) error, ses
 // it had (old, planned as prev) and its checkpoint's metadata: a new length
 // must be longer, and a finished run needs one (or a missing linear probe)
 // to have anything to do.
-func checkResumeLength(old Settings, prev Plan, cfg Settings, meta map[string]string, dir string) (opening, error) {
+func checkResumeLength(old Settings, prev RunPlan, cfg Settings, meta map[string]string, dir string) (opening, error) {
 	s := opening{resume: true}
 	state := filepath.Join(dir, runfolder.StateFile)
 	done, err := checkpoint.RequireMeta[int](state, meta, "iteration")
@@ -258,20 +258,20 @@ func lengthString(c Settings) string {
 // LoadRun reads a run folder's config.json: the run's settings and the
 // plan it last ran with. The settings' MaxServable is the level the run
 // served (record).
-func LoadRun(dir string) (Settings, Plan, error) {
+func LoadRun(dir string) (Settings, RunPlan, error) {
 	var rec record
 	path := filepath.Join(dir, runfolder.ConfigFile)
 	if err := runfolder.ReadJSON(path, &rec); err != nil {
 		if os.IsNotExist(err) {
-			return rec.Settings, rec.Plan, fmt.Errorf("%s is not a run folder: it has no %s (give the folder passed to --out)", dir, runfolder.ConfigFile)
+			return rec.Settings, rec.RunPlan, fmt.Errorf("%s is not a run folder: it has no %s (give the folder passed to --out)", dir, runfolder.ConfigFile)
 		}
-		return rec.Settings, rec.Plan, err
+		return rec.Settings, rec.RunPlan, err
 	}
-	rec.Plan.MaxServable = rec.Settings.MaxServable
+	rec.RunPlan.MaxServable = rec.Settings.MaxServable
 	if err := rec.Settings.mapOldEstimatorNames(); err != nil {
-		return rec.Settings, rec.Plan, fmt.Errorf("%s: %w", path, err)
+		return rec.Settings, rec.RunPlan, fmt.Errorf("%s: %w", path, err)
 	}
-	return rec.Settings, rec.Plan, nil
+	return rec.Settings, rec.RunPlan, nil
 }
 
 // prepareFolder makes the run folder of a new run (rank 0 only: it alone
@@ -293,7 +293,7 @@ func prepareFolder(out string) error {
 
 // trainer holds one session of a run.
 type trainer struct {
-	plan   Plan // Resolve's, made in setup
+	plan   RunPlan // Resolve's, made in setup
 	sess   Session
 	log    io.Writer
 	b      tensor.Backend

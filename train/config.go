@@ -241,16 +241,16 @@ func (c *Settings) Validate() error {
 			return err
 		}
 	}
-	for _, check := range []func() error{c.checkLengthAndLevels, c.checkEstimator, c.checkOptimizer, c.checkSession, c.checkChoices} {
+	for _, check := range []func() error{c.checkLengthAndLevels, c.checkEstimator, c.checkOptimizer, c.checkSession} {
 		if err := check(); err != nil {
 			return err
 		}
 	}
-	loss, err := contrastive.ParseLoss(c.Loss)
+	ch, err := c.checkChoices()
 	if err != nil {
-		return fmt.Errorf("--loss %w", err)
+		return err
 	}
-	return c.checkLoss(loss, kind, isAuto)
+	return c.checkLoss(ch.Loss, kind, isAuto)
 }
 
 // positive says whether v is a finite positive number.
@@ -362,16 +362,15 @@ func (c *Settings) checkSession() error {
 }
 
 // checkChoices checks the settings that name a file or one of a few
-// choices.
-func (c *Settings) checkChoices() error {
+// choices, and returns the choices parsed.
+func (c *Settings) checkChoices() (Choices, error) {
 	if _, err := c.measuredLawPath(); err != nil {
-		return err
+		return Choices{}, err
 	}
 	if err := (resnet18.Config{Width: c.Width, ProjDim: c.ProjDim}).Validate(); err != nil {
-		return fmt.Errorf("--width: %w", err)
+		return Choices{}, fmt.Errorf("--width: %w", err)
 	}
-	_, err := c.Choices()
-	return err
+	return c.Choices()
 }
 
 // parseEstimator reads --estimator, the one place its name is read: an

@@ -243,11 +243,9 @@ func (p *RunPlan) pilotImages() int64 {
 // evaluations read (each as the Settings field of the same name
 // documents it).
 type RunSettings struct {
-	// EstimatorName is --estimator as given, for error messages.
-	EstimatorName string
-	Temperature   float64
-	MinLevel      int
-	ValSplit      int
+	Temperature float64
+	MinLevel    int
+	ValSplit    int
 	// AugmentName is the name of --augment's recipe, for the log.
 	AugmentName     string
 	Seed            uint64
@@ -271,7 +269,7 @@ type RunSettings struct {
 
 // runSettings is s's RunSettings.
 func (s Settings) runSettings() RunSettings {
-	return RunSettings{EstimatorName: s.Estimator, Temperature: s.Temperature, MinLevel: s.MinLevel, ValSplit: s.ValSplit,
+	return RunSettings{Temperature: s.Temperature, MinLevel: s.MinLevel, ValSplit: s.ValSplit,
 		AugmentName: cmp.Or(s.Augment, "simclr"), Seed: s.Seed, Workers: s.Workers, Width: s.Width, ProjDim: s.ProjDim, Dataset: s.Dataset, MaxLevel: s.MaxLevel,
 		MaxSamples: s.MaxSamples, KNNK: s.KNNK, LogEvery: s.LogEvery, CheckpointEvery: time.Duration(s.CheckpointEvery),
 		PreciseBN: s.PreciseBN, EvalTrainSubset: s.EvalTrainSubset, Probe: s.Probe, ProbeBaseline: s.ProbeBaseline,

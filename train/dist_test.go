@@ -47,11 +47,15 @@ const (
 
 // distConfig is the tiny run every rank and the reference train: 8 images
 // per L-SGD draw (4 per rank on 2 ranks), levels 1..3, QE 2 so that VR
-// alternates fresh estimates and corrections.
+// alternates fresh estimates and corrections. estimator is --estimator, or
+// ESTIMATOR:LOSS with --loss too.
 func distConfig(out, estimator string, iterations int) Settings {
 	cfg := Defaults()
 	cfg.Dataset = "synthetic"
 	cfg.Estimator = estimator
+	if est, loss, ok := strings.Cut(estimator, ":"); ok {
+		cfg.Estimator, cfg.Loss = est, loss
+	}
 	cfg.MinLevel, cfg.MaxLevel = 1, 3
 	cfg.Iterations = iterations
 	cfg.QE = 2
@@ -221,10 +225,12 @@ func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 	for _, tc := range []struct {
 		est, norm   string
 		iters, stop int
-	}{{"lsgd", "batch", 4, 3}, {"vr-rtmlmc", "batch", 4, 3}, {"vr-rtmlmc", "group", 4, 3}, {"dcl", "batch", 4, 3}, {"sogclr", "batch", 20, 10}} {
+	}{{"lsgd", "batch", 4, 3}, {"vr-rtmlmc", "batch", 4, 3}, {"vr-rtmlmc", "group", 4, 3}, {"lsgd:dcl", "batch", 4, 3}, {"dcl", "batch", 4, 3}, {"sogclr", "batch", 20, 10}} {
 		t.Run(tc.est+"/"+tc.norm, func(t *testing.T) {
 			est, iters := tc.est, tc.iters
-			split := est == "lsgd" || est == "dcl" || est == "sogclr"
+			// L-SGD with any loss; dcl and sogclr are the estimator names
+			// of earlier runs, L-SGD with that loss.
+			split := strings.HasPrefix(est, "lsgd") || est == "dcl" || est == "sogclr"
 			out := filepath.Join(t.TempDir(), "run")
 			log, err := mpirunWorkers(t, ranks, envDistWorker+"="+out, envDistEst+"="+est, envDistNorm+"="+tc.norm,
 				envDistIters+"="+strconv.Itoa(iters), envDistStop+"="+strconv.Itoa(tc.stop))

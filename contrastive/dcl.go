@@ -6,10 +6,10 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// DCL answers plain queries at x_t only: it has no multilevel
-// construction here, and the estimators that would query x_{t-1} are
-// multilevel or VR ones it is not studied with (docs/definitions.md,
-// section 10 "Decoupled losses"). It keeps no state.
+// DCL answers plain queries at x_t only: no multilevel form of it is
+// defined (docs/definitions.md, section 10 "Decoupled losses"), and VR's
+// corrections of it are not checked, so L-SGD alone serves it. It keeps no
+// state.
 var dclSupport = Support{}
 
 // dcl is the decoupled loss: the positive left out of each view's

@@ -63,13 +63,13 @@ type draw struct {
 // Oracle is the SimCLR oracle of docs/definitions.md, section 4 "Contrastive
 // learning as a biased oracle": a query at level l takes 2^l images from the
 // loader stream, runs the network once in training mode on their 2^(l+1) views,
-// computes the NT-Xent loss (L_B for h^l, L_B - (L_B1 + L_B2)/2 for H^l) and
-// its gradient, and adds alpha times the gradient into the estimator's vector.
+// computes the contrastive loss (NT-Xent's L_B for h^l, L_B - (L_B1 + L_B2)/2
+// for H^l, or another Loss) and its gradient, and adds alpha times the
+// gradient into the estimator's vector. Sharded splits its draws over ranks.
 type Oracle struct {
 	b        tensor.Backend
 	model    *resnet18.Model
 	stream   *loader.Stream
-	tau      float32
 	viewLen  int
 	maxLevel int
 
@@ -77,18 +77,9 @@ type Oracle struct {
 	// scratch holding x_t while the network evaluates at x_{t-1}.
 	prev, cur tensor.Buffer
 
-	inputs   map[int]tensor.Buffer // views -> device input buffer
-	dz       map[int]tensor.Buffer // views -> loss gradient buffer
-	gathered map[int]tensor.Buffer // views -> projections of all ranks' shares
-
-	// shard, when set, splits every draw over its ranks (L-SGD on several
-	// ranks): this rank draws and evaluates 2^l/P of the 2^l images, the
-	// projections of all shares are gathered so that the loss is the one
-	// of all 2^l images, and the gradient of this rank's share is scaled
-	// by P, so that the ranks' mean (the trainer's all-reduce) is the
-	// gradient of the whole draw.
-	shard Shard
-	pool  map[int][]*draw // level -> released draws, for reuse
+	inputs map[int]tensor.Buffer // views -> device input buffer
+	dz     map[int]tensor.Buffer // views -> loss gradient buffer
+	pool   map[int][]*draw       // level -> released draws, for reuse
 
 	// separate computes H^l from three passes (--halves separate).
 	separate bool
@@ -99,17 +90,12 @@ type Oracle struct {
 
 	// Loss bookkeeping for the metrics: the full-batch losses L_B of the
 	// evaluations at the current parameters since the last Losses call,
-	// raw and less log(2N - 1) (see Losses).
+	// raw and less the loss's Chance (see Losses).
 	lossSum, excessSum float64
 	lossN              int
 
-	// loss is the contrastive loss of every query (SetLoss); sogU holds
-	// SogCLR's u, one per training image, and gamma its step; sogBuf
-	// caches the device buffers of a batch's u (decoupled.go).
-	loss   Loss
-	sogU   []float32
-	gamma  float64
-	sogBuf map[int]tensor.Buffer
+	// loss is the contrastive loss of every query (NT-Xent unless SetLoss).
+	loss Loss
 }
 
 // Halves is how H^l treats its two half-batch losses (--halves).
@@ -170,60 +156,56 @@ func (o *Oracle) Passes() int64 { return o.passes }
 // SetPasses restores the pass count of a resumed run.
 func (o *Oracle) SetPasses(n int64) { o.passes = n }
 
-// NewOracle makes the oracle. maxLevel is the largest level it serves
+// NewOracle makes the oracle, with the NT-Xent loss at temperature tau
+// (SetLoss chooses another). maxLevel is the largest level it serves
 // (2^maxLevel images must fit in the data set and in memory); prev is the
 // buffer the trainer keeps x_{t-1} in (nil when no estimator evaluates at
 // Previous).
 func NewOracle(b tensor.Backend, m *resnet18.Model, stream *loader.Stream, tau float64, maxLevel int, prev tensor.Buffer) *Oracle {
-	o := &Oracle{b: b, model: m, stream: stream, tau: float32(tau), viewLen: stream.ViewLen(), maxLevel: maxLevel,
-		prev: prev, inputs: map[int]tensor.Buffer{}, dz: map[int]tensor.Buffer{}, gathered: map[int]tensor.Buffer{},
-		pool: map[int][]*draw{}, sogBuf: map[int]tensor.Buffer{}}
+	o := &Oracle{b: b, model: m, stream: stream, viewLen: stream.ViewLen(), maxLevel: maxLevel,
+		prev: prev, inputs: map[int]tensor.Buffer{}, dz: map[int]tensor.Buffer{},
+		pool: map[int][]*draw{}, loss: newNTXent(b, tau)}
 	if prev != nil {
 		o.cur = b.Alloc(m.Params().Len())
 	}
 	return o
 }
 
+// SetLoss chooses the loss of every query; the oracle frees it with its
+// own buffers. Call it before the first Draw.
+func (o *Oracle) SetLoss(l Loss) {
+	o.loss.Free()
+	o.loss = l
+}
+
+// Loss is the loss the queries compute.
+func (o *Oracle) Loss() Loss { return o.loss }
+
+// SetIteration tells a loss whose settings follow the run (Scheduled) that
+// iteration iter (0-based) of total comes next; other losses need nothing.
+func (o *Oracle) SetIteration(iter, total int) {
+	if s, ok := o.loss.(Scheduled); ok {
+		s.SetIteration(iter, total)
+	}
+}
+
 // MaxLevel is the largest servable level.
 func (o *Oracle) MaxLevel() int { return o.maxLevel }
 
-// Shard is what a split draw needs of the communicator between ranks
-// (collective.Comm has it).
-type Shard interface {
-	// Rank is this process's rank, 0..Size()-1.
-	Rank() int
-	// Size is the number of ranks.
-	Size() int
-	// AllReduceSum replaces buf, on every rank, with the element-wise sum
-	// of buf over the ranks.
-	AllReduceSum(buf tensor.Buffer) error
-}
-
-// SetShard splits every draw over the ranks of c (L-SGD on several ranks;
-// see the shard field). Call it before the first Draw.
-func (o *Oracle) SetShard(c Shard) { o.shard = c }
-
-// Sharded says whether draws are split over ranks.
-func (o *Oracle) Sharded() bool { return o.shard != nil }
-
-// share is the number of a draw's images at level this rank takes: all
-// of them, or its 1/P part when draws are split over P ranks.
-func (o *Oracle) share(level int) int {
-	if o.shard != nil {
-		return (1 << level) / o.shard.Size()
-	}
-	return 1 << level
-}
-
-// Draw takes the next 2^level images of the stream with their two views
-// (this rank's share of them when draws are split).
+// Draw takes the next 2^level images of the stream with their two views.
 func (o *Oracle) Draw(level int) (mlmc.Sample, int64, error) {
+	return o.drawShare(level, 1)
+}
+
+// drawShare takes the next 2^level/ranks images of the stream with their
+// two views: one rank's share of a draw split over ranks.
+func (o *Oracle) drawShare(level, ranks int) (mlmc.Sample, int64, error) {
 	if level < 1 || level > o.maxLevel {
 		return nil, 0, fmt.Errorf("level %d is outside the servable levels 1..%d", level, o.maxLevel)
 	}
-	n := o.share(level)
+	n := (1 << level) / ranks
 	if n < 1 {
-		return nil, 0, fmt.Errorf("level %d has %d images, fewer than the %d ranks to split them over", level, 1<<level, o.shard.Size())
+		return nil, 0, fmt.Errorf("level %d has %d images, fewer than the %d ranks to split them over", level, 1<<level, ranks)
 	}
 	var d *draw
 	if free := o.pool[level]; len(free) > 0 {
@@ -242,97 +224,117 @@ func (o *Oracle) Draw(level int) (mlmc.Sample, int64, error) {
 // are left alone.
 func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, out tensor.Buffer) error {
 	d := s.(*draw)
-	n := 1 << d.level
-	views := 2 * o.share(d.level)
-	if o.loss != NTXent && (diff || at == mlmc.Previous) {
-		return fmt.Errorf("the %s loss answers plain queries at the current parameters only, not H^l or x_{t-1} (use --estimator lsgd's single level)", o.loss)
+	if err := o.serves(diff, at); err != nil {
+		return err
 	}
-	proj := o.model.Config().ProjDim
-	x := o.buffer(o.inputs, views*o.viewLen)
-	o.b.Upload(x, d.views)
-	params := o.model.Params()
-	if at == mlmc.Previous {
-		if o.prev == nil {
-			return fmt.Errorf("evaluation at x_{t-1} but the trainer keeps no previous parameters")
+	return o.atParams(at, func() error {
+		if diff && o.separate {
+			return o.evalSeparate(d, at, alpha, out)
 		}
-		o.b.Copy(o.cur, params.Flat())
-		o.b.Copy(params.Flat(), o.prev)
-		// x_{t-1} with its own head statistics (group norm), so that VR's
-		// corrections telescope although the statistics move.
-		o.model.UsePreviousHeadStatistics(true)
-	}
-	added := false // the gradient is already in out
-	var err error
-	z := o.model.Forward(x, views, true, at == mlmc.Current)
-	var res tensor.LossResult
-	switch {
-	case o.shard != nil:
-		// Gather: each rank writes its share's rows (its images are
-		// images r*n/P.. of the draw) into zeros, and the sum over ranks
-		// is every row. Split draws are L-SGD's, which never asks for H^l.
-		all := o.buffer(o.gathered, 2*n*proj)
-		dzAll := o.buffer(o.dz, 2*n*proj)
-		mine := o.shard.Rank() * views * proj
-		o.b.Zero(all)
-		o.b.Copy(o.b.Slice(all, mine, views*proj), z)
-		if err := o.shard.AllReduceSum(all); err != nil {
-			if at == mlmc.Previous {
-				o.b.Copy(params.Flat(), o.cur)
-				o.model.UsePreviousHeadStatistics(false)
-			}
-			return fmt.Errorf("gather the projections of level %d: %w", d.level, err)
-		}
-		if o.loss == NTXent {
-			res = o.b.NTXent(n, proj, o.tau, diff, all, dzAll)
-		} else {
-			indices := d.indices
-			if o.loss == SogCLR {
-				if indices, err = o.gatherIndices(n, d.indices); err != nil {
-					return err
-				}
-			}
-			if res, err = o.decoupled(n, proj, indices, all, dzAll); err != nil {
-				return err
-			}
-		}
-		o.model.Backward(o.b.Slice(dzAll, mine, views*proj))
-		o.passes++
-		alpha *= float64(o.shard.Size())
-	default:
-		dz := o.buffer(o.dz, views*proj)
-		if o.loss == NTXent {
-			res = o.b.NTXent(n, proj, o.tau, diff && !o.separate, z, dz)
-		} else if res, err = o.decoupled(n, proj, d.indices, z, dz); err != nil {
+		n := 1 << d.level
+		x, views := o.upload(d)
+		z := o.model.Forward(x, views, true, at == mlmc.Current)
+		dz := o.buffer(o.dz, views*o.proj())
+		res, err := o.loss.Eval(Batch{N: n, Proj: o.proj(), Diff: diff, Images: d.indices}, z, dz)
+		if err != nil {
 			return err
 		}
 		o.model.Backward(dz)
 		o.passes++
-		if diff && o.separate {
-			// grad L_B goes in now; each half then runs on its own views (the
-			// first n/2 images are the first n views) with its own batch
-			// statistics, without touching the running statistics: the query
-			// is one batch of 2^l images as far as they go.
-			o.b.Axpy(out, float32(alpha), params.Grad())
-			half := views / 2
-			dzHalf := o.buffer(o.dz, half*proj)
-			halfLoss := 0.0
-			for k := range 2 {
-				xh := o.b.Slice(x, k*half*o.viewLen, half*o.viewLen)
-				zh := o.model.Forward(xh, half, true, false)
-				r := o.b.NTXent(n/2, proj, o.tau, false, zh, dzHalf)
-				o.model.Backward(dzHalf)
-				o.passes++
-				halfLoss += r.Full / 2
-				o.b.Axpy(out, float32(-alpha/2), params.Grad())
-			}
-			res.Loss = res.Full - halfLoss
-			added = true
+		if err := o.record(d, at, views, res); err != nil {
+			return err
 		}
+		o.b.Axpy(out, float32(alpha), o.model.Params().Grad())
+		return nil
+	})
+}
+
+// evalSeparate adds alpha times H^l of the draw into out from three
+// passes: grad L_B goes in first; each half then runs on its own views (the
+// first n/2 images are the first n views) with its own batch statistics,
+// without touching the running statistics: the query is one batch of 2^l
+// images as far as they go.
+func (o *Oracle) evalSeparate(d *draw, at mlmc.Point, alpha float64, out tensor.Buffer) error {
+	n, proj := 1<<d.level, o.proj()
+	grad := o.model.Params().Grad()
+	x, views := o.upload(d)
+	z := o.model.Forward(x, views, true, at == mlmc.Current)
+	dz := o.buffer(o.dz, views*proj)
+	res, err := o.loss.Eval(Batch{N: n, Proj: proj, Images: d.indices}, z, dz)
+	if err != nil {
+		return err
 	}
-	if at == mlmc.Previous {
+	o.model.Backward(dz)
+	o.passes++
+	o.b.Axpy(out, float32(alpha), grad)
+	half := views / 2
+	dzHalf := o.buffer(o.dz, half*proj)
+	halfLoss := 0.0
+	for k := range 2 {
+		xh := o.b.Slice(x, k*half*o.viewLen, half*o.viewLen)
+		zh := o.model.Forward(xh, half, true, false)
+		r, err := o.loss.Eval(Batch{N: n / 2, Proj: proj, Images: d.indices[k*n/2 : (k+1)*n/2]}, zh, dzHalf)
+		if err != nil {
+			return err
+		}
+		o.model.Backward(dzHalf)
+		o.passes++
+		halfLoss += r.Full / 2
+		o.b.Axpy(out, float32(-alpha/2), grad)
+	}
+	res.Loss = res.Full - halfLoss
+	return o.record(d, at, views, res)
+}
+
+// serves refuses a query the loss does not support.
+func (o *Oracle) serves(diff bool, at mlmc.Point) error {
+	sup := o.loss.Kind().Supports()
+	switch {
+	case diff && !sup.Levels:
+		return fmt.Errorf("the %s loss has no multilevel queries H^l (L-SGD's single level needs none)", o.loss.Kind())
+	case at == mlmc.Previous && !sup.Previous:
+		return fmt.Errorf("the %s loss has no queries at x_{t-1} (no VR estimator)", o.loss.Kind())
+	}
+	return nil
+}
+
+// atParams runs eval with the network at the parameters of at: x_t as they
+// are, or x_{t-1} swapped in, with the head statistics of x_{t-1} (group
+// norm, so that VR's corrections telescope although the statistics move),
+// and x_t always swapped back, whatever eval returns.
+func (o *Oracle) atParams(at mlmc.Point, eval func() error) error {
+	if at != mlmc.Previous {
+		return eval()
+	}
+	if o.prev == nil {
+		return fmt.Errorf("evaluation at x_{t-1} but the trainer keeps no previous parameters")
+	}
+	params := o.model.Params()
+	o.b.Copy(o.cur, params.Flat())
+	o.b.Copy(params.Flat(), o.prev)
+	o.model.UsePreviousHeadStatistics(true)
+	defer func() {
 		o.b.Copy(params.Flat(), o.cur)
 		o.model.UsePreviousHeadStatistics(false)
-	}
+	}()
+	return eval()
+}
+
+// upload copies the draw's views to the device: the input buffer and its
+// number of views.
+func (o *Oracle) upload(d *draw) (tensor.Buffer, int) {
+	views := len(d.views) / o.viewLen
+	x := o.buffer(o.inputs, views*o.viewLen)
+	o.b.Upload(x, d.views)
+	return x, views
+}
+
+// proj is the projections' dimension.
+func (o *Oracle) proj() int { return o.model.Config().ProjDim }
+
+// record checks the query's losses and adds those at x_t to the metrics.
+func (o *Oracle) record(d *draw, at mlmc.Point, views int, res tensor.LossResult) error {
+	n := 1 << d.level
 	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) || math.IsNaN(res.Full) || math.IsInf(res.Full, 0) {
 		// A device failure (the GPU out of memory while planning this
 		// level's activations, say) makes the CUDA backend skip its kernels
@@ -344,11 +346,8 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	}
 	if at == mlmc.Current {
 		o.lossSum += res.Full
-		o.excessSum += res.Full - o.lossScale(n)
+		o.excessSum += res.Full - o.loss.Chance(n)
 		o.lossN++
-	}
-	if !added {
-		o.b.Axpy(out, float32(alpha), params.Grad())
 	}
 	return nil
 }
@@ -359,16 +358,9 @@ func (o *Oracle) Release(s mlmc.Sample) {
 	o.pool[d.level] = append(o.pool[d.level], d)
 }
 
-// LossScale is log(2N - 1), the SimCLR loss L_B of a batch of N images
-// whose 2N embeddings are all alike (each view's positive is one of its
-// 2N - 1 candidates): the loss of a network that has learnt nothing. L_B
-// grows with it, so losses of batches of different sizes (MLMC levels, or
-// runs with different L) compare only after subtracting it.
-func LossScale(n int) float64 { return math.Log(float64(2*n - 1)) }
-
 // Losses returns, over the evaluations at x_t since the last call, the
-// mean full-batch loss L_B and the mean of L_B - log(2N - 1) (LossScale of
-// each batch's N), and resets both. The first mixes scales when the levels
+// mean full-batch loss L_B and the mean of L_B less the loss's Chance of
+// each batch's N (log(2N - 1) for NT-Xent, LossScale), and resets both. The first mixes scales when the levels
 // differ; the second compares across levels and runs.
 func (o *Oracle) Losses() (raw, excess float64) {
 	if o.lossN == 0 {
@@ -388,14 +380,15 @@ func (o *Oracle) buffer(cache map[int]tensor.Buffer, n int) tensor.Buffer {
 	return buf
 }
 
-// Free releases the oracle's device buffers.
+// Free releases the oracle's device buffers and its loss's.
 func (o *Oracle) Free() {
-	for _, cache := range []map[int]tensor.Buffer{o.inputs, o.dz, o.gathered, o.sogBuf} {
+	for _, cache := range []map[int]tensor.Buffer{o.inputs, o.dz} {
 		for k, buf := range cache {
 			o.b.Free(buf)
 			delete(cache, k)
 		}
 	}
+	o.loss.Free()
 	if o.cur != nil {
 		o.b.Free(o.cur)
 		o.cur = nil

@@ -72,10 +72,11 @@ func host(b interface {
 // decoupled losses refuse multilevel queries.
 func TestSogCLRQueryUpdatesItsImages(t *testing.T) {
 	tr := newTestOracle(t)
-	if err := tr.oracle.SetLoss(SogCLR, 64); err != nil {
+	loss, err := NewLoss(SogCLR, tr.b, LossConfig{Temperature: 0.5, TrainImages: 64, Gamma: GammaSchedule{Gamma: 0.9}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	tr.oracle.SetGamma(0.9)
+	tr.oracle.SetLoss(loss)
 	out := tr.b.Alloc(tr.model.Params().Len())
 	defer tr.b.Free(out)
 	drawn := map[int]bool{}
@@ -98,7 +99,7 @@ func TestSogCLRQueryUpdatesItsImages(t *testing.T) {
 	if len(drawn) != 16 {
 		t.Fatalf("two draws of 8 from a 64-image epoch hold %d distinct images, want 16", len(drawn))
 	}
-	for idx, u := range tr.oracle.SogCLRState() {
+	for idx, u := range loss.(ImageState).State() {
 		if drawn[idx] != (u > 0) {
 			t.Errorf("image %d (drawn %v): u = %g", idx, drawn[idx], u)
 		}

@@ -35,9 +35,6 @@ var (
 	_ Norm = (*GroupNorm)(nil)
 )
 
-// SavedLen is C: batch statistics are per channel.
-func (bn *BatchNorm) SavedLen(int) int { return bn.C }
-
 // GroupNorm is torch.nn.GroupNorm(G, C) with eps 1e-5 and a per-channel
 // weight and bias, registered as name+".weight" (ones) and name+".bias"
 // (zeros), as torchvision initialises it. It keeps no running statistics:

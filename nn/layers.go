@@ -67,6 +67,9 @@ func (bn *BatchNorm) Shape(n, hw int) tensor.BNShape {
 	return tensor.BNShape{N: n, C: bn.C, HW: hw, Eps: bn.Eps, Momentum: bn.Momentum}
 }
 
+// SavedLen is C: batch statistics are per channel.
+func (bn *BatchNorm) SavedLen(int) int { return bn.C }
+
 // BNSaved holds the mean and 1/sqrt(var+eps) of one training-mode forward
 // pass, which the backward pass needs: per channel (C each) for BatchNorm,
 // per image and group for GroupNorm (Norm.SavedLen each).

@@ -31,7 +31,7 @@ type Run struct {
 	// Config and Plan are the settings and the plan config.json recorded
 	// (train.OpenRun).
 	Config  train.Settings
-	Plan    train.Plan
+	Plan    train.RunPlan
 	Metrics []runfolder.Metrics
 	Evals   []runfolder.Eval
 	Probe   *runfolder.Probe
@@ -417,7 +417,7 @@ func Table(runs []*Run) string {
 			loss = fmt.Sprintf("%.4f", v)
 		}
 		fmt.Fprintf(&sb, "| %s | %s | %s | %d..%d | %.2f | %.2f | %d | %d | %s | %s | %s | %s | %s |\n",
-			r.Name, r.Config.Dataset, r.Config.Estimator, r.Config.MinLevel, r.Config.MaxLevel, last.Epoch, last.DataEpoch,
+			r.Name, r.Config.Dataset, r.Config.EstimatorAndLoss(), r.Config.MinLevel, r.Config.MaxLevel, last.Epoch, last.DataEpoch,
 			last.SamplesDrawn, last.Evaluations, duration(last.WallSeconds), loss, knn, lin, lin5)
 	}
 	return sb.String()

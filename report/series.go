@@ -415,7 +415,7 @@ func SeriesTable(series []Series) string {
 		c := s.Runs[0].Config
 		n := len(s.Runs)
 		fmt.Fprintf(&sb, "| %s | %d | %s | %s | %d..%d | %s | %s | %s | %s | %s | %s | %s |\n",
-			s.Name, len(s.Runs), c.Dataset, c.Estimator, c.MinLevel, c.MaxLevel, meanSD(samples, "%.0f"), meanSD(evals, "%.0f"),
+			s.Name, len(s.Runs), c.Dataset, c.EstimatorAndLoss(), c.MinLevel, c.MaxLevel, meanSD(samples, "%.0f"), meanSD(evals, "%.0f"),
 			durationSD(wall), of(meanSD(loss, "%.4f"), len(loss), n), of(meanSD(knn, "%.2f"), len(knn), n),
 			of(meanSD(lin, "%.2f"), len(lin), n), of(meanSD(lin5, "%.2f"), len(lin5), n))
 	}

@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/data"
@@ -24,7 +23,8 @@ const (
 
 // isAuto says the run's estimator is chosen by a pilot.
 func (c *Settings) isAuto() bool {
-	return strings.EqualFold(strings.TrimSpace(c.Estimator), EstimatorAuto)
+	_, isAuto, _ := c.parseEstimator()
+	return isAuto
 }
 
 // checkAuto refuses settings that --estimator auto decides itself.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/simclr-go/simclr/checkpoint"
 	"github.com/simclr-go/simclr/collective"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/tensor"
@@ -148,10 +149,11 @@ func (t *trainer) stateTensors() []checkpoint.Tensor {
 	if m, ok := t.est.VRState(); ok {
 		tensors = append(tensors, checkpoint.Tensor{Name: "vr_m", Shape: []int{params.Len()}, Data: download(m)})
 	}
-	// SogCLR's u, the same on every rank (each computes the loss of the
-	// whole gathered batch).
-	if u := t.oracle.SogCLRState(); u != nil {
-		tensors = append(tensors, checkpoint.Tensor{Name: "sogclr_u", Shape: []int{len(u)}, Data: append([]float32(nil), u...)})
+	// A loss's per-image state (SogCLR's u), the same on every rank (each
+	// computes the loss of the whole gathered batch).
+	if s, ok := t.oracle.Loss().(contrastive.ImageState); ok {
+		u := s.State()
+		tensors = append(tensors, checkpoint.Tensor{Name: s.StateName(), Shape: []int{len(u)}, Data: append([]float32(nil), u...)})
 	}
 	// The group-norm head's statistics of the previous iteration, with
 	// which the next VR correction evaluates x_{t-1}.
@@ -254,12 +256,12 @@ func (t *trainer) restoreTensors(st checkpointFile) error {
 			return err
 		}
 	}
-	if t.oracle.SogCLRState() != nil {
-		u, ok := f.Get("sogclr_u")
+	if s, ok := t.oracle.Loss().(contrastive.ImageState); ok {
+		u, ok := f.Get(s.StateName())
 		if !ok {
-			return st.bad("tensor sogclr_u (SogCLR's averages) is missing")
+			return st.bad("tensor %s (the %s loss's per-image state) is missing", s.StateName(), t.oracle.Loss().Kind())
 		}
-		if err := t.oracle.SetSogCLRState(u.Data); err != nil {
+		if err := s.SetState(u.Data); err != nil {
 			return st.bad("%w", err)
 		}
 	}

@@ -14,15 +14,15 @@ import (
 // Choices are the settings that name one of a few options, parsed once
 // (Settings.Choices) into the types of the packages that act on them, so
 // that no setting travels further down as a string to be read again. They
-// are the part of the Plan known before a session learns its Facts: setup
+// are the part of the RunPlan known before a session learns its Facts: setup
 // opens the device and the ranks with them.
 type Choices struct {
 	Device    backend.Device    // --device
 	Precision backend.Precision // --precision
 	Optimizer optim.Kind        // --optimizer
 	Halves    contrastive.Halves
-	// Loss is the contrastive loss --estimator names (Settings.Loss).
-	Loss contrastive.Loss
+	// Loss is the contrastive loss --loss names.
+	Loss contrastive.LossKind
 	Dist collective.Kind // --dist
 	// Augment is the view recipe --augment names ("" is simclr), before
 	// it is fitted to the images (contrastive.AtImageSize).
@@ -58,6 +58,8 @@ func (c *Settings) Choices() (Choices, error) {
 			return ch, fmt.Errorf("--augment: %w", err)
 		}
 	}
-	ch.Loss = c.Loss()
+	if ch.Loss, err = contrastive.ParseLoss(c.Loss); err != nil {
+		return ch, fmt.Errorf("--loss %w", err)
+	}
 	return ch, nil
 }

@@ -24,7 +24,7 @@ func TestChoicesAreParsedIntoThePlan(t *testing.T) {
 		{"defaults", func(*Settings) {}, Choices{Device: backend.DeviceAuto, Precision: backend.TF32, Optimizer: optim.SGD,
 			Halves: contrastive.HalvesShared, Loss: contrastive.NTXent, Dist: collective.KindAuto, Augment: augment.SimCLR()}, ""},
 		{"every option set", func(s *Settings) {
-			s.Device, s.Precision, s.Optimizer, s.Halves, s.Estimator, s.Dist = "CPU", "fp32", "lars", "separate", "sogclr", "none"
+			s.Device, s.Precision, s.Optimizer, s.Halves, s.Loss, s.Dist = "CPU", "fp32", "lars", "separate", "sogclr", "none"
 			s.Augment = "paper"
 		}, Choices{Device: backend.DeviceCPU, Precision: backend.FP32, Optimizer: optim.LARS,
 			Halves: contrastive.HalvesSeparate, Loss: contrastive.SogCLR, Dist: collective.KindNone, Augment: augment.Paper()}, ""},
@@ -36,6 +36,7 @@ func TestChoicesAreParsedIntoThePlan(t *testing.T) {
 		{"halves", func(s *Settings) { s.Halves = "both" }, Choices{}, "--halves"},
 		{"dist", func(s *Settings) { s.Dist = "gloo" }, Choices{}, "--dist"},
 		{"augment", func(s *Settings) { s.Augment = "autoaugment" }, Choices{}, "--augment"},
+		{"loss", func(s *Settings) { s.Loss = "infonce" }, Choices{}, "--loss"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Defaults()

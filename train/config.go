@@ -18,7 +18,7 @@ import (
 // Settings is what a user asks of a training run: every flag and
 // config-file key that changes what the run computes or where it writes.
 // Resolve completes it, with what setup learns (Facts), into the run's
-// Plan; config.json records both, flat (record), so that the settings
+// RunPlan; config.json records both, flat (record), so that the settings
 // repeat the run and the plan explains it. Nothing changes Settings during
 // a run.
 type Settings struct {
@@ -29,15 +29,20 @@ type Settings struct {
 	TrainSubset int `json:"train_subset"`
 	TestSubset  int `json:"test_subset"`
 
-	Estimator string  `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*, dcl, sogclr, auto
-	MinLevel  int     `json:"min_level"`
-	MaxLevel  int     `json:"max_level"`
-	B         float64 `json:"b"`
-	C         float64 `json:"c"`
-	VMLMCN    float64 `json:"vmlmc_n"` // 0: 2^((b+c)L/2), so that n_L = 1
+	Estimator string `json:"estimator"` // lsgd, vmlmc, rtmlmc, rumlmc, rrmlmc, vr-*, auto
+	// Loss is the contrastive loss: ntxent, dcl or sogclr (empty, as in
+	// config files from before the setting: ntxent). An estimator name of
+	// those files that named a loss is read as L-SGD with that loss
+	// (mapOldEstimatorNames).
+	Loss     string  `json:"loss"`
+	MinLevel int     `json:"min_level"`
+	MaxLevel int     `json:"max_level"`
+	B        float64 `json:"b"`
+	C        float64 `json:"c"`
+	VMLMCN   float64 `json:"vmlmc_n"` // 0: 2^((b+c)L/2), so that n_L = 1
 	// LevelLaw is "" (or "rates": q_l and n_l from B and C) or
 	// "measured:FILE", the optimal law of a `simclr levels --json` file,
-	// resolved once into Plan.LevelProbs (rtmlmc) or Plan.LevelDraws
+	// resolved once into RunPlan.LevelProbs (rtmlmc) or RunPlan.LevelDraws
 	// (vmlmc) and recorded with the run.
 	LevelLaw string `json:"level_law,omitempty"`
 	NL       int    `json:"lsgd_draws"`
@@ -128,6 +133,7 @@ func Defaults() Settings {
 	return Settings{
 		Dataset:      "cifar10",
 		Estimator:    "lsgd",
+		Loss:         contrastive.NTXent.String(),
 		MinLevel:     1,
 		MaxLevel:     9,
 		B:            1,
@@ -226,19 +232,25 @@ const maxLevelLimit = 16
 // data set's name is checked by Train and Resume (unless the caller gives
 // the data, Session.Splits), with checkDataset.
 func (c *Settings) Validate() error {
-	if c.isAuto() {
+	kind, isAuto, err := c.parseEstimator()
+	if err != nil {
+		return err
+	}
+	if isAuto {
 		if err := c.checkAuto(); err != nil {
 			return err
 		}
-	} else if _, err := c.Kind(); err != nil {
-		return err
 	}
-	for _, check := range []func() error{c.checkLengthAndLevels, c.checkEstimator, c.checkOptimizer, c.checkSession, c.checkChoices} {
+	for _, check := range []func() error{c.checkLengthAndLevels, c.checkEstimator, c.checkOptimizer, c.checkSession} {
 		if err := check(); err != nil {
 			return err
 		}
 	}
-	return nil
+	ch, err := c.checkChoices()
+	if err != nil {
+		return err
+	}
+	return c.checkLoss(ch.Loss, kind, isAuto)
 }
 
 // positive says whether v is a finite positive number.
@@ -277,7 +289,7 @@ func (c *Settings) checkLengthAndLevels() error {
 	return nil
 }
 
-// checkEstimator checks the estimator's rates and draws, and the loss's.
+// checkEstimator checks the estimator's rates and draws.
 func (c *Settings) checkEstimator() error {
 	switch {
 	case !positive(c.B):
@@ -294,12 +306,6 @@ func (c *Settings) checkEstimator() error {
 		return fmt.Errorf("--d2 %d must be at least 1", c.D2)
 	case c.QE < 1:
 		return fmt.Errorf("--qe %d must be at least 1", c.QE)
-	case c.SogCLRGamma < 0 || c.SogCLRGamma > 1 || math.IsNaN(c.SogCLRGamma):
-		return fmt.Errorf("--sogclr-gamma %g: use a value in (0, 1] (0: %g)", c.SogCLRGamma, DefaultSogCLRGamma)
-	case c.SogCLRGammaDecay != "" && c.SogCLRGammaDecay != "constant" && c.SogCLRGammaDecay != "cosine":
-		return fmt.Errorf("--sogclr-gamma-decay %q: use constant or cosine", c.SogCLRGammaDecay)
-	case (c.SogCLRGamma != 0 || c.SogCLRGammaDecay != "") && c.Loss() != contrastive.SogCLR:
-		return fmt.Errorf("--sogclr-gamma and --sogclr-gamma-decay set for --estimator %s: they are SogCLR's (--estimator sogclr)", c.Estimator)
 	}
 	return nil
 }
@@ -356,82 +362,39 @@ func (c *Settings) checkSession() error {
 }
 
 // checkChoices checks the settings that name a file or one of a few
-// choices.
-func (c *Settings) checkChoices() error {
+// choices, and returns the choices parsed.
+func (c *Settings) checkChoices() (Choices, error) {
 	if _, err := c.measuredLawPath(); err != nil {
-		return err
+		return Choices{}, err
 	}
 	if err := (resnet18.Config{Width: c.Width, ProjDim: c.ProjDim}).Validate(); err != nil {
-		return fmt.Errorf("--width: %w", err)
+		return Choices{}, fmt.Errorf("--width: %w", err)
 	}
-	_, err := c.Choices()
-	return err
+	return c.Choices()
 }
 
-// Kind is the estimator --estimator names: the one place the name is
-// read. The decoupled losses (Loss) train as L-SGD does: one batch of
-// 2^L images an iteration.
+// parseEstimator reads --estimator, the one place its name is read: an
+// estimator of package mlmc, or auto (its pilot chooses the estimator).
+func (c *Settings) parseEstimator() (k mlmc.Kind, isAuto bool, err error) {
+	if strings.EqualFold(strings.TrimSpace(c.Estimator), EstimatorAuto) {
+		return k, true, nil
+	}
+	if k, err = mlmc.ParseKind(c.Estimator); err != nil {
+		return k, false, fmt.Errorf("--estimator: %w", err)
+	}
+	return k, false, nil
+}
+
+// Kind is the estimator --estimator names (not auto).
 func (c *Settings) Kind() (mlmc.Kind, error) {
-	if c.Loss() != contrastive.NTXent {
-		return mlmc.Kind{Method: mlmc.LSGD}, nil
-	}
-	k, err := mlmc.ParseKind(c.Estimator)
-	if err != nil {
-		return k, fmt.Errorf("--estimator: %w", err)
-	}
-	return k, nil
+	k, _, err := c.parseEstimator()
+	return k, err
 }
 
-// Loss is the contrastive loss --estimator names: dcl and sogclr are
-// decoupled losses, every other estimator NT-Xent's.
-func (c *Settings) Loss() contrastive.Loss {
-	switch strings.ToLower(strings.TrimSpace(c.Estimator)) {
-	case "dcl":
-		return contrastive.DCL
-	case "sogclr":
-		return contrastive.SogCLR
-	}
-	return contrastive.NTXent
-}
-
-// DefaultSogCLRGamma is SogCLR's gamma when --sogclr-gamma is 0.
-const DefaultSogCLRGamma = 0.9
-
-// SogCLRGammaAt is gamma at iteration iter (0-based) of total: constant,
-// or decayed by a cosine from 1 to --sogclr-gamma.
-func (c *Settings) SogCLRGammaAt(iter, total int) float64 {
-	return c.gammaSchedule().At(iter, total)
-}
-
-// GammaSchedule is SogCLR's gamma over a run: Gamma throughout, or with
-// Cosine decayed by a cosine from 1 at the first iteration to Gamma at the
-// last.
-type GammaSchedule struct {
-	Gamma  float64
-	Cosine bool
-}
-
-// gammaSchedule reads --sogclr-gamma (0: DefaultSogCLRGamma) and
-// --sogclr-gamma-decay (checked by Validate).
-func (c *Settings) gammaSchedule() GammaSchedule {
-	return GammaSchedule{Gamma: cmp.Or(c.SogCLRGamma, DefaultSogCLRGamma), Cosine: c.SogCLRGammaDecay == "cosine"}
-}
-
-// name is the schedule's --sogclr-gamma-decay, for the log.
-func (g GammaSchedule) name() string {
-	if g.Cosine {
-		return "cosine"
-	}
-	return "constant"
-}
-
-// At is gamma at iteration iter (0-based) of total.
-func (g GammaSchedule) At(iter, total int) float64 {
-	if !g.Cosine || total <= 1 {
-		return g.Gamma
-	}
-	frac := float64(min(iter, total-1)) / float64(total-1)
-	return g.Gamma + (1-g.Gamma)*(1+math.Cos(math.Pi*frac))/2
+// gammaSchedule reads --sogclr-gamma (0: contrastive.DefaultSogCLRGamma)
+// and --sogclr-gamma-decay (checked by Validate).
+func (c *Settings) gammaSchedule() contrastive.GammaSchedule {
+	return contrastive.GammaSchedule{Gamma: cmp.Or(c.SogCLRGamma, contrastive.DefaultSogCLRGamma), Cosine: c.SogCLRGammaDecay == "cosine"}
 }
 
 // checkDataset checks the --dataset name (not the files) when the trainer

@@ -225,7 +225,7 @@ func (t *trainer) reduceStep(step mlmc.Step, loss, excess float64) (mlmc.Step, f
 		return step, loss, excess, fmt.Errorf("sum the costs over the ranks: %w", err)
 	}
 	step.Samples, step.Evals, step.Redraws = int64(x[0]), int64(x[1]), int(x[2])
-	if t.oracle.Sharded() {
+	if t.plan.SplitBatch {
 		step.Evals /= int64(t.comm.Size())
 	}
 	return step, x[3] / float64(t.comm.Size()), x[4] / float64(t.comm.Size()), nil

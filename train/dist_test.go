@@ -47,11 +47,15 @@ const (
 
 // distConfig is the tiny run every rank and the reference train: 8 images
 // per L-SGD draw (4 per rank on 2 ranks), levels 1..3, QE 2 so that VR
-// alternates fresh estimates and corrections.
+// alternates fresh estimates and corrections. estimator is --estimator, or
+// ESTIMATOR:LOSS with --loss too.
 func distConfig(out, estimator string, iterations int) Settings {
 	cfg := Defaults()
 	cfg.Dataset = "synthetic"
 	cfg.Estimator = estimator
+	if est, loss, ok := strings.Cut(estimator, ":"); ok {
+		cfg.Estimator, cfg.Loss = est, loss
+	}
 	cfg.MinLevel, cfg.MaxLevel = 1, 3
 	cfg.Iterations = iterations
 	cfg.QE = 2
@@ -221,10 +225,12 @@ func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 	for _, tc := range []struct {
 		est, norm   string
 		iters, stop int
-	}{{"lsgd", "batch", 4, 3}, {"vr-rtmlmc", "batch", 4, 3}, {"vr-rtmlmc", "group", 4, 3}, {"dcl", "batch", 4, 3}, {"sogclr", "batch", 20, 10}} {
+	}{{"lsgd", "batch", 4, 3}, {"vr-rtmlmc", "batch", 4, 3}, {"vr-rtmlmc", "group", 4, 3}, {"lsgd:dcl", "batch", 4, 3}, {"dcl", "batch", 4, 3}, {"sogclr", "batch", 20, 10}} {
 		t.Run(tc.est+"/"+tc.norm, func(t *testing.T) {
 			est, iters := tc.est, tc.iters
-			split := est == "lsgd" || est == "dcl" || est == "sogclr"
+			// L-SGD with any loss; dcl and sogclr are the estimator names
+			// of earlier runs, L-SGD with that loss.
+			split := strings.HasPrefix(est, "lsgd") || est == "dcl" || est == "sogclr"
 			out := filepath.Join(t.TempDir(), "run")
 			log, err := mpirunWorkers(t, ranks, envDistWorker+"="+out, envDistEst+"="+est, envDistNorm+"="+tc.norm,
 				envDistIters+"="+strconv.Itoa(iters), envDistStop+"="+strconv.Itoa(tc.stop))
@@ -311,6 +317,13 @@ func TestDistTrainingMatchesSingleProcess(t *testing.T) {
 // and the gradient is that of the whole loss.
 func referenceRun(t *testing.T, cfg Settings, ranks int) [][]float32 {
 	t.Helper()
+	if err := cfg.mapOldEstimatorNames(); err != nil {
+		t.Fatal(err)
+	}
+	loss, err := contrastive.ParseLoss(cfg.Loss)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := serialCPU()
 	splits := syntheticSplits(64, 16, 16, 4)
 	netCfg, err := ModelConfig(cfg, splits)
@@ -354,13 +367,13 @@ func referenceRun(t *testing.T, cfg Settings, ranks int) [][]float32 {
 	}
 	grad := b.Alloc(params.Len())
 	var sogU []float32 // SogCLR's u, one table for the whole run
-	if cfg.Loss() == contrastive.SogCLR {
+	if loss == contrastive.SogCLR {
 		sogU = make([]float32, splits.Train.Len())
 	}
 	var out [][]float32
 	for it := 0; it < cfg.Iterations; it++ {
 		if plan.Estimator.Method == mlmc.LSGD {
-			lsgdSplitGradient(b, model, streams, cfg, grad, sogU, cfg.SogCLRGammaAt(it, plan.TotalIters))
+			lsgdSplitGradient(b, model, streams, cfg, loss, grad, sogU, cfg.gammaSchedule().At(it, plan.TotalIters))
 		} else {
 			b.Zero(grad)
 			for r := range ranks {
@@ -388,7 +401,7 @@ func referenceRun(t *testing.T, cfg Settings, ranks int) [][]float32 {
 // L-SGD draw of 2^L images made of the ranks' shares, each share
 // normalised by batch norm on its own: NT-Xent's, or DCL's, or a SogCLR
 // step that reads and updates u (one per training image) with gamma.
-func lsgdSplitGradient(b tensor.Backend, model *resnet18.Model, streams []*loader.Stream, cfg Settings, grad tensor.Buffer, u []float32, gamma float64) {
+func lsgdSplitGradient(b tensor.Backend, model *resnet18.Model, streams []*loader.Stream, cfg Settings, loss contrastive.LossKind, grad tensor.Buffer, u []float32, gamma float64) {
 	ranks := len(streams)
 	n := 1 << cfg.MaxLevel
 	share, pd := n/ranks, cfg.ProjDim
@@ -405,7 +418,7 @@ func lsgdSplitGradient(b tensor.Backend, model *resnet18.Model, streams []*loade
 		b.Copy(b.Slice(all, r*2*share*pd, 2*share*pd), z)
 		b.Free(x)
 	}
-	switch cfg.Loss() {
+	switch loss {
 	case contrastive.NTXent:
 		b.NTXent(n, pd, float32(cfg.Temperature), false, all, dzAll)
 	case contrastive.DCL:

@@ -59,7 +59,7 @@ func readLevelLaw(s Settings) (*mlmc.LevelsReport, error) {
 // or V-MLMC's n_l (the other nil; both nil for the rates' law), from the
 // previous plan of a resumed run when it holds one, else from rep, the
 // file's report.
-func levelLaw(s Settings, rep *mlmc.LevelsReport, prev *Plan) (probs []float64, draws []int, err error) {
+func levelLaw(s Settings, rep *mlmc.LevelsReport, prev *RunPlan) (probs []float64, draws []int, err error) {
 	path, err := s.measuredLawPath()
 	if err != nil {
 		return nil, nil, err

@@ -36,9 +36,7 @@ func (t *trainer) loop(ctx context.Context) (*Summary, error) {
 			return t.summaryOf(err), err
 		}
 		lr := t.sched.LR(t.iter)
-		if t.plan.Loss == contrastive.SogCLR {
-			t.oracle.SetGamma(t.plan.Run.Gamma.At(t.iter, t.plan.TotalIters))
-		}
+		t.oracle.SetIteration(t.iter, t.plan.TotalIters)
 		step, err := t.iterate(lr)
 		if err != nil {
 			return nil, t.stepError(err)
@@ -257,12 +255,6 @@ func (t *trainer) stalled(what string) {
 		t.comm.Rank(), t.comm.Size(), what, t.iter+1, t.keptCheckpoint())
 }
 
-// excessScale names what the excess loss subtracts: log(2N-1) for NT-Xent,
-// log(2N-2) for the decoupled losses, whose denominators leave the
-// positive out (contrastive.Oracle.Losses).
-func (t *trainer) excessScale() string {
-	if t.oracle.Loss() != contrastive.NTXent {
-		return "log(2N-2)"
-	}
-	return "log(2N-1)"
-}
+// excessScale names what the excess loss subtracts: the loss's chance
+// level, log(2N-1) for NT-Xent (contrastive.Oracle.Losses).
+func (t *trainer) excessScale() string { return t.oracle.Loss().ChanceFormula() }

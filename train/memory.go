@@ -69,7 +69,7 @@ func memAvailable(path string) (uint64, error) {
 // a GPU the loss's two (2N)^2 matrices (similarities and their gradient).
 func queryBytes(m *resnet18.Model, b tensor.Backend, level int) uint64 {
 	views := 2 << level
-	floats := uint64(m.PlanFloats(views, true))
+	floats := uint64(m.ActivationPlanFloats(views, true))
 	floats += uint64(views * m.InputLen())       // device input
 	floats += uint64(views * m.Config().ProjDim) // dz
 	floats += uint64(views * m.InputLen())       // the draw's views on the host

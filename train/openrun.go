@@ -18,7 +18,7 @@ import (
 type Run struct {
 	Dir      string
 	Settings Settings
-	Plan     Plan
+	Plan     RunPlan
 }
 
 // OpenRun opens the run folder dir: the one way a command reads a trained
@@ -66,8 +66,8 @@ type SogCLRState struct {
 // state.safetensors. It needs a SogCLR run of one process: on several
 // ranks each rank's stream is its own.
 func (r *Run) SogCLRState() (*SogCLRState, error) {
-	if r.Settings.Loss() != contrastive.SogCLR {
-		return nil, fmt.Errorf("run %s trained with --estimator %s: only a SogCLR run (--estimator sogclr) keeps the averages u", r.Dir, r.Settings.Estimator)
+	if loss, err := contrastive.ParseLoss(r.Settings.Loss); err != nil || loss != contrastive.SogCLR {
+		return nil, fmt.Errorf("run %s trained with --loss %s: only a SogCLR run (--loss sogclr) keeps the averages u", r.Dir, r.Settings.Loss)
 	}
 	path := filepath.Join(r.Dir, runfolder.StateFile)
 	f, err := checkpoint.Read(path)

@@ -19,7 +19,7 @@ func TestOpenRun(t *testing.T) {
 	cfg.TrainSubset, cfg.TestSubset, cfg.ValSplit = 123, 45, 500
 	cfg.Width, cfg.ProjDim, cfg.Seed, cfg.Norm = 0.25, 64, 77, "group"
 	cfg.MinLevel, cfg.MaxLevel, cfg.Temperature = 2, 6, 0.2
-	plan := Plan{Out: dir, MaxServable: 8}
+	plan := RunPlan{Out: dir, MaxServable: 8}
 	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.ConfigFile), newRecord(cfg, plan)); err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,8 @@ import (
 	"github.com/simclr-go/simclr/tensor"
 )
 
-// newTestTrainer sets up (without running) a trainer of tinyConfig on
-// synthetic data.
-func newTestTrainer(t *testing.T, estimator string) *trainer {
-	t.Helper()
-	return newTestTrainerOn(t, estimator, cpu.New())
-}
-
-// newTestTrainerOn is newTestTrainer on backend b.
+// newTestTrainerOn sets up (without running) a trainer of tinyConfig on
+// synthetic data and backend b.
 func newTestTrainerOn(t *testing.T, estimator string, b tensor.Backend) *trainer {
 	t.Helper()
 	cfg := tinyConfig(t, estimator)

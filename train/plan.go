@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/mlmc/auto"
 )
@@ -32,7 +33,7 @@ type Facts struct {
 	Levels *mlmc.LevelsReport
 	// Previous is the plan config.json recorded, on resume (nil for a new
 	// run): a resumed run keeps its measured level law.
-	Previous *Plan
+	Previous *RunPlan
 	// Auto is the pilot's plan of a new --estimator auto run (nil
 	// otherwise; a resumed run keeps Previous.Auto).
 	Auto *auto.Plan
@@ -41,13 +42,13 @@ type Facts struct {
 	Version, DeviceLog string
 }
 
-// Plan is a run resolved from its Settings and the Facts of a session by
+// RunPlan is a run resolved from its Settings and the Facts of a session by
 // Resolve: the estimator, the levels it may use, the length and the
 // learning-rate schedule, and the expected cost. setup, the loop, the
 // ranks, the checkpoints and the log read it; nothing changes it. The
 // fields with a JSON key are recorded in config.json (record); the others
 // are derived again from the settings on resume.
-type Plan struct {
+type RunPlan struct {
 	// Choices are the settings' options, parsed (Settings.Choices).
 	Choices `json:"-"`
 	// Out is the run folder (Facts.Out).
@@ -109,27 +110,27 @@ type Plan struct {
 // Resolve makes the plan of a run with settings s (checked by Validate)
 // from the facts f of this session. It is a pure function: the same
 // settings and facts give the same plan, and it reads nothing else.
-func Resolve(s Settings, f Facts) (Plan, error) {
+func Resolve(s Settings, f Facts) (RunPlan, error) {
 	choices, err := s.Choices()
 	if err != nil {
-		return Plan{}, err
+		return RunPlan{}, err
 	}
 	k, chosen, err := s.resolveKind(f)
 	if err != nil {
-		return Plan{}, err
+		return RunPlan{}, err
 	}
-	p := Plan{Choices: choices, Auto: chosen, Out: cmp.Or(f.Out, s.Out), Estimator: k, MaxServable: f.ServableLevel, TrainImages: f.TrainImages, Ranks: max(f.Ranks, 1),
+	p := RunPlan{Choices: choices, Auto: chosen, Out: cmp.Or(f.Out, s.Out), Estimator: k, MaxServable: f.ServableLevel, TrainImages: f.TrainImages, Ranks: max(f.Ranks, 1),
 		Version: f.Version, DeviceLog: f.DeviceLog}
 	p.SplitBatch = splitsBatch(k, p.Ranks)
 	if p.SplitBatch && (1<<s.MaxLevel)%p.Ranks != 0 {
-		return Plan{}, fmt.Errorf("%s splits its 2^%d = %d images over the ranks, which %d ranks cannot do evenly: use a number of ranks that divides %d",
+		return RunPlan{}, fmt.Errorf("%s splits its 2^%d = %d images over the ranks, which %d ranks cannot do evenly: use a number of ranks that divides %d",
 			k, s.MaxLevel, 1<<s.MaxLevel, p.Ranks, 1<<s.MaxLevel)
 	}
 	if f.TrainImages < 2 {
-		return Plan{}, fmt.Errorf("the training set has %d images; SimCLR needs at least 2", f.TrainImages)
+		return RunPlan{}, fmt.Errorf("the training set has %d images; SimCLR needs at least 2", f.TrainImages)
 	}
 	if f.ServableLevel < s.MaxLevel {
-		return Plan{}, fmt.Errorf("--max-level %d is above the largest level this session can serve (%d)", s.MaxLevel, f.ServableLevel)
+		return RunPlan{}, fmt.Errorf("--max-level %d is above the largest level this session can serve (%d)", s.MaxLevel, f.ServableLevel)
 	}
 	if f.Previous != nil && f.ServableLevel < s.MaxServable {
 		p.Notes = append(p.Notes, fmt.Sprintf("this session serves levels up to %d, the run's earlier sessions up to %d: RU-MLMC and RR-MLMC redraw differently from here, so the run no longer continues exactly as one session would",
@@ -138,12 +139,12 @@ func Resolve(s Settings, f Facts) (Plan, error) {
 	if chosen != nil {
 		p.LevelProbs, p.LevelDraws = chosen.LevelProbs, chosen.LevelDraws
 	} else if p.LevelProbs, p.LevelDraws, err = levelLaw(s, f.Levels, f.Previous); err != nil {
-		return Plan{}, err
+		return RunPlan{}, err
 	}
 	p.MLMC = s.mlmcConfig(p.Halves, p.LevelProbs, p.LevelDraws)
 	p.Run = s.runSettings()
 	if p.ExpectedImages, p.ExpectedEvals, err = p.expectedCost(); err != nil {
-		return Plan{}, err
+		return RunPlan{}, err
 	}
 
 	// The length (docs/definitions.md, section 5 "Epochs and run length").
@@ -180,7 +181,7 @@ func Resolve(s Settings, f Facts) (Plan, error) {
 // estimators draw and evaluate on every rank independently, so images and
 // evaluations are P times one rank's, while L-SGD splits its batch over the
 // ranks and a split draw is one evaluation (as reduceStep counts it).
-func (p *Plan) expectedCost() (images, evals float64, err error) {
+func (p *RunPlan) expectedCost() (images, evals float64, err error) {
 	images, evals, err = mlmc.ExpectedCost(p.Estimator, p.MLMC, p.MaxServable)
 	if err != nil {
 		return 0, 0, fmt.Errorf("--estimator %s: %w", p.Estimator, err)
@@ -200,13 +201,13 @@ func (p *Plan) expectedCost() (images, evals float64, err error) {
 // it.
 type record struct {
 	Settings
-	Plan
+	RunPlan
 }
 
 // newRecord is the config.json of a run with settings s and plan p.
-func newRecord(s Settings, p Plan) record {
+func newRecord(s Settings, p RunPlan) record {
 	s.Out, s.MaxServable = p.Out, p.MaxServable
-	return record{Settings: s, Plan: p}
+	return record{Settings: s, RunPlan: p}
 }
 
 // resolveKind is the run's estimator: --estimator, or for auto the pilot's
@@ -231,7 +232,7 @@ func (s Settings) resolveKind(f Facts) (mlmc.Kind, *auto.Plan, error) {
 }
 
 // pilotImages is the images the pilot of an auto run drew (0 otherwise).
-func (p *Plan) pilotImages() int64 {
+func (p *RunPlan) pilotImages() int64 {
 	if p.Auto == nil {
 		return 0
 	}
@@ -242,11 +243,9 @@ func (p *Plan) pilotImages() int64 {
 // evaluations read (each as the Settings field of the same name
 // documents it).
 type RunSettings struct {
-	// EstimatorName is --estimator as given, for error messages.
-	EstimatorName string
-	Temperature   float64
-	MinLevel      int
-	ValSplit      int
+	Temperature float64
+	MinLevel    int
+	ValSplit    int
 	// AugmentName is the name of --augment's recipe, for the log.
 	AugmentName     string
 	Seed            uint64
@@ -265,12 +264,12 @@ type RunSettings struct {
 	ProbeBaseline   bool
 	// Gamma is SogCLR's schedule of gamma (--sogclr-gamma and
 	// --sogclr-gamma-decay).
-	Gamma GammaSchedule
+	Gamma contrastive.GammaSchedule
 }
 
 // runSettings is s's RunSettings.
 func (s Settings) runSettings() RunSettings {
-	return RunSettings{EstimatorName: s.Estimator, Temperature: s.Temperature, MinLevel: s.MinLevel, ValSplit: s.ValSplit,
+	return RunSettings{Temperature: s.Temperature, MinLevel: s.MinLevel, ValSplit: s.ValSplit,
 		AugmentName: cmp.Or(s.Augment, "simclr"), Seed: s.Seed, Workers: s.Workers, Width: s.Width, ProjDim: s.ProjDim, Dataset: s.Dataset, MaxLevel: s.MaxLevel,
 		MaxSamples: s.MaxSamples, KNNK: s.KNNK, LogEvery: s.LogEvery, CheckpointEvery: time.Duration(s.CheckpointEvery),
 		PreciseBN: s.PreciseBN, EvalTrainSubset: s.EvalTrainSubset, Probe: s.Probe, ProbeBaseline: s.ProbeBaseline,

@@ -28,7 +28,7 @@ const preciseBNSeed = 0x70726563697365
 // position are untouched, and a resumed run recalibrates exactly as an
 // uninterrupted one.
 // aug is the run's view recipe (Choices.Augment).
-func recalibrateBN(m *resnet18.Model, splits *data.Splits, p *Plan, aug augment.Config, iter int) error {
+func recalibrateBN(m *resnet18.Model, splits *data.Splits, p *RunPlan, aug augment.Config, iter int) error {
 	cfg := p.Run
 	views, batches := 2<<cfg.MaxLevel, preciseBNBatches(cfg.MaxLevel)
 	seed := cfg.Seed ^ preciseBNSeed ^ (uint64(iter) * 0x9e3779b97f4a7c15)

@@ -91,7 +91,7 @@ func TestPreciseBNLeavesTrainingUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := recalibrateBN(mOff, splits, &Plan{Run: off.runSettings()}, ch.Augment, off.Iterations); err != nil {
+	if err := recalibrateBN(mOff, splits, &RunPlan{Run: off.runSettings()}, ch.Augment, off.Iterations); err != nil {
 		t.Fatal(err)
 	}
 	for i, nt := range mOn.Params().Tensors() {

@@ -61,7 +61,7 @@ func ModelConfig(cfg Settings, splits *data.Splits) (resnet18.Config, error) {
 
 // setup opens everything a session needs (data, backend, network,
 // optimizer, loader stream, oracle, estimator), learns the Facts of this
-// session, resolves the run's Plan into t.plan (Resolve), and either
+// session, resolves the run's RunPlan into t.plan (Resolve), and either
 // restores the checkpoint (resume) or writes config.json.
 func (t *trainer) setup(cfg Settings, s opening) error {
 	// The choices are the part of the plan known before this session's
@@ -219,21 +219,26 @@ func (t *trainer) openOracle() error {
 	t.oracle = contrastive.NewOracle(t.b, t.model, t.stream, cfg.Temperature, plan.MaxServable, t.prev)
 	t.oracle.SetHalves(plan.Halves)
 	if plan.SplitBatch {
-		t.oracle.SetShard(t.comm)
+		t.sharded = contrastive.NewSharded(t.oracle, t.comm)
 	}
-	loss := plan.Loss
-	if loss == contrastive.NTXent {
-		return nil
+	loss, err := contrastive.NewLoss(plan.Loss, t.b, contrastive.LossConfig{Temperature: cfg.Temperature, TrainImages: plan.TrainImages, Gamma: cfg.Gamma})
+	if err != nil {
+		return fmt.Errorf("--loss %s: %w", plan.Loss, err)
 	}
-	if err := t.oracle.SetLoss(loss, plan.TrainImages); err != nil {
-		return fmt.Errorf("--estimator %s: %w", cfg.EstimatorName, err)
+	t.oracle.SetLoss(loss)
+	if line := lossLine(plan.Loss, cfg, plan.TotalIters); line != "" {
+		t.logf("%s", line)
 	}
-	how := "the positive left out of each view's denominator"
-	if loss == contrastive.SogCLR {
-		how = fmt.Sprintf("a moving average per training image, gamma %g (%s)", cfg.Gamma.At(plan.TotalIters, plan.TotalIters), cfg.Gamma.name())
-	}
-	t.logf("loss: %s (docs/definitions.md, section 10), one batch of %d images an iteration, %s", loss, 1<<cfg.MaxLevel, how)
 	return nil
+}
+
+// queries is the oracle the estimator queries: this rank's, or its share
+// of draws split over the ranks.
+func (t *trainer) queries() mlmc.Oracle[tensor.Buffer] {
+	if t.sharded != nil {
+		return t.sharded
+	}
+	return t.oracle
 }
 
 // openEstimator makes the gradient estimator (its seed offset by rank),
@@ -245,7 +250,7 @@ func (t *trainer) openEstimator() error {
 	mc := plan.MLMC
 	mc.Seed = rankSeed(mc.Seed, t.comm.Rank())
 	var err error
-	t.est, err = mlmc.New[tensor.Buffer](plan.Estimator, mc, ops, t.oracle)
+	t.est, err = mlmc.New[tensor.Buffer](plan.Estimator, mc, ops, t.queries())
 	if err != nil {
 		return fmt.Errorf("--estimator %s: %w", plan.Estimator, err)
 	}
@@ -377,6 +382,9 @@ func (t *trainer) agreeMaxServable(mine int) (int, error) {
 func (t *trainer) close() {
 	if t.stream != nil {
 		t.stream.Close()
+	}
+	if t.sharded != nil {
+		t.sharded.Free()
 	}
 	if t.oracle != nil {
 		t.oracle.Free()

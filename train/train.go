@@ -96,6 +96,9 @@ type Summary struct {
 // folder is created only once the run can start (setup), so a failed start
 // leaves nothing behind.
 func Train(ctx context.Context, cfg Settings, sess Session) (*Summary, error) {
+	if err := cfg.mapOldEstimatorNames(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -132,7 +135,7 @@ type opening struct {
 	// levels is the measured level law of a new run (Facts.Levels);
 	// previous is the plan of a resumed one (Facts.Previous).
 	levels   *mlmc.LevelsReport
-	previous *Plan
+	previous *RunPlan
 }
 
 // Resume continues the run in dir from its last checkpoint with the
@@ -158,6 +161,9 @@ func Resume(ctx context.Context, dir string, override func(*Settings) error, ses
 	cfg.Out = dir
 	if override != nil {
 		if err := override(&cfg); err != nil {
+			return nil, fmt.Errorf("resume %s: %w", dir, err)
+		}
+		if err := cfg.mapOldEstimatorNames(); err != nil {
 			return nil, fmt.Errorf("resume %s: %w", dir, err)
 		}
 	}
@@ -193,7 +199,7 @@ func Resume(ctx context.Context, dir string, override func(*Settings) error, ses
 // it had (old, planned as prev) and its checkpoint's metadata: a new length
 // must be longer, and a finished run needs one (or a missing linear probe)
 // to have anything to do.
-func checkResumeLength(old Settings, prev Plan, cfg Settings, meta map[string]string, dir string) (opening, error) {
+func checkResumeLength(old Settings, prev RunPlan, cfg Settings, meta map[string]string, dir string) (opening, error) {
 	s := opening{resume: true}
 	state := filepath.Join(dir, runfolder.StateFile)
 	done, err := checkpoint.RequireMeta[int](state, meta, "iteration")
@@ -252,17 +258,20 @@ func lengthString(c Settings) string {
 // LoadRun reads a run folder's config.json: the run's settings and the
 // plan it last ran with. The settings' MaxServable is the level the run
 // served (record).
-func LoadRun(dir string) (Settings, Plan, error) {
+func LoadRun(dir string) (Settings, RunPlan, error) {
 	var rec record
 	path := filepath.Join(dir, runfolder.ConfigFile)
 	if err := runfolder.ReadJSON(path, &rec); err != nil {
 		if os.IsNotExist(err) {
-			return rec.Settings, rec.Plan, fmt.Errorf("%s is not a run folder: it has no %s (give the folder passed to --out)", dir, runfolder.ConfigFile)
+			return rec.Settings, rec.RunPlan, fmt.Errorf("%s is not a run folder: it has no %s (give the folder passed to --out)", dir, runfolder.ConfigFile)
 		}
-		return rec.Settings, rec.Plan, err
+		return rec.Settings, rec.RunPlan, err
 	}
-	rec.Plan.MaxServable = rec.Settings.MaxServable
-	return rec.Settings, rec.Plan, nil
+	rec.RunPlan.MaxServable = rec.Settings.MaxServable
+	if err := rec.Settings.mapOldEstimatorNames(); err != nil {
+		return rec.Settings, rec.RunPlan, fmt.Errorf("%s: %w", path, err)
+	}
+	return rec.Settings, rec.RunPlan, nil
 }
 
 // prepareFolder makes the run folder of a new run (rank 0 only: it alone
@@ -284,7 +293,7 @@ func prepareFolder(out string) error {
 
 // trainer holds one session of a run.
 type trainer struct {
-	plan   Plan // Resolve's, made in setup
+	plan   RunPlan // Resolve's, made in setup
 	sess   Session
 	log    io.Writer
 	b      tensor.Backend
@@ -295,6 +304,9 @@ type trainer struct {
 	opt     *optim.Optimizer
 	stream  *loader.Stream
 	oracle  *contrastive.Oracle
+	// sharded wraps oracle when the ranks split each draw (plan.SplitBatch):
+	// the estimator queries it instead.
+	sharded *contrastive.Sharded
 	est     *mlmc.Estimator[tensor.Buffer]
 	grad    tensor.Buffer // the estimate v_t
 	prev    tensor.Buffer // x_{t-1} for VR, else nil

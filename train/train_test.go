@@ -381,9 +381,17 @@ func TestBadSettingsGiveOneClearError(t *testing.T) {
 		{"val-split of every image", func(c *Settings, _ *Session) { c.ValSplit = 16 }, "--val-split"},
 		{"bad norm", func(c *Settings, _ *Session) { c.Norm = "layer" }, "--norm \"layer\""},
 		{"bad augment", func(c *Settings, _ *Session) { c.Augment = "byol" }, "--augment"},
-		{"gamma without sogclr", func(c *Settings, _ *Session) { c.SogCLRGamma = 0.5 }, "--estimator sogclr"},
-		{"gamma above 1", func(c *Settings, _ *Session) { c.Estimator, c.SogCLRGamma = "sogclr", 1.5 }, "--sogclr-gamma 1.5"},
-		{"unknown gamma decay", func(c *Settings, _ *Session) { c.Estimator, c.SogCLRGammaDecay = "sogclr", "linear" }, "--sogclr-gamma-decay"},
+		{"gamma without sogclr", func(c *Settings, _ *Session) { c.SogCLRGamma = 0.5 }, "--loss sogclr"},
+		{"gamma above 1", func(c *Settings, _ *Session) { c.Loss, c.SogCLRGamma = "sogclr", 1.5 }, "--sogclr-gamma 1.5"},
+		{"unknown gamma decay", func(c *Settings, _ *Session) { c.Loss, c.SogCLRGammaDecay = "sogclr", "linear" }, "--sogclr-gamma-decay"},
+		{"unknown loss", func(c *Settings, _ *Session) { c.Loss = "infonce" }, "--loss \"infonce\""},
+		{"old loss name against --loss", func(c *Settings, _ *Session) { c.Estimator, c.Loss = "dcl", "sogclr" }, "--estimator dcl"},
+		{"decoupled loss with levels", func(c *Settings, _ *Session) { c.Estimator, c.Loss = "rtmlmc", "dcl" },
+			"--loss dcl with --estimator rtmlmc: rtmlmc needs multilevel queries H^l, which the dcl loss has not; with --loss dcl use --estimator lsgd, or keep --estimator rtmlmc with --loss ntxent"},
+		{"decoupled loss at x_{t-1}", func(c *Settings, _ *Session) { c.Estimator, c.Loss = "vr-lsgd", "sogclr" },
+			"--loss sogclr with --estimator vr-lsgd: vr-lsgd needs queries at the previous parameters x_{t-1}"},
+		{"decoupled loss with both", func(c *Settings, _ *Session) { c.Estimator, c.Loss = "vr-vmlmc", "sogclr" }, "needs multilevel queries H^l and queries at the previous parameters"},
+		{"decoupled loss with auto", func(c *Settings, _ *Session) { c.Estimator, c.Loss = "auto", "dcl" }, "--estimator auto with --loss dcl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tinyConfig(t, "lsgd")

@@ -49,20 +49,20 @@ func writeFile(t *testing.T, name, content string) string {
 
 // Every key of config.json is one a config file accepts: a train flag
 // (max_level for --max-level) or the preset (train.Settings), or a record
-// of what the run derived (train.Plan); every setting flag is a key of
+// of what the run derived (train.RunPlan); every setting flag is a key of
 // config.json. So a run's config.json sets every setting of the run.
 func TestConfigKeysCoverConfigJSON(t *testing.T) {
 	fs, _, _, _ := trainFlagSet(t)
 	jsonKeys := map[string]bool{}
-	for _, typ := range []reflect.Type{reflect.TypeOf(train.Settings{}), reflect.TypeOf(train.Plan{})} {
-		plan := typ == reflect.TypeOf(train.Plan{})
+	for _, typ := range []reflect.Type{reflect.TypeOf(train.Settings{}), reflect.TypeOf(train.RunPlan{})} {
+		plan := typ == reflect.TypeOf(train.RunPlan{})
 		for i := range typ.NumField() {
 			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
 			if name == "" || name == "-" {
 				continue
 			}
 			if jsonKeys[name] {
-				t.Errorf("config.json key %s is in train.Settings and train.Plan", name)
+				t.Errorf("config.json key %s is in train.Settings and train.RunPlan", name)
 			}
 			jsonKeys[name] = true
 			flag := strings.ReplaceAll(name, "_", "-")
@@ -70,7 +70,7 @@ func TestConfigKeysCoverConfigJSON(t *testing.T) {
 				t.Errorf("config.json key %s of train.Settings is neither a train flag (--%s) nor the preset", name, flag)
 			}
 			if plan != recordKeys[name] {
-				t.Errorf("config.json key %s: in train.Plan %v, a record key %v", name, plan, recordKeys[name])
+				t.Errorf("config.json key %s: in train.RunPlan %v, a record key %v", name, plan, recordKeys[name])
 			}
 		}
 	}
@@ -109,11 +109,11 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 		want := c
 		// What the trainer adds for the record: config.json is the
 		// settings and the plan, flat.
-		plan := train.Plan{Version: "simclr 0.0.1", DeviceLog: "device cpu", TrainImages: 1000, ItersPerEpoch: 16,
+		plan := train.RunPlan{Version: "simclr 0.0.1", DeviceLog: "device cpu", TrainImages: 1000, ItersPerEpoch: 16,
 			TotalIters: 80, WarmupIters: 4, LR: 0.5, Ranks: 2, LevelDraws: []int{4, 2, 1}}
 		record := struct {
 			train.Settings
-			train.Plan
+			train.RunPlan
 		}{c, plan}
 
 		path := filepath.Join(t.TempDir(), runfolder.ConfigFile)

@@ -62,7 +62,7 @@ Levels, temperature and halves default to the run's settings.`,
 			}
 			defer backend.Close(b)
 			defer m.Free()
-			if loss := cfg.Loss(); loss != contrastive.NTXent {
+			if loss, err := contrastive.ParseLoss(cfg.Loss); err == nil && !loss.Supports().Levels {
 				// H^l is NT-Xent's; the decoupled losses have no levels
 				// (docs/definitions.md, section 10).
 				fmt.Fprintf(cmd.ErrOrStderr(), "levels: %s trained with the %s loss, which has no levels (one batch an iteration; SogCLR's loss also depends on the images seen before): these are NT-Xent's levels on its network\n", e.run, loss)

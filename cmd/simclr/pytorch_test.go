@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -188,7 +187,7 @@ func TestPyTorchLoadsModelLikeEmbed(t *testing.T) {
 				if slices.Max(want) == slices.Min(want) {
 					t.Errorf("%s: every value is %v: nothing was compared", filepath.Base(pair.ours), want[0])
 				}
-				t.Log(fmt.Sprintf("%s: %d x %d values agree within %.2g", filepath.Base(pair.ours), n, pair.dim, worst))
+				t.Logf("%s: %d x %d values agree within %.2g", filepath.Base(pair.ours), n, pair.dim, worst)
 			}
 		})
 	}

@@ -32,7 +32,8 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Settings) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder holding the data sets, as scripts/fetch_data.sh lays them out (empty: "+datasets.DefaultDir+")")
 	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "use only N training images, class-balanced (0: all)")
 	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "use only N test images for evaluation, class-balanced (0: all)")
-	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced; docs/definitions.md, section 2), or dcl or sogclr (decoupled losses at one batch of 2^L images; section 10), or auto (a pilot of 5% of the run chooses lsgd, vmlmc or rtmlmc and its level law; section 11)")
+	fs.StringVar(&c.Estimator, "estimator", c.Estimator, "gradient estimator: "+strings.Join(mlmc.Names(), ", ")+" (vr-: variance reduced; docs/definitions.md, section 2), or auto (a pilot of 5% of the run chooses lsgd, vmlmc or rtmlmc and its level law; section 11)")
+	fs.StringVar(&c.Loss, "loss", c.Loss, "contrastive loss: ntxent (SimCLR's; every estimator), dcl or sogclr (decoupled losses, section 10: one batch of 2^L images, --estimator lsgd only); --estimator dcl or sogclr, as older runs wrote, means --estimator lsgd with that loss")
 	fs.IntVar(&c.MinLevel, "min-level", c.MinLevel, "smallest level l_min (a level-l query uses 2^l images)")
 	fs.IntVar(&c.MaxLevel, "max-level", c.MaxLevel, "largest level L: L-SGD's batch is 2^L images, and an epoch is ceil(n/2^L) iterations")
 	fs.Float64Var(&c.B, "b", c.B, "variance rate b of the level laws (Var H^l ~ 2^(-b l))")
@@ -328,6 +329,9 @@ func resolveTrainConfig(flags *pflag.FlagSet, fromFlags train.Settings, preset, 
 	}
 	if cfg.Out == "" {
 		name := cfg.Estimator
+		if cfg.Loss != "" && cfg.Loss != "ntxent" {
+			name += "-" + cfg.Loss
+		}
 		if preset != "" {
 			name = preset + "-" + name
 		}

@@ -364,22 +364,22 @@ func (m *matFile) readX(s *subReader, dims []int64) error {
 		return errors.New("a second variable X: not an SVHN file")
 	}
 	if len(dims) != 4 || dims[0] != 32 || dims[1] != 32 || dims[2] != 3 {
-		return fmt.Errorf("X has dimensions %v, want 32x32x3xN (SVHN cropped digits)", dims)
+		return fmt.Errorf("variable X has dimensions %v, want 32x32x3xN (SVHN cropped digits)", dims)
 	}
 	n := dims[3]
 	if n < 1 || n > maxImages {
-		return fmt.Errorf("X holds %d images, want 1 to %d: corrupt MAT-file", n, maxImages)
+		return fmt.Errorf("variable X holds %d images, want 1 to %d: corrupt MAT-file", n, maxImages)
 	}
 	typ, size, _, err := s.next()
 	if err != nil {
 		return err
 	}
 	if typ != miUINT8 {
-		return fmt.Errorf("X is stored as data type %d, this reader needs uint8 pixels (miUINT8, 2) as in the official SVHN files", typ)
+		return fmt.Errorf("variable X is stored as data type %d, this reader needs uint8 pixels (miUINT8, 2) as in the official SVHN files", typ)
 	}
 	const imageBytes = 3 * 32 * 32
 	if size != n*imageBytes {
-		return fmt.Errorf("X declares %d data bytes, want %d for %d images: corrupt MAT-file", size, n*imageBytes, n)
+		return fmt.Errorf("variable X declares %d data bytes, want %d for %d images: corrupt MAT-file", size, n*imageBytes, n)
 	}
 	// size <= s.left was checked by next, so this allocation is bounded by
 	// the declared and checked array size.
@@ -492,7 +492,7 @@ func (m *matFile) result() (*Digits, error) {
 		return nil, errors.New("no variable y (the labels): not an SVHN cropped-digits file")
 	}
 	if n := len(m.pix) / 3072; n != len(m.labels) {
-		return nil, fmt.Errorf("X holds %d images but y %d labels: corrupt MAT-file", n, len(m.labels))
+		return nil, fmt.Errorf("variable X holds %d images but y %d labels: corrupt MAT-file", n, len(m.labels))
 	}
 	return &Digits{Pix: m.pix, Labels: m.labels}, nil
 }

@@ -13,7 +13,7 @@ func (m *Model) checkInput(x tensor.Buffer, views int) {
 }
 
 // backbone runs the stem and the four stages on x and pools into pl.feat.
-func (m *Model) backbone(pl *plan, x tensor.Buffer, train, updateRunning bool) {
+func (m *Model) backbone(pl *activationPlan, x tensor.Buffer, train, updateRunning bool) {
 	b := m.backend
 	pl.x = x
 	m.conv1.Forward(b, pl.stemS, x, pl.c0)
@@ -35,7 +35,7 @@ func (m *Model) backbone(pl *plan, x tensor.Buffer, train, updateRunning bool) {
 		}
 		bl.conv2.Forward(b, a.s2, a.r1, a.c2)
 		if !train {
-			// Evaluation shares one buffer among c2 and cd (plan.go), so
+			// Evaluation shares one buffer among c2 and cd (activationplan.go), so
 			// bn2 reads c2 before the downsample convolution writes cd.
 			bl.bn2.ForwardEval(b, a.bnS, a.c2, a.out)
 		}
@@ -77,7 +77,7 @@ func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) t
 		panic(fmt.Sprintf("resnet18: training-mode batch norm needs at least 2 views, got %d (group norm does not)", views))
 	}
 	b := m.backend
-	pl := m.planFor(views, train)
+	pl := m.activationPlanFor(views, train)
 	m.backbone(pl, x, train, updateRunning)
 	m.fc1.Forward(b, views, m.headInput(pl, train, updateRunning), pl.h1)
 	switch {
@@ -98,7 +98,7 @@ func (m *Model) Forward(x tensor.Buffer, views int, train, updateRunning bool) t
 
 // headInput is the input of the head's first linear layer: the pooled
 // features, normalised by head.0 with group norm.
-func (m *Model) headInput(pl *plan, train, updateRunning bool) tensor.Buffer {
+func (m *Model) headInput(pl *activationPlan, train, updateRunning bool) tensor.Buffer {
 	switch {
 	case m.headIn == nil:
 		return pl.feat
@@ -118,7 +118,7 @@ func (m *Model) headInput(pl *plan, train, updateRunning bool) tensor.Buffer {
 // width, 32x32 input), so choose n accordingly.
 func (m *Model) Features(x tensor.Buffer, n int) tensor.Buffer {
 	m.checkInput(x, n)
-	pl := m.planFor(n, false)
+	pl := m.activationPlanFor(n, false)
 	m.backbone(pl, x, false, false)
 	return pl.feat
 }

@@ -23,7 +23,7 @@ func (m *Model) InitHeadFromData(x tensor.Buffer, views int) error {
 		return fmt.Errorf("resnet18: the head's data-dependent initialisation needs at least 2 images, got %d", views)
 	}
 	b, f := m.backend, m.featDim
-	pl := m.planFor(views, false)
+	pl := m.activationPlanFor(views, false)
 	m.backbone(pl, x, false, false)
 	feat := make([]float32, views*f)
 	b.Download(feat, pl.feat)

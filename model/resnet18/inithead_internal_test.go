@@ -45,7 +45,7 @@ func TestInitHeadFromDataStandardisesTheHead(t *testing.T) {
 			continue
 		}
 		m.Forward(x, n, false, false)
-		u, f := cpu.Data(m.planFor(n, false).u), m.featDim
+		u, f := cpu.Data(m.activationPlanFor(n, false).u), m.featDim
 		for j := 0; j < f; j++ {
 			var mean, sq float64
 			for i := 0; i < n; i++ {

@@ -16,7 +16,7 @@
 // steady-state step allocates nothing on the Go heap.
 //
 // Files: config.go (Config and its checks), resnet18.go (construction),
-// plan.go (activation memory planning), forward.go (forward and backward),
+// activationplan.go (activation memory planning), forward.go (forward and backward),
 // inithead.go (the group-norm head's data-dependent initialisation),
 // precisebn.go (precise batch norm), io.go (Save and Load).
 package resnet18
@@ -61,8 +61,8 @@ type Model struct {
 	lastHW   int // spatial size of the last stage (4 for 32x32 input)
 	maxPerIm int // largest activation per view (elements)
 
-	arenas [2]arena // evaluation, training
-	last   *plan    // plan of the last training-mode Forward
+	arenas [2]arena        // evaluation, training
+	last   *activationPlan // plan of the last training-mode Forward
 }
 
 // New builds the network on b with torchvision's initialisation drawn from

@@ -75,7 +75,7 @@ func main() {
 	}
 }
 
-const usage = `innermean measures, for a SogCLR run (simclr train --estimator sogclr), how
+const usage = `innermean measures, for a SogCLR run (simclr train --loss sogclr), how
 well its moving averages u estimate the quantity they track (docs/definitions.md,
 section 10 "Decoupled losses"): for view i of an image, the full-data inner mean
 g_i = mean over the 2n - 2 views of the other n - 1 training images of

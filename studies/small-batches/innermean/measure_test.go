@@ -183,10 +183,11 @@ func TestReplayRecoversU(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := contrastive.NewOracle(b, m, stream, tau, tc.level, nil)
-		if err := o.SetLoss(contrastive.SogCLR, tc.images); err != nil {
+		loss, err := contrastive.NewLoss(contrastive.SogCLR, b, contrastive.LossConfig{Temperature: tau, TrainImages: tc.images, Gamma: contrastive.GammaSchedule{Gamma: 1}})
+		if err != nil {
 			t.Fatal(err)
 		}
-		o.SetGamma(1)
+		o.SetLoss(loss)
 		out := b.Alloc(m.Params().Len())
 		lastDraw := map[int]int{}
 		var drawn [][]int
@@ -215,7 +216,7 @@ func TestReplayRecoversU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := o.SogCLRState()
+		u := loss.(contrastive.ImageState).State()
 		for img := range tc.images {
 			want := 0
 			if k, ok := lastDraw[img]; ok {

@@ -46,8 +46,8 @@ type blockGrads struct {
 	dShortcut tensor.Buffer
 }
 
-// plan is every buffer a pass over views views needs.
-type plan struct {
+// activationPlan is every buffer a pass over views views needs.
+type activationPlan struct {
 	views int
 	train bool
 	x     tensor.Buffer // the caller's input of the last Forward
@@ -100,16 +100,16 @@ func (c *carver) saved(norm nn.Norm, views int) nn.BNSaved {
 // plan rather than the sum.
 type arena struct {
 	buf   tensor.Buffer
-	plans map[int]*plan
+	plans map[int]*activationPlan
 }
 
-// newPlan lays out the activations of views views. A training plan keeps
+// newActivationPlan lays out the activations of views views. A training plan keeps
 // every activation the backward pass reads (conv inputs, BN inputs, ReLU
 // outputs) plus three gradient buffers of the largest activation size (see
 // blockGrads); an evaluation plan keeps only four rotating buffers.
-func (m *Model) newPlan(views int, train bool, c *carver) *plan {
+func (m *Model) newActivationPlan(views int, train bool, c *carver) *activationPlan {
 	b, s := m.backend, m.cfg.InputSize
-	pl := &plan{views: views, train: train}
+	pl := &activationPlan{views: views, train: train}
 	pl.stemS = m.conv1.Shape(views, s, s)
 	pl.stemBN = m.bn1.Shape(views, s*s)
 	stemLen := pl.stemS.OutLen()
@@ -219,10 +219,10 @@ func (m *Model) newPlan(views int, train bool, c *carver) *plan {
 	return pl
 }
 
-// planFor returns the plan of views views in the given mode, carving it
+// activationPlanFor returns the plan of views views in the given mode, carving it
 // from the mode's arena; a plan larger than the arena replaces the arena
 // and drops the plans that lived in the old one.
-func (m *Model) planFor(views int, train bool) *plan {
+func (m *Model) activationPlanFor(views int, train bool) *activationPlan {
 	ar := &m.arenas[0]
 	if train {
 		ar = &m.arenas[1]
@@ -231,29 +231,29 @@ func (m *Model) planFor(views int, train bool) *plan {
 		return pl
 	}
 	measure := carver{b: m.backend}
-	m.newPlan(views, train, &measure)
+	m.newActivationPlan(views, train, &measure)
 	if ar.buf == nil || ar.buf.Len() < measure.used {
 		if ar.buf != nil {
 			m.backend.Free(ar.buf)
 		}
 		ar.buf = m.backend.Alloc(measure.used)
-		ar.plans = map[int]*plan{}
+		ar.plans = map[int]*activationPlan{}
 		if train {
 			m.last = nil
 		}
 	}
-	pl := m.newPlan(views, train, &carver{b: m.backend, arena: ar.buf})
+	pl := m.newActivationPlan(views, train, &carver{b: m.backend, arena: ar.buf})
 	ar.plans[views] = pl
 	return pl
 }
 
-// PlanFloats is the size, in floats, of the activation plan of views views
+// ActivationPlanFloats is the size, in floats, of the activation plan of views views
 // in training mode (every activation the backward pass reads and the
 // gradient buffers) or evaluation mode, measured without allocating: what a
 // forward and backward pass of that many views needs beyond the parameters.
-func (m *Model) PlanFloats(views int, train bool) int {
+func (m *Model) ActivationPlanFloats(views int, train bool) int {
 	measure := carver{b: m.backend}
-	m.newPlan(views, train, &measure)
+	m.newActivationPlan(views, train, &measure)
 	return measure.used
 }
 

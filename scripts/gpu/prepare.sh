@@ -5,6 +5,7 @@
 #
 #   .gpu/simclr               the CLI, CGO_ENABLED=0 (purego loads the CUDA libraries)
 #   .gpu/cuda.test            go test -c ./backend/cuda (parity tests and benchmarks)
+#   .gpu/collective.test      go test -c ./collective (NCCL's collectives on the GPU)
 #   .gpu/cifar10-jpeg.tar.gz  the shared JPEG copy of CIFAR-10 (../shared does not travel)
 #   .gpu/benchmarks/          the PyTorch reference (benchmarks/)
 #   .gpu/BUILD.txt            commit, dirty files and Go version of this build
@@ -21,7 +22,7 @@ case "${1:-}" in
 "") ;;
 --no-data) with_data=0 ;;
 -h | --help)
-	sed -n '2,16p' "$0"
+	sed -n '2,17p' "$0"
 	exit 0
 	;;
 *)
@@ -52,6 +53,9 @@ go build -trimpath -ldflags="-s -w" -o .gpu/simclr ./cmd/simclr || die "go build
 
 echo "prepare.sh: building .gpu/cuda.test"
 go test -c -trimpath -ldflags="-s -w" -o .gpu/cuda.test ./backend/cuda || die "go test -c ./backend/cuda failed"
+
+echo "prepare.sh: building .gpu/collective.test"
+go test -c -trimpath -ldflags="-s -w" -o .gpu/collective.test ./collective || die "go test -c ./collective failed"
 
 if [[ $with_data == 1 ]]; then
 	src=../shared/data/cifar10/cifar10-jpeg.tar.gz
@@ -87,4 +91,4 @@ echo "prepare.sh: .gpu is $((gpu_kib / 1024)) MiB, the rest of the working tree 
 if ((total_mib >= 64)); then
 	die "over the 64 MiB limit: drop the data (--no-data) or untracked files from the tree"
 fi
-echo "prepare.sh: ready. On the GPU machine: run tool, carry [\".gpu\"], command: bash scripts/gpu/run_all.sh"
+echo "prepare.sh: ready. On the GPU machine: run tool, carry [\".gpu\"], command: bash scripts/gpu/run_all.sh (or bash scripts/gpu/paper_table.sh for the paper's table)"

@@ -55,6 +55,7 @@ repo=$(pwd)
 
 OUT=${OUT:-/tmp/simclr-gpu-out}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
+export OUT # paper_table.sh leaves its archive there
 BENCH_STEPS=${BENCH_STEPS:-20}
 BENCH_IMAGES=${BENCH_IMAGES:-"2 8 32 128 512"}
 BENCH_PRECISIONS=${BENCH_PRECISIONS:-"tf32 bf16"}
@@ -378,7 +379,7 @@ if want paper-table; then
 		# shellcheck disable=SC2086 # TABLE_ARGS are words
 		guard paper-table $((table_budget + 20)) "$gpu_work/paper_table.out" bash scripts/gpu/paper_table.sh \
 			--precision "$TABLE_PRECISION" --budget "$table_budget" $TABLE_ARGS
-		sed -n '/^| arm | seeds/,/^$/p' "$gpu_work/paper_table.out" | sed 's/^/  /' >>"$summary"
+		awk '/^[|] arm [|] seeds/ { f = 1 } f && !/^[|]/ { f = 0 } f' "$gpu_work/paper_table.out" | sed 's/^/  /' >>"$summary"
 		grep -E 'SKIPPED|not finished' "$gpu_work/paper_table.out" | head -n 8 | sed 's/^/  /' >>"$summary"
 	fi
 fi

@@ -10,7 +10,8 @@
 //     for ranks started by `mpirun -np P simclr train ...`. Buffers of the CPU
 //     backend are reduced in place; buffers of another backend are staged
 //     through host memory.
-//   - NCCL: libnccl.so.2, loaded at run time, reducing CUDA buffers on the
+//   - NCCL: libnccl.so.2 built for the CUDA major of the backend's library
+//     set (ncclset.go), loaded at run time, reducing CUDA buffers on the
 //     backend's stream. Its communicator's unique id travels over MPI (under
 //     mpirun) or over a TCP rendezvous (Rendezvous).
 //

@@ -5,7 +5,6 @@ package collective
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -46,12 +45,13 @@ type NCCL struct {
 var _ Comm = (*NCCL)(nil)
 
 // streamBackend is a backend NCCL can queue its operations on (the CUDA
-// backend), which also says where it found the CUDA libraries, so that
-// NCCL is looked for beside them.
+// backend), which also says where it found the CUDA libraries and of which
+// CUDA major, so that an NCCL of that major is looked for beside them.
 type streamBackend interface {
 	tensor.Backend
 	tensor.ExternalStream
 	LibraryDirs() []string
+	CUDAMajor() int
 }
 
 // OpenNCCL makes rank's member of an NCCL communicator of size ranks on the
@@ -64,7 +64,7 @@ func OpenNCCL(b tensor.Backend, rank, size int, exchange func(id []byte) error) 
 		return nil, fmt.Errorf("--dist nccl needs the CUDA backend (this run uses %s): use --device cuda, or --dist mpi on the CPU", b.Name())
 	}
 	n := &NCCL{b: cb, rank: rank, size: size}
-	if err := n.load(cb.LibraryDirs()); err != nil {
+	if err := n.load(cb.LibraryDirs(), cb.CUDAMajor()); err != nil {
 		return nil, err
 	}
 	var v int32
@@ -99,7 +99,7 @@ func ncclAvailable(b tensor.Backend) error {
 	if !ok {
 		return fmt.Errorf("NCCL needs the CUDA backend, not %s", b.Name())
 	}
-	return (&NCCL{}).load(sb.LibraryDirs())
+	return (&NCCL{}).load(sb.LibraryDirs(), sb.CUDAMajor())
 }
 
 // openNCCLOverMPI makes the NCCL communicator of ranks started by mpirun:
@@ -151,22 +151,18 @@ func (n *NCCL) commInitRank(id []byte) int32 {
 	return -1
 }
 
-// load opens libnccl.so.2: SIMCLR_NCCL_LIB, else the first found in dirs
-// (the CUDA backend's library folders), else the loader's search.
-func (n *NCCL) load(dirs []string) error {
+// load opens libnccl.so.2 built for CUDA major setMajor (the backend's
+// library set; 0: unknown): SIMCLR_NCCL_LIB, else the copies in dirs (the
+// CUDA backend's library folders) of that major, then those whose major
+// nothing records, else the loader's search (chooseNCCL).
+func (n *NCCL) load(dirs []string, setMajor int) error {
+	order, skipped, err := chooseNCCL(findNCCL(ncclSearch{dirs: dirs, pinned: os.Getenv("SIMCLR_NCCL_LIB")}), setMajor)
+	if err != nil {
+		return err
+	}
 	var tried []string
 	var lib uintptr
-	candidates := []string{}
-	if p := os.Getenv("SIMCLR_NCCL_LIB"); p != "" {
-		candidates = append(candidates, p)
-	}
-	for _, d := range dirs {
-		if p := filepath.Join(d, "libnccl.so.2"); fileExists(p) {
-			candidates = append(candidates, p)
-		}
-	}
-	candidates = append(candidates, "libnccl.so.2")
-	for _, p := range candidates {
+	for _, p := range order {
 		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
 			tried = append(tried, fmt.Sprintf("%s: %v", p, err))
@@ -176,6 +172,9 @@ func (n *NCCL) load(dirs []string) error {
 		break
 	}
 	if lib == 0 {
+		for _, s := range skipped {
+			tried = append(tried, s+": not loaded, another CUDA major")
+		}
 		return fmt.Errorf("NCCL not found (install it for the CUDA major `simclr devices` names in its library set, e.g. `pip install nvidia-nccl-cu13` for CUDA 13, `nvidia-nccl-cu12` for CUDA 12, or the libnccl2 package, or set SIMCLR_NCCL_LIB to libnccl.so.2's path); tried:\n  %s",
 			strings.Join(tried, "\n  "))
 	}

@@ -32,7 +32,7 @@ func TestNCCLCallingConvention(t *testing.T) {
 	}
 	t.Setenv("SIMCLR_NCCL_LIB", lib)
 	n := &NCCL{rank: 2, size: 5}
-	if err := n.load(nil); err != nil {
+	if err := n.load(nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n.path != lib {

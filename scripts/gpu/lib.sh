@@ -19,7 +19,7 @@
 #                     first in LD_LIBRARY_PATH could shadow. A
 #                     SIMCLR_CUDA_LIBS set before is left as it is.
 #   XDG_CACHE_HOME    (exported) $gpu_work/cache, so NVRTC's compiled kernels
-#                     are cached for the later simclr processes of the session
+#                     are cached for the later simclr processes of the run
 #   gpu_work          /tmp/simclr-gpu, scratch space (data, runs, cache)
 #   gpu_python        /opt/torch/.venv/bin/python, else python3
 # shellcheck shell=bash

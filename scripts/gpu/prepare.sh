@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# prepare.sh — run HERE (the machine with Go), before a GPU session: fills
+# prepare.sh — run HERE (the machine with Go), before the GPU checks: fills
 # .gpu/ with everything scripts/gpu/run_all.sh needs on the GPU machine, which
 # has no Go and no internet:
 #
 #   .gpu/simclr               the CLI, CGO_ENABLED=0 (purego loads the CUDA libraries)
 #   .gpu/cuda.test            go test -c ./backend/cuda (parity tests and benchmarks)
+#   .gpu/collective.test      go test -c ./collective (NCCL's collectives on the GPU)
 #   .gpu/cifar10-jpeg.tar.gz  the shared JPEG copy of CIFAR-10 (../shared does not travel)
 #   .gpu/benchmarks/          the PyTorch reference (benchmarks/)
 #   .gpu/BUILD.txt            commit, dirty files and Go version of this build
 #
 # .gpu/ is ignored by git (.gitignore and .git/info/exclude), so it travels
-# only when named in the device tool's carry: carry [".gpu"]. See scripts/gpu/SESSION.md.
+# only when it is copied to the GPU machine with the working tree. See docs/gpu.md.
 #
 # Usage: scripts/gpu/prepare.sh [--no-data]
 set -euo pipefail
@@ -21,7 +22,7 @@ case "${1:-}" in
 "") ;;
 --no-data) with_data=0 ;;
 -h | --help)
-	sed -n '2,16p' "$0"
+	sed -n '2,17p' "$0"
 	exit 0
 	;;
 *)
@@ -53,6 +54,9 @@ go build -trimpath -ldflags="-s -w" -o .gpu/simclr ./cmd/simclr || die "go build
 echo "prepare.sh: building .gpu/cuda.test"
 go test -c -trimpath -ldflags="-s -w" -o .gpu/cuda.test ./backend/cuda || die "go test -c ./backend/cuda failed"
 
+echo "prepare.sh: building .gpu/collective.test"
+go test -c -trimpath -ldflags="-s -w" -o .gpu/collective.test ./collective || die "go test -c ./collective failed"
+
 if [[ $with_data == 1 ]]; then
 	src=../shared/data/cifar10/cifar10-jpeg.tar.gz
 	[[ -f $src ]] || die "$src is missing: the short training run needs it (or pass --no-data)"
@@ -75,7 +79,7 @@ find .gpu/benchmarks -name __pycache__ -prune -exec rm -rf {} +
 	git status --short --untracked-files=no 2>/dev/null | sed 's/^/  /'
 } >.gpu/BUILD.txt
 
-# The device tool carries at most 64 MiB: .gpu plus the rest of the working
+# What is copied to the GPU machine is kept under 64 MiB: .gpu plus the rest of the working
 # tree (tracked and untracked-but-not-ignored files).
 gpu_kib=$(du -sk .gpu | cut -f1)
 # (stat skips files deleted in the working tree but still in the index.)
@@ -83,8 +87,8 @@ tree_kib=$(git ls-files -z --cached --others --exclude-standard | xargs -0 stat 
 tree_kib=${tree_kib:-0}
 total_mib=$(((gpu_kib + tree_kib) / 1024))
 ls -l .gpu
-echo "prepare.sh: .gpu is $((gpu_kib / 1024)) MiB, the rest of the working tree $((tree_kib / 1024)) MiB: ${total_mib} MiB of the 64 MiB the device tool carries"
+echo "prepare.sh: .gpu is $((gpu_kib / 1024)) MiB, the rest of the working tree $((tree_kib / 1024)) MiB: ${total_mib} MiB of the 64 MiB copied to the GPU machine"
 if ((total_mib >= 64)); then
 	die "over the 64 MiB limit: drop the data (--no-data) or untracked files from the tree"
 fi
-echo "prepare.sh: ready. On the GPU machine: run tool, carry [\".gpu\"], command: bash scripts/gpu/run_all.sh"
+echo "prepare.sh: ready. Copy the working tree with .gpu/ to the GPU machine and run there: bash scripts/gpu/run_all.sh (or bash scripts/gpu/paper_table.sh for the paper's table)"

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # run_all.sh — run THERE, on the GPU machine (no Go, no internet), after
-# scripts/gpu/prepare.sh filled .gpu/ here and the device tool carried it:
+# scripts/gpu/prepare.sh filled .gpu/ here and it was copied there with the working tree:
 #
-#   run tool: carry [".gpu"], timeout_s 600, command: bash scripts/gpu/run_all.sh
+#   bash scripts/gpu/run_all.sh   (the working tree with .gpu/, under 10 minutes)
 #
-# One command, under 10 minutes, every result under $OUT. Steps, in order of
-# priority (each guarded: a failure or a timeout is recorded, the rest go on;
-# a step that would overrun the overall deadline is cut short or skipped):
+# One command, about 4 minutes by default (at most RUN_BUDGET_S), every
+# result under $OUT. Steps, in order of priority (each guarded: a failure or
+# a timeout is recorded, the rest go on; a step that would overrun the
+# overall deadline is cut short or skipped):
 #
 #   info      nvidia-smi, the machine, the CUDA libraries found and exported
 #   devices   simclr version and simclr devices (what --device auto sees)
-#   parity    .gpu/cuda.test -test.v: CPU/GPU parity of every kernel
-#   bench     simclr bench --device cuda --json, --images 2 8 32 128 512
-#             (tf32; plus --multilevel at 512)
-#   torch     benchmarks/pytorch_simclr_bench.py on the same sizes: same
-#             precision as simclr (tf32), then PyTorch's fast path (bf16
-#             autocast, channels-last)
+#   parity    .gpu/cuda.test -test.v: CPU/GPU parity of every kernel in
+#             every precision its tests cover (fp32, tf32, bf16 where built),
+#             then .gpu/collective.test: NCCL's collectives on the GPU
+#   bench     simclr bench --device cuda --json, --images 2 8 32 128 512,
+#             in each of BENCH_PRECISIONS (tf32 bf16; plus --multilevel at
+#             512); a precision the build refuses is recorded, the rest go on
+#   torch     benchmarks/pytorch_simclr_bench.py on the same sizes: tf32
+#             (float32 storage, as simclr's tf32), then PyTorch's fast path
+#             (bf16 autocast, channels-last)
 #   train     a short simclr train on CIFAR-10 (JPEG copy) on the GPU:
 #             lsgd, max-level 8, TRAIN_ITERS iterations, then the linear probe
 #   memcheck  compute-sanitizer memcheck on a few training steps
@@ -23,35 +27,45 @@
 #   gobench   .gpu/cuda.test -test.bench: per-convolution TFLOP/s, NTXent,
 #             ResNet-18 step in tf32 and fp32
 #   torch-compile  (not in the default list) the PyTorch reference with torch.compile
+#   paper-table    (not in the default list) scripts/gpu/paper_table.sh with
+#             the time left: the paper's table, as many runs as fit
 #
-# Usage: bash scripts/gpu/run_all.sh [STEP...]      (default: all but torch-compile)
+# Usage: bash scripts/gpu/run_all.sh [STEP...]      (default: info to gobench)
 # Environment (all optional):
-#   RUN_BUDGET_S=560   overall deadline in seconds (the tool stops a command at 600)
+#   RUN_BUDGET_S=360   overall deadline in seconds (560 when paper-table is
+#                      asked for; the tool stops a command at 600)
 #   BENCH_STEPS=20     timed steps per bench (simclr and PyTorch)
 #   BENCH_IMAGES="2 8 32 128 512"
-#   BENCH_PRECISION=tf32   simclr --precision and the PyTorch reference's --precision
+#   BENCH_PRECISIONS="tf32 bf16"   simclr bench --precision, each in turn
+#   BENCH_PRECISION=tf32   the PyTorch reference's --precision, and simclr's
+#                      in train (fp32 for strict float32 in both programs)
 #   TRAIN_ITERS=300    iterations of the short training run
 #   TRAIN_PROBE=1      0 skips the linear probe after the short run
+#   TABLE_PRECISION=$BENCH_PRECISION   paper-table's --precision
+#   TABLE_ARGS=""      more paper_table.sh options (e.g. --seeds 1 --allow-cut)
 #
 # Files under $OUT (the tool returns at most 8): run_all.log (everything),
-# cuda_test.log, bench_simclr.jsonl, bench_torch.jsonl, train.log,
-# train_run.tar.gz (config.json, metrics.jsonl, eval.jsonl, linear_probe.json),
-# memcheck.log, summary.txt. See scripts/gpu/SESSION.md.
+# cuda_test.log, bench_simclr.jsonl, bench_torch.jsonl, train_run.tar.gz
+# (train.log, config.json, metrics.jsonl, eval.jsonl, linear_probe.json),
+# memcheck.log, summary.txt, and with paper-table paper_table.tar.gz. See
+# docs/gpu.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 repo=$(pwd)
 
 OUT=${OUT:-/tmp/simclr-gpu-out}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
-RUN_BUDGET_S=${RUN_BUDGET_S:-560}
+export OUT # paper_table.sh leaves its archive there
 BENCH_STEPS=${BENCH_STEPS:-20}
 BENCH_IMAGES=${BENCH_IMAGES:-"2 8 32 128 512"}
+BENCH_PRECISIONS=${BENCH_PRECISIONS:-"tf32 bf16"}
 BENCH_PRECISION=${BENCH_PRECISION:-tf32}
 TRAIN_ITERS=${TRAIN_ITERS:-300}
 TRAIN_PROBE=${TRAIN_PROBE:-1}
-deadline=$((SECONDS + RUN_BUDGET_S))
+TABLE_PRECISION=${TABLE_PRECISION:-$BENCH_PRECISION}
+TABLE_ARGS=${TABLE_ARGS:-}
 
-all_steps="info devices parity bench torch torch-compile train memcheck gobench"
+all_steps="info devices parity bench torch torch-compile train memcheck gobench paper-table"
 steps=("$@")
 if ((${#steps[@]} == 0)); then
 	steps=(info devices parity bench torch train memcheck gobench)
@@ -62,6 +76,13 @@ for s in "${steps[@]}"; do
 		exit 2
 	}
 done
+# The default steps take about 4 minutes (on an H200 on 2026-11-26: torch
+# 23-29 s a precision, train 50 s, the rest a few seconds each); the paper's
+# table takes whatever is left of the device's 10 minutes.
+default_budget=360
+[[ " ${steps[*]} " == *" paper-table "* ]] && default_budget=560
+RUN_BUDGET_S=${RUN_BUDGET_S:-$default_budget}
+deadline=$((SECONDS + RUN_BUDGET_S))
 
 exec > >(tee -a "$OUT/run_all.log") 2>&1
 tee_pid=$!
@@ -119,17 +140,18 @@ source scripts/gpu/lib.sh
 python=$gpu_python
 simclr=$repo/.gpu/simclr
 cudatest=$repo/.gpu/cuda.test
+collectivetest=$repo/.gpu/collective.test
 gosimclr=("${go_env[@]}" "$simclr")
 gocudatest=("${go_env[@]}" "$cudatest")
 bench_py=$repo/.gpu/benchmarks/pytorch_simclr_bench.py
 [[ -f $bench_py ]] || bench_py=$repo/benchmarks/pytorch_simclr_bench.py
-sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+sanitizer=$(command -v compute-sanitizer || find -L /usr/local -maxdepth 4 -path '/usr/local/cuda*' -name compute-sanitizer -type f 2>/dev/null | sort | head -n 1)
 
 missing=""
 [[ -x $simclr ]] || missing+=" .gpu/simclr"
 [[ -x $cudatest ]] || missing+=" .gpu/cuda.test"
 if [[ -n $missing ]]; then
-	echo "run_all.sh: missing$missing: run scripts/gpu/prepare.sh on the development machine and carry [\".gpu\"]"
+	echo "run_all.sh: missing$missing: run scripts/gpu/prepare.sh on a machine with Go and copy .gpu/ here"
 fi
 
 # ---------------------------------------------------------------- info
@@ -159,22 +181,56 @@ fi
 if want parity; then
 	say "parity: cuda.test -test.v"
 	# The tests read testdata/ relative to the package folder.
+	# Every test of the package runs: the parity tests of each precision
+	# (fp32, tf32, and bf16 where the build has them) and the whole-step ones.
 	(cd backend/cuda && guard parity 180 "$OUT/cuda_test.log" "${gocudatest[@]}" -test.v -test.count=1 -test.timeout=170s)
 	grep -E -- '--- (FAIL|SKIP)' "$OUT/cuda_test.log" | head -n 20 | sed 's/^/  /' >>"$summary"
 	grep -q -- '--- SKIP: TestParity' "$OUT/cuda_test.log" && record parity-skipped WARN 0 "parity tests skipped: no usable GPU for the Go backend (see cuda_test.log)"
+	# Top-level tests only (subtests are indented): how many passed, failed
+	# and skipped, and of the parity tests per precision named in them.
+	awk '/^--- (PASS|FAIL|SKIP): Test/ { n[$2]++; if ($3 ~ /^TestParity/) p[$2]++
+			if (tolower($3) ~ /bf16/) b[$2]++ }
+		END { printf "  cuda.test: %d passed, %d failed, %d skipped; TestParity*: %d passed, %d failed, %d skipped; *BF16*: %d passed, %d failed, %d skipped\n",
+			n["PASS:"], n["FAIL:"], n["SKIP:"], p["PASS:"], p["FAIL:"], p["SKIP:"], b["PASS:"], b["FAIL:"], b["SKIP:"] }' "$OUT/cuda_test.log" >>"$summary"
+	# NCCL on the GPU, loaded for the CUDA major of the chosen library set
+	# (it skips, saying why, where no NCCL is found).
+	if [[ -x $collectivetest ]]; then
+		guard parity-nccl 60 "$OUT/cuda_test.log" "${go_env[@]}" "$collectivetest" -test.v -test.count=1 -test.run 'NCCL' -test.timeout=50s
+		grep -E -- '--- (FAIL|SKIP): TestNCCL' "$OUT/cuda_test.log" | sed 's/^/  /' >>"$summary"
+	else
+		record parity-nccl SKIPPED 0 "no .gpu/collective.test (an older prepare.sh)"
+	fi
 fi
 
 # ---------------------------------------------------------------- bench
-if want bench; then
-	say "bench: simclr bench --device cuda"
-	for n in $BENCH_IMAGES; do
-		: >"$gpu_work/bench.out"
-		guard "bench-$n" 75 "$gpu_work/bench.out" "${gosimclr[@]}" bench --device cuda --precision "$BENCH_PRECISION" --images "$n" --steps "$BENCH_STEPS" --json
-		grep '^{' "$gpu_work/bench.out" >>"$OUT/bench_simclr.jsonl"
-	done
+# bench_one NAME ARGS...: one simclr bench, its JSON line tagged with the
+# precision asked for (bench_precision) and appended to bench_simclr.jsonl.
+bench_one() {
+	local name=$1 p=$2
+	shift 2
 	: >"$gpu_work/bench.out"
-	guard bench-512-multilevel 75 "$gpu_work/bench.out" "${gosimclr[@]}" bench --device cuda --precision "$BENCH_PRECISION" --images 512 --steps "$BENCH_STEPS" --multilevel --json
-	grep '^{' "$gpu_work/bench.out" >>"$OUT/bench_simclr.jsonl"
+	guard "$name" 75 "$gpu_work/bench.out" "${gosimclr[@]}" bench --device cuda --precision "$p" --steps "$BENCH_STEPS" --json "$@"
+	local rc=$?
+	grep '^{' "$gpu_work/bench.out" | sed "s/^{/{\"bench_precision\":\"$p\",/" >>"$OUT/bench_simclr.jsonl"
+	return "$rc"
+}
+if want bench; then
+	for p in $BENCH_PRECISIONS; do
+		say "bench: simclr bench --device cuda --precision $p"
+		refused=0
+		for n in $BENCH_IMAGES; do
+			bench_one "bench-$p-$n" "$p" --images "$n"
+			rc=$?
+			# A precision this build or GPU refuses (a flag not yet known,
+			# or no bf16 support) fails at once, the same at every size.
+			if ((rc != 0 && rc != 124 && rc != 137)) && grep -v '^--- ' "$gpu_work/bench.out" | grep -qiE 'precision|bf16|unknown flag|invalid argument'; then
+				refused=1
+				record "bench-$p" SKIPPED 0 "the other sizes: simclr refused --precision $p (see bench-$p-$n)"
+				break
+			fi
+		done
+		((refused)) || bench_one "bench-$p-512-multilevel" "$p" --images 512 --multilevel
+	done
 fi
 
 # ---------------------------------------------------------------- torch
@@ -217,17 +273,19 @@ if want train; then
 		rm -rf "$run"
 		probe=(--probe=false)
 		[[ $TRAIN_PROBE == 1 ]] && probe=(--probe --probe-baseline)
-		guard train 300 "$OUT/train.log" "${gosimclr[@]}" train --device cuda --precision "$BENCH_PRECISION" \
+		guard train 300 "$gpu_work/train.log" "${gosimclr[@]}" train --device cuda --precision "$BENCH_PRECISION" \
 			--dataset cifar10 --data-dir "$data_dir" --estimator lsgd --max-level 8 \
 			--iterations "$TRAIN_ITERS" --log-every 10 --checkpoint-every 0 --eval-every 0 \
 			--no-progress --out "$run" "${probe[@]}"
 		if [[ -d $run ]]; then
+			# The log travels inside the archive: the tool returns 8 files.
+			cp "$gpu_work/train.log" "$run/train.log" 2>/dev/null
 			(cd "$run" && tar --exclude='*.safetensors' -czf "$OUT/train_run.tar.gz" .)
 			[[ -f $run/metrics.jsonl ]] && echo "metrics.jsonl: $(wc -l <"$run/metrics.jsonl") lines; first and last:" &&
 				head -n 1 "$run/metrics.jsonl" && tail -n 1 "$run/metrics.jsonl"
 			[[ -f $run/linear_probe.json ]] && cat "$run/linear_probe.json"
 		fi
-		grep -E '^(run |linear probe)' "$OUT/train.log" | sed 's/^/  /' >>"$summary"
+		grep -E '^(run |linear probe)' "$gpu_work/train.log" | sed 's/^/  /' >>"$summary"
 	fi
 fi
 
@@ -307,6 +365,25 @@ if want gobench; then
 	(cd backend/cuda && guard gobench 150 "$OUT/cuda_test.log" "${gocudatest[@]}" -test.run '^$' -test.bench . -test.benchtime 10x -test.timeout=140s)
 fi
 
+# ---------------------------------------------------------------- paper-table
+# The paper's table (scripts/gpu/paper_table.sh) in the time left: its plan
+# says which runs fit; it leaves OUT/paper_table.tar.gz.
+if want paper-table; then
+	say "paper-table: scripts/gpu/paper_table.sh"
+	table_budget=$((deadline - SECONDS - 25))
+	if ((table_budget < 60)); then
+		record paper-table SKIPPED 0 "${table_budget}s left: give RUN_BUDGET_S more, or run it alone"
+	else
+		# The script keeps its own deadline (table_budget, checkpoints on
+		# SIGTERM); the guard's limit only backs it up.
+		# shellcheck disable=SC2086 # TABLE_ARGS are words
+		guard paper-table $((table_budget + 20)) "$gpu_work/paper_table.out" bash scripts/gpu/paper_table.sh \
+			--precision "$TABLE_PRECISION" --budget "$table_budget" $TABLE_ARGS
+		awk '/^[|] arm [|] seeds/ { f = 1 } f && !/^[|]/ { f = 0 } f' "$gpu_work/paper_table.out" | sed 's/^/  /' >>"$summary"
+		grep -E 'SKIPPED|not finished' "$gpu_work/paper_table.out" | head -n 8 | sed 's/^/  /' >>"$summary"
+	fi
+fi
+
 # ---------------------------------------------------------------- summary
 say summary
 cat "$summary"
@@ -325,11 +402,12 @@ def load(path, tag_of):
         except ValueError:
             continue
         rows.setdefault(r.get("batch_images"), {})[tag_of(r)] = r
-load(sys.argv[1], lambda r: "simclr-ml" if r.get("multilevel") else "simclr")
+load(sys.argv[1], lambda r: ("simclr-ml-" if r.get("multilevel") else "simclr-")
+     + str(r.get("bench_precision") or r.get("precision") or "?"))
 load(sys.argv[2], lambda r: "torch-" + ("bf16" if r.get("amp") == "bf16" else r.get("precision", "?"))
      + ("-compile" if r.get("compile") else ""))
 tags = sorted({t for v in rows.values() for t in v}, key=lambda t: (not t.startswith("simclr"), t))
-print("\nviews/s (step ms; peak GPU MiB of buffers)")
+print("\nviews/s (step ms; peak GPU MiB of buffers); torch-bf16 is bf16 autocast with channels-last")
 print("%6s " % "images" + " ".join("%24s" % t for t in tags))
 for n in sorted(k for k in rows if k is not None):
     cells = []
@@ -355,7 +433,9 @@ for f in "$OUT"/*; do
 done
 status=0
 grep -qE '^[a-z0-9-]+ +(FAIL|TIMEOUT)' "$summary" && status=1
-echo "run_all.sh: done in ${SECONDS}s, exit status $status; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+nfiles=$(find "$OUT" -type f | wc -l)
+((nfiles > 8)) && echo "run_all.sh: WARNING: $nfiles files under $OUT, keep at most 8 to copy back"
+echo "run_all.sh: done in ${SECONDS}s, exit status $status; files in $OUT: $(find "$OUT" -maxdepth 1 -type f -printf '%f ')"
 # Let tee finish writing run_all.log before the tool collects $OUT.
 exec >&- 2>&-
 wait "$tee_pid" 2>/dev/null

@@ -2,7 +2,7 @@
 # train_chunk.sh — run THERE: one piece of a long simclr training run on the
 # GPU machine, for runs longer than one device command (10 minutes; issues 8
 # and 9). The run lives in /tmp/simclr-gpu/runs/NAME on the machine, which
-# keeps it only while the session holds the machine (it goes back 30 s after
+# keeps it only while the machine is held (it goes back 30 s after
 # a call ends, and after 30 minutes held in any case): start the next chunk
 # at once. Checkpoints (46 MB of weights and more) cannot come back through $OUT (16 MiB a
 # file); the run's small files (config.json, metrics.jsonl, eval.jsonl,
@@ -52,7 +52,7 @@ mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
 source scripts/gpu/lib.sh
 simclr=$PWD/.gpu/simclr
 [[ -x $simclr ]] || {
-	echo "train_chunk.sh: no .gpu/simclr: run scripts/gpu/prepare.sh here and carry [\".gpu\"]"
+	echo "train_chunk.sh: no .gpu/simclr: run scripts/gpu/prepare.sh on a machine with Go and copy .gpu/ here"
 	exit 1
 }
 run=$gpu_work/runs/$name

@@ -23,7 +23,7 @@ import (
 // seeds of both arms: each arm is timed on the first iterations of its
 // first run, which then resumes from its checkpoint; every run ends with
 // the kNN monitor and the probe on the test set; the table has a row per
-// run and each arm's mean over seeds; the archive for the device tool
+// run and each arm's mean over seeds; the archive copied back
 // holds no checkpoint. Run again, the command keeps the finished runs and
 // trains nothing; with a third seed and no time left, the plan names the
 // runs it skips.

@@ -38,7 +38,7 @@ func (c *Settings) Choices() (Choices, error) {
 		return ch, fmt.Errorf("--device %q: use auto, cpu or cuda", c.Device)
 	}
 	if ch.Precision, err = backend.ParsePrecision(c.Precision); err != nil {
-		return ch, fmt.Errorf("--precision %q: use tf32 or fp32", c.Precision)
+		return ch, fmt.Errorf("--precision %q: use tf32, fp32 or bf16", c.Precision)
 	}
 	if ch.Optimizer, err = optim.ParseKind(c.Optimizer); err != nil {
 		return ch, fmt.Errorf("--optimizer %q: use sgd or lars", c.Optimizer)

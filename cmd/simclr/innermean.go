@@ -108,7 +108,7 @@ moves with the views.`,
 	f.StringVar(&e.run, "run", "", "run folder of a SogCLR run (its config.json, model.safetensors and state.safetensors)")
 	f.StringVar(&e.dataDir, "data-dir", "", "folder holding the data sets (default: the run's)")
 	f.StringVar(&e.device, "device", "auto", "compute device for the network: auto, cpu or cuda")
-	f.StringVar(&e.precision, "precision", "tf32", "CUDA matrix precision: tf32 or fp32")
+	f.StringVar(&e.precision, "precision", "tf32", "CUDA matrix precision: tf32, fp32 or bf16 (bf16 convolutions and matrix products with fp32 sums; compute capability 8.0 or newer)")
 	f.BoolVar(&e.asJSON, "json", false, "print the result as JSON")
 	f.IntSliceVar(&batches, "batches", []int{64, 512}, "batch sizes whose in-batch means to compare (images per batch)")
 	f.BoolVar(&fresh, "fresh-draw", true, "also embed a second, independent augmentation draw (one more pass over the data)")

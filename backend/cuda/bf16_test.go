@@ -73,10 +73,10 @@ func TestBF16Kernels(t *testing.T) {
 	b := openReal(t, "fp32") // the kernels exist at every precision
 	special := []float32{
 		0, float32(math.Copysign(0, -1)), 1, -1,
-		math.Float32frombits(0x3f808000), // 1 + 2^-8: a tie, rounds down to even 1
-		math.Float32frombits(0x3f818000), // 1 + 3 2^-8: a tie, rounds up to even
-		math.Float32frombits(0x3f808001), // just above a tie: rounds up
-		math.Float32frombits(0x3f807fff), // just below a tie: rounds down
+		math.Float32frombits(0x3f808000),  // 1 + 2^-8: a tie, rounds down to even 1
+		math.Float32frombits(0x3f818000),  // 1 + 3 2^-8: a tie, rounds up to even
+		math.Float32frombits(0x3f808001),  // just above a tie: rounds up
+		math.Float32frombits(0x3f807fff),  // just below a tie: rounds down
 		math.MaxFloat32, -math.MaxFloat32, // round past the largest bf16: infinity
 		math.Float32frombits(0x7f7f7fff), // rounds down to the largest bf16
 		math.SmallestNonzeroFloat32, math.Float32frombits(0x00018000),

@@ -41,12 +41,16 @@ func ParseDevice(name string) (Device, error) {
 
 // Precision is the CUDA backend's arithmetic for matrix products and
 // convolutions: TF32 (the zero value; tensor cores, about 10 bits of
-// mantissa) or FP32. The CPU backend always computes in FP32.
+// mantissa), FP32, or BF16 (mixed precision: bf16 operands, 8 bits of
+// mantissa, with fp32 sums, and everything else in fp32; compute
+// capability 8.0 or newer). The CPU backend always computes in FP32: it
+// ignores TF32 and refuses BF16.
 type Precision int
 
 const (
 	TF32 Precision = iota
 	FP32
+	BF16
 )
 
 func (p Precision) String() string {
@@ -55,17 +59,21 @@ func (p Precision) String() string {
 		return "tf32"
 	case FP32:
 		return "fp32"
+	case BF16:
+		return "bf16"
 	}
 	return fmt.Sprintf("Precision(%d)", int(p))
 }
 
-// ParsePrecision reads a precision's name: tf32 (or empty) or fp32.
+// ParsePrecision reads a precision's name: tf32 (or empty), fp32 or bf16.
 func ParsePrecision(name string) (Precision, error) {
 	switch name {
 	case "", "tf32":
 		return TF32, nil
 	case "fp32":
 		return FP32, nil
+	case "bf16":
+		return BF16, nil
 	}
-	return 0, fmt.Errorf("unknown precision %q: use tf32 or fp32", name)
+	return 0, fmt.Errorf("unknown precision %q: use tf32, fp32 or bf16", name)
 }

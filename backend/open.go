@@ -15,7 +15,9 @@ import (
 // Open returns the backend for device and a log line saying which backend
 // was chosen and why. precision only matters on CUDA. DeviceAuto picks CUDA
 // when its libraries and a device are found and falls back to the CPU
-// otherwise; DeviceCUDA that cannot be opened is an error.
+// otherwise; DeviceCUDA that cannot be opened is an error. BF16 exists
+// only on CUDA: asked of the CPU, or of auto where CUDA cannot open, it is
+// an error (never a silent fp32 run).
 func Open(device Device, precision Precision) (tensor.Backend, string, error) {
 	return OpenGPU(device, precision, 0)
 }
@@ -38,6 +40,9 @@ func OpenGPU(device Device, precision Precision, gpu int) (tensor.Backend, strin
 	opts := cuda.Options{Precision: precision.String(), Device: gpu}
 	switch device {
 	case DeviceCPU:
+		if precision == BF16 {
+			return nil, "", errBF16OnCPU("the CPU backend (device cpu)")
+		}
 		b := cpu.New()
 		return b, "device cpu (requested): " + b.Describe(), nil
 	case DeviceCUDA:
@@ -51,8 +56,16 @@ func OpenGPU(device Device, precision Precision, gpu int) (tensor.Backend, strin
 		if err == nil {
 			return b, "device auto -> cuda: " + b.Describe(), nil
 		}
+		if precision == BF16 {
+			return nil, "", fmt.Errorf("%w; device auto found no usable CUDA GPU: %v", errBF16OnCPU("the CPU backend"), err)
+		}
 		c := cpu.New()
 		return c, fmt.Sprintf("device auto -> cpu (cuda unavailable: %v): %s", err, c.Describe()), nil
 	}
 	return nil, "", fmt.Errorf("unknown device %v: use one of %s", device, strings.Join(Devices, ", "))
+}
+
+// errBF16OnCPU is the refusal of the bf16 precision by the CPU backend.
+func errBF16OnCPU(what string) error {
+	return fmt.Errorf("precision bf16: %s computes in fp32 only and has no bf16 arithmetic; bf16 needs --device cuda on a GPU of compute capability 8.0 or newer: use --precision fp32 on the CPU", what)
 }

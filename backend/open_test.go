@@ -20,6 +20,8 @@ func TestOpen(t *testing.T) {
 		{"CPU", "fp32", "cpu", "device cpu", ""},
 		{"tpu", "", "", "", "unknown device"},
 		{"cpu", "fp16", "", "", "precision"},
+		// bf16 on the CPU is refused, never run in fp32 instead.
+		{"cpu", "bf16", "", "", "CPU backend (device cpu) computes in fp32 only"},
 	}
 	if cudaOK {
 		tests = append(tests,
@@ -28,7 +30,9 @@ func TestOpen(t *testing.T) {
 	} else {
 		tests = append(tests,
 			struct{ device, precision, wantName, wantInLog, wantInErr string }{"auto", "", "cpu", "auto -> cpu (cuda unavailable", ""},
-			struct{ device, precision, wantName, wantInLog, wantInErr string }{"cuda", "", "", "", "--device cpu"})
+			struct{ device, precision, wantName, wantInLog, wantInErr string }{"cuda", "", "", "", "--device cpu"},
+			// auto without CUDA does not fall back to the CPU in bf16.
+			struct{ device, precision, wantName, wantInLog, wantInErr string }{"auto", "bf16", "", "", "found no usable CUDA GPU"})
 	}
 	for _, tc := range tests {
 		t.Run(tc.device+"/"+tc.precision, func(t *testing.T) {

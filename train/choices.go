@@ -38,7 +38,10 @@ func (c *Settings) Choices() (Choices, error) {
 		return ch, fmt.Errorf("--device %q: use auto, cpu or cuda", c.Device)
 	}
 	if ch.Precision, err = backend.ParsePrecision(c.Precision); err != nil {
-		return ch, fmt.Errorf("--precision %q: use tf32 or fp32", c.Precision)
+		return ch, fmt.Errorf("--precision %q: use tf32, fp32 or bf16", c.Precision)
+	}
+	if ch.Precision == backend.BF16 && ch.Device == backend.DeviceCPU {
+		return ch, fmt.Errorf("--precision bf16 with --device cpu: the CPU backend computes in fp32 only; bf16 needs --device cuda (or auto) on a GPU of compute capability 8.0 or newer: use --precision fp32 on the CPU")
 	}
 	if ch.Optimizer, err = optim.ParseKind(c.Optimizer); err != nil {
 		return ch, fmt.Errorf("--optimizer %q: use sgd or lars", c.Optimizer)

@@ -99,10 +99,17 @@ type cublasAPI struct {
 	lib                                          *library
 	create, destroy, setStream, setMathMode      uintptr
 	getProperty, sgemm, setWorkspace, getVersion uintptr
+	// gemmEx (optional: only bf16 needs it) is cublasGemmEx, the matrix
+	// product of mixed data types.
+	gemmEx uintptr
 }
 
 func (c *cublasAPI) load(l *library) error {
 	c.lib = l
+	var optional uintptr
+	if l.bind(map[string]*uintptr{"cublasGemmEx": &optional}) == nil {
+		c.gemmEx = optional
+	}
 	return l.bind(map[string]*uintptr{
 		"cublasCreate_v2": &c.create, "cublasDestroy_v2": &c.destroy,
 		"cublasSetStream_v2": &c.setStream, "cublasSetMathMode": &c.setMathMode,
@@ -144,11 +151,16 @@ func cublasStatusName(s int32) string {
 
 // cuBLAS constants.
 const (
-	cublasOpN             = 0
-	cublasOpT             = 1
-	cublasDefaultMath     = 0
-	cublasTF32TensorOp    = 3
-	cublasPedanticMath    = 2
+	cublasOpN          = 0
+	cublasOpT          = 1
+	cublasDefaultMath  = 0
+	cublasTF32TensorOp = 3
+	cublasPedanticMath = 2
+	// cublasGemmEx's data and compute types and algorithm.
+	cudaR32F              = 0
+	cudaR16BF             = 14
+	cublasCompute32F      = 68
+	cublasGemmDefaultTC   = 99
 	libraryPropMajor      = 0
 	libraryPropMinor      = 1
 	libraryPropPatchLevel = 2
@@ -228,7 +240,9 @@ func (c *cudnnAPI) check(what string, r uintptr) error {
 // cuDNN constants.
 const (
 	cudnnTensorNCHW       = 0
+	cudnnTensorNHWC       = 1
 	cudnnDataFloat        = 0
+	cudnnDataBFloat16     = 9
 	cudnnCrossCorrelation = 1
 	cudnnDefaultMath      = 0
 	cudnnTensorOpMath     = 1

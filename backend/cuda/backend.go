@@ -13,7 +13,10 @@ import (
 // Options configures Open.
 type Options struct {
 	// Precision is "tf32" (default: convolutions and linear layers may use
-	// TF32 tensor cores) or "fp32" (plain FMA arithmetic throughout).
+	// TF32 tensor cores), "fp32" (plain FMA arithmetic throughout) or
+	// "bf16" (convolutions and linear layers on bf16 copies of their
+	// operands with fp32 sums; everything else fp32; needs compute
+	// capability 8.0 and a cuDNN with bf16 convolutions).
 	Precision string
 	// Device is the CUDA device ordinal.
 	Device int
@@ -37,10 +40,10 @@ type Options struct {
 // ValidPrecision reports whether p is an accepted Options.Precision.
 func ValidPrecision(p string) error {
 	switch p {
-	case "", "tf32", "fp32":
+	case "", "tf32", "fp32", "bf16":
 		return nil
 	}
-	return fmt.Errorf("unknown precision %q: use tf32 or fp32", p)
+	return fmt.Errorf("unknown precision %q: use tf32, fp32 or bf16", p)
 }
 
 // Byte offsets in the small device block of scalars copied to the host.
@@ -58,31 +61,30 @@ type Backend struct {
 	libs *libraries
 	opts Options
 	tf32 bool
+	bf16 bool
 
-	dev           int32
-	devName       string
-	major, minor  int
-	sms           int
-	totalMem      uint64
-	ctx, stream   uintptr
-	cublasHandle  uintptr
-	cudnnHandle   uintptr
-	module        uintptr
-	fns           map[string]uintptr
-	kernelKind    string
-	versions      Versions
-	arena         *arena
-	err           error // first device failure; later work is skipped
-	partial       uint64
-	scalars       uint64
-	argVals       [32]uint64
-	argPtrs       [32]uintptr
-	hostScalars   [8]float64
-	scratch       map[string]*scratchBuf
-	convPlans     map[tensor.ConvShape]*convPlan
-	workspace     uint64
-	workspaceSize uint64
-	ntx           map[[2]int]*ntxentPlan
+	dev          int32
+	devName      string
+	major, minor int
+	sms          int
+	totalMem     uint64
+	ctx, stream  uintptr
+	cublasHandle uintptr
+	cudnnHandle  uintptr
+	module       uintptr
+	fns          map[string]uintptr
+	kernelKind   string
+	versions     Versions
+	arena        *arena
+	err          error // first device failure; later work is skipped
+	partial      uint64
+	scalars      uint64
+	argVals      [32]uint64
+	argPtrs      [32]uintptr
+	hostScalars  [8]float64
+	scratch      map[string]*scratchBuf
+	convPlans    map[tensor.ConvShape]*convPlan
+	ntx          map[[2]int]*ntxentPlan
 }
 
 // Versions are the library versions in use, as the libraries report them.
@@ -115,12 +117,21 @@ func Open(opts Options) (*Backend, error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	b := &Backend{libs: libs, opts: opts, tf32: opts.Precision == "tf32",
+	b := &Backend{libs: libs, opts: opts, tf32: opts.Precision == "tf32", bf16: opts.Precision == "bf16",
 		fns: map[string]uintptr{}, scratch: map[string]*scratchBuf{},
 		convPlans: map[tensor.ConvShape]*convPlan{}, ntx: map[[2]int]*ntxentPlan{}}
 	if err := b.init(); err != nil {
 		b.release()
 		return nil, err
+	}
+	if b.bf16 {
+		b.enter()
+		err := b.checkBF16()
+		b.leave()
+		if err != nil {
+			b.release()
+			return nil, err
+		}
 	}
 	if b.opts.WorkspaceBytes == 0 {
 		b.enter()

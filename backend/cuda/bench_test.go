@@ -56,7 +56,7 @@ func BenchmarkConv(b *testing.B) {
 		{N: 512, C: 128, H: 16, W: 16, K: 128, R: 3, S: 3, Stride: 1, Pad: 1},
 		{N: 512, C: 512, H: 4, W: 4, K: 512, R: 3, S: 3, Stride: 1, Pad: 1},
 	}
-	for _, precision := range []string{"tf32", "fp32"} {
+	for _, precision := range []string{"tf32", "fp32", "bf16"} {
 		g := openBench(b, precision)
 		for _, s := range shapes {
 			b.Run(fmt.Sprintf("%s/C=%d/HW=%d", precision, s.C, s.H), func(b *testing.B) {
@@ -112,7 +112,7 @@ func BenchmarkNTXent(b *testing.B) {
 // peak. One backend serves each precision; every run frees what it
 // allocated and the sizes grow, so the peak read after a run is that run's.
 func BenchmarkResNet18Step(b *testing.B) {
-	for _, precision := range []string{"tf32", "fp32"} {
+	for _, precision := range []string{"tf32", "fp32", "bf16"} {
 		g := openBench(b, precision)
 		for _, images := range []int{64, 256, 512} {
 			b.Run(fmt.Sprintf("%s/images=%d", precision, images), func(b *testing.B) {

@@ -148,10 +148,24 @@ func settleWorkspace(choice algoPerf, query func(algo int32) (uint64, error)) (u
 }
 
 func (b *Backend) mathType() int {
-	if b.tf32 {
+	if b.tensorCores() {
 		return cudnnTensorOpMath
 	}
 	return cudnnFMAMath
+}
+
+// tensorCores reports whether convolutions may run on tensor cores (tf32
+// and bf16); fp32 keeps FMA arithmetic.
+func (b *Backend) tensorCores() bool { return b.tf32 || b.bf16 }
+
+// convLayout is the format and data type of a convolution's tensors and
+// filter: fp32 NCHW (KCRS filters), or at bf16 NHWC (KRSC filters), the
+// layout cuDNN's bf16 tensor-core kernels run on without a transpose.
+func (b *Backend) convLayout() (format, dtype uintptr) {
+	if b.bf16 {
+		return cudnnTensorNHWC, cudnnDataBFloat16
+	}
+	return cudnnTensorNCHW, cudnnDataFloat
 }
 
 // convPlanLocked returns the plan of s, creating its descriptors.
@@ -166,12 +180,13 @@ func (b *Backend) convPlanLocked(s tensor.ConvShape) *convPlan {
 		b.fail(err)
 		return err == nil
 	}
+	format, dtype := b.convLayout()
 	if !ok("cudnnCreateTensorDescriptor", mustCall(c.createTensor, uintptr(unsafe.Pointer(&p.x)))) ||
 		!ok("cudnnCreateTensorDescriptor", mustCall(c.createTensor, uintptr(unsafe.Pointer(&p.y)))) ||
 		!ok("cudnnCreateFilterDescriptor", mustCall(c.createFilter, uintptr(unsafe.Pointer(&p.w)))) ||
-		!ok("cudnnSetTensor4dDescriptor(x)", mustCall(c.setTensor4d, p.x, cudnnTensorNCHW, cudnnDataFloat, uintptr(s.N), uintptr(s.C), uintptr(s.H), uintptr(s.W))) ||
-		!ok("cudnnSetTensor4dDescriptor(y)", mustCall(c.setTensor4d, p.y, cudnnTensorNCHW, cudnnDataFloat, uintptr(s.N), uintptr(s.K), uintptr(s.OutH()), uintptr(s.OutW()))) ||
-		!ok("cudnnSetFilter4dDescriptor", mustCall(c.setFilter4d, p.w, cudnnDataFloat, cudnnTensorNCHW, uintptr(s.K), uintptr(s.C), uintptr(s.R), uintptr(s.S))) {
+		!ok("cudnnSetTensor4dDescriptor(x)", mustCall(c.setTensor4d, p.x, format, dtype, uintptr(s.N), uintptr(s.C), uintptr(s.H), uintptr(s.W))) ||
+		!ok("cudnnSetTensor4dDescriptor(y)", mustCall(c.setTensor4d, p.y, format, dtype, uintptr(s.N), uintptr(s.K), uintptr(s.OutH()), uintptr(s.OutW()))) ||
+		!ok("cudnnSetFilter4dDescriptor", mustCall(c.setFilter4d, p.w, dtype, format, uintptr(s.K), uintptr(s.C), uintptr(s.R), uintptr(s.S))) {
 		p.destroy(c)
 		return nil
 	}
@@ -210,7 +225,7 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos 
 	// under the descriptor's own math type, which stays set for the
 	// benchmark.
 	maths := []int{b.mathType()}
-	if b.tf32 {
+	if b.tensorCores() {
 		maths = []int{cudnnDefaultMath, b.mathType()}
 	}
 	var given uint64
@@ -231,7 +246,7 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos 
 	if b.err == nil && int32(find(ws, given, raw, &count)) == cudnnStatusSuccess {
 		perf = parsePerf(raw, int(count))
 	}
-	choice, found := chooseAlgo(perf, limit, !b.tf32)
+	choice, found := chooseAlgo(perf, limit, !b.tensorCores())
 	source := "measured"
 	if !found {
 		count = 0
@@ -240,16 +255,16 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos 
 			return 0, 0
 		}
 		perf, source = parsePerf(raw, int(count)), "heuristic"
-		choice, found = chooseAlgo(perf, limit, !b.tf32)
+		choice, found = chooseAlgo(perf, limit, !b.tensorCores())
 	}
 	if b.opts.AlgoLog != nil {
-		logAlgos(b.opts.AlgoLog, what+" ("+source+")", s, perf, choice, found, given, limit, !b.tf32)
+		logAlgos(b.opts.AlgoLog, what+" ("+source+")", s, perf, choice, found, given, limit, !b.tensorCores())
 	}
 	if !found {
 		b.fail(fmt.Errorf("cuda: cuDNN has no %s algorithm for %s within a %s workspace", what, s, human(limit)))
 		return 0, 0
 	}
-	if b.tf32 {
+	if b.tensorCores() {
 		// The algorithm may have been measured with another math type
 		// than requested; it must run with the one it was measured with.
 		// fp32 keeps CUDNN_FMA_MATH (chooseAlgo took only such records).
@@ -285,6 +300,14 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	c := &b.libs.cudnn
 	h := b.cudnnHandle
 	xp, wp, yp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(y))
+	if b.bf16 {
+		xp = uintptr(b.toBF16NHWC(bf16ConvIn, b.ptr(x), s.N, s.C, s.H*s.W))
+		wp = uintptr(b.toBF16NHWC(bf16ConvFilter, b.ptr(w), s.K, s.C, s.R*s.S))
+		yp = uintptr(b.scratchLocked(bf16ConvOut, uint64(s.OutLen())*2))
+		if b.err != nil {
+			return
+		}
+	}
 	if !p.fwdFound {
 		p.fwdAlgo, p.fwdWS = b.pickAlgo("forward", s, p.convFwd, cudnnFwdAlgoCount,
 			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
@@ -307,6 +330,9 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	one, zero := float32(1), float32(0)
 	b.fail(c.check("cudnnConvolutionForward for "+s.String(), mustCall(c.convFwd, h, uintptr(unsafe.Pointer(&one)),
 		p.x, xp, p.w, wp, p.convFwd, uintptr(p.fwdAlgo), uintptr(ws), uintptr(p.fwdWS), uintptr(unsafe.Pointer(&zero)), p.y, yp)))
+	if b.bf16 {
+		b.fromBF16NHWC(uint64(yp), b.ptr(y), s.N, s.K, s.OutH()*s.OutW())
+	}
 }
 
 // Conv2dBackward: given dy (N,K,OH,OW), writes dx (N,C,H,W) unless dx is
@@ -331,9 +357,25 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	c := &b.libs.cudnn
 	h := b.cudnnHandle
 	xp, wp, dyp, dwp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(dy)), uintptr(b.ptr(dw))
+	if b.bf16 {
+		// dy and the filter in bf16 first; x is converted after the data
+		// gradient, whose bf16 output shares x's scratch block, and the
+		// filter gradient is written over the filter's copy.
+		dyp = uintptr(b.toBF16NHWC(bf16ConvOut, b.ptr(dy), s.N, s.K, s.OutH()*s.OutW()))
+		wp = uintptr(b.toBF16NHWC(bf16ConvFilter, b.ptr(w), s.K, s.C, s.R*s.S))
+		if b.err != nil {
+			return
+		}
+	}
 	one, zero := float32(1), float32(0)
 	if dx != nil {
 		dxp := uintptr(b.ptr(dx))
+		if b.bf16 {
+			dxp = uintptr(b.scratchLocked(bf16ConvIn, uint64(s.InLen())*2))
+			if b.err != nil {
+				return
+			}
+		}
 		if !p.bwdDFound {
 			p.bwdDAlgo, p.bwdDWS = b.pickAlgo("backward-data", s, p.convBwdD, cudnnBwdDataAlgoCount,
 				func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
@@ -355,6 +397,16 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 		ws := b.workspaceLocked(p.bwdDWS)
 		b.fail(c.check("cudnnConvolutionBackwardData for "+s.String(), mustCall(c.convBwdData, h, uintptr(unsafe.Pointer(&one)),
 			p.w, wp, p.y, dyp, p.convBwdD, uintptr(p.bwdDAlgo), uintptr(ws), uintptr(p.bwdDWS), uintptr(unsafe.Pointer(&zero)), p.x, dxp)))
+		if b.bf16 {
+			b.fromBF16NHWC(uint64(dxp), b.ptr(dx), s.N, s.C, s.H*s.W)
+		}
+	}
+	if b.bf16 {
+		xp = uintptr(b.toBF16NHWC(bf16ConvIn, b.ptr(x), s.N, s.C, s.H*s.W))
+		dwp = wp // the filter's bf16 copy is not needed any more
+		if b.err != nil {
+			return
+		}
 	}
 	if !p.bwdFFound {
 		p.bwdFAlgo, p.bwdFWS = b.pickAlgo("backward-filter", s, p.convBwdF, cudnnBwdFilterAlgoCount,
@@ -377,6 +429,9 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	ws := b.workspaceLocked(p.bwdFWS)
 	b.fail(c.check("cudnnConvolutionBackwardFilter for "+s.String(), mustCall(c.convBwdFilter, h, uintptr(unsafe.Pointer(&one)),
 		p.x, xp, p.y, dyp, p.convBwdF, uintptr(p.bwdFAlgo), uintptr(ws), uintptr(p.bwdFWS), uintptr(unsafe.Pointer(&zero)), p.w, dwp)))
+	if b.bf16 {
+		b.fromBF16NHWC(uint64(dwp), b.ptr(dw), s.K, s.C, s.R*s.S)
+	}
 }
 
 func checkConv(op string, s tensor.ConvShape, x, w, y tensor.Buffer) {

@@ -16,4 +16,3 @@ func dlopen(path string, mode int) (uintptr, error) { return purego.Dlopen(path,
 func dlsym(handle uintptr, name string) (uintptr, error) {
 	return purego.Dlsym(handle, name)
 }
-func dlclose(handle uintptr) error { return purego.Dlclose(handle) }

@@ -17,4 +17,3 @@ const (
 
 func dlopen(string, int) (uintptr, error)    { return 0, errNoLoader }
 func dlsym(uintptr, string) (uintptr, error) { return 0, errNoLoader }
-func dlclose(uintptr) error                  { return nil }

@@ -83,7 +83,11 @@ func (b *Backend) LinearForward(n, in, out int, x, w, bias, y tensor.Buffer) {
 	}
 	b.enter()
 	defer b.leave()
-	b.gemm(false, true, n, out, in, 1, b.ptr(x), in, b.ptr(w), in, 0, b.ptr(y), out, b.tf32)
+	if b.bf16 {
+		b.gemmBF16(false, true, n, out, in, b.ptr(x), n, in, b.ptr(w), out, in, 0, b.ptr(y), out)
+	} else {
+		b.gemm(false, true, n, out, in, 1, b.ptr(x), in, b.ptr(w), in, 0, b.ptr(y), out, b.tf32)
+	}
 	if bias != nil {
 		b.launch("k_bias_add", gridFor(n*out, b.sms), 1, b.buf(y), b.buf(bias), n, out)
 	}
@@ -98,10 +102,18 @@ func (b *Backend) LinearBackward(n, in, out int, x, w, dy, dx, dw, db tensor.Buf
 	defer b.leave()
 	if dx != nil {
 		// dx (N,In) = dy (N,Out) w (Out,In)
-		b.gemm(false, false, n, in, out, 1, b.ptr(dy), out, b.ptr(w), in, 0, b.ptr(dx), in, b.tf32)
+		if b.bf16 {
+			b.gemmBF16(false, false, n, in, out, b.ptr(dy), n, out, b.ptr(w), out, in, 0, b.ptr(dx), in)
+		} else {
+			b.gemm(false, false, n, in, out, 1, b.ptr(dy), out, b.ptr(w), in, 0, b.ptr(dx), in, b.tf32)
+		}
 	}
 	// dw (Out,In) = dy^T (Out,N) x (N,In)
-	b.gemm(true, false, out, in, n, 1, b.ptr(dy), out, b.ptr(x), in, 0, b.ptr(dw), in, b.tf32)
+	if b.bf16 {
+		b.gemmBF16(true, false, out, in, n, b.ptr(dy), n, out, b.ptr(x), n, in, 0, b.ptr(dw), in)
+	} else {
+		b.gemm(true, false, out, in, n, 1, b.ptr(dy), out, b.ptr(x), in, 0, b.ptr(dw), in, b.tf32)
+	}
 	if db != nil {
 		b.launch("k_bias_grad", gridFor(out, b.sms), 1, b.buf(dy), b.buf(db), n, out)
 	}

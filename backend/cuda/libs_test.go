@@ -225,12 +225,12 @@ func TestProbeReportsFoundLibraries(t *testing.T) {
 }
 
 func TestValidPrecision(t *testing.T) {
-	for _, p := range []string{"", "tf32", "fp32"} {
+	for _, p := range []string{"", "tf32", "fp32", "bf16"} {
 		if err := ValidPrecision(p); err != nil {
 			t.Errorf("%q: %v", p, err)
 		}
 	}
-	for _, p := range []string{"fp16", "TF32x", "bf16"} {
+	for _, p := range []string{"fp16", "TF32x", "BF16", "bf8"} {
 		if err := ValidPrecision(p); err == nil {
 			t.Errorf("%q accepted", p)
 		}

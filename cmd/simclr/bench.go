@@ -95,7 +95,7 @@ gradients, weight gradients), divided by the step time.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.device, "device", train.Defaults().Device, "compute device: auto (cuda when a GPU and its libraries are found, else cpu, as train), cpu or cuda")
-	f.StringVar(&o.precision, "precision", "tf32", "CUDA matrix precision: tf32 (tensor cores) or fp32; ignored on cpu")
+	f.StringVar(&o.precision, "precision", "tf32", "CUDA matrix precision: tf32 (tensor cores), fp32, or bf16 (mixed precision: bf16 convolutions and matrix products with fp32 sums, everything else fp32; needs a GPU of compute capability 8.0 or newer); tf32 and fp32 are ignored on cpu, bf16 is refused there")
 	f.IntVar(&o.images, "images", 64, "images per step (each gives 2 views, so the network sees 2 x images inputs); at least 1")
 	f.IntVar(&o.steps, "steps", 5, "timed training steps, after one untimed warm-up step; at least 1")
 	f.Float64Var(&o.width, "width", 1, "ResNet-18 width multiplier of the stage widths 64,128,256,512 (1 = standard; 0.25 = a quarter)")

@@ -81,7 +81,7 @@ of the split is embedded, whatever subset the run trained or was scored on.`,
 	f.BoolVar(&opt.projection, "projection", false, "write the projection head's output instead of the backbone features")
 	f.Float64Var(&e.width, "width", 0, "network width multiplier (0: the run's or the checkpoint's metadata, else 1)")
 	f.StringVar(&e.device, "device", "auto", "compute device: auto (CUDA when found, else CPU), cpu or cuda")
-	f.StringVar(&e.precision, "precision", "tf32", "CUDA matrix precision: tf32 or fp32 (ignored on the CPU)")
+	f.StringVar(&e.precision, "precision", "tf32", "CUDA matrix precision: tf32, fp32 or bf16 (bf16 convolutions and matrix products with fp32 sums; compute capability 8.0 or newer); tf32 and fp32 are ignored on the CPU, bf16 is refused there")
 	f.BoolVar(&opt.noProgress, "no-progress", false, "no progress bar on a terminal")
 	// MarkHidden fails only for an undefined flag.
 	_ = f.MarkHidden("data")

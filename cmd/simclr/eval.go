@@ -50,7 +50,7 @@ func (e *evalTarget) define(cmd *cobra.Command) {
 	f.Float64Var(&e.width, "width", 0, "network width multiplier (0: the run's or the checkpoint's metadata, else 1)")
 	f.Uint64Var(&e.seed, "seed", 0, "initialisation seed for --random-init and the probe's held-out split (default: the run's, else 1)")
 	f.StringVar(&e.device, "device", "auto", "compute device: auto, cpu or cuda")
-	f.StringVar(&e.precision, "precision", "tf32", "CUDA matrix precision: tf32 or fp32")
+	f.StringVar(&e.precision, "precision", "tf32", "CUDA matrix precision: tf32, fp32 or bf16 (bf16 convolutions and matrix products with fp32 sums; compute capability 8.0 or newer)")
 	f.BoolVar(&e.randomInit, "random-init", false, "evaluate the network at initialisation (the baseline a trained network must beat)")
 	f.BoolVar(&e.asJSON, "json", false, "print the result as JSON")
 }
@@ -176,8 +176,8 @@ func (e *evalTarget) override(cmd *cobra.Command, cfg *train.Settings) error {
 	default:
 		return fmt.Errorf("--device %q: use auto, cpu or cuda", e.device)
 	}
-	if e.precision != "tf32" && e.precision != "fp32" {
-		return fmt.Errorf("--precision %q: use tf32 or fp32", e.precision)
+	if _, err := backend.ParsePrecision(e.precision); err != nil {
+		return fmt.Errorf("--precision %q: use tf32, fp32 or bf16", e.precision)
 	}
 	if e.width > 0 {
 		cfg.Width = e.width

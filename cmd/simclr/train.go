@@ -62,7 +62,7 @@ func defineTrainFlags(fs *pflag.FlagSet, c *train.Settings) {
 	fs.StringVar(&c.Augment, "augment", c.Augment, "view augmentation: simclr (crop, flip, colour jitter, grayscale: the recipe) or paper (the paper's flip, colour jitter and grayscale, no crop)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the initialisation, the data order, the augmentations and the level draws")
 	fs.StringVar(&c.Device, "device", c.Device, "compute device: auto (CUDA when found, else CPU), cpu or cuda")
-	fs.StringVar(&c.Precision, "precision", c.Precision, "CUDA matrix precision: tf32 or fp32 (ignored on the CPU)")
+	fs.StringVar(&c.Precision, "precision", c.Precision, "CUDA matrix precision: tf32, fp32 or bf16 (mixed precision: bf16 convolutions and matrix products with fp32 sums; batch norm, the loss, the weights and the optimiser in fp32; needs a GPU of compute capability 8.0 or newer); tf32 and fp32 are ignored on the CPU, bf16 is refused there")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "augmentation goroutines (0: one per core)")
 	fs.StringVar(&c.Dist, "dist", c.Dist, "data-parallel communication: auto (mpi under mpirun, nccl there on a GPU, else none), none, mpi (Open MPI) or nccl; start P ranks with mpirun -np P simclr train ...")
 	fs.StringVar(&c.DistAddr, "dist-addr", c.DistAddr, "--dist nccl without mpirun: host:port where rank 0 hands out NCCL's id (with --rank and --world-size)")

@@ -165,6 +165,25 @@ func TestBenchAndLevelsOnCUDAEmulator(t *testing.T) {
 	if res.Device != "cuda" || !(res.StepSeconds > 0) || !(res.SgemmGFLOPSPerSec > 0) || res.Views != 4 {
 		t.Errorf("bench --device cuda: %+v", res)
 	}
+	// bf16 (mixed precision) on the same device: the backend line says so.
+	var out16 bytes.Buffer
+	o16 := o
+	o16.precision = "bf16"
+	if err := runBench(&out16, io.Discard, o16); err != nil {
+		t.Fatalf("bench --device cuda --precision bf16: %v", err)
+	}
+	var res16 benchResult
+	if err := json.Unmarshal(out16.Bytes(), &res16); err != nil {
+		t.Fatalf("bench --precision bf16 output is not one JSON object: %v\n%s", err, out16.String())
+	}
+	if res16.Device != "cuda" || !(res16.StepSeconds > 0) || !strings.Contains(res16.Backend, ", bf16,") {
+		t.Errorf("bench --device cuda --precision bf16: %+v", res16)
+	}
+	// bf16 on the CPU is refused, not run in fp32.
+	o16.device = "cpu"
+	if err := runBench(io.Discard, io.Discard, o16); err == nil || !strings.Contains(err.Error(), "bf16") {
+		t.Errorf("bench --device cpu --precision bf16: error %v, want a refusal naming bf16", err)
+	}
 	// The step's buffers: at least the network's parameters and their
 	// gradients, and within what the backend reserved.
 	params := 4 * 2 * float64(resnet18.New(cpu.New(), resnet18.Config{Width: o.width, InputSize: o.inputSize}, 3).Params().Len()) / (1 << 20)

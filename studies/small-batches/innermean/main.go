@@ -128,7 +128,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.run, "run", "", "run folder of a SogCLR run (its config.json, model.safetensors and state.safetensors)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "folder holding the data sets (default: the run's)")
 	fs.StringVar(&o.device, "device", "auto", "compute device for the network: auto, cpu or cuda")
-	fs.StringVar(&o.precision, "precision", "tf32", "CUDA matrix precision: tf32 or fp32")
+	fs.StringVar(&o.precision, "precision", "tf32", "CUDA matrix precision: tf32, fp32 or bf16 (bf16 convolutions and matrix products with fp32 sums; compute capability 8.0 or newer)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
 	fs.Func("batches", "comma-separated batch sizes whose in-batch means to compare (images per batch; default 64,512)", func(v string) error {
 		o.batches = nil

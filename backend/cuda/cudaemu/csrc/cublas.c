@@ -5,7 +5,10 @@
 // and, more strictly than cuBLAS can, every matrix must lie in device
 // memory of the emulated driver. Under CUBLAS_TF32_TENSOR_OP_MATH the
 // inputs are rounded to TF32 (10-bit mantissa) before the product, as
-// tensor cores do; the sum is in float either way.
+// tensor cores do; the sum is in float either way. cublasGemmEx takes A
+// and B in float or bfloat16 (CUDA_R_32F, CUDA_R_16BF, both alike) and C in
+// float with CUBLAS_COMPUTE_32F: the bf16 inputs are widened exactly and
+// summed in float, as bf16 tensor cores with fp32 accumulation do.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -23,6 +26,7 @@ enum {
     CUBLAS_STATUS_ALLOC_FAILED = 3,
     CUBLAS_STATUS_INVALID_VALUE = 7,
     CUBLAS_STATUS_EXECUTION_FAILED = 13,
+    CUBLAS_STATUS_NOT_SUPPORTED = 15,
 };
 enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
 enum {
@@ -150,11 +154,27 @@ static float tf32(float x) {
     return x;
 }
 
-// op(M) is rows x cols; M is stored column-major with leading dimension ld.
-static int matrix_ok(handle* p, const char* name, u64 ptr, int op, int rows, int cols, int ld) {
+enum { CUDA_R_32F = 0, CUDA_R_16BF = 14 };
+enum { CUBLAS_COMPUTE_32F = 68 };
+enum { CUBLAS_GEMM_DEFAULT = -1, CUBLAS_GEMM_DEFAULT_TENSOR_OP = 99 };
+
+// at reads element i of a matrix of type t (float or bfloat16).
+static float at(const void* m, int t, size_t i) {
+    if (t == CUDA_R_16BF) {
+        uint32_t u = (uint32_t)((const uint16_t*)m)[i] << 16;
+        float x;
+        memcpy(&x, &u, 4);
+        return x;
+    }
+    return ((const float*)m)[i];
+}
+
+// op(M) is rows x cols; M is stored column-major with leading dimension ld
+// and elements of unit bytes.
+static int matrix_ok(handle* p, const char* name, u64 ptr, int op, int rows, int cols, int ld, int unit) {
     int stored_rows = op == CUBLAS_OP_N ? rows : cols, stored_cols = op == CUBLAS_OP_N ? cols : rows;
     if (stored_rows == 0 || stored_cols == 0) return 1;
-    u64 bytes = ((u64)ld * (u64)(stored_cols - 1) + (u64)stored_rows) * 4;
+    u64 bytes = ((u64)ld * (u64)(stored_cols - 1) + (u64)stored_rows) * (u64)unit;
     if (ptr == 0 || !p->device_range(ptr, bytes)) {
         logf_("cublasSgemm: %s (%d x %d, ld %d, %llu bytes from %#llx) is not inside one device allocation", name, stored_rows,
               stored_cols, ld, bytes, ptr);
@@ -163,8 +183,29 @@ static int matrix_ok(handle* p, const char* name, u64 ptr, int op, int rows, int
     return 1;
 }
 
+static cublasStatus_t gemm(void* h, int ta, int tb, int m, int n, int k, const float* alpha, u64 A, int lda, u64 B, int ldb,
+                           const float* beta, u64 C, int ldc, int abtype);
+
 cublasStatus_t cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha, u64 A, int lda, u64 B, int ldb,
                               const float* beta, u64 C, int ldc) {
+    return gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, CUDA_R_32F);
+}
+
+cublasStatus_t cublasGemmEx(void* h, int ta, int tb, int m, int n, int k, const void* alpha, u64 A, int atype, int lda, u64 B, int btype,
+                            int ldb, const void* beta, u64 C, int ctype, int ldc, int compute, int algo) {
+    if (!get(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (atype != btype || (atype != CUDA_R_32F && atype != CUDA_R_16BF) || ctype != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F ||
+        (algo != CUBLAS_GEMM_DEFAULT && algo != CUBLAS_GEMM_DEFAULT_TENSOR_OP)) {
+        logf_("cublasGemmEx: A type %d, B type %d, C type %d, compute type %d, algorithm %d: only A and B alike in CUDA_R_32F or CUDA_R_16BF, "
+              "C in CUDA_R_32F, CUBLAS_COMPUTE_32F and the default algorithms are emulated",
+              atype, btype, ctype, compute, algo);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    return gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, atype);
+}
+
+static cublasStatus_t gemm(void* h, int ta, int tb, int m, int n, int k, const float* alpha, u64 A, int lda, u64 B, int ldb,
+                           const float* beta, u64 C, int ldc, int abtype) {
     handle* p = get(h);
     if (!p) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (p->sticky && p->sticky()) {
@@ -180,12 +221,15 @@ cublasStatus_t cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, cons
         return CUBLAS_STATUS_INVALID_VALUE;
     }
     if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
-    if (!matrix_ok(p, "C", C, CUBLAS_OP_N, m, n, ldc) || (k > 0 && (!matrix_ok(p, "A", A, ta, m, k, lda) || !matrix_ok(p, "B", B, tb, k, n, ldb))))
+    int unit = abtype == CUDA_R_16BF ? 2 : 4;
+    if (!matrix_ok(p, "C", C, CUBLAS_OP_N, m, n, ldc, 4) ||
+        (k > 0 && (!matrix_ok(p, "A", A, ta, m, k, lda, unit) || !matrix_ok(p, "B", B, tb, k, n, ldb, unit))))
         return CUBLAS_STATUS_INVALID_VALUE;
     float al = *alpha, be = *beta;
-    int round = p->math == CUBLAS_TF32_TENSOR_OP_MATH;
-    const float* a = (const float*)(uintptr_t)A;
-    const float* b = (const float*)(uintptr_t)B;
+    // TF32 rounding applies to float inputs only (bf16 has fewer bits).
+    int round = p->math == CUBLAS_TF32_TENSOR_OP_MATH && abtype == CUDA_R_32F;
+    const void* a = (const void*)(uintptr_t)A;
+    const void* b = (const void*)(uintptr_t)B;
     float* c = (float*)(uintptr_t)C;
     // op(A) as a column-major m x k copy and op(B)'s column j as needed.
     float* oa = malloc(sizeof(float) * (size_t)m * (size_t)(k > 0 ? k : 1));
@@ -197,13 +241,13 @@ cublasStatus_t cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, cons
     }
     for (int l = 0; l < k; l++)
         for (int i = 0; i < m; i++) {
-            float v = ta == CUBLAS_OP_N ? a[(size_t)l * lda + i] : a[(size_t)i * lda + l];
+            float v = at(a, abtype, ta == CUBLAS_OP_N ? (size_t)l * lda + i : (size_t)i * lda + l);
             oa[(size_t)l * m + i] = round ? tf32(v) : v;
         }
     for (int j = 0; j < n; j++) {
         for (int i = 0; i < m; i++) acc[i] = 0;
         for (int l = 0; l < k; l++) {
-            float bv = tb == CUBLAS_OP_N ? b[(size_t)j * ldb + l] : b[(size_t)l * ldb + j];
+            float bv = at(b, abtype, tb == CUBLAS_OP_N ? (size_t)j * ldb + l : (size_t)l * ldb + j);
             if (round) bv = tf32(bv);
             const float* col = oa + (size_t)l * m;
             for (int i = 0; i < m; i++) acc[i] += col[i] * bv;

@@ -1,6 +1,7 @@
 // An emulated libcudnn.so.9 for tests: the legacy convolution API that
-// backend/cuda calls. Tensor descriptors are 4-d NCHW float, filters
-// KCRS float, convolutions 2-d with padding, stride and dilation, as
+// backend/cuda calls. Tensor descriptors are 4-d NCHW or NHWC, float or
+// bfloat16, filters KCRS (NCHW) or KRSC (NHWC) of the same data type as the
+// tensors, convolutions 2-d with padding, stride and dilation, as
 // cross-correlation or convolution; forward, backward data and backward
 // filter are reference loops over exactly what the descriptors say. Find
 // and get return a plausible list of algorithms (the status, time,
@@ -14,6 +15,11 @@
 // Math: under CUDNN_FMA_MATH everything is fp32; under the other math types
 // the tensor-core algorithms (IMPLICIT_PRECOMP_GEMM forward, ALGO_1
 // backward) round their inputs to TF32, as Ampere and later GPUs do.
+// bfloat16 data (cuDNN's PSEUDO_BFLOAT16_CONFIG: bf16 tensors, float
+// compute type) is widened to float, summed in float and the output rounded
+// to bf16 (nearest, ties to even). SIMCLR_CUDA_EMU_CUDNN_NO_BF16=1 makes
+// bf16 descriptors CUDNN_STATUS_NOT_SUPPORTED, as on a cuDNN or GPU
+// without bf16 convolutions.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
@@ -35,8 +41,8 @@ enum {
     CUDNN_STATUS_INTERNAL_ERROR = 4000,
     CUDNN_STATUS_EXECUTION_FAILED = 5000,
 };
-enum { CUDNN_TENSOR_NCHW = 0 };
-enum { CUDNN_DATA_FLOAT = 0 };
+enum { CUDNN_TENSOR_NCHW = 0, CUDNN_TENSOR_NHWC = 1 };
+enum { CUDNN_DATA_FLOAT = 0, CUDNN_DATA_BFLOAT16 = 9 };
 enum { CUDNN_CONVOLUTION = 0, CUDNN_CROSS_CORRELATION = 1 };
 enum { CUDNN_DEFAULT_MATH = 0, CUDNN_TENSOR_OP_MATH = 1, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION = 2, CUDNN_FMA_MATH = 3 };
 enum { CUDNN_NON_DETERMINISTIC = 0, CUDNN_DETERMINISTIC = 1 };
@@ -74,12 +80,31 @@ typedef struct handle {
 typedef struct tensor {
     int kind, set;
     int n, c, h, w;
+    int format, dtype;
 } tensor;
 
 typedef struct filter {
     int kind, set;
     int k, c, r, s;
+    int format, dtype;
 } filter;
+
+// layout_ok reports whether a descriptor's format and data type are
+// emulated, logging why not.
+static cudnnStatus_t layout_ok(const char* what, int format, int dtype) {
+    if ((format != CUDNN_TENSOR_NCHW && format != CUDNN_TENSOR_NHWC) || (dtype != CUDNN_DATA_FLOAT && dtype != CUDNN_DATA_BFLOAT16)) {
+        logf_("%s: format %d, data type %d: only NCHW or NHWC, float or bfloat16 is emulated", what, format, dtype);
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    const char* no = getenv("SIMCLR_CUDA_EMU_CUDNN_NO_BF16");
+    if (dtype == CUDNN_DATA_BFLOAT16 && no && strcmp(no, "1") == 0) {
+        logf_("%s: bfloat16 is not supported (SIMCLR_CUDA_EMU_CUDNN_NO_BF16=1)", what);
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+static size_t elem_size(int dtype) { return dtype == CUDNN_DATA_BFLOAT16 ? 2 : 4; }
 
 typedef struct conv {
     int kind, set;
@@ -166,31 +191,27 @@ CREATE_DESTROY(Convolution, conv, K_CONV)
 
 cudnnStatus_t cudnnSetTensor4dDescriptor(void* d, int format, int dtype, int n, int c, int h, int w) {
     if (!CHECK_KIND(d, K_TENSOR)) return CUDNN_STATUS_BAD_PARAM;
-    if (format != CUDNN_TENSOR_NCHW || dtype != CUDNN_DATA_FLOAT) {
-        logf_("cudnnSetTensor4dDescriptor: format %d, data type %d: only NCHW float is emulated", format, dtype);
-        return CUDNN_STATUS_NOT_SUPPORTED;
-    }
+    cudnnStatus_t st = layout_ok("cudnnSetTensor4dDescriptor", format, dtype);
+    if (st) return st;
     if (n <= 0 || c <= 0 || h <= 0 || w <= 0) {
         logf_("cudnnSetTensor4dDescriptor: dimensions %d %d %d %d", n, c, h, w);
         return CUDNN_STATUS_BAD_PARAM;
     }
     tensor* t = d;
-    t->n = n, t->c = c, t->h = h, t->w = w, t->set = 1;
+    t->n = n, t->c = c, t->h = h, t->w = w, t->format = format, t->dtype = dtype, t->set = 1;
     return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnSetFilter4dDescriptor(void* d, int dtype, int format, int k, int c, int r, int s) {
     if (!CHECK_KIND(d, K_FILTER)) return CUDNN_STATUS_BAD_PARAM;
-    if (format != CUDNN_TENSOR_NCHW || dtype != CUDNN_DATA_FLOAT) {
-        logf_("cudnnSetFilter4dDescriptor: data type %d, format %d: only float KCRS (NCHW) is emulated", dtype, format);
-        return CUDNN_STATUS_NOT_SUPPORTED;
-    }
+    cudnnStatus_t st = layout_ok("cudnnSetFilter4dDescriptor", format, dtype);
+    if (st) return st;
     if (k <= 0 || c <= 0 || r <= 0 || s <= 0) {
         logf_("cudnnSetFilter4dDescriptor: dimensions %d %d %d %d", k, c, r, s);
         return CUDNN_STATUS_BAD_PARAM;
     }
     filter* f = d;
-    f->k = k, f->c = c, f->r = r, f->s = s, f->set = 1;
+    f->k = k, f->c = c, f->r = r, f->s = s, f->format = format, f->dtype = dtype, f->set = 1;
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -227,6 +248,8 @@ static const char* dir_name[] = {"forward", "backward data", "backward filter"};
 typedef struct problem {
     int N, C, H, W, K, R, S, OH, OW;
     const conv* cv;
+    int dtype;                  // of every tensor and the filter
+    int xfmt, wfmt, yfmt;       // their formats
 } problem;
 
 // describe checks the descriptors of one convolution and fills pr.
@@ -259,7 +282,12 @@ static cudnnStatus_t describe(int dir, const void* h, const void* xd, const void
               oh, ow);
         return CUDNN_STATUS_BAD_PARAM;
     }
-    *pr = (problem){x->n, x->c, x->h, x->w, w->k, w->r, w->s, oh, ow, cv};
+    if (x->dtype != y->dtype || x->dtype != w->dtype) {
+        logf_("%s: data types x %d, filter %d, y %d: all must be alike (float, or bfloat16 with a float compute type)", dir_name[dir], x->dtype,
+              w->dtype, y->dtype);
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    *pr = (problem){x->n, x->c, x->h, x->w, w->k, w->r, w->s, oh, ow, cv, x->dtype, x->format, w->format, y->format};
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -278,7 +306,7 @@ static cudnnStatus_t algo_info(int dir, int algo, const problem* p, int math, si
         logf_("%s: algorithm %d does not exist", dir_name[dir], algo);
         return CUDNN_STATUS_BAD_PARAM;
     }
-    size_t unit = sizeof(float);
+    size_t unit = elem_size(p->dtype);
     size_t im2col = unit * (size_t)p->C * p->R * p->S * p->OH * p->OW;
     int strided = p->cv->u > 1 || p->cv->v > 1 || p->cv->dil_h > 1 || p->cv->dil_w > 1;
     switch (algo) {
@@ -323,9 +351,9 @@ static int perf_list(int dir, const problem* p, int want, algo_perf* out) {
     return n;
 }
 
-static cudnnStatus_t check_buffer(const handle* h, const char* what, const char* name, u64 ptr, size_t elems) {
-    if (ptr == 0 || !h->device_range(ptr, elems * sizeof(float))) {
-        logf_("%s: %s (%zu floats at %#llx) is not inside one device allocation", what, name, elems, ptr);
+static cudnnStatus_t check_buffer(const handle* h, const char* what, const char* name, u64 ptr, size_t elems, size_t unit) {
+    if (ptr == 0 || !h->device_range(ptr, elems * unit)) {
+        logf_("%s: %s (%zu elements of %zu bytes at %#llx) is not inside one device allocation", what, name, elems, unit, ptr);
         return CUDNN_STATUS_BAD_PARAM;
     }
     return CUDNN_STATUS_SUCCESS;
@@ -346,10 +374,67 @@ static float tf32(float x) {
     return x;
 }
 
-static float* copy_in(const float* src, size_t n, int round) {
+static float bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+// float_to_bf16 rounds to the nearest bfloat16, ties to even; NaN stays NaN.
+static uint16_t float_to_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+// at is the storage index of element (a, b, c, d) of a 4-d array of
+// dimensions (A, B, C, D) in format fmt: NCHW order, or NHWC (a, c, d, b).
+static size_t at(int fmt, int b, int c, int d, int B, int C, int D, int a) {
+    if (fmt == CUDNN_TENSOR_NHWC) return (((size_t)a * C + c) * D + d) * B + b;
+    return (((size_t)a * B + b) * C + c) * D + d;
+}
+
+// copy_in reads the (A, B, C, D) array at src (of dtype and fmt) into an
+// NCHW-ordered float copy, rounding to TF32 when round is set.
+static float* copy_in(u64 src, int dtype, int fmt, int A, int B, int C, int D, int round) {
+    size_t n = (size_t)A * B * C * D;
     float* d = malloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) d[i] = round ? tf32(src[i]) : src[i];
+    const float* f = (const float*)(uintptr_t)src;
+    const uint16_t* h = (const uint16_t*)(uintptr_t)src;
+    size_t i = 0;
+    for (int a = 0; a < A; a++)
+        for (int b = 0; b < B; b++)
+            for (int c = 0; c < C; c++)
+                for (int e = 0; e < D; e++, i++) {
+                    size_t j = at(fmt, b, c, e, B, C, D, a);
+                    float v = dtype == CUDNN_DATA_BFLOAT16 ? bf16_to_float(h[j]) : f[j];
+                    d[i] = round ? tf32(v) : v;
+                }
     return d;
+}
+
+// store_out writes out = alpha acc + beta out for the NCHW-ordered acc into
+// the (A, B, C, D) array at dst of dtype and fmt (bf16 rounded to nearest
+// even; beta == 0 reads nothing, as cuDNN documents).
+static void store_out(u64 dst, int dtype, int fmt, int A, int B, int C, int D, const float* acc, float al, float be) {
+    float* f = (float*)(uintptr_t)dst;
+    uint16_t* h = (uint16_t*)(uintptr_t)dst;
+    size_t i = 0;
+    for (int a = 0; a < A; a++)
+        for (int b = 0; b < B; b++)
+            for (int c = 0; c < C; c++)
+                for (int e = 0; e < D; e++, i++) {
+                    size_t j = at(fmt, b, c, e, B, C, D, a);
+                    if (dtype == CUDNN_DATA_BFLOAT16) {
+                        float v = be == 0 ? al * acc[i] : al * acc[i] + be * bf16_to_float(h[j]);
+                        h[j] = float_to_bf16(v);
+                    } else {
+                        f[j] = be == 0 ? al * acc[i] : al * acc[i] + be * f[j];
+                    }
+                }
 }
 
 // wat is the filter element applied at (r, s): convolution mode flips it.
@@ -535,21 +620,27 @@ static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u
     size_t n1 = dir == FWD ? nx : dir == BWD_DATA ? nw : nx;
     size_t n2 = dir == FWD ? nw : ny;
     size_t no = dir == FWD ? ny : dir == BWD_DATA ? nx : nw;
-    if ((st = check_buffer(h, what, "the first input", in1, n1)) || (st = check_buffer(h, what, "the second input", in2, n2)) ||
-        (st = check_buffer(h, what, "the output", out, no)))
+    size_t unit = elem_size(p->dtype);
+    if ((st = check_buffer(h, what, "the first input", in1, n1, unit)) || (st = check_buffer(h, what, "the second input", in2, n2, unit)) ||
+        (st = check_buffer(h, what, "the output", out, no, unit)))
         return st;
     int round = tensor_core(dir, algo, p->cv->math);
-    float* a = copy_in((const float*)(uintptr_t)in1, n1, round);
-    float* b = copy_in((const float*)(uintptr_t)in2, n2, round);
+    // The arrays as (A, B, C, D): x (N, C, H, W), w (K, C, R, S), y (N, K, OH, OW).
+    int xd[4] = {p->N, p->C, p->H, p->W}, wd[4] = {p->K, p->C, p->R, p->S}, yd[4] = {p->N, p->K, p->OH, p->OW};
+    const int* d1 = dir == FWD ? xd : dir == BWD_DATA ? wd : xd;
+    const int* d2 = dir == FWD ? wd : yd;
+    const int* dO = dir == FWD ? yd : dir == BWD_DATA ? xd : wd;
+    int f1 = dir == BWD_DATA ? p->wfmt : p->xfmt, f2 = dir == FWD ? p->wfmt : p->yfmt;
+    int fO = dir == FWD ? p->yfmt : dir == BWD_DATA ? p->xfmt : p->wfmt;
+    float* a = copy_in(in1, p->dtype, f1, d1[0], d1[1], d1[2], d1[3], round);
+    float* b = copy_in(in2, p->dtype, f2, d2[0], d2[1], d2[2], d2[3], round);
     float* acc = malloc(no * sizeof(float));
     loop L = {p, a, b, acc};
     if (dir == FWD) par_for(p->N * p->K, forward_part, &L);
     else if (dir == BWD_DATA) par_for(p->N * p->C, backward_data_part, &L);
     else par_for(p->K * p->C, backward_filter_part, &L);
     if (need > 0) poison(ws, need); // the workspace holds nothing afterwards
-    float* o = (float*)(uintptr_t)out;
-    float al = *alpha, be = *beta;
-    for (size_t i = 0; i < no; i++) o[i] = be == 0 ? al * acc[i] : al * acc[i] + be * o[i];
+    store_out(out, p->dtype, fO, dO[0], dO[1], dO[2], dO[3], acc, *alpha, *beta);
     free(a);
     free(b);
     free(acc);
@@ -573,7 +664,7 @@ static cudnnStatus_t find_or_get(int dir, const void* h, const problem* p, int w
 // output buffer holds garbage afterwards, and so does the workspace.
 static cudnnStatus_t find_ex(int dir, const handle* h, const problem* p, u64 out, size_t nout, u64 ws, size_t ws_size, int want, int* got,
                              algo_perf* perf) {
-    cudnnStatus_t st = check_buffer(h, dir_name[dir], "the output", out, nout);
+    cudnnStatus_t st = check_buffer(h, dir_name[dir], "the output", out, nout, elem_size(p->dtype));
     if (st) return st;
     if (ws_size > 0 && (ws == 0 || !h->device_range(ws, ws_size))) {
         logf_("%s find: workspace of %zu bytes at %#llx is not device memory", dir_name[dir], ws_size, ws);
@@ -589,7 +680,7 @@ static cudnnStatus_t find_ex(int dir, const handle* h, const problem* p, u64 out
     size_t used = 0;
     for (int i = 0; i < *got; i++)
         if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory > used) used = perf[i].memory;
-    poison(out, nout * sizeof(float));
+    poison(out, nout * elem_size(p->dtype));
     if (used > 0) poison(ws, used);
     return CUDNN_STATUS_SUCCESS;
 }
@@ -599,8 +690,8 @@ cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(void* h, void* xd, u64 x, v
     problem p;
     cudnnStatus_t st = describe(FWD, h, xd, wd, cd, yd, &p);
     if (st) return st;
-    if ((st = check_buffer(h, "forward find", "x", x, (size_t)p.N * p.C * p.H * p.W)) ||
-        (st = check_buffer(h, "forward find", "w", w, (size_t)p.K * p.C * p.R * p.S)))
+    if ((st = check_buffer(h, "forward find", "x", x, (size_t)p.N * p.C * p.H * p.W, elem_size(p.dtype))) ||
+        (st = check_buffer(h, "forward find", "w", w, (size_t)p.K * p.C * p.R * p.S, elem_size(p.dtype))))
         return st;
     return find_ex(FWD, h, &p, y, (size_t)p.N * p.K * p.OH * p.OW, ws, ws_size, want, got, perf);
 }
@@ -610,8 +701,8 @@ cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(void* h, void* wd, u64
     problem p;
     cudnnStatus_t st = describe(BWD_DATA, h, dxd, wd, cd, dyd, &p);
     if (st) return st;
-    if ((st = check_buffer(h, "backward data find", "w", w, (size_t)p.K * p.C * p.R * p.S)) ||
-        (st = check_buffer(h, "backward data find", "dy", dy, (size_t)p.N * p.K * p.OH * p.OW)))
+    if ((st = check_buffer(h, "backward data find", "w", w, (size_t)p.K * p.C * p.R * p.S, elem_size(p.dtype))) ||
+        (st = check_buffer(h, "backward data find", "dy", dy, (size_t)p.N * p.K * p.OH * p.OW, elem_size(p.dtype))))
         return st;
     return find_ex(BWD_DATA, h, &p, dx, (size_t)p.N * p.C * p.H * p.W, ws, ws_size, want, got, perf);
 }
@@ -621,8 +712,8 @@ cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(void* h, void* xd, u
     problem p;
     cudnnStatus_t st = describe(BWD_FILTER, h, xd, dwd, cd, dyd, &p);
     if (st) return st;
-    if ((st = check_buffer(h, "backward filter find", "x", x, (size_t)p.N * p.C * p.H * p.W)) ||
-        (st = check_buffer(h, "backward filter find", "dy", dy, (size_t)p.N * p.K * p.OH * p.OW)))
+    if ((st = check_buffer(h, "backward filter find", "x", x, (size_t)p.N * p.C * p.H * p.W, elem_size(p.dtype))) ||
+        (st = check_buffer(h, "backward filter find", "dy", dy, (size_t)p.N * p.K * p.OH * p.OW, elem_size(p.dtype))))
         return st;
     return find_ex(BWD_FILTER, h, &p, dw, (size_t)p.K * p.C * p.R * p.S, ws, ws_size, want, got, perf);
 }

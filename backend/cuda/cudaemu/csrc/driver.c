@@ -266,8 +266,10 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
     case 8: *v = 49152; return CUDA_SUCCESS;       // shared memory per block
     case 10: *v = 32; return CUDA_SUCCESS;         // warp size
     case 16: *v = env_int("SIMCLR_CUDA_EMU_SMS", 132, 1, 1024); return CUDA_SUCCESS;
-    case 75: *v = 9; return CUDA_SUCCESS; // compute capability 9.0 (Hopper)
-    case 76: *v = 0; return CUDA_SUCCESS;
+    // Compute capability 9.0 (Hopper), or SIMCLR_CUDA_EMU_CC (e.g. 75 for
+    // sm_75) so that tests can present an older GPU.
+    case 75: *v = env_int("SIMCLR_CUDA_EMU_CC", 90, 10, 199) / 10; return CUDA_SUCCESS;
+    case 76: *v = env_int("SIMCLR_CUDA_EMU_CC", 90, 10, 199) % 10; return CUDA_SUCCESS;
     }
     emu_log("cuDeviceGetAttribute: attribute %d is not emulated", attr);
     return CUDA_ERROR_INVALID_VALUE;

@@ -347,6 +347,10 @@ if want memcheck; then
 		fi
 		guard memcheck-bench 150 "$OUT/memcheck.log" "${sanitize[@]}" "$simclr" bench --device cuda \
 			--images 4 --steps 2 --multilevel
+		# bf16's kernels (the conversions to and from NHWC bf16) run only
+		# under --precision bf16.
+		guard memcheck-bench-bf16 150 "$OUT/memcheck.log" "${sanitize[@]}" "$simclr" bench --device cuda \
+			--precision bf16 --images 4 --steps 2 --multilevel
 		# (kept out of $OUT: the tool returns at most 8 files)
 		ours_txt=$gpu_work/memcheck_ours.txt
 		if memcheck_ours "$OUT/memcheck.log" >"$ours_txt"; then

@@ -46,7 +46,12 @@ def parse_args():
     p.add_argument("--images", default="2,4,8,16,64", help="comma-separated images per step (default %(default)s)")
     p.add_argument("--modes", default="plain,multilevel", help="plain, multilevel or both (default %(default)s)")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds (default %(default)s)")
-    p.add_argument("--threads", type=int, default=2, help="PyTorch intra-op threads (default %(default)s)")
+    p.add_argument("--threads", type=int, default=2,
+                   help="cores for both programs: PyTorch's intra-op threads, and both processes pinned to "
+                        "that many cores of this process's affinity, so that simclr (which uses every core it "
+                        "may run on) gets no more than PyTorch (default %(default)s)")
+    p.add_argument("--no-pin", action="store_true",
+                   help="do not pin the processes to --threads cores (simclr then uses every core it may run on)")
     p.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE", "default"],
                    help="OMP_WAIT_POLICY of the PyTorch runs (default %(default)s: on cores shared with other "
                         "processes GNU OpenMP's spinning threads make PyTorch's steps ten times slower; "
@@ -74,8 +79,21 @@ def steps_for(images, budget):
     return max(2, min(10, int(round(budget / (0.08 * images)))))
 
 
-def run_json(cmd, env=None):
-    out = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
+def pinned_cores(threads, pin):
+    """The cores both programs run on: the first `threads` of this process's
+    affinity, or None (no pinning) with --no-pin or where affinity is not
+    available."""
+    if not pin or not hasattr(os, "sched_getaffinity"):
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    if threads > len(cores):
+        raise SystemExit("--threads %d: this process may run on %d cores only" % (threads, len(cores)))
+    return cores[:threads]
+
+
+def run_json(cmd, env=None, cores=None):
+    pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, preexec_fn=pin)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         raise RuntimeError("%s failed (exit %d): %s" % (" ".join(cmd), out.returncode, out.stderr.strip()[-500:]))
@@ -113,7 +131,8 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     out_json = a.out or os.path.join(os.path.dirname(here), "results", "cpu",
                                      "compare-" + started.strftime("%Y%m%dT%H%MZ") + ".json")
-    machine = {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(),
+    cores = pinned_cores(a.threads, not a.no_pin)
+    machine = {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "pinned_cores": cores,
                "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
                "uptime_before": uptime(), "started_utc": started.isoformat(timespec="seconds")}
     print("before: " + machine["uptime_before"], file=sys.stderr, flush=True)
@@ -132,7 +151,7 @@ def main():
                     order.reverse()
                 slot = results.setdefault((images, mode), {"simclr": [], "pytorch": []})
                 for name, cmd, env in order:
-                    res = run_json(cmd, env)
+                    res = run_json(cmd, env, cores)
                     res["round"] = rnd
                     print(json.dumps(res), file=sys.stderr, flush=True)
                     slot[name].append(res)
@@ -142,8 +161,10 @@ def main():
 
     first = results[(a.image_list[0], a.mode_list[0])]
     lines = [
-        "CPU: %s (%d logical CPUs), OPENBLAS_CORETYPE=%s; %s to %s UTC; load before: %s; after: %s" % (
-            machine["cpu_model"], machine["cpu_count"], machine["openblas_coretype"] or "(unset)",
+        "CPU: %s (%d logical CPUs; both programs on %s), OPENBLAS_CORETYPE=%s; %s to %s UTC; load before: %s; after: %s" % (
+            machine["cpu_model"], machine["cpu_count"],
+            ("cores " + ",".join(str(c) for c in cores)) if cores else "every core (not pinned)",
+            machine["openblas_coretype"] or "(unset)",
             machine["started_utc"], machine["finished_utc"], machine["uptime_before"], machine["uptime_after"]),
         "simclr:  " + first["simclr"][0].get("backend", "?"),
         "PyTorch: " + first["pytorch"][0].get("backend", "?") + ", OMP_WAIT_POLICY " + a.omp_wait_policy,

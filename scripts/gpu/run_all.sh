@@ -195,7 +195,8 @@ if want parity; then
 	# NCCL on the GPU, loaded for the CUDA major of the chosen library set
 	# (it skips, saying why, where no NCCL is found).
 	if [[ -x $collectivetest ]]; then
-		guard parity-nccl 60 "$OUT/cuda_test.log" "${go_env[@]}" "$collectivetest" -test.v -test.count=1 -test.run 'NCCL' -test.timeout=50s
+		# In its package folder: a test builds a fake NCCL from testdata/.
+		(cd collective && guard parity-nccl 60 "$OUT/cuda_test.log" "${go_env[@]}" "$collectivetest" -test.v -test.count=1 -test.run 'NCCL' -test.timeout=50s)
 		grep -E -- '--- (FAIL|SKIP): TestNCCL' "$OUT/cuda_test.log" | sed 's/^/  /' >>"$summary"
 	else
 		record parity-nccl SKIPPED 0 "no .gpu/collective.test (an older prepare.sh)"

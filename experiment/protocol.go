@@ -182,7 +182,7 @@ func newSession(p *Problem, pr Protocol) (*session, error) {
 	}
 	s := &session{p: p, pr: pr, g: gauge{err: p.Error != nil}}
 	if p.Error == nil {
-		s.g.f0, _ = p.Objective.Value(p.X0)
+		s.g.f0, _ = p.Objective(p.X0)
 		s.g.fStar = p.FStar.Value
 		if p.FStar.Reached && s.g.fStar == 0 {
 			s.g.fStar = math.Inf(1)

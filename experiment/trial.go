@@ -95,6 +95,11 @@ func trial(p *Problem, m Method, seed uint64, budget int64, points []int64, targ
 	}
 	trace.Finish(final)
 	tr.Values = trace.Values
+	if tr.Auto != nil {
+		// Whether auto's own estimate held: the true gap where it stopped
+		// against the target it claimed to reach.
+		tr.Auto.SetTrueGap(g.gap(final))
+	}
 	if ft != nil {
 		tr.First = ft.First
 	}

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -71,7 +72,13 @@ func trial(p *Problem, m Method, seed uint64, budget int64, points []int64, targ
 			s.Score = func(x []float64) (float64, float64) { return p.Error(x), 0 }
 		}
 		res, err := auto.Run(&p.Problem, s, recs...)
-		if err != nil {
+		var ae *auto.Error
+		switch {
+		case errors.As(err, &ae):
+			// auto cannot serve this trial's problem: the trial stays at
+			// x0, its record saying why, instead of stopping the report.
+			res = &auto.Result{X: p.X0, Record: &auto.Record{Target: s.Target, Stopped: "auto cannot serve it: " + err.Error()}}
+		case err != nil:
 			return tr, fmt.Errorf("auto, seed %d: %w", seed, err)
 		}
 		x, tr.Diverged, tr.Iterations, tr.Cost, tr.Auto = res.X, res.Diverged, res.Iterations, res.Cost, res.Record

@@ -32,7 +32,7 @@ func ExampleRun() {
 		},
 		Objective: objective,
 	}
-	res, err := auto.Run(p, auto.Settings{Target: auto.Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 2})
+	res, err := auto.Run(p, auto.Settings{Target: auto.Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 1})
 	if err != nil {
 		fmt.Println(err)
 		return

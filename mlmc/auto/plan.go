@@ -195,8 +195,10 @@ type Plan struct {
 	intercept, aG float64
 	aNote         string
 	notFalling    *Error
-	// bestBias is the bias of the best fit alone (nil without a fit).
+	// bestBias is the bias of the best fit alone (nil without a fit),
+	// seen the levels whose mean stood out of its noise.
 	bestBias func(L int) float64
+	seen     int
 	// costs are C_l on MinLevel..MaxLevel, measured or extrapolated, for
 	// the step rule's cost per iteration at lower levels.
 	costs []float64
@@ -338,7 +340,15 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 		L++
 	}
 	fallback := ""
-	if share(L) > limit && p.bestBias != nil {
+	if r.BestFit && p.bestBias != nil && p.seen == 0 && share(L) > limit {
+		// No level's mean stands out of its noise: the fit of the bias
+		// is a fit to noise. The pilot's top level is as deep as the
+		// pilot can see a bias; later stages measure again.
+		L = min(rep.MaxLevel, cap)
+		fallback = fmt.Sprintf("; no |E H^l| stands out of its noise, so the fit is not trusted: L is the pilot's top level %d, below which no bias was seen", L)
+		share = func(int) float64 { return 0 }
+	}
+	if share(L) > limit && p.bestBias != nil && fallback == "" {
 		// The bound is statistical: with the levels' means lost in their
 		// noise it may not meet the rule at any level. The best fit then
 		// decides, and the plan says so.
@@ -540,6 +550,7 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 		aNote += fmt.Sprintf("; H^l vanished in all %d draws from level %d on, so the bias at or above level %d is bounded by the rule of three (P(H^l != 0) <= 3/K), not taken as zero", rep.Draws, bf.zeroFrom, bf.zeroFrom-1)
 	}
 	p.aNote = aNote
+	p.seen = bf.seen
 	p.intercept, p.aG = intercept, aG
 	return p, bf.bias, nil
 }

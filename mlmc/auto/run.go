@@ -24,8 +24,8 @@ type Settings struct {
 	// target falls, down to Target.Gap (default sqrt(10)).
 	FirstGap, StageRatio float64
 	// FirstPilot is the first stage's pilot as a share of the budget
-	// (default 0.005): half measures the levels, half scores the step
-	// candidates. A later stage's pilot is PilotShare (default 0.1) of
+	// (default 0.001, doubled up to four times where it measures too few
+	// levels): half measures the levels, half scores the step candidates. A later stage's pilot is PilotShare (default 0.1) of
 	// that stage's predicted cost, the last stage's samples times
 	// StageRatio, and never less than the first's.
 	FirstPilot, PilotShare float64
@@ -58,7 +58,7 @@ func (s Settings) withDefaults() (Settings, error) {
 	def(&s.FirstGap, 0.1)
 	s.FirstGap = math.Max(s.FirstGap, s.Target.Gap)
 	def(&s.StageRatio, math.Sqrt(10))
-	def(&s.FirstPilot, 0.005)
+	def(&s.FirstPilot, 0.001)
 	def(&s.PilotShare, 0.1)
 	if s.MinDraws == 0 {
 		s.MinDraws = 16
@@ -466,11 +466,15 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		kept := *r.plan
 		kept.At, kept.Steps = at+" (kept)", nil
 		plan, err = &kept, nil
-	} else if errors.As(err, &ae) && !strings.Contains(err.Error(), "pilot budget of") {
+	} else {
 		// The first measurement once more, on other draws and twice the
-		// samples, before giving up.
-		st.Notes = append(st.Notes, "measured again with twice the samples: "+err.Error())
-		plan, err = r.measure(at, eps, budget)
+		// samples, before giving up: the first pilot is kept small, so
+		// that a loose target on a cheap problem does not pay for more.
+		for try := 0; try < 4 && errors.As(err, &ae) && r.used+2*budget < r.s.Target.Budget/10; try++ {
+			st.Notes = append(st.Notes, "measured again with twice the samples: "+err.Error())
+			budget *= 2
+			plan, err = r.measure(at, eps, budget/2)
+		}
 	}
 	if err != nil {
 		return err
@@ -598,6 +602,16 @@ func (r *runner) runIters(p *Plan, iters int) error {
 	return err
 }
 
+// maxLevel is the deepest level the problem's oracle serves (a large
+// number where it is unbounded).
+func (r *runner) maxLevel() int {
+	inst, err := r.p.NewOracle(r.s.Seed)
+	if err != nil || inst.Oracle.MaxLevel() == mlmc.Unbounded {
+		return r.s.MinLevel + 40
+	}
+	return inst.Oracle.MaxLevel()
+}
+
 // maxHalvings bounds the safeguard's halvings in a run.
 const maxHalvings = 10
 
@@ -660,6 +674,30 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			n = 0
 			r.step /= 2
 			st.Notes = append(st.Notes, fmt.Sprintf("at %d samples the objective at the average was %g (F(x0) = %g): put back to the last checkpoint, step halved to %.3g", r.used, f, r.f0, r.step))
+			if halvings%3 == 0 && !math.IsInf(f, 0) && !math.IsNaN(f) && p.MaxLevel < r.maxLevel() {
+				// F rises at ever smaller steps: the steps descend F^L,
+				// whose minimiser is not F's (its bias), not F. Two
+				// levels deeper, measured again, the step searched again.
+				r.lFloor = max(r.lFloor, p.MaxLevel+2)
+				np, err := r.measure(fmt.Sprintf("a re-plan after F rose at %d samples", r.used), eps, pilot)
+				if err == nil {
+					// The halvings were the bias's doing: the step is
+					// searched afresh for the deeper L.
+					if err := r.chooseStep(np, r.s.Steps, pilot/2, eps); err == nil {
+						halvings = 0
+						r.plan, p, r.step = np, np, np.Step
+						r.lFloor = max(r.lFloor, np.MaxLevel)
+						st.Plans = append(st.Plans, np)
+						st.Notes = append(st.Notes, fmt.Sprintf("F rose at ever smaller steps, the mark of the bias of L: L raised to %d", np.MaxLevel))
+						biasGap = np.BiasShare
+						if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
+							biasGap = 0
+						}
+						fPrev, sePrev = r.s.Score(r.avg)
+						hist, stalls = hist[:0], 0
+					}
+				}
+			}
 			continue
 		}
 		copy(goodAvg, r.avg)

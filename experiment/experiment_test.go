@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/mlmc/sgd"
@@ -657,5 +658,19 @@ func TestTrialStopsOutsideDomain(t *testing.T) {
 		if everyTen(100)[k] >= 10 && !math.IsInf(v, 1) {
 			t.Errorf("value at %d = %v, want +Inf", everyTen(100)[k], v)
 		}
+	}
+}
+
+// TestProgress: a run of trials with Progress set says how many are done
+// and the time left, the last line at the end.
+func TestProgress(t *testing.T) {
+	var out bytes.Buffer
+	p := quadraticProblem()
+	pr := Protocol{Budget: 100, Points: everyTen, Trials: 4, Progress: &out, ProgressEvery: time.Hour}
+	if _, err := Report(p, pr, Fixed("by hand", lsgd0)); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "quadratic: 4 of 4 trials") || !strings.Contains(s, "left") {
+		t.Errorf("progress %q", s)
 	}
 }

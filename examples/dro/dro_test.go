@@ -570,7 +570,7 @@ func TestRowRho(t *testing.T) {
 
 // toyTask is a small linear problem (50 rows, two features, noise 0.3)
 // with its exact F*, for the end-to-end tests.
-func toyTask(t *testing.T, budget int64) *task {
+func toyTask(t testing.TB, budget int64) *task {
 	t.Helper()
 	r := rand.New(rand.NewPCG(21, 22))
 	d := &Data{Name: "toy"}

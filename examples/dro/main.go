@@ -212,6 +212,8 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 // reported trials and writes the summary, the tables and the plot.
 func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	p, pr := t.problem(oracleMaxLevel), t.protocol(o.trials)
+	// The grid takes minutes: its trials done and the time left.
+	pr.Progress = stderr
 	fStar := fmt.Sprintf("%.6g", t.fStar)
 	if math.IsInf(t.fStar, 1) {
 		fStar = "the lowest value any run reaches"

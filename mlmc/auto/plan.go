@@ -761,6 +761,16 @@ func rtLaw(lev []level) []float64 {
 		q[i] = math.Sqrt(math.Max(lv.moment2, 0) / lv.img)
 		sum += q[i]
 	}
+	// A level whose H^l vanished in every draw still needs a positive
+	// probability (RT-MLMC's estimate divides by it, and the level is
+	// only rarely non-zero, not bias-free): a floor of 1e-6 of the law.
+	for i := range q {
+		q[i] = math.Max(q[i]/sum, 1e-6)
+	}
+	sum = 0
+	for _, v := range q {
+		sum += v
+	}
 	for i := range q {
 		q[i] /= sum
 	}

@@ -3,6 +3,7 @@ package experiment
 import (
 	"flag"
 	"fmt"
+	"io"
 
 	"github.com/simclr-go/simclr/mlmc/auto"
 )
@@ -14,10 +15,13 @@ func AutoMethod(gap float64) Method {
 }
 
 // AutoFixed is the auto method planned for gap, run as it is (Fixed) on a
-// trial's whole budget, with the note that says how it works.
-func AutoFixed(gap float64) *Tuning {
+// trial's whole budget, with the note that says how it works; log, when
+// set, receives each trial's line per stage and its warnings.
+func AutoFixed(gap float64, log io.Writer) *Tuning {
+	m := AutoMethod(gap)
+	m.Auto.Log = log
 	return Fixed(fmt.Sprintf("auto for gap %g: stages with targets falling by sqrt(10) to the gap, each measuring the levels with a pilot sized to the stage (counted in the cost) and choosing the estimator, L, the level law and the step; it stops when its own gap estimate reaches the gap (docs/definitions.md, section 11)", gap),
-		AutoMethod(gap))
+		m)
 }
 
 // AutoFlags are the command-line options of the auto method that the

@@ -674,3 +674,22 @@ func TestProgress(t *testing.T) {
 		t.Errorf("progress %q", s)
 	}
 }
+
+// TestAutoLogsStages: the auto method's line per stage reaches the log
+// with the trial it belongs to.
+func TestAutoLogsStages(t *testing.T) {
+	p := quadraticProblem()
+	p.NewOracle = func(uint64) (Instance, error) {
+		q := &equalLevels{}
+		return Instance{Oracle: q, At: func(x, _ []float64) { q.x = x }}, nil
+	}
+	var log bytes.Buffer
+	if _, err := Report(p, Protocol{Budget: 100_000, Trials: 2, Workers: 1}, AutoFixed(0.01, &log)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"quadratic, seed 1: auto stage 1: target 0.1, lsgd L=0", "quadratic, seed 2: auto stage"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log.String())
+		}
+	}
+}

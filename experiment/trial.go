@@ -3,6 +3,7 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/simclr-go/simclr/mlmc/auto"
@@ -68,6 +69,9 @@ func trial(p *Problem, m Method, seed uint64, budget int64, points []int64, targ
 	if m.Auto != nil {
 		s := *m.Auto
 		s.Target.Budget, s.Seed, s.Value = budget, seed, p.value
+		if s.Log != nil {
+			s.Log = prefixed{s.Log, fmt.Sprintf("%s, seed %d: ", p.Name, seed)}
+		}
 		if s.Score == nil && p.Objective == nil && p.Error != nil {
 			s.Score = func(x []float64) (float64, float64) { return p.Error(x), 0 }
 		}
@@ -122,4 +126,19 @@ func Trial(p *Problem, m Method, seed uint64, budget int64) (Trace, error) {
 		return Trace{}, err
 	}
 	return trial(p, m, seed, budget, []int64{budget}, nil, gauge{err: true}, false)
+}
+
+// prefixed writes each write (one line of auto's log) after a prefix
+// naming the trial, in one write, so that trials running at once keep
+// their lines whole.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := p.w.Write(append([]byte(p.prefix), b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

@@ -274,7 +274,7 @@ func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
 	for _, g := range o.autoGaps {
 		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; auto planned for gap %g\n",
 			t.ds.Name, t.ds.About, t.model.name(), t.f0, t.fStar, t.budget, g)
-		res, err := experiment.Report(p, pr, experiment.AutoFixed(g))
+		res, err := experiment.Report(p, pr, experiment.AutoFixed(g, stderr))
 		if err != nil {
 			return err
 		}

@@ -122,7 +122,7 @@ func runAuto(ins []*instance, s settings, w io.Writer) error {
 		p := in.problem()
 		for _, g := range s.AutoGaps {
 			fmt.Fprintf(w, "%s: budget %d samples, %d trials; auto planned for gap %g\n", p.Name, s.Budget, s.Trials, g)
-			res, err := experiment.Report(p, pr, experiment.AutoFixed(g))
+			res, err := experiment.Report(p, pr, experiment.AutoFixed(g, os.Stderr))
 			if err != nil {
 				return fmt.Errorf("%s, %s, auto for gap %g: %w", in.Name, in.Loss.Name, g, err)
 			}

@@ -693,3 +693,24 @@ func TestAutoLogsStages(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownShowsAutoStages: the tables name auto's setting "auto", so
+// the markdown lists each trial's stages and why it stopped.
+func TestMarkdownShowsAutoStages(t *testing.T) {
+	p := quadraticProblem()
+	p.NewOracle = func(uint64) (Instance, error) {
+		q := &equalLevels{}
+		return Instance{Oracle: q, At: func(x, _ []float64) { q.x = x }}, nil
+	}
+	res, err := Report(p, Protocol{Budget: 100_000, Trials: 2, Workers: 1}, AutoFixed(0.01, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	WriteMarkdown(&md, []Summary{res.Summary})
+	for _, want := range []string{"auto's stages on quadratic", "- trial 1: 10%: lsgd L 0", "- trial 2:"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}

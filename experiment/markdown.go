@@ -93,6 +93,7 @@ func WriteMarkdown(w io.Writer, sums []Summary) {
 			row(w, append(cells, mdInterval(Passage{Median: m.FinalGap, CI: m.FinalGapCI}, s))...)
 		}
 	}
+	writeAutoStages(w, sums)
 	var edges []string
 	for _, s := range sums {
 		if s.Tuning == nil {
@@ -172,4 +173,31 @@ func mdInterval(ps Passage, s Summary) string {
 		return fmt.Sprintf("%.3g", *p)
 	}
 	return fmt.Sprintf("%.3g [%s, %s]", *ps.Median, end(ps.CI[0]), end(ps.CI[1]))
+}
+
+// writeAutoStages lists, for every auto method, each trial's stages (the
+// plan each ran, the samples and the gap estimate at its end) and why the
+// run stopped: its setting in the tables is only "auto".
+func writeAutoStages(w io.Writer, sums []Summary) {
+	for _, s := range sums {
+		for _, m := range s.Methods {
+			if len(m.Auto) == 0 {
+				continue
+			}
+			fmt.Fprintln(w)
+			fmt.Fprintf(w, "auto's stages on %s, per trial (target, method and L, step, samples at the stage's end, its gap estimate), and why each run stopped:\n\n", s.Problem)
+			for i, rec := range m.Auto {
+				var parts []string
+				for _, st := range rec.Stages {
+					desc := "skipped"
+					if len(st.Plans) > 0 {
+						pl := st.Plans[len(st.Plans)-1]
+						desc = fmt.Sprintf("%s L %d, step %.3g, %d samples, estimate %.3g", pl.Method, pl.MaxLevel, st.Step, st.Samples, float64(st.GapEstimate))
+					}
+					parts = append(parts, fmt.Sprintf("%s: %s", pct(st.Target), desc))
+				}
+				fmt.Fprintf(w, "- trial %d: %s; %s\n", i+1, strings.Join(parts, "; "), rec.Stopped)
+			}
+		}
+	}
 }

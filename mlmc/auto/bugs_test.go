@@ -214,7 +214,7 @@ func TestStepCapScaleInvariant(t *testing.T) {
 		inst, _ := p.NewOracle(9)
 		inst.At(r.x, r.x)
 		r.kappa = r.noiseShare(inst, mlmc.Float64Ops{Dim: 4})
-		plan := &Plan{Method: "lsgd", Step: 1e6, Predicted: []MethodCost{{Method: "lsgd", Var: v, Cost: 1}}}
+		plan := &Plan{Method: "rtmlmc", Kind: mlmc.Kind{Method: mlmc.RTMLMC}, Step: 1e6, Predicted: []MethodCost{{Method: "rtmlmc", Var: v, Cost: 1}}}
 		r.capStep(plan, drop)
 		return plan.Step
 	}

@@ -612,6 +612,12 @@ func (r *runner) maxLevel() int {
 	return inst.Oracle.MaxLevel()
 }
 
+// maxStationaryHalvings bounds the stationarity test's halvings in one
+// stage: the stages' targets fall by sqrt(10) each, and a flat, noisy
+// objective can read as stationary again and again, halving the step to a
+// crawl.
+const maxStationaryHalvings = 3
+
 // maxHalvings bounds the safeguard's halvings in a run.
 const maxHalvings = 10
 
@@ -775,12 +781,34 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 		} else {
 			stalls = 0
 		}
-		if stalls == 2 {
+		if stalls == 2 && st.Halvings-halvings < maxStationaryHalvings {
 			// At the noise floor and no longer improving at two
 			// checkpoints in a row: halve the step, and the floor with it
 			// (a stationarity test).
 			r.step /= 2
 			st.Halvings++
+			hist, stalls = hist[:0], 0
+		} else if stalls == 2 && p.MaxLevel+2 <= r.maxLevel() {
+			// Stationary after every halving the stage allows, its target
+			// not reached: what is left is the bias of L, which the
+			// measurement's noise hid. Two levels deeper, measured again,
+			// the step re-checked (Giles' test of the bias, read off the
+			// run rather than off the pilot's noisy means).
+			r.lFloor = max(r.lFloor, p.MaxLevel+2)
+			if np, err := r.measure(fmt.Sprintf("a re-plan at %d samples, the stage stationary above its target", r.used), eps, pilot); err == nil {
+				if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
+					r.plan, p, r.step = np, np, np.Step
+					r.lFloor = max(r.lFloor, np.MaxLevel)
+					st.Plans = append(st.Plans, np)
+					st.Notes = append(st.Notes, fmt.Sprintf("stationary above the target at %d samples after %d halvings: L raised to %d", r.used, maxStationaryHalvings, np.MaxLevel))
+					biasGap = np.BiasShare
+					if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
+						biasGap = 0
+					}
+					fPrev, sePrev = r.s.Score(r.avg)
+					halvings = st.Halvings
+				}
+			}
 			hist, stalls = hist[:0], 0
 		}
 		prevEst = est
@@ -1037,10 +1065,11 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 // recheckStep checks the last stage's step for a new method (another
 // estimator or L): near the optimum a search among candidates on short
 // runs favours the step that moves least, so the step is kept, lowered to
-// the new method's variance cap (its noise floor at most half the stage's
-// target times F(x0) - F), and halved while a short run of it on the new
-// method leaves F's domain or rises above F(x0), the run continuing from
-// where the last check ended.
+// the new method's variance cap (capStep), and halved while a short run of
+// it on the new method leaves F's domain or rises above F(x0) by more than
+// ten times F(x0) - F (near the optimum a short run's last iterate sits at
+// its noise floor, above F), the run continuing from where the last check
+// ended.
 func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) error {
 	p.Step = r.step
 	p.Reasons.Step = fmt.Sprintf("the last step %.3g, re-checked for the new method", r.step)
@@ -1064,8 +1093,11 @@ func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) err
 		}
 		r.used += res.Drawn
 		r.pilot += res.Drawn
+		// Only a rise far beyond the noise counts: near the optimum a short
+		// run's last iterate sits at its noise floor, which may be above
+		// F(x0) when F(x0) - F* is small.
 		g, _ := r.s.Score(res.X)
-		if !res.Diverged && !math.IsNaN(g) && !math.IsInf(g, 0) && g <= r.f0 {
+		if !res.Diverged && !math.IsNaN(g) && !math.IsInf(g, 0) && g <= r.f0+10*math.Abs(r.f0-f) {
 			copy(r.x, res.X)
 			copy(r.avg, r.x)
 			return nil
@@ -1076,11 +1108,18 @@ func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) err
 	return nil
 }
 
-// capStep lowers the plan's step so that its noise floor, step x Var / 4
+// capStep lowers an RT-MLMC plan's step so that its noise floor, step x Var / 4
 // with Var the predicted variance of the moving part of its estimates
 // (noiseVar: the projection and the preconditioner counted), is at most
 // capShare of drop, a lower bound on F(x0) - F*.
 func (r *runner) capStep(p *Plan, drop float64) {
+	if p.Kind.Method != mlmc.RTMLMC {
+		// The cap guards against what a short run rarely meets, RT-MLMC's
+		// rare draws of its costly, noisy top levels; the other methods'
+		// noise is in every draw, and the step search has seen it. A cap
+		// on a drop that short runs barely measured would only crawl.
+		return
+	}
 	v := r.noiseVar(p)
 	if !(v > 0) || !(drop > 0) || 2*capShare*drop/v >= p.Step {
 		return

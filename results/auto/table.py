@@ -72,13 +72,25 @@ def held(m):
 
 
 def why_missed(m, i):
-    """The records' reasons for the trials that did not reach target i."""
-    out = []
+    """The records' reasons for the trials that did not reach target i,
+    counted: the budget ran out with the estimate above the target, the run
+    claimed the target but the true gap was above it (its estimate did not
+    hold), auto could not serve the trial; and the first stall warning."""
+    out, warn = {}, None
     for r, t in zip(m.get("auto") or [], m["stays_below"][i]["trials"]):
-        if t is None:
-            out.append(r.get("stopped", ""))
-            out += r.get("warnings") or []
-    return out
+        if t is not None:
+            continue
+        stop = r.get("stopped", "")
+        if stop.startswith("auto cannot serve"):
+            k = "auto could not serve it"
+        elif stop.startswith("the gap estimate"):
+            k = "claimed the target, the true gap above it"
+        else:
+            k = "the budget ran out with the estimate above the target"
+        out[k] = out.get(k, 0) + 1
+        if warn is None and r.get("warnings"):
+            warn = r["warnings"][0]
+    return out, warn
 
 
 PAIRS = []
@@ -104,7 +116,7 @@ def table(title, pattern, grid_of):
         print(f"| {a['problem']} | {gap:g} | {fmt(p['median'])} | {p['trials_reached']}/{a['trials']} | {cname} | "
               f"{fmt(cp['median']) if cp else '—'} | {cp['trials_reached'] if cp else 0}/{grid['trials']} | {fmt(ratio)} | {h}/{n} |")
         PAIRS.append(dict(problem=a["problem"], gap=gap, auto=p, comp=cp, trials=grid["trials"], ratio=ratio,
-                          why=why_missed(m, i)))
+                          why=why_missed(m, i), held=(h, n)))
     print()
 
 
@@ -145,12 +157,17 @@ def verdict():
     missing = [q for q in held_pairs if q["ratio"] is None]
     if missing:
         print(f"- pairs where auto's median trial did not reach the gap: " + ", ".join(f"{q['problem']} {q['gap']:g}" for q in missing))
+    h = sum(q["held"][0] for q in PAIRS)
+    n = sum(q["held"][1] for q in PAIRS)
+    print(f"- auto's own gap estimate held in {h} of the {n} trials where it claimed the target and stopped")
     print(f"- apart (the comparator reaches it in fewer than half its trials, or no setting does): " +
           (", ".join(f"{q['problem']} {q['gap']:g}" for q in apart) or "none"))
-    print("\nWhy auto missed, from its records (one line per trial that did not reach the gap):\n")
+    print("\nWhy auto missed, from its records (trials that did not reach the gap, by how the run ended; the first stall warning):\n")
     for q in PAIRS:
-        for w in sorted(set(q["why"])):
-            print(f"- {q['problem']} {q['gap']:g}: {w}")
+        counts, warn = q["why"]
+        if counts:
+            line = "; ".join(f"{k}: {v}" for k, v in counts.items())
+            print(f"- {q['problem']} {q['gap']:g}: {line}" + (f". First warning: {warn}" if warn else ""))
 
 
 if __name__ == "__main__":

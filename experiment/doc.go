@@ -51,22 +51,12 @@
 // settings in rounds its own way. ParseKinds reads a --methods list of
 // estimators.
 //
-// The auto method. A Method whose Auto is set is decided by a Planner
-// rather than a grid:
-//
-//	type Planner interface {
-//		Plan(pilot Pilot) (Plan, error)
-//	}
-//
-// Pilot carries the Problem (its oracle factory NewOracle, X0, Project,
-// Objective or Error), the point X to measure at, the trial's Seed, its
-// Budget and the cost Spent so far, and the Previous plan when re-planning.
-// Plan returns the concrete Method to run (kind, levels, level law in
-// Config.LevelProbs or LevelDraws, step), the cost its pilot Spent (added
-// to the trial's total before the first iterate, so a pilot is never
-// free), the Reasons for each choice, and optionally ReplanAt: the trial
-// cost at which the harness calls Plan again with the iterate of that
-// moment and continues with the new method. The trial records every plan
-// in its summary. The planner owns its own settings (the target gap, the
-// pilot's share of the budget).
+// The auto method. A Method whose Auto is set (AutoMethod, AutoFixed) is
+// run by package mlmc/auto on the trial's problem, its stages' pilots
+// counted in the trial's cost, the recorders reading the run's answer (the
+// average of its stage's iterates); the trial keeps auto's record (every
+// stage and plan with its reasons) with the true gap where it stopped and
+// whether its own gap estimate held. A trial auto cannot serve is recorded
+// as not reached, its record saying why. AddAutoFlags registers the
+// examples' --method auto and --gap.
 package experiment

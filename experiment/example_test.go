@@ -5,6 +5,7 @@ import (
 
 	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
 
 // descent is F(x) = x^2/2 with exact gradients: one sample a query.
@@ -23,13 +24,14 @@ func (d *descent) Release(mlmc.Sample) {}
 // target: the gap is 0.09^t after t samples with the step 0.7.
 func Example() {
 	p := &experiment.Problem{
-		Name: "quadratic", X0: []float64{1}, EveryIterate: true,
-		NewOracle: func(seed uint64) (experiment.Instance, error) {
-			d := &descent{}
-			return experiment.Instance{Oracle: d, At: func(x, _ []float64) { d.x = x }}, nil
-		},
-		Objective: experiment.Objective{Value: func(x []float64) (float64, float64) { return x[0] * x[0] / 2, 0 }},
-		FStar:     experiment.Optimum{Value: 0},
+		Name: "quadratic", EveryIterate: true,
+		Problem: sgd.Problem{X0: []float64{1},
+			NewOracle: func(seed uint64) (experiment.Instance, error) {
+				d := &descent{}
+				return experiment.Instance{Oracle: d, At: func(x, _ []float64) { d.x = x }}, nil
+			},
+			Objective: func(x []float64) (float64, float64) { return x[0] * x[0] / 2, 0 }},
+		FStar: experiment.Optimum{Value: 0},
 	}
 	var grid []experiment.Method
 	for _, step := range []float64{0.1, 0.5, 0.7} {

@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
 
 // scripted is a deterministic oracle that moves the iterate along a
@@ -47,16 +50,16 @@ var path = []float64{0.5, 0.008, 0.02, 0.004, 0.0009, 0.002, 0.0008, 0.0005}
 // iterate at 10 s t samples.
 func scriptedProblem(errorMode bool) *Problem {
 	const step = 0.5
-	p := &Problem{Name: "scripted", X0: []float64{1}, EveryIterate: true,
+	p := &Problem{Name: "scripted", EveryIterate: true, Problem: sgd.Problem{X0: []float64{1},
 		NewOracle: func(seed uint64) (Instance, error) {
 			o := &scripted{path: path, step: step, cost: 10 * int64(seed)}
 			return Instance{Oracle: o, At: func(x, _ []float64) { o.x = x }}, nil
-		}}
+		}}}
 	abs := func(x []float64) float64 { return math.Abs(x[0]) }
 	if errorMode {
 		p.Error = abs
 	} else {
-		p.Objective = Objective{Value: func(x []float64) (float64, float64) { return abs(x), 0 }, About: "|x|"}
+		p.Objective, p.ObjectiveAbout = func(x []float64) (float64, float64) { return abs(x), 0 }, "|x|"
 		p.FStar = Optimum{Value: 0}
 	}
 	return p
@@ -161,7 +164,7 @@ func ptr(p *float64) any {
 // any run reached, and reads gaps against it.
 func TestReachedOptimum(t *testing.T) {
 	p := scriptedProblem(false)
-	p.Objective.Value = func(x []float64) (float64, float64) { return 5 + math.Abs(x[0]), 0 }
+	p.Objective = func(x []float64) (float64, float64) { return 5 + math.Abs(x[0]), 0 }
 	p.FStar = Optimum{Reached: true, Value: math.Inf(1)}
 	res, err := Report(p, Protocol{Budget: 800, Points: everyTen, Trials: 3}, Fixed("by hand", lsgd0))
 	if err != nil {
@@ -195,13 +198,13 @@ func (q *quadratic) Eval(_ mlmc.Sample, _ mlmc.Point, _ bool, alpha float64, out
 func (q *quadratic) Release(mlmc.Sample) {}
 
 func quadraticProblem() *Problem {
-	return &Problem{Name: "quadratic", X0: []float64{1}, EveryIterate: true,
+	return &Problem{Name: "quadratic", EveryIterate: true, Problem: sgd.Problem{X0: []float64{1},
 		NewOracle: func(uint64) (Instance, error) {
 			q := &quadratic{}
 			return Instance{Oracle: q, At: func(x, _ []float64) { q.x = x }}, nil
 		},
-		Objective: Objective{Value: func(x []float64) (float64, float64) { return x[0] * x[0] / 2, 0 }},
-		FStar:     Optimum{Value: 0}}
+		Objective: func(x []float64) (float64, float64) { return x[0] * x[0] / 2, 0 }},
+		FStar: Optimum{Value: 0}}
 }
 
 // TestTuneQuadratic: on the quadratic the step 0.8 wins every criterion
@@ -388,46 +391,46 @@ func TestRerunFromSummary(t *testing.T) {
 	}
 }
 
-// fakePlanner plans L-SGD at step 0.5 for a pilot of 100 samples, and once
-// more at cost 150 for 30 samples with step 0.8.
-type fakePlanner struct{}
+// equalLevels is the quadratic with levels that all give its gradient:
+// H^l = 0 above level 0, and level l costs 2^l samples.
+type equalLevels struct{ quadratic }
 
-func (fakePlanner) Plan(p Pilot) (Plan, error) {
-	if p.Previous == nil {
-		return Plan{Method: lsgd0, Spent: 100, Reasons: []string{"start"}, ReplanAt: 150}, nil
+func (q *equalLevels) Draw(l int) (mlmc.Sample, int64, error) { return nil, 1 << l, nil }
+func (q *equalLevels) Eval(_ mlmc.Sample, _ mlmc.Point, diff bool, alpha float64, out []float64) error {
+	if !diff {
+		out[0] += alpha * q.x[0]
 	}
-	m := lsgd0
-	m.Step = 0.8
-	return Plan{Method: m, Spent: 30, Reasons: []string{"again at " + formatCost(p.Spent)}}, nil
+	return nil
 }
 
-func formatCost(c int64) string { b, _ := json.Marshal(c); return string(b) }
-
-// TestAutoCountsPilot: the auto method's pilot costs count in the trial's
-// total, the run re-plans when asked, and the plans are recorded.
-func TestAutoCountsPilot(t *testing.T) {
+// TestAutoOnTheHarness: the auto method runs on a trial, its pilots
+// counted in the trial's cost (the value at the first logged points is
+// still F(x0)), and its record is kept. The quadratic's levels are all
+// equal (every H^l is zero): a degenerate start auto must leave, here with
+// L-SGD on the minimum level, reaching the target.
+func TestAutoOnTheHarness(t *testing.T) {
 	p := quadraticProblem()
-	tr, err := trial(p, Method{Auto: fakePlanner{}}, 1, 300, GeometricGrid(300, 1), []float64{0.01}, gauge{f0: 0.5}, true)
+	p.NewOracle = func(uint64) (Instance, error) {
+		q := &equalLevels{}
+		return Instance{Oracle: q, At: func(x, _ []float64) { q.x = x }}, nil
+	}
+	m := AutoMethod(0.001)
+	tr, err := trial(p, m, 1, 100_000, GeometricGrid(100_000, 1.1), []float64{0.001}, gauge{f0: 0.5}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Iterates 1..50 at costs 101..150 (x = 0.5^t), re-plan (30), then
-	// 0.2^k after cost 180: 150 + 30 + 120 = 300.
-	if len(tr.Plans) != 2 || tr.Plans[1].Reasons[0] != "again at 150" {
-		t.Fatalf("plans %+v", tr.Plans)
+	if tr.Auto == nil || len(tr.Auto.Stages) == 0 {
+		t.Fatalf("no auto record: %+v", tr)
 	}
-	if tr.Iterations != 170 || tr.Cost != 300 {
-		t.Errorf("%d iterations to cost %d, want 170 to 300", tr.Iterations, tr.Cost)
+	t.Log(tr.Auto.Summary())
+	if tr.Values[0] != 0.5 {
+		t.Errorf("F at the first logged point = %v, want F(x0) = 0.5: the pilot's samples come first", tr.Values[0])
 	}
-	// Gap 0.25^t <= 1% first at t = 4: cost 104.
-	if tr.First[0] != 104 {
-		t.Errorf("first touch of 1%% at %d, want 104 (100 of pilot + 4)", tr.First[0])
+	if pl := tr.Auto.Stages[0].Plans[0].Samples; tr.First[0] < 0 || tr.First[0] <= pl {
+		t.Errorf("first touch of 0.1%% at %d, want after the first measurement's %d samples", tr.First[0], pl)
 	}
-	if v := tr.Values[99]; v != 0.5 { // logged point 100: still x0 (F = 0.5)
-		t.Errorf("F at cost 100 = %v, want F(x0) = 0.5: the pilot's samples come first", v)
-	}
-	if !slices.Equal(tr.Final, tr.Final) || math.Abs(tr.Final[0]) > 1e-30 {
-		t.Errorf("final %v", tr.Final)
+	if g := tr.Values[len(tr.Values)-1] / 0.5; !(g <= 0.001) {
+		t.Errorf("final gap %g, want at most 0.001", g)
 	}
 }
 
@@ -574,54 +577,140 @@ func TestTuneReusing(t *testing.T) {
 	}
 }
 
-// TestWriteMarkdownShowsAutoPlans: the auto method's setting cell names the
-// plans its trials ran, stage by stage (a stage of many distinct steps by
-// its methods and step range), and a list gives every trial's plans with
-// the cost each took over at and its pilot's cost; results without auto
-// get no such list.
-func TestWriteMarkdownShowsAutoPlans(t *testing.T) {
-	rt := func(l int, step, t0 float64) Method {
-		return Method{Kind: mlmc.Kind{Method: mlmc.RTMLMC}, Config: mlmc.Config{MaxLevel: l}, Step: step, Decay: t0}
+// noisyQuadratic is F(x) = x^2/2 with gradient x + noise, H^l = 2^-l x +
+// 2^-l noise (a bias 2^-l x), level l costing 2^l; seeds records every
+// seed an oracle was made with, in order.
+type noisyQuadratic struct {
+	x   []float64
+	rng *rand.Rand
+}
+
+func (q *noisyQuadratic) MaxLevel() int { return mlmc.Unbounded }
+func (q *noisyQuadratic) Draw(l int) (mlmc.Sample, int64, error) {
+	return [2]float64{float64(l), q.rng.NormFloat64()}, 1 << l, nil
+}
+func (q *noisyQuadratic) Eval(s mlmc.Sample, _ mlmc.Point, diff bool, alpha float64, out []float64) error {
+	d := s.([2]float64)
+	w := math.Exp2(-d[0])
+	if diff {
+		out[0] += alpha * (-w*q.x[0] + w*d[1])
+		return nil
 	}
-	lsgd := Method{Kind: mlmc.Kind{Method: mlmc.LSGD}, Step: 0.0031622776601683794}
-	plans := [][]Plan{
-		{{Method: lsgd, Spent: 1100, ReplanAt: 1500}, {Method: rt(8, 0.001, 4000), Spent: 800}},
-		{{Method: lsgd, Spent: 1200, ReplanAt: 1600}, {Method: rt(8, 0.002, 0), Spent: 800}},
-		{{Method: rt(6, 0.01, 0), Spent: 1000}},
+	out[0] += alpha * (q.x[0] + w*q.x[0] + 0.3*d[1])
+	return nil
+}
+func (q *noisyQuadratic) Release(mlmc.Sample) {}
+
+// TestAutoDrawsFreshNumbers: the run after a change of plan draws new
+// random numbers: no oracle seed comes back after another was used (the
+// step candidates share one seed, back to back, to be compared on the same
+// draws). A harness that made the new plan's oracle with the trial's seed
+// again would replay the first phase's draws.
+func TestAutoDrawsFreshNumbers(t *testing.T) {
+	p := quadraticProblem()
+	var seeds []uint64
+	var mu sync.Mutex
+	p.NewOracle = func(seed uint64) (Instance, error) {
+		mu.Lock()
+		seeds = append(seeds, seed)
+		mu.Unlock()
+		q := &noisyQuadratic{rng: rand.New(rand.NewPCG(seed, 1))}
+		return Instance{Oracle: q, At: func(x, _ []float64) { q.x = x }}, nil
 	}
-	passages := []Passage{{}}
-	sum := Summary{Problem: "toy", Cost: "samples", Targets: []float64{0.01}, Trials: 3, FirstSeed: 5,
-		Methods: []MethodSummary{{Name: "auto", Setting: Method{Auto: unplanned{}}, Plans: plans, StaysBelow: passages, FirstTouch: passages}}}
-	var buf bytes.Buffer
-	WriteMarkdown(&buf, []Summary{sum})
-	out := buf.String()
-	for _, want := range []string{
-		"| toy |  |  | auto | auto: L-SGD L 0, step 0.00316 (2), RT-MLMC L 6, step 0.01 (1); re-planned: RT-MLMC L 8, step 0.001, t0 4000 (1), RT-MLMC L 8, step 0.002 (1) |",
-		"- toy, trial 1 (seed 5): from 0: L-SGD L 0, step 0.00316 (pilot 1100); from 1500: RT-MLMC L 8, step 0.001, t0 4000 (pilot 800)\n",
-		"- toy, trial 2 (seed 6): from 0: L-SGD L 0, step 0.00316 (pilot 1200); from 1600: RT-MLMC L 8, step 0.002 (pilot 800)\n",
-		"- toy, trial 3 (seed 7): from 0: RT-MLMC L 6, step 0.01 (pilot 1000)\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, out)
+	tr, err := trial(p, AutoMethod(0.001), 7, 300_000, GeometricGrid(300_000, 1.1), []float64{0.001}, gauge{f0: 0.5}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Auto.Stages) < 2 {
+		t.Fatalf("one stage only, nothing to check: %s", tr.Auto.Summary())
+	}
+	seen := map[uint64]int{}
+	for i, s := range seeds {
+		if j, ok := seen[s]; ok && j != i-1 {
+			t.Fatalf("oracle seed %d used at %d and again at %d (of %d): the draws repeat", s, j, i, len(seeds))
+		}
+		seen[s] = i
+	}
+}
+
+// TestTrialStopsOutsideDomain: step 2.5 on the quadratic gives x_t =
+// (-1.5)^t, finite for long; with F = +Inf where |x| > 10 (outside the
+// domain from t = 6), the trial is marked diverged and every logged value
+// from there on is +Inf, instead of iterating on where F is not defined.
+func TestTrialStopsOutsideDomain(t *testing.T) {
+	p := quadraticProblem()
+	p.Objective = func(x []float64) (float64, float64) {
+		if math.Abs(x[0]) > 10 {
+			return math.Inf(1), 0
+		}
+		return x[0] * x[0] / 2, 0
+	}
+	m := lsgd0
+	m.Step = 2.5
+	tr, err := trial(p, m, 1, 100, everyTen(100), []float64{0.01}, gauge{f0: 0.5}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Diverged || tr.Iterations > 11 {
+		t.Errorf("diverged %v after %d iterations, want diverged by the logged point after t = 6", tr.Diverged, tr.Iterations)
+	}
+	for k, v := range tr.Values {
+		if everyTen(100)[k] >= 10 && !math.IsInf(v, 1) {
+			t.Errorf("value at %d = %v, want +Inf", everyTen(100)[k], v)
 		}
 	}
+}
 
-	// Four distinct plans at a stage: their methods and the steps' range.
-	for i, step := range []float64{0.001, 0.002, 0.003, 0.004} {
-		if i < 3 {
-			plans[i][0].Method = rt(8, step, 0)
-		} else {
-			plans = append(plans, []Plan{{Method: rt(9, step, 0)}})
+// TestProgress: a run of trials with Progress set says how many are done
+// and the time left, the last line at the end.
+func TestProgress(t *testing.T) {
+	var out bytes.Buffer
+	p := quadraticProblem()
+	pr := Protocol{Budget: 100, Points: everyTen, Trials: 4, Progress: &out, ProgressEvery: time.Hour}
+	if _, err := Report(p, pr, Fixed("by hand", lsgd0)); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "quadratic: 4 of 4 trials") || !strings.Contains(s, "left") {
+		t.Errorf("progress %q", s)
+	}
+}
+
+// TestAutoLogsStages: the auto method's line per stage reaches the log
+// with the trial it belongs to.
+func TestAutoLogsStages(t *testing.T) {
+	p := quadraticProblem()
+	p.NewOracle = func(uint64) (Instance, error) {
+		q := &equalLevels{}
+		return Instance{Oracle: q, At: func(x, _ []float64) { q.x = x }}, nil
+	}
+	var log bytes.Buffer
+	if _, err := Report(p, Protocol{Budget: 100_000, Trials: 2, Workers: 1}, AutoFixed(0.01, &log)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"quadratic, seed 1: auto stage 1: target 0.1, lsgd L=0", "quadratic, seed 2: auto stage"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log.String())
 		}
 	}
-	if got, want := autoSetting(plans), "auto: RT-MLMC L 8 (3), RT-MLMC L 9 (1), step 0.001 to 0.004; re-planned: RT-MLMC L 8, step 0.001, t0 4000 (1), RT-MLMC L 8, step 0.002 (1)"; got != want {
-		t.Errorf("setting cell\n got %q\nwant %q", got, want)
-	}
+}
 
-	sum.Methods = []MethodSummary{{Name: "RT-MLMC", Setting: rt(8, 0.01, 0), StaysBelow: passages, FirstTouch: passages}}
-	buf.Reset()
-	WriteMarkdown(&buf, []Summary{sum})
-	if strings.Contains(buf.String(), "auto") {
-		t.Errorf("results without auto mention it:\n%s", buf.String())
+// TestMarkdownShowsAutoStages: the tables name auto's setting "auto", so
+// the markdown lists each trial's stages and why it stopped.
+func TestMarkdownShowsAutoStages(t *testing.T) {
+	p := quadraticProblem()
+	p.NewOracle = func(uint64) (Instance, error) {
+		q := &equalLevels{}
+		return Instance{Oracle: q, At: func(x, _ []float64) { q.x = x }}, nil
+	}
+	res, err := Report(p, Protocol{Budget: 100_000, Trials: 2, Workers: 1}, AutoFixed(0.01, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	WriteMarkdown(&md, []Summary{res.Summary})
+	for _, want := range []string{"auto's stages on quadratic", "- trial 1: 10%: lsgd L 0", "- trial 2:"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
 	}
 }

@@ -3,7 +3,6 @@ package experiment
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,9 +12,7 @@ import (
 // every family needs at its best setting for that target (stays-below
 // rule, with the first-touch ratio beside it); best-tuned L-SGD against
 // the best multilevel method by both rules, with the medians' intervals;
-// and each family at its overall-tuned setting, the auto method's by the
-// plans its trials ran, which a list then gives trial by trial (where the
-// results record them). Documentation pastes them
+// and each family at its overall-tuned setting. Documentation pastes them
 // as they are, and a test can check that they still match the file.
 func WriteMarkdown(w io.Writer, sums []Summary) {
 	if len(sums) == 0 {
@@ -89,18 +86,14 @@ func WriteMarkdown(w io.Writer, sums []Summary) {
 					fs += " (lowest reached)"
 				}
 			}
-			setting := short(m.Setting)
-			if m.Setting.Auto != nil && len(m.Plans) > 0 {
-				setting = autoSetting(m.Plans)
-			}
-			cells := []string{s.Problem, f0, fs, m.Name, setting}
+			cells := []string{s.Problem, f0, fs, m.Name, short(m.Setting)}
 			for t := range s.Targets {
 				cells = append(cells, fmt.Sprintf("%s (%s)", mdCost(m.StaysBelow[t].Median), mdCost(m.FirstTouch[t].Median)))
 			}
 			row(w, append(cells, mdInterval(Passage{Median: m.FinalGap, CI: m.FinalGapCI}, s))...)
 		}
 	}
-	writePlans(w, sums)
+	writeAutoStages(w, sums)
 	var edges []string
 	for _, s := range sums {
 		if s.Tuning == nil {
@@ -129,121 +122,6 @@ func rule(w io.Writer, cols ...string) { fmt.Fprintln(w, "|"+strings.Join(cols, 
 
 // pct writes a target as a percentage: "0.3%".
 func pct(t float64) string { return strconv.FormatFloat(t*100, 'g', -1, 64) + "%" }
-
-// writePlans lists the auto method's plans trial by trial, where the
-// results record them: each plan's method, L and step, from which cost
-// it ran, and what its pilot spent.
-func writePlans(w io.Writer, sums []Summary) {
-	header := false
-	for i, s := range sums {
-		name := s.Problem
-		same := 0
-		for _, o := range sums {
-			if o.Problem == s.Problem {
-				same++
-			}
-		}
-		if same > 1 { // the tables' rows of one problem, told apart
-			name = fmt.Sprintf("%s (summary %d of %d)", s.Problem, i+1, len(sums))
-		}
-		for _, m := range s.Methods {
-			if m.Setting.Auto == nil || len(m.Plans) == 0 {
-				continue
-			}
-			if !header {
-				fmt.Fprintln(w)
-				fmt.Fprintf(w, "The auto method's plans, trial by trial (each plan's method, L and step, the %s from which it ran, and its pilot's cost, counted in the trial's):\n\n", s.Cost)
-				header = true
-			}
-			for j, plans := range m.Plans {
-				trial := fmt.Sprintf("trial %d", j+1)
-				if len(m.Plans) == s.Trials {
-					trial += fmt.Sprintf(" (seed %d)", s.FirstSeed+uint64(j))
-				}
-				var parts []string
-				from := int64(0)
-				for _, pl := range plans {
-					parts = append(parts, fmt.Sprintf("from %d: %s (pilot %d)", from, planSetting(pl.Method), pl.Spent))
-					from = pl.ReplanAt
-				}
-				fmt.Fprintf(w, "- %s, %s: %s\n", name, trial, strings.Join(parts, "; "))
-			}
-		}
-	}
-}
-
-// autoSetting is the setting cell of the auto method: the plans its
-// trials ran, stage by stage (the plan at x0, then each re-plan), each
-// distinct one with the number of trials that ran it; a stage of more
-// than three distinct plans shows its methods and the range of its steps.
-func autoSetting(trials [][]Plan) string {
-	var stages []string
-	for k := 0; ; k++ {
-		var order []string
-		count := map[string]int{}
-		kinds := map[string]int{}
-		var kindOrder []string
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, plans := range trials {
-			if k >= len(plans) {
-				continue
-			}
-			m := plans[k].Method
-			text := planSetting(m)
-			if count[text] == 0 {
-				order = append(order, text)
-			}
-			count[text]++
-			kind := planLevels(m)
-			if kinds[kind] == 0 {
-				kindOrder = append(kindOrder, kind)
-			}
-			kinds[kind]++
-			lo, hi = math.Min(lo, m.Step), math.Max(hi, m.Step)
-		}
-		if len(order) == 0 {
-			break
-		}
-		var cells []string
-		if len(order) <= 3 {
-			for _, text := range order {
-				cells = append(cells, fmt.Sprintf("%s (%d)", text, count[text]))
-			}
-		} else {
-			for _, kind := range kindOrder {
-				cells = append(cells, fmt.Sprintf("%s (%d)", kind, kinds[kind]))
-			}
-			cells[len(cells)-1] += fmt.Sprintf(", step %.3g to %.3g", lo, hi)
-		}
-		stage := strings.Join(cells, ", ")
-		if k > 0 {
-			stage = "re-planned: " + stage
-		}
-		stages = append(stages, stage)
-	}
-	return "auto: " + strings.Join(stages, "; ")
-}
-
-// planLevels is a planned method's estimator and top level: "RT-MLMC L 8".
-func planLevels(m Method) string {
-	if m.Family().Unbounded() {
-		return m.Name()
-	}
-	return fmt.Sprintf("%s L %d", m.Name(), m.Config.MaxLevel)
-}
-
-// planSetting is a planned method as a table shows it: "RT-MLMC L 8,
-// step 0.00316, t0 4000" (a planner's steps are not round numbers).
-func planSetting(m Method) string {
-	s := fmt.Sprintf("%s, step %.3g", planLevels(m), m.Step)
-	if m.Decay > 0 {
-		s += fmt.Sprintf(", t0 %.0f", m.Decay)
-	}
-	if m.Kind.VR && m.Config.D1 > 0 {
-		s += fmt.Sprintf(", D1 %d", m.Config.D1)
-	}
-	return s
-}
 
 // short is a setting in a table cell: "L 5, step 0.01, D1 10".
 func short(m Method) string {
@@ -295,4 +173,31 @@ func mdInterval(ps Passage, s Summary) string {
 		return fmt.Sprintf("%.3g", *p)
 	}
 	return fmt.Sprintf("%.3g [%s, %s]", *ps.Median, end(ps.CI[0]), end(ps.CI[1]))
+}
+
+// writeAutoStages lists, for every auto method, each trial's stages (the
+// plan each ran, the samples and the gap estimate at its end) and why the
+// run stopped: its setting in the tables is only "auto".
+func writeAutoStages(w io.Writer, sums []Summary) {
+	for _, s := range sums {
+		for _, m := range s.Methods {
+			if len(m.Auto) == 0 {
+				continue
+			}
+			fmt.Fprintln(w)
+			fmt.Fprintf(w, "auto's stages on %s, per trial (target, method and L, step, samples at the stage's end, its gap estimate), and why each run stopped:\n\n", s.Problem)
+			for i, rec := range m.Auto {
+				var parts []string
+				for _, st := range rec.Stages {
+					desc := "skipped"
+					if len(st.Plans) > 0 {
+						pl := st.Plans[len(st.Plans)-1]
+						desc = fmt.Sprintf("%s L %d, step %.3g, %d samples, estimate %.3g", pl.Method, pl.MaxLevel, st.Step, st.Samples, float64(st.GapEstimate))
+					}
+					parts = append(parts, fmt.Sprintf("%s: %s", pct(st.Target), desc))
+				}
+				fmt.Fprintf(w, "- trial %d: %s; %s\n", i+1, strings.Join(parts, "; "), rec.Stopped)
+			}
+		}
+	}
 }

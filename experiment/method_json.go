@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/auto"
 )
 
 // methodJSON is a Method in results files: the estimator by its package
@@ -44,14 +45,14 @@ func (m Method) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote. An auto method comes back
-// without its planner: it cannot be run again from a file.
+// with default settings and no target: it cannot be run again from a file.
 func (m *Method) UnmarshalJSON(b []byte) error {
 	var j methodJSON
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
 	if j.Method == "auto" {
-		*m = Method{Auto: unplanned{}}
+		*m = Method{Auto: &auto.Settings{}}
 		return nil
 	}
 	k, err := mlmc.ParseKind(j.Method)
@@ -65,11 +66,4 @@ func (m *Method) UnmarshalJSON(b []byte) error {
 		m.Config.MaxLevel = *j.L
 	}
 	return nil
-}
-
-// unplanned stands for the planner of an auto method read from a file.
-type unplanned struct{}
-
-func (unplanned) Plan(Pilot) (Plan, error) {
-	return Plan{}, fmt.Errorf("the auto method read from a results file has no planner: make it with its planner to run it")
 }

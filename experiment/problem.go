@@ -6,31 +6,13 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/auto"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
 
-// Instance is one trial's oracle, made by Problem.NewOracle for one seed.
-type Instance struct {
-	// Oracle serves the gradient queries.
-	Oracle mlmc.Oracle[[]float64]
-	// At tells the oracle the current and previous iterates; the harness
-	// calls it before every estimate (the slices are the harness's and
-	// change in place between calls).
-	At func(x, prev []float64)
-	// Cost, when set, is the trial's cumulative cost so far in the unit the
-	// budget and the samples to a gap are counted in (the pricing problem:
-	// simulated queue steps, which a VR correction spends twice). Nil: the
-	// estimator's samples (each draw's cost once).
-	Cost func() int64
-}
-
-// Objective is what a run's progress is read on: F(x), exact or estimated.
-type Objective struct {
-	// Value is F(x) and its standard error (0 when exact); +Inf outside the
-	// problem's domain.
-	Value func(x []float64) (f, se float64)
-	// About says how Value is computed, for the report.
-	About string
-}
+// Instance is one trial's oracle, made by Problem.NewOracle for one seed
+// (package mlmc/sgd's).
+type Instance = sgd.Instance
 
 // Optimum is F*, the objective's minimum.
 type Optimum struct {
@@ -42,26 +24,19 @@ type Optimum struct {
 }
 
 // Problem is a biased-oracle optimisation problem the harness can run: the
-// oracle of each trial, the start, the update's projection and scaling,
-// and how progress is measured.
+// driver's problem (package mlmc/sgd: the oracle of each trial, the start,
+// the update's projection and scaling, the objective F) and how progress
+// is measured and named.
 type Problem struct {
+	sgd.Problem
 	// Name and About name the problem in the report ("housing", "LIBSVM
 	// housing_scale: 506 rows ...").
 	Name, About string
-	// NewOracle makes a trial's oracle with its randomness seeded by seed.
-	NewOracle func(seed uint64) (Instance, error)
-	// X0 is the starting point.
-	X0 []float64
-	// Project, when set, maps an iterate back into the feasible set after
-	// each step, in place.
-	Project func(x []float64)
-	// Precondition, when set, writes the diagonal scaling of the step at x
-	// into d: x <- x - step * d .* v.
-	Precondition func(x, d []float64)
-	// Objective and FStar define the relative gap (F(x) - F*)/(F(x0) - F*)
-	// the targets are read on.
-	Objective Objective
-	FStar     Optimum
+	// ObjectiveAbout says how the Objective is computed, for the report.
+	ObjectiveAbout string
+	// FStar with the Objective defines the relative gap
+	// (F(x) - F*)/(F(x0) - F*) the targets are read on.
+	FStar Optimum
 	// Error, when set, replaces the relative gap: the targets are read on
 	// Error(x) directly (the pricing problem: |x - x*|/|x*|), and Objective
 	// and FStar may be left zero.
@@ -91,7 +66,7 @@ func (p *Problem) check() error {
 		return fmt.Errorf("problem %s: no oracle factory (NewOracle)", p.Name)
 	case len(p.X0) == 0:
 		return fmt.Errorf("problem %s: no starting point (X0)", p.Name)
-	case p.Error == nil && p.Objective.Value == nil:
+	case p.Error == nil && p.Objective == nil:
 		return fmt.Errorf("problem %s: neither an objective nor an Error to read the targets on", p.Name)
 	}
 	return nil
@@ -126,7 +101,7 @@ func (p *Problem) value(x []float64) float64 {
 	if p.Error != nil {
 		f = p.Error(x)
 	} else {
-		f, _ = p.Objective.Value(x)
+		f, _ = p.Objective(x)
 	}
 	if math.IsNaN(f) {
 		return math.Inf(1)
@@ -148,10 +123,11 @@ type Method struct {
 	Step, Decay float64
 	// Budget, when positive, replaces the protocol's budget for this method.
 	Budget int64
-	// Auto, when set, makes this the auto method: its Kind, Config, Step
-	// and Decay are what Auto's plan says, and the pilot's cost counts in
-	// the trial's total.
-	Auto Planner `json:"-"`
+	// Auto, when set, makes this the auto method (package mlmc/auto) with
+	// these settings: its stages choose the estimator, the levels and the
+	// step, and their pilots count in the trial's cost. The harness sets
+	// the budget, the seed and what the run's recorders read.
+	Auto *auto.Settings `json:"-"`
 }
 
 // Family is what tuning chooses within: one estimator kind, or auto.
@@ -216,45 +192,4 @@ func (m Method) settings(eq, sep string) string {
 		add("NL", m.Config.NL)
 	}
 	return strings.Join(parts, sep)
-}
-
-// Planner is the auto method's planner: from a pilot on the problem it
-// decides the estimator, its levels and level law, and the step.
-type Planner interface {
-	// Plan measures the problem at pilot.X and returns the method to run
-	// from there. A plan may ask to be made again later in the run
-	// (ReplanAt); the harness then calls Plan with the iterate of that
-	// moment and Previous set.
-	Plan(pilot Pilot) (Plan, error)
-}
-
-// Pilot is what a Planner gets.
-type Pilot struct {
-	// Problem gives the oracle factory, the start, the projection and the
-	// objective (or Error) the planner may score candidate steps on.
-	Problem *Problem
-	// X is where to measure: Problem.X0 at the start, the current iterate
-	// when re-planning. The planner must not modify it.
-	X []float64
-	// Seed is the trial's seed; a pilot's oracles should derive their own
-	// seeds from it.
-	Seed uint64
-	// Budget is the trial's whole budget and Spent what it has spent so far
-	// (0 at the start), both in the problem's cost unit.
-	Budget, Spent int64
-	// Previous is the plan being replaced, nil at the start.
-	Previous *Plan
-}
-
-// Plan is a Planner's decision.
-type Plan struct {
-	// Method is the method to run (its Auto nil).
-	Method Method `json:"method"`
-	// Spent is the cost the pilot used, added to the trial's total before
-	// the method's first iterate.
-	Spent int64 `json:"pilot_cost"`
-	// Reasons say why each choice was made, for the log and the record.
-	Reasons []string `json:"reasons"`
-	// ReplanAt, when positive, is the trial cost at which to plan again.
-	ReplanAt int64 `json:"replan_at,omitempty"`
 }

@@ -3,10 +3,12 @@ package experiment
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/simclr-go/simclr/mlmc"
 )
@@ -38,6 +40,11 @@ type Protocol struct {
 	Criterion Criterion
 	// Workers is the number of trials run at a time (default GOMAXPROCS).
 	Workers int
+	// Progress, when set, receives a line at most every ProgressEvery
+	// (default 10 s) with the trials done and the time left at the rate
+	// so far: a grid search takes minutes.
+	Progress      io.Writer
+	ProgressEvery time.Duration
 }
 
 // Criterion is how the grid search scores a setting over the tuning seeds
@@ -182,7 +189,7 @@ func newSession(p *Problem, pr Protocol) (*session, error) {
 	}
 	s := &session{p: p, pr: pr, g: gauge{err: p.Error != nil}}
 	if p.Error == nil {
-		s.g.f0, _ = p.Objective.Value(p.X0)
+		s.g.f0, _ = p.Objective(p.X0)
 		s.g.fStar = p.FStar.Value
 		if p.FStar.Reached && s.g.fStar == 0 {
 			s.g.fStar = math.Inf(1)
@@ -210,11 +217,13 @@ func (s *session) run(jobs []job) ([]Trace, error) {
 	errs := make([]error, len(jobs))
 	next := make(chan int)
 	var wg sync.WaitGroup
+	prog := newProgress(pr.Progress, pr.ProgressEvery, p.Name, len(jobs))
 	for range min(pr.Workers, max(len(jobs), 1)) {
 		wg.Go(func() {
 			for i := range next {
 				b := pr.budget(jobs[i].m)
 				trs[i], errs[i] = trial(p, jobs[i].m, jobs[i].seed, b, pr.Points(b), pr.Targets, s.g, every)
+				prog.done()
 			}
 		})
 	}
@@ -603,3 +612,39 @@ var lsgd = Family{Kind: mlmc.Kind{Method: mlmc.LSGD}}
 // isMLMC says a family competes for "best MLMC": a multilevel estimator
 // (auto is reported on its own).
 func isMLMC(f Family) bool { return !f.Auto && !f.Kind.Method.SingleLevel() }
+
+// progress reports a run of trials: done of total, and the time left at
+// the rate so far.
+type progress struct {
+	w           io.Writer
+	every       time.Duration
+	name        string
+	total, n    int
+	start, last time.Time
+	mu          sync.Mutex
+}
+
+func newProgress(w io.Writer, every time.Duration, name string, total int) *progress {
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	now := time.Now()
+	return &progress{w: w, every: every, name: name, total: total, start: now, last: now}
+}
+
+func (p *progress) done() {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	now := time.Now()
+	if now.Sub(p.last) < p.every && p.n < p.total {
+		return
+	}
+	p.last = now
+	el := now.Sub(p.start)
+	left := time.Duration(float64(el) * float64(p.total-p.n) / float64(p.n))
+	fmt.Fprintf(p.w, "%s: %d of %d trials, %s elapsed, about %s left\n", p.name, p.n, p.total, el.Round(time.Second), left.Round(time.Second))
+}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/simclr-go/simclr/mlmc/auto"
 )
 
 // Summary is one problem's reported experiment, the JSON line a results
@@ -71,8 +73,9 @@ type MethodSummary struct {
 	FinalGapCI [2]*float64 `json:"final_gap_median_ci"`
 	FinalGaps  []*float64  `json:"final_gaps"`
 	Diverged   int         `json:"trials_diverged"`
-	// Plans are the auto method's plans, per trial.
-	Plans [][]Plan `json:"plans,omitempty"`
+	// Auto is the auto method's record per trial: its stages, plans and
+	// reasons, its own gap estimate and whether the trial reached it.
+	Auto []*auto.Record `json:"auto,omitempty"`
 }
 
 // Ranked is one family at its best setting for a target by one rule.
@@ -116,11 +119,11 @@ func (s *session) passage(costs []float64) Passage {
 
 func (s *session) summarise(t *Tuning, runsOf func(Method) []Trace) *Result {
 	pr := s.pr
-	sum := Summary{Problem: s.p.Name, About: s.p.About, Objective: s.p.Objective.About,
+	sum := Summary{Problem: s.p.Name, About: s.p.About, Objective: s.p.ObjectiveAbout,
 		Cost: s.p.costName(), Error: s.p.errorName(), Budget: pr.Budget, Targets: pr.Targets,
 		Trials: pr.Trials, FirstSeed: pr.FirstSeed, Confidence: pr.Confidence, Tuning: t}
 	if s.p.Error == nil {
-		sum.F0, sum.F0SE = s.p.Objective.Value(s.p.X0)
+		sum.F0, sum.F0SE = s.p.Objective(s.p.X0)
 		sum.FStar, sum.FStarReached = s.g.fStar, s.p.FStar.Reached
 	}
 	_, sum.Coverage = CIRanks(pr.Trials, pr.Confidence)
@@ -142,8 +145,8 @@ func (s *session) summarise(t *Tuning, runsOf func(Method) []Trace) *Result {
 			if tr.Diverged {
 				ms.Diverged++
 			}
-			if len(tr.Plans) > 0 {
-				ms.Plans = append(ms.Plans, tr.Plans)
+			if tr.Auto != nil {
+				ms.Auto = append(ms.Auto, tr.Auto)
 			}
 		}
 		fg := s.passage(finals)

@@ -1,11 +1,13 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
-	"slices"
 
-	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/auto"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
 
 // Trace is one trial's outcome.
@@ -19,15 +21,15 @@ type Trace struct {
 	// at every iterate when the problem allows it (Problem.EveryIterate and
 	// a known F*), else -1 until the protocol reads it off Values.
 	First []int64 `json:"-"`
-	// Diverged says an iterate left the finite numbers.
+	// Diverged says an iterate left the finite numbers or the domain.
 	Diverged bool `json:"diverged,omitempty"`
 	// Iterations, Cost and Final: the iterates within the budget, the cost
 	// of the last of them, and it.
 	Iterations int       `json:"iterations"`
 	Cost       int64     `json:"cost"`
 	Final      []float64 `json:"-"`
-	// Plans are the auto method's plans, in order.
-	Plans []Plan `json:"plans,omitempty"`
+	// Auto is the auto method's record: its stages, plans and reasons.
+	Auto *auto.Record `json:"auto,omitempty"`
 
 	firstRead bool // First was read during the run
 }
@@ -46,146 +48,74 @@ func (g gauge) gap(v float64) float64 {
 	return (v - g.fStar) / (g.f0 - g.fStar)
 }
 
-// Trial runs method m from the problem's x0 with one seed until the next
-// iterate would pass budget, recording the value at every logged point
-// (points, increasing). An iterate is x <- Project(x - step_t * d .* v_t),
-// v_t the estimator's estimate, step_t = Step/(1 + t/Decay), d the
-// problem's Precondition (1 without one). g reads the first touch of each
-// target at every iterate when the problem allows it.
+// trial runs method m from the problem's x0 with one seed on the driver
+// (package mlmc/sgd) until the next iterate would pass budget, recording
+// the value at every logged point (points, increasing); g reads the first
+// touch of each target at every iterate when the problem allows it. A
+// logged value outside the domain (+Inf) ends the trial as diverged.
 func trial(p *Problem, m Method, seed uint64, budget int64, points []int64, targets []float64, g gauge, everyIterate bool) (Trace, error) {
-	tr := Trace{Seed: seed, Values: make([]float64, len(points)), First: make([]int64, len(targets)), firstRead: everyIterate}
+	tr := Trace{Seed: seed, First: make([]int64, len(targets)), firstRead: everyIterate}
 	for i := range tr.First {
 		tr.First[i] = -1
 	}
-	x, prev := slices.Clone(p.X0), slices.Clone(p.X0)
-	d := make([]float64, len(x))
-	for i := range d {
-		d[i] = 1
+	trace := sgd.NewTrace(points)
+	recs := []sgd.Recorder{trace}
+	var ft *sgd.FirstTouch
+	if everyIterate {
+		ft = sgd.NewFirstTouch(targets, g.gap)
+		recs = append(recs, ft)
 	}
-	v := make([]float64, len(x))
-	var cost int64
-	planner := m.Auto
-	replan := int64(-1)
-	if planner != nil {
-		pl, err := planner.Plan(Pilot{Problem: p, X: slices.Clone(x), Seed: seed, Budget: budget})
+	var x []float64
+	if m.Auto != nil {
+		s := *m.Auto
+		s.Target.Budget, s.Seed, s.Value = budget, seed, p.value
+		if s.Log != nil {
+			s.Log = prefixed{s.Log, fmt.Sprintf("%s, seed %d: ", p.Name, seed)}
+		}
+		if s.Score == nil && p.Objective == nil && p.Error != nil {
+			s.Score = func(x []float64) (float64, float64) { return p.Error(x), 0 }
+		}
+		res, err := auto.Run(&p.Problem, s, recs...)
+		var ae *auto.Error
+		switch {
+		case errors.As(err, &ae):
+			// auto cannot serve this trial's problem: the trial stays at
+			// x0, its record saying why, instead of stopping the report.
+			res = &auto.Result{X: p.X0, Record: &auto.Record{Target: s.Target, Stopped: "auto cannot serve it: " + err.Error()}}
+		case err != nil:
+			return tr, fmt.Errorf("auto, seed %d: %w", seed, err)
+		}
+		x, tr.Diverged, tr.Iterations, tr.Cost, tr.Auto = res.X, res.Diverged, res.Iterations, res.Cost, res.Record
+	} else {
+		inst, err := p.NewOracle(seed)
 		if err != nil {
-			return tr, fmt.Errorf("auto, seed %d: plan at x0: %w", seed, err)
+			return tr, fmt.Errorf("%s, seed %d: oracle: %w", m, seed, err)
 		}
-		tr.Plans = append(tr.Plans, pl)
-		m, cost, replan = pl.Method, pl.Spent, pl.ReplanAt
-	}
-	run, err := newRunner(p, m, seed, cost)
-	if err != nil {
-		return tr, err
-	}
-	last := p.value(x) // the value at x, NaN until computed
-	k := 0
-	for it := 0; ; it++ {
-		if replan > 0 && cost >= replan {
-			prevPlan := tr.Plans[len(tr.Plans)-1]
-			pl, err := planner.Plan(Pilot{Problem: p, X: slices.Clone(x), Seed: seed, Budget: budget, Spent: cost, Previous: &prevPlan})
-			if err != nil {
-				return tr, fmt.Errorf("auto, seed %d: plan again at cost %d: %w", seed, cost, err)
-			}
-			tr.Plans = append(tr.Plans, pl)
-			m, replan = pl.Method, pl.ReplanAt
-			cost += pl.Spent
-			if run, err = newRunner(p, m, seed, cost); err != nil {
-				return tr, err
-			}
-			// The new estimator starts afresh (a VR one with a fresh estimate).
-			it = 0
-		}
-		run.inst.At(x, prev)
-		if _, err := run.est.Estimate(it, v); err != nil {
+		cfg := m.Config
+		cfg.Seed = seed
+		res, err := sgd.Minimize(&p.Problem, inst, sgd.Method{Kind: m.Kind, Config: cfg}, sgd.Decay{Step0: m.Step, T0: m.Decay},
+			sgd.Settings{Budget: budget, Value: p.value}, recs...)
+		if err != nil {
 			return tr, fmt.Errorf("%s, seed %d: %w", m, seed, err)
 		}
-		cost = run.cost()
-		// Logged points before this iterate's cost belong to the last one.
-		for ; k < len(points) && points[k] < cost; k++ {
-			if math.IsNaN(last) {
-				last = p.value(x)
-			}
-			tr.Values[k] = last
-		}
-		if cost > budget {
-			break
-		}
-		copy(prev, x)
-		if p.Precondition != nil {
-			p.Precondition(x, d)
-		}
-		lr := m.Step
-		if m.Decay > 0 {
-			lr = 1 / (1 + float64(it)/m.Decay) * m.Step
-		}
-		for i := range x {
-			x[i] -= lr * d[i] * v[i]
-		}
-		if p.Project != nil {
-			p.Project(x)
-		}
-		tr.Iterations++
-		tr.Cost = cost
-		last = math.NaN()
-		if everyIterate {
-			last = p.value(x)
-			for i, target := range targets {
-				if tr.First[i] < 0 && g.gap(last) <= target {
-					tr.First[i] = cost
-				}
-			}
-		}
-		if slices.ContainsFunc(x, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }) {
-			tr.Diverged = true
-			for ; k < len(points); k++ {
-				tr.Values[k] = math.Inf(1)
-			}
-			break
-		}
+		x, tr.Diverged, tr.Iterations, tr.Cost = res.X, res.Diverged, res.Iterations, res.Cost
 	}
-	for ; k < len(points); k++ {
-		if math.IsNaN(last) {
-			last = p.value(x)
-		}
-		tr.Values[k] = last
+	final := math.Inf(1)
+	if !tr.Diverged {
+		final = sgd.ValueAt(p.value, x)
+	}
+	trace.Finish(final)
+	tr.Values = trace.Values
+	if tr.Auto != nil {
+		// Whether auto's own estimate held: the true gap where it stopped
+		// against the target it claimed to reach.
+		tr.Auto.SetTrueGap(g.gap(final))
+	}
+	if ft != nil {
+		tr.First = ft.First
 	}
 	tr.Final = x
 	return tr, nil
-}
-
-// runner is one estimator on one trial's oracle.
-type runner struct {
-	inst Instance
-	est  *mlmc.Estimator[[]float64]
-	// base is the trial's cost before this estimator's first draw (the
-	// pilots').
-	base int64
-}
-
-func newRunner(p *Problem, m Method, seed uint64, base int64) (*runner, error) {
-	inst, err := p.NewOracle(seed)
-	if err != nil {
-		return nil, fmt.Errorf("%s, seed %d: oracle: %w", m, seed, err)
-	}
-	if inst.At == nil {
-		inst.At = func(x, prev []float64) {}
-	}
-	cfg := m.Config
-	cfg.Seed = seed
-	e, err := mlmc.New(m.Kind, cfg, mlmc.Float64Ops{Dim: len(p.X0)}, inst.Oracle)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m, err)
-	}
-	return &runner{inst: inst, est: e, base: base}, nil
-}
-
-// cost is the trial's cumulative cost.
-func (r *runner) cost() int64 {
-	if r.inst.Cost != nil {
-		return r.base + r.inst.Cost()
-	}
-	return r.base + r.est.Totals().Samples
 }
 
 // Trial runs method m from the problem's x0 with one seed until the next
@@ -196,4 +126,19 @@ func Trial(p *Problem, m Method, seed uint64, budget int64) (Trace, error) {
 		return Trace{}, err
 	}
 	return trial(p, m, seed, budget, []int64{budget}, nil, gauge{err: true}, false)
+}
+
+// prefixed writes each write (one line of auto's log) after a prefix
+// naming the trial, in one write, so that trials running at once keep
+// their lines whole.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := p.w.Write(append([]byte(p.prefix), b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

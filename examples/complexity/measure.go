@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
 
 // errNotReached says a run's work limit passed before the criterion held;
@@ -28,11 +29,11 @@ type limits struct {
 	MaxEpsWork float64
 }
 
-// trial is one independent run of an estimator on its own problem.
+// trial is one independent run of an estimator on its own problem, on the
+// driver of package mlmc/sgd.
 type trial struct {
 	p   *problem
-	est *mlmc.Estimator[[]float64]
-	g   []float64
+	run *sgd.Run
 }
 
 // wrap, when set, wraps each trial's oracle (tests break estimators
@@ -53,23 +54,29 @@ type runner struct {
 	boot *resampling
 }
 
-func (rn *runner) start(s setting) ([]*trial, error) {
+// start makes the setting's trials, each a run of the driver with the
+// setting's step gamma(t, T) at iteration t = 1, 2, ...
+func (rn *runner) start(s setting, T int) ([]*trial, error) {
 	trials := make([]*trial, len(rn.seeds))
 	for i, seed := range rn.seeds {
 		p := objective(rn.row.Class, rn.regime.A, rn.regime.B, rn.regime.C, seed)
-		copy(p.x, p.start)
-		copy(p.xp, p.start)
 		o := p.oracle
 		if rn.wrap != nil {
 			o = rn.wrap(o, s)
 		}
 		cfg := s.Cfg
 		cfg.Seed = seed ^ 0xa5a5a5a5
-		est, err := mlmc.New(s.Kind, cfg, mlmc.Float64Ops{Dim: dim}, o)
+		inst := sgd.Instance{Oracle: o, At: func(x, prev []float64) {
+			copy(p.x, x)
+			copy(p.xp, prev)
+		}}
+		run, err := sgd.NewRun(&sgd.Problem{X0: p.start, NewOracle: func(uint64) (sgd.Instance, error) { return inst, nil }}, inst,
+			sgd.Method{Kind: s.Kind, Config: cfg}, sgd.ScheduleFunc(func(t int) float64 { return s.Step(t+1, T) }),
+			sgd.Settings{Budget: math.MaxInt64})
 		if err != nil {
 			return nil, err
 		}
-		trials[i] = &trial{p: p, est: est, g: make([]float64, dim)}
+		trials[i] = &trial{p: p, run: run}
 	}
 	return trials, nil
 }
@@ -86,14 +93,14 @@ type trace struct {
 // run iterates until more returns false or a limit is hit; more sees the
 // trace so far. T is the horizon passed to the step (0 for none).
 func (rn *runner) run(s setting, T int, more func(tr *trace) bool) (*trace, error) {
-	trials, err := rn.start(s)
+	trials, err := rn.start(s, T)
 	if err != nil {
 		return nil, err
 	}
 	n := float64(len(trials))
 	tr := &trace{metric: []float64{0}, cost: []float64{0}, trialMetric: make([]float64, len(trials)), trialCost: make([]float64, len(trials))}
 	for i, tl := range trials {
-		tr.trialMetric[i] = tl.p.metric(tl.p.x)
+		tr.trialMetric[i] = tl.p.metric(tl.run.Location().X)
 		tr.metric[0] += tr.trialMetric[i] / n
 	}
 	var work float64
@@ -102,20 +109,15 @@ func (rn *runner) run(s setting, T int, more func(tr *trace) bool) (*trace, erro
 			rn.evals += work
 			return tr, errNotReached
 		}
-		gamma := s.Step(t, T)
 		var m, c float64
 		for i, tl := range trials {
-			before := tl.est.Totals().Evals
-			if _, err := tl.est.Estimate(t-1, tl.g); err != nil {
+			before := tl.run.Totals().Evals
+			if _, err := tl.run.Next(); err != nil {
 				return nil, err
 			}
-			copy(tl.p.xp, tl.p.x)
-			for i := range tl.p.x {
-				tl.p.x[i] -= gamma * tl.g[i]
-			}
-			tot := tl.est.Totals()
+			tot := tl.run.Totals()
 			work += float64(tot.Evals - before)
-			v := tl.p.metric(tl.p.x)
+			v := tl.p.metric(tl.run.Location().X)
 			if math.IsNaN(v) || math.IsInf(v, 0) || v > 1e12 {
 				rn.evals += work
 				return tr, errDiverged

@@ -524,9 +524,9 @@ func TestExperimentSmall(t *testing.T) {
 }
 
 // TestAutoSmall runs the auto method on the small linear problem of
-// TestExperimentSmall's kind, planned for a 1% gap: each trial records two
-// plans whose pilot is at most 5% of the budget in all, and the median
-// trial stays below the gap.
+// TestExperimentSmall's kind for a 1% gap: each trial records its stages,
+// its first pilot within 1% of the budget, and the median trial stays
+// below the gap.
 func TestAutoSmall(t *testing.T) {
 	tk := toyTask(t, 200_000)
 	var out strings.Builder
@@ -539,16 +539,12 @@ func TestAutoSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := s.Methods[0]
-	if m.Name != "auto" || len(m.Plans) != 3 {
-		t.Fatalf("%s with %d trials' plans, want auto with 3", m.Name, len(m.Plans))
+	if m.Name != "auto" || len(m.Auto) != 3 {
+		t.Fatalf("%s with %d trials' records, want auto with 3", m.Name, len(m.Auto))
 	}
-	for i, plans := range m.Plans {
-		spent := int64(0)
-		for _, p := range plans {
-			spent += p.Spent
-		}
-		if len(plans) != 2 || spent > tk.budget/20 {
-			t.Errorf("trial %d: %d plans spending %d samples, want 2 within %d", i, len(plans), spent, tk.budget/20)
+	for i, rec := range m.Auto {
+		if len(rec.Stages) == 0 || len(rec.Stages[0].Plans) == 0 || rec.Stages[0].Plans[0].Samples > tk.budget/100 {
+			t.Errorf("trial %d: record %+v, want stages whose first measurement is within 1%% of %d", i, rec, tk.budget)
 		}
 	}
 	if p := m.StaysBelow[0]; p.Median == nil || p.Reached < 2 {
@@ -574,7 +570,7 @@ func TestRowRho(t *testing.T) {
 
 // toyTask is a small linear problem (50 rows, two features, noise 0.3)
 // with its exact F*, for the end-to-end tests.
-func toyTask(t *testing.T, budget int64) *task {
+func toyTask(t testing.TB, budget int64) *task {
 	t.Helper()
 	r := rand.New(rand.NewPCG(21, 22))
 	d := &Data{Name: "toy"}

@@ -52,7 +52,6 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/experiment"
-	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/experiment/plots"
 	"github.com/simclr-go/simclr/mlmc"
 )
@@ -82,7 +81,7 @@ type options struct {
 	tuned   string
 	kinds   []mlmc.Kind
 	// autoGaps, when set, run the auto method (package
-	// experiment/autoplan) instead of the grid, planned for each gap.
+	// mlmc/auto, through experiment) instead of the grid, planned for each gap.
 	autoGaps []float64
 	// gridLevels (lo, hi) and gridSteps, when set, restrict the tuning grid
 	// to the settings with L in lo..hi (methods with a top level) and a
@@ -111,7 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	methodList := fs.String("methods", "", "comma-separated methods to run (default all ten), e.g. L-SGD,V-MLMC,RT-MLMC or lsgd,vmlmc,rtmlmc")
 	fs.StringVar(&o.tuned, "tuned", "", "take each method's settings from this --json output file instead of tuning, and rerun the trials")
 	fs.StringVar(&o.mdFrom, "markdown", "", "print the study README's tables of the summaries in this --json output file, and run nothing")
-	auto := autoplan.AddFlags(fs, "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap",
+	auto := experiment.AddAutoFlags(fs, "auto: instead of tuning the grid, run the auto method (continuation stages, their pilots counted in each trial's budget, choose the estimator, L, the level law and the step), planned for --gap",
 		"with --method auto, the relative gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	gridLevels := fs.String("grid-levels", "", "LO..HI: tune only the settings with top level L in LO..HI (methods that have one), e.g. 3..9")
 	fs.StringVar(&o.tuningFrom, "tuning-from", "", "take the scores of the settings that this --json output file's tuning record holds for the data set (same budget, targets and seeds), and run only the settings it lacks; not for bike and gas, whose F* is the lowest value reached")
@@ -214,6 +213,8 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 // reported trials and writes the summary, the tables and the plot.
 func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 	p, pr := t.problem(oracleMaxLevel), t.protocol(o.trials)
+	// The grid takes minutes: its trials done and the time left.
+	pr.Progress = stderr
 	fStar := fmt.Sprintf("%.6g", t.fStar)
 	if math.IsInf(t.fStar, 1) {
 		fStar = "the lowest value any run reaches"
@@ -268,13 +269,13 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 
 // autoExperiment runs the auto method on the reported seeds, planned for
 // each gap of o.autoGaps in turn: one summary per gap, whose trials'
-// plans say what the pilot chose and why.
+// records say what each stage chose and why.
 func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
 	p, pr := t.problem(oracleMaxLevel), t.protocol(o.trials)
 	for _, g := range o.autoGaps {
 		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; auto planned for gap %g\n",
 			t.ds.Name, t.ds.About, t.model.name(), t.f0, t.fStar, t.budget, g)
-		res, err := experiment.Report(p, pr, autoplan.Fixed(g))
+		res, err := experiment.Report(p, pr, experiment.AutoFixed(g, stderr))
 		if err != nil {
 			return err
 		}

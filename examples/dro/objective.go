@@ -5,13 +5,19 @@ import (
 	"math/rand/v2"
 
 	"github.com/simclr-go/simclr/cso"
-	"github.com/simclr-go/simclr/experiment"
 )
+
+// objective is F(x), exact or estimated with its standard error, and how
+// it is computed, for the report.
+type objective struct {
+	Value func(x []float64) (f, se float64)
+	About string
+}
 
 // objective is the closed form as the harness reads it: exact, cheap
 // enough for every iterate.
-func (e *exactLinear) objective() experiment.Objective {
-	return experiment.Objective{About: "exact: the closed form over all rows",
+func (e *exactLinear) objective() objective {
+	return objective{About: "exact: the closed form over all rows",
 		Value: func(x []float64) (float64, float64) { return e.value(x), 0 }}
 }
 
@@ -44,8 +50,8 @@ func newCRNObjective(data *Data, model predictor, rows, innerLevel int, seed uin
 }
 
 // objective is the estimate as the harness reads it.
-func (o *crnObjective) objective() experiment.Objective {
-	return experiment.Objective{About: "estimated: the plug-in value on a fixed sample of rows and inner draws", Value: o.valueSE}
+func (o *crnObjective) objective() objective {
+	return objective{About: "estimated: the plug-in value on a fixed sample of rows and inner draws", Value: o.valueSE}
 }
 
 // valueSE is the estimate and its standard error over rows.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 	"math"
 	"slices"
 
@@ -173,7 +174,7 @@ type task struct {
 	data  *Data
 	model predictor
 	x0    []float64
-	obj   experiment.Objective
+	obj   objective
 	// exact is the closed form of the linear predictor's objective; nil for
 	// the MLP, whose objective is an estimate.
 	exact  *exactLinear
@@ -224,18 +225,21 @@ func newTask(ds dataset, o options) (*task, error) {
 func (t *task) problem(oracleMax int) *experiment.Problem {
 	return &experiment.Problem{
 		Name: t.ds.Name, About: t.ds.About + "; " + t.model.name(),
-		NewOracle: func(seed uint64) (experiment.Instance, error) {
-			o, err := cso.New[int, []float64](newSinkhorn(t.data, t.model), cso.Config{MaxLevel: oracleMax, Seed: seed})
-			if err != nil {
-				return experiment.Instance{}, err
-			}
-			return experiment.Instance{Oracle: o, At: o.SetPoints}, nil
+		Problem: sgd.Problem{
+			NewOracle: func(seed uint64) (experiment.Instance, error) {
+				o, err := cso.New[int, []float64](newSinkhorn(t.data, t.model), cso.Config{MaxLevel: oracleMax, Seed: seed})
+				if err != nil {
+					return experiment.Instance{}, err
+				}
+				return experiment.Instance{Oracle: o, At: o.SetPoints}, nil
+			},
+			X0:        t.x0,
+			Objective: t.obj.Value,
 		},
-		X0:           t.x0,
-		Objective:    t.obj,
-		FStar:        experiment.Optimum{Value: t.fStar, Reached: math.IsInf(t.fStar, 1)},
-		EveryIterate: t.exact != nil,
-		CostName:     "generated inner samples",
+		ObjectiveAbout: t.obj.About,
+		FStar:          experiment.Optimum{Value: t.fStar, Reached: math.IsInf(t.fStar, 1)},
+		EveryIterate:   t.exact != nil,
+		CostName:       "generated inner samples",
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/mlmc/auto"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
 
 // regression is the problem: package cso's Problem with a row index as
@@ -169,19 +170,28 @@ func (p *regression) oracle(seed uint64) (*cso.Oracle[int, []float64], error) {
 func (p *regression) harnessProblem(everyIterate bool) *experiment.Problem {
 	xStar := p.Optimum()
 	return &experiment.Problem{
-		Name:  "regression",
-		About: fmt.Sprintf("regression with noisy features: %d rows, %d features, feature noise sigma %g", len(p.rows), p.Dim(), p.sigma),
-		NewOracle: func(seed uint64) (experiment.Instance, error) {
+		Problem:        p.sgdProblem(),
+		Name:           "regression",
+		About:          fmt.Sprintf("regression with noisy features: %d rows, %d features, feature noise sigma %g", len(p.rows), p.Dim(), p.sigma),
+		ObjectiveAbout: "exact: the closed form",
+		FStar:          experiment.Optimum{Value: p.Objective(xStar)},
+		EveryIterate:   everyIterate,
+	}
+}
+
+// sgdProblem is the problem as the driver (package mlmc/sgd) and auto run
+// it: the starting point, the oracle of a seed and the objective.
+func (p *regression) sgdProblem() sgd.Problem {
+	return sgd.Problem{
+		X0: make([]float64, p.Dim()),
+		NewOracle: func(seed uint64) (sgd.Instance, error) {
 			o, err := p.oracle(seed)
 			if err != nil {
-				return experiment.Instance{}, err
+				return sgd.Instance{}, err
 			}
-			return experiment.Instance{Oracle: o, At: o.SetPoints}, nil
+			return sgd.Instance{Oracle: o, At: o.SetPoints}, nil
 		},
-		X0:           make([]float64, p.Dim()),
-		Objective:    experiment.Objective{Value: func(x []float64) (float64, float64) { return p.Objective(x), 0 }, About: "exact: the closed form"},
-		FStar:        experiment.Optimum{Value: p.Objective(xStar)},
-		EveryIterate: everyIterate,
+		Objective: func(x []float64) (float64, float64) { return p.Objective(x), 0 },
 	}
 }
 
@@ -267,23 +277,18 @@ func run(args []string, w io.Writer) error {
 
 	// 3. auto: a pilot of at most 5% of the budget chooses the estimator,
 	// L, the level law and the step.
-	ap := auto.Problem{
-		X0: make([]float64, p.Dim()),
-		NewOracle: func(seed uint64) (mlmc.Oracle[[]float64], func(x, prev []float64), error) {
-			o, err := p.oracle(seed)
-			return o, func(x, prev []float64) { o.SetPoints(x, prev) }, err
-		},
-		Objective: func(x []float64) (float64, float64) { return p.Objective(x), 0 },
-	}
+	ap := p.sgdProblem()
 	fmt.Fprintf(w, "\nauto, aiming at the gap %g within %d samples:\n", *gap, *budget)
 	for seed := uint64(1); seed <= 3; seed++ {
-		ar, err := auto.Run(ap, auto.Settings{Target: auto.Target{Gap: *gap, Budget: *budget}, Seed: seed}, nil)
+		ar, err := auto.Run(&ap, auto.Settings{Target: auto.Target{Gap: *gap, Budget: *budget}, Seed: seed})
 		if err != nil {
 			return err
 		}
-		last := ar.Plans[len(ar.Plans)-1]
-		fmt.Fprintf(w, "seed %d: %s on levels %d..%d, step %.3g; gap %.3g after %d samples (pilot %d)\n", seed,
-			last.Method, last.MinLevel, last.MaxLevel, last.Step, (p.Objective(ar.X)-fStar)/(f0-fStar), ar.Samples, ar.Pilot)
+		stages := ar.Record.Stages
+		last := stages[len(stages)-1].Plans[len(stages[len(stages)-1].Plans)-1]
+		fmt.Fprintf(w, "seed %d: %d stages, last %s on levels %d..%d, step %.3g; gap %.3g (its own estimate %.3g) after %d samples (pilots %d); %s\n", seed,
+			len(stages), last.Method, last.MinLevel, last.MaxLevel, stages[len(stages)-1].Step, (p.Objective(ar.X)-fStar)/(f0-fStar),
+			float64(ar.Record.GapEstimate), ar.Samples, ar.Record.Pilot, ar.Record.Stopped)
 	}
 	return nil
 }

@@ -107,7 +107,7 @@ func TestRun(t *testing.T) {
 	if b, _ := strconv.ParseFloat(bs[0][1], 64); math.Abs(b-2) > 0.2 {
 		t.Errorf("fitted b = %g at the iterate, want the antithetic rate 2 within 0.2", b)
 	}
-	gaps := regexp.MustCompile(`(?m)^seed \d: .* gap ([0-9.e+-]+) after`).FindAllStringSubmatch(text, -1)
+	gaps := regexp.MustCompile(`(?m)^seed \d: .* gap ([0-9.e+-]+) \(its own estimate`).FindAllStringSubmatch(text, -1)
 	if len(gaps) != 3 {
 		t.Fatalf("auto lines %q: want three", gaps)
 	}

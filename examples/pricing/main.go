@@ -44,7 +44,6 @@ import (
 	"runtime"
 
 	"github.com/simclr-go/simclr/experiment"
-	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/experiment/plots"
 	"github.com/simclr-go/simclr/mlmc"
 )
@@ -173,7 +172,7 @@ type options struct {
 	asJSON  bool
 	png     string
 	// autoGap, when positive, runs the auto method (package
-	// experiment/autoplan) planned for this relative objective gap instead
+	// mlmc/auto, through experiment) planned for this relative objective gap instead
 	// of the three methods.
 	autoGap  float64
 	markdown string
@@ -195,7 +194,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	asJSON := fs.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
 	lawName := fs.String("law", "", "run only this service law (erlang, exponential, hyperexponential); default exponential, or all with --full")
 	png := fs.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
-	auto := autoplan.AddFlags(fs, "auto: run the auto method instead of the three methods (a pilot of at most 5% of the 2^28 steps chooses the estimator, L, the level law and the step), planned for --gap",
+	auto := experiment.AddAutoFlags(fs, "auto: run the auto method instead of the three methods (continuation stages, their pilots counted, choose the estimator, L, the level law and the step within the 2^28 steps), planned for --gap",
 		"with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic)")
 	markdown := fs.String("markdown", "", "print the study README's tables of the summaries in this --json output file, and run nothing")
 	if err := fs.Parse(args); err != nil {
@@ -276,8 +275,8 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 			law.Name, law.Var(), p.xStar[0], p.xStar[1], Objective(law, p.xStar[0], p.xStar[1]))
 		tn := experiment.Fixed("one considered choice per method, not tuned", methods(o.kind.Construction)...)
 		if o.autoGap > 0 {
-			tn = experiment.Fixed(fmt.Sprintf("auto planned for the relative objective gap %g, with a budget of 2^28 steps (the RT methods'): a pilot of at most 5%% of it, counted in its cost, chooses the estimator, L, the level law and the step (docs/definitions.md, section 11)", o.autoGap),
-				experiment.Method{Auto: autoplan.New(o.autoGap), Budget: 1 << 28})
+			tn = experiment.Fixed(fmt.Sprintf("auto planned for the relative objective gap %g, with a budget of 2^28 steps (the RT methods'): stages with targets falling to that gap, each measuring the levels with a pilot sized to the stage (counted in the cost), choose the estimator, L, the level law and the step, and the run stops when its own gap estimate reaches the gap (docs/definitions.md, section 11)", o.autoGap),
+				experiment.Method{Auto: experiment.AutoMethod(o.autoGap).Auto, Budget: 1 << 28})
 		}
 		res, err := experiment.Report(p.Problem, pr, tn)
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/simclr-go/simclr/mlmc/sgd"
 	"math"
 
 	"github.com/simclr-go/simclr/experiment"
@@ -50,25 +51,27 @@ func problem(law Law, k oracleKind) pricingProblem {
 	xStar := [2]float64{mu, p}
 	return pricingProblem{xStar: xStar, Problem: &experiment.Problem{
 		Name: law.Name, About: "GI/GI/1 pricing and staffing, " + law.Name + " service, construction " + k.String(),
-		NewOracle: func(seed uint64) (experiment.Instance, error) {
-			o := newQueueOracle(law, k, maxLevel, seed)
-			return experiment.Instance{Oracle: o, Cost: o.Simulated, At: func(x, prev []float64) {
-				o.x, o.xPrev = [2]float64{x[0], x[1]}, [2]float64{prev[0], prev[1]}
-			}}, nil
+		Problem: sgd.Problem{
+			NewOracle: func(seed uint64) (experiment.Instance, error) {
+				o := newQueueOracle(law, k, maxLevel, seed)
+				return experiment.Instance{Oracle: o, Cost: o.Simulated, At: func(x, prev []float64) {
+					o.x, o.xPrev = [2]float64{x[0], x[1]}, [2]float64{prev[0], prev[1]}
+				}}, nil
+			},
+			X0: start[:],
+			Project: func(x []float64) {
+				y := project(law, [2]float64{x[0], x[1]})
+				x[0], x[1] = y[0], y[1]
+			},
+			Precondition: func(x, d []float64) {
+				pc := precondition([2]float64{x[0], x[1]})
+				d[0], d[1] = pc[0], pc[1]
+			},
+			// The closed-form objective, which the auto method's stages
+			// score on; the targets are read on Error.
+			Objective: func(x []float64) (float64, float64) { return Objective(law, x[0], x[1]), 0 },
 		},
-		X0: start[:],
-		Project: func(x []float64) {
-			y := project(law, [2]float64{x[0], x[1]})
-			x[0], x[1] = y[0], y[1]
-		},
-		Precondition: func(x, d []float64) {
-			pc := precondition([2]float64{x[0], x[1]})
-			d[0], d[1] = pc[0], pc[1]
-		},
-		// The closed-form objective, which the auto method's step rule
-		// scores candidates on; the targets are read on Error.
-		Objective: experiment.Objective{About: "closed-form M/G/1 objective",
-			Value: func(x []float64) (float64, float64) { return Objective(law, x[0], x[1]), 0 }},
+		ObjectiveAbout: "closed-form M/G/1 objective",
 		Error: func(x []float64) float64 {
 			return math.Hypot(x[0]-xStar[0], x[1]-xStar[1]) / math.Hypot(xStar[0], xStar[1])
 		},

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 	"io"
 	"math"
 	"os"
 
 	"github.com/simclr-go/simclr/experiment"
-	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/mlmc"
 	"github.com/simclr-go/simclr/ubsr"
 )
@@ -53,36 +53,36 @@ func (in *instance) problem() *experiment.Problem {
 		Name: in.Name + "/" + in.Loss.Name,
 		About: fmt.Sprintf("%s portfolio, %s loss, lambda = %g; x0 uniform; SR* from %s",
 			in.Name, in.Loss.Name, in.Lambda, in.Reference),
-		NewOracle: func(seed uint64) (experiment.Instance, error) {
-			o, err := in.oracle(seed)
-			if err != nil {
-				return experiment.Instance{}, err
-			}
-			return experiment.Instance{Oracle: divergent{o}, At: o.SetPoints}, nil
-		},
-		X0: in.X0,
-		Project: func(x []float64) {
-			// Steps are projected onto sum theta = 1: remove the sum's drift.
-			s := 0.0
-			for _, v := range x {
-				s += v
-			}
-			for i := range x {
-				x[i] -= (s - 1) / d
-			}
-		},
-		Objective: experiment.Objective{
-			Value: func(x []float64) (float64, float64) {
+		Problem: sgd.Problem{
+			NewOracle: func(seed uint64) (experiment.Instance, error) {
+				o, err := in.oracle(seed)
+				if err != nil {
+					return experiment.Instance{}, err
+				}
+				return experiment.Instance{Oracle: divergent{o}, At: o.SetPoints}, nil
+			},
+			X0: in.X0,
+			Project: func(x []float64) {
+				// Steps are projected onto sum theta = 1: remove the sum's drift.
+				s := 0.0
+				for _, v := range x {
+					s += v
+				}
+				for i := range x {
+					x[i] -= (s - 1) / d
+				}
+			},
+			Objective: func(x []float64) (float64, float64) {
 				v, err := in.SR(x, nil)
 				if err != nil {
 					return math.Inf(1), 0
 				}
 				return v, 0
 			},
-			About: in.Reference,
 		},
-		FStar:    experiment.Optimum{Value: in.SRStar},
-		CostName: "samples (copies of X and X~ generated)",
+		ObjectiveAbout: in.Reference,
+		FStar:          experiment.Optimum{Value: in.SRStar},
+		CostName:       "samples (copies of X and X~ generated)",
 	}
 }
 
@@ -122,7 +122,7 @@ func runAuto(ins []*instance, s settings, w io.Writer) error {
 		p := in.problem()
 		for _, g := range s.AutoGaps {
 			fmt.Fprintf(w, "%s: budget %d samples, %d trials; auto planned for gap %g\n", p.Name, s.Budget, s.Trials, g)
-			res, err := experiment.Report(p, pr, autoplan.Fixed(g))
+			res, err := experiment.Report(p, pr, experiment.AutoFixed(g, os.Stderr))
 			if err != nil {
 				return fmt.Errorf("%s, %s, auto for gap %g: %w", in.Name, in.Loss.Name, g, err)
 			}

@@ -14,11 +14,12 @@
 // |E h^l - grad SR| and Var h^l with 95% intervals, Var H^l and the cost
 // per level, and the fitted rates a (on the squared bias, the paper's
 // convention), b and c against the paper's a = b = c = 1; --json writes
-// its reports. --method auto runs the auto method (a pilot of at most 5% of
-// each trial's budget chooses the estimator, L, the level law and the step)
-// on the reported seeds instead of the grid, planned for --gap or for each
-// of 1%, 0.3%, 0.1% in turn; --json then writes one summary per instance
-// and gap as JSON lines, each trial's plans with their reasons.
+// its reports. --method auto runs the auto method (continuation stages,
+// their pilots counted in each trial's budget, choose the estimator, L, the
+// level law and the step) on the reported seeds instead of the grid, for
+// --gap or for each of 1%, 0.3%, 0.1% in turn; --json then writes one
+// summary per instance and gap as JSON lines, each trial's record of its
+// stages and plans with their reasons.
 // --instance student-t-20 --reference-floor K estimates the relative gap its
 // sample-average reference objective leaves at the true minimiser, from the
 // minimisers of K independent sample objectives of 4x the draws.
@@ -35,7 +36,6 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/experiment"
-	"github.com/simclr-go/simclr/experiment/autoplan"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -81,7 +81,7 @@ type settings struct {
 	// TuningSeeds is how many tuning seeds (1001, 1002, ...) score a
 	// setting.
 	TuningSeeds int
-	// Auto runs the auto method (package experiment/autoplan) instead of
+	// Auto runs the auto method (package mlmc/auto, through experiment) instead of
 	// the grid, planned for each of AutoGaps in turn.
 	Auto     bool
 	AutoGaps []float64
@@ -112,7 +112,7 @@ func parse(args []string) (settings, error) {
 	fs.IntVar(&s.TuningSeeds, "tuning-seeds", 3, "with --run: how many tuning seeds (1001, 1002, ...) score each setting")
 	fs.IntVar(&s.ReferenceFloor, "reference-floor", 0, "with --instance student-t-20: minimise this many independent sample-average objectives of 4x the reference's draws and score their minimisers on the reference objective, estimating the relative gap a method converging to the true minimiser cannot go below")
 	targetList := fs.String("targets", "", "with --run: the relative gaps to count samples at, decreasing and comma-separated, the headline 0.01, 0.003, 0.001 among them (default 0.1,0.03,0.01,0.003,0.001)")
-	auto := autoplan.AddFlags(fs, "auto: instead of tuning the grid, run the auto method (a pilot of at most 5% of each trial's budget chooses the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines",
+	auto := experiment.AddAutoFlags(fs, "auto: instead of tuning the grid, run the auto method (continuation stages, their pilots counted in each trial's budget, choose the estimator, L, the level law and the step), planned for --gap; with --json, one summary per gap as JSON lines",
 		"with --method auto, the relative gap (SR - SR*)/(SR(x0) - SR*) to plan for, in (0, 1) (default: each of 0.01, 0.003, 0.001 in turn)")
 	if err := fs.Parse(args); err != nil {
 		return s, err

@@ -95,8 +95,8 @@ func TestRunAutoWritesPlans(t *testing.T) {
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	if len(sum.Methods) != 1 || len(sum.Methods[0].Plans) != 1 || len(sum.Methods[0].Plans[0]) == 0 ||
-		len(sum.Methods[0].Plans[0][0].Reasons) == 0 {
+	if len(sum.Methods) != 1 || len(sum.Methods[0].Auto) != 1 || len(sum.Methods[0].Auto[0].Stages) == 0 ||
+		len(sum.Methods[0].Auto[0].Stages[0].Plans) == 0 || sum.Methods[0].Auto[0].Stages[0].Plans[0].Reasons.Method == "" {
 		t.Fatalf("summary holds no recorded plan with reasons: %+v", sum.Methods)
 	}
 	if st := sum.Methods[0].StaysBelow[0]; st.Reached != 1 {

@@ -4,24 +4,26 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
 
-// synthetic is the Problem of mlmc.Synthetic in dim dimensions: F(x) =
+// synthetic is the problem of mlmc.Synthetic in dim dimensions: F(x) =
 // |x - X*|^2/2, exact, so F* = 0 and the relative gap is F(x)/F(x0).
-func synthetic(dim int, a, b, c float64, tune func(*mlmc.Synthetic)) Problem {
+func synthetic(dim int, a, b, c float64, tune func(*mlmc.Synthetic)) *sgd.Problem {
 	ref := mlmc.NewSynthetic(dim, a, b, c, 0)
-	return Problem{
+	return &sgd.Problem{
 		X0: make([]float64, dim),
-		NewOracle: func(seed uint64) (mlmc.Oracle[[]float64], func(x, prev []float64), error) {
+		NewOracle: func(seed uint64) (sgd.Instance, error) {
 			s := mlmc.NewSynthetic(dim, a, b, c, seed)
 			if tune != nil {
 				tune(s)
 			}
-			return s, func(x, prev []float64) { s.X, s.XPrev = x, prev }, nil
+			return sgd.Instance{Oracle: s, At: func(x, prev []float64) { s.X, s.XPrev = x, prev }}, nil
 		},
 		Objective: func(x []float64) (float64, float64) {
 			f := 0.0
@@ -187,9 +189,9 @@ func TestUnservable(t *testing.T) {
 			return err
 		}, "variance of H^l is not finite"},
 		{"pilot budget too small", func() error {
-			_, err := Run(synthetic(4, 1, 2, 1, nil), Settings{Target: Target{Gap: 1e-3, Budget: 2000}}, nil)
+			_, err := Run(synthetic(4, 1, 2, 1, nil), Settings{Target: Target{Gap: 1e-3, Budget: 2000}})
 			return err
-		}, "pilot budget of 30 samples"},
+		}, "pilot budget of"},
 		{"bias too slow for the oracle's levels", func() error {
 			o := mlmc.NewSynthetic(4, 1, 2, 1, 5)
 			o.Mb, o.Max = 0.01, 5
@@ -211,56 +213,85 @@ func TestUnservable(t *testing.T) {
 	}
 }
 
-// TestSettingsErrors: a pilot above 5% of the run and a problem without an
-// objective for the step rule are refused; no step candidates mean the
-// default ones.
+// TestSettingsErrors: a first pilot above 5% of the run and a problem
+// without an objective for the stages are refused.
 func TestSettingsErrors(t *testing.T) {
 	p := synthetic(4, 1, 2, 1, nil)
-	if _, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}, PilotShare: 0.06}, nil); err == nil || !strings.Contains(err.Error(), "at most 5%") {
-		t.Errorf("pilot share 0.06: error %v", err)
-	}
-	// An empty list of step candidates is the default list, not a
-	// division by zero in the step rule.
-	plan, _, err := Start(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}, Steps: []float64{}})
-	if err != nil || len(plan.Steps) != 13 {
-		t.Errorf("no step candidates: error %v, want the 13 default ones run", err)
+	if _, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}, FirstPilot: 0.06}); err == nil || !strings.Contains(err.Error(), "first pilot share") {
+		t.Errorf("first pilot share 0.06: error %v", err)
 	}
 	p.Objective = nil
-	if _, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}}, nil); err == nil || !strings.Contains(err.Error(), "Objective") {
+	if _, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 1e6}}); err == nil || !strings.Contains(err.Error(), "Objective") {
 		t.Errorf("no objective: error %v", err)
 	}
 }
 
-// TestRunReachesGap: on the three regimes (with a visible bias) a run
-// reaches the target gap within its budget, the pilot within 5% of it,
-// and each plan survives a JSON round trip.
-func TestRunReachesGap(t *testing.T) {
-	const gap, budget = 1e-3, 1_000_000
-	for _, rc := range []struct{ a, b, c float64 }{{1, 2, 1}, {1, 1, 1}, {1, 0.5, 1}} {
-		p := synthetic(4, rc.a, rc.b, rc.c, func(s *mlmc.Synthetic) { s.Mb = 0.01 })
-		f0, _ := p.Objective(p.X0)
-		res, err := Run(p, Settings{Target: Target{Gap: gap, Budget: budget}, Seed: 3}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, _ := p.Objective(res.X)
-		// The last iteration's draws may pass the budget; they are counted.
-		if f/f0 > gap || res.Pilot > budget/20 || res.Samples > budget+budget/100 {
-			t.Errorf("a, b, c = %v: gap %.3g (want <= %g), pilot %d, samples %d of %d", rc, f/f0, gap, res.Pilot, res.Samples, budget)
-		}
-		for _, pl := range res.Plans {
-			data, err := json.Marshal(pl)
+// TestStagePlans: on mlmc.Synthetic in the three regimes of the paper's
+// Table 1 (b > c, b = c, b < c, with a visible bias), a run goes through
+// stages whose targets fall by sqrt(10) from 10% to the 0.1% gap, each
+// the first plan in the regime, L never
+// falling from one stage to the next and rising at least once as the
+// target tightens, the first pilot within 0.5% of the budget; it stops by
+// itself with its own gap estimate at the target, and the true gap is
+// within it; each plan survives a JSON round trip.
+func TestStagePlans(t *testing.T) {
+	const gap, budget = 1e-3, 2_000_000
+	for _, rc := range []struct {
+		a, b, c float64
+		regime  string
+	}{{1, 2, 1, "b > c"}, {1, 1, 1, "b = c"}, {1, 0.5, 1, "b < c"}} {
+		t.Run(rc.regime, func(t *testing.T) {
+			p := synthetic(4, rc.a, rc.b, rc.c, func(s *mlmc.Synthetic) { s.Mb = 0.01 })
+			f0, _ := p.Objective(p.X0)
+			var log strings.Builder
+			res, err := Run(p, Settings{Target: Target{Gap: gap, Budget: budget}, Seed: 3, Log: &log})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var back Plan
-			if err := json.Unmarshal(data, &back); err != nil {
-				t.Fatal(err)
+			t.Log(log.String())
+			rec := res.Record
+			want := []float64{0.1, 0.1 / math.Sqrt(10), 0.01, 0.01 / math.Sqrt(10), 0.001}
+			if len(rec.Stages) != len(want) {
+				t.Fatalf("%d stages, want %d", len(rec.Stages), len(want))
 			}
-			if back.Kind != pl.Kind || back.MaxLevel != pl.MaxLevel || back.Step != pl.Step || len(back.LevelProbs) != len(pl.LevelProbs) {
-				t.Errorf("plan after a JSON round trip: %+v, want %+v", back, pl)
+			lastL, rose := -1, false
+			for i, st := range rec.Stages {
+				if math.Abs(st.Target/want[i]-1) > 1e-9 {
+					t.Errorf("stage %d target %g, want %g", i, st.Target, want[i])
+				}
+				for _, pl := range st.Plans {
+					if i == 0 && pl.Regime != rc.regime {
+						t.Errorf("stage %d: %s in regime %q, want %q", i, pl.Method, pl.Regime, rc.regime)
+					}
+					if pl.MaxLevel < lastL {
+						t.Errorf("stage %d: L fell from %d to %d", i, lastL, pl.MaxLevel)
+					}
+					rose = rose || lastL >= 0 && pl.MaxLevel > lastL
+					lastL = pl.MaxLevel
+					data, err := json.Marshal(pl)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var back Plan
+					if err := json.Unmarshal(data, &back); err != nil {
+						t.Fatal(err)
+					}
+					if back.Kind != pl.Kind || back.MaxLevel != pl.MaxLevel || back.Step != pl.Step || len(back.LevelProbs) != len(pl.LevelProbs) {
+						t.Errorf("plan after a JSON round trip: %+v, want %+v", back, pl)
+					}
+				}
 			}
-		}
+			if !rose {
+				t.Errorf("L never rose over the stages")
+			}
+			if m := rec.Stages[0].Plans[0].Samples; m > budget/400 {
+				t.Errorf("first measurement %d samples, want at most a quarter of 1%% of %d", m, budget)
+			}
+			f, _ := p.Objective(res.X)
+			if !res.Reached || f/f0 > gap || float64(rec.GapEstimate) > gap {
+				t.Errorf("reached %v with gap estimate %g, true gap %.3g (want both <= %g), samples %d", res.Reached, float64(rec.GapEstimate), f/f0, gap, res.Samples)
+			}
+		})
 	}
 }
 
@@ -298,20 +329,25 @@ func TestChooseAtLevel(t *testing.T) {
 // slowly falling bias, a = 0.5, and a small budget), each candidate still
 // runs at least minStepIters iterations, at a lower level that the plan
 // names, so the scores differ and the step is chosen by them, instead of
-// every candidate tying at F(x0) and the smallest winning (its notch below,
-// 3.16e-6). Where no level pays for minStepIters iterations, the rule says
-// so in an *Error.
+// every candidate tying at F(x0) and the smallest winning. Where no level
+// pays for minStepIters iterations even with three candidates, the rule
+// says so in an *Error.
 func TestStepRuleRunsEachCandidate(t *testing.T) {
 	p := synthetic(4, 0.5, 1, 2, func(s *mlmc.Synthetic) { s.Mb = 0.01 })
 	f0, _ := p.Objective(p.X0)
-	plan, _, err := Start(p, Settings{Target: Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 3})
+	s, _ := Settings{Target: Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 3}.withDefaults()
+	r := newTestRunner(p, s)
+	plan, err := r.measure("x0", 1e-3, 20_000)
 	if err != nil {
 		t.Fatal(err)
 	}
+	const share = 15_000
+	if err := r.chooseStep(plan, s.Steps, share, 1e-3); err != nil {
+		t.Fatal(err)
+	}
 	t.Log(plan)
-	share := int64(0.3*0.05*1_000_000) / 13
-	if c := plan.worstCostAt(plan.MaxLevel); c <= share {
-		t.Fatalf("L = %d costs %d samples an iteration, within the share %d: the test needs a plan above it", plan.MaxLevel, c, share)
+	if c := plan.worstCostAt(plan.MaxLevel); c*minStepIters <= share/13 {
+		t.Fatalf("L = %d costs %d samples an iteration, within the share: the test needs a plan above it", plan.MaxLevel, c)
 	}
 	if plan.StepLevel >= plan.MaxLevel || !strings.Contains(plan.Reasons.Step, "the candidates ran") {
 		t.Errorf("step level %d of L = %d; the reason does not say the candidates ran lower: %s", plan.StepLevel, plan.MaxLevel, plan.Reasons.Step)
@@ -329,63 +365,21 @@ func TestStepRuleRunsEachCandidate(t *testing.T) {
 	if len(distinct) < len(plan.Steps)/2 {
 		t.Errorf("%d distinct scores among %d candidates: %+v", len(distinct), len(plan.Steps), plan.Steps)
 	}
-	if plan.Step < 1e-3 {
-		t.Errorf("step %.3g, want the scores to choose one above the grid's bottom: %s", plan.Step, plan.Reasons.Step)
-	}
-
-	// So many candidates that the step rule's 15,000 samples give each 3,
-	// fewer than minStepIters iterations even at level 0 (1 sample each).
-	many := make([]float64, 5000)
-	for i := range many {
-		many[i] = math.Pow(1.001, -float64(i))
-	}
-	_, _, err = Start(p, Settings{Target: Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 3, Steps: many})
+	plan.Steps = nil
+	err = r.chooseStep(plan, s.Steps, 10, 1e-3)
 	var ae *Error
 	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "iterations it needs") {
-		t.Errorf("5000 candidates: error %v, want an *auto.Error naming the iterations the step rule needs", err)
+		t.Errorf("10 samples for the candidates: error %v, want an *auto.Error naming the iterations the step rule needs", err)
 	}
 }
 
-// TestReplanOutlook: the outlook's risks on plans whose arithmetic is done
-// by hand. The plan's estimator costs 10 samples an iteration with variance
-// 1; the first phase ran 100 iterations of step 0.1 (step sum 10) and
-// brought F down by 1; the target gap is 0.01; 1e5 samples are left (1e4
-// iterations).
-func TestReplanOutlook(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		step, decay float64
-		want        []string // risks named
-		none        bool     // no risk
-	}{
-		// Step sum 1e-3 x 1e4 = 10, floor 2.5e-4 <= 0.01 x 1: healthy.
-		{"constant, enough", 1e-3, 0, nil, true},
-		// Step sum 1e-4 x 1e4 = 1 < 10.
-		{"constant, too little", 1e-4, 0, []string{"moves the iterate less"}, false},
-		// Floor 0.1/4 = 0.025 above 0.01 x 1 at the end.
-		{"constant, noisy", 0.1, 0, []string{"at the end of the budget"}, false},
-		// Floor 8/4 = 2 above the drop 1 at the start; step x t0 = 8 < 10;
-		// end step 8/(1 + 1e4) = 8e-4, floor 2e-4: fine.
-		{"decaying from a noisy step, t0 = 1", 8, 1, []string{"first loses ground", "step x t0 = 8"}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &Plan{Method: "lsgd", Step: tc.step, Decay: tc.decay, Target: Target{Gap: 0.01},
-				Predicted: []MethodCost{{Method: "lsgd", Var: 1, Cost: 10}}}
-			p.replanOutlook(100, 0.1, 1, 100_000)
-			o := p.Reasons.Outlook
-			if !strings.HasPrefix(o, "10000 iterations left") {
-				t.Errorf("outlook %q, want 10000 iterations left", o)
-			}
-			if got := strings.Contains(o, "no risk of missing the target seen"); got != tc.none {
-				t.Errorf("no risk: %v, want %v: %s", got, tc.none, o)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(o, w) {
-					t.Errorf("outlook does not name %q: %s", w, o)
-				}
-			}
-		})
-	}
+// newTestRunner is a runner at the problem's start, as Run makes it.
+func newTestRunner(p *sgd.Problem, s Settings) *runner {
+	s.Score = p.Objective
+	r := &runner{p: p, s: s, x: slices.Clone(p.X0), relay: sgd.NewRelay(nil), rec: &Record{}}
+	r.avg = slices.Clone(r.x)
+	r.f0, _ = p.Objective(r.x)
+	return r
 }
 
 // TestPlanJSONNulls: every float of a plan that is not finite is written as

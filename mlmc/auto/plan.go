@@ -47,6 +47,9 @@ type Rules struct {
 	// EqualRates is the least tolerance within which b and c count as
 	// equal: |b - c| <= max(2 SE(b), EqualRates) (default 0.1).
 	EqualRates float64 `json:"equal_rates"`
+	// BestFit chooses L on the best fit of the bias instead of its 95%
+	// upper bound (Run's stages, which measure again and never lower L).
+	BestFit bool `json:"best_fit,omitempty"`
 }
 
 func (r Rules) withDefaults() Rules {
@@ -192,8 +195,10 @@ type Plan struct {
 	intercept, aG float64
 	aNote         string
 	notFalling    *Error
-	// bestBias is the bias of the best fit alone (nil without a fit).
+	// bestBias is the bias of the best fit alone (nil without a fit),
+	// seen the levels whose mean stood out of its noise.
 	bestBias func(L int) float64
+	seen     int
 	// costs are C_l on MinLevel..MaxLevel, measured or extrapolated, for
 	// the step rule's cost per iteration at lower levels.
 	costs []float64
@@ -296,6 +301,14 @@ func GradNorm(rep *mlmc.LevelsReport) float64 {
 // for target t with rules r, over an oracle serving levels up to oracleMax
 // (mlmc.Unbounded for any). It is a pure function; the step is left 0.
 func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t Target, r Rules, oracleMax int) (*Plan, error) {
+	return ChooseFrom(rep, at, samples, gradNorm0, t, r, oracleMax, rep.MinLevel)
+}
+
+// ChooseFrom is Choose with L at least floor: a continuation's stage never
+// lowers L below the largest an earlier stage needed, since the bias
+// measured at a looser target is no reason to lose the accuracy a tighter
+// one bought.
+func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t Target, r Rules, oracleMax int, floor int) (*Plan, error) {
 	r = r.withDefaults()
 	if !(t.Gap > 0 && t.Gap < 1) {
 		return nil, fmt.Errorf("auto: target gap %g is not in (0, 1): it is relative to the gap at x0", t.Gap)
@@ -308,6 +321,15 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 		return nil, p.notFalling
 	}
 	share := func(L int) float64 { return math.Pow(bias(L)/gradNorm0, 2) }
+	boundNote := ""
+	if r.BestFit && p.bestBias != nil {
+		// A continuation measures again at every stage and never lowers
+		// L: the best fit of the bias (Giles' |E H^L| / (2^a - 1) pooled
+		// over the levels), not its 95% bound, which noise alone can put
+		// a dozen levels too deep.
+		share = func(L int) float64 { return math.Pow(p.bestBias(L)/gradNorm0, 2) }
+		boundNote = " (the best fit of the bias, not its 95% bound: later stages measure again)"
+	}
 	limit := r.BiasShare * t.Gap
 	cap := rep.MinLevel + 40
 	if oracleMax != mlmc.Unbounded {
@@ -318,7 +340,15 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 		L++
 	}
 	fallback := ""
-	if share(L) > limit && p.bestBias != nil {
+	if r.BestFit && p.bestBias != nil && p.seen == 0 && share(L) > limit {
+		// No level's mean stands out of its noise: the fit of the bias
+		// is a fit to noise. The pilot's top level is as deep as the
+		// pilot can see a bias; later stages measure again.
+		L = min(rep.MaxLevel, cap)
+		fallback = fmt.Sprintf("; no |E H^l| stands out of its noise, so the fit is not trusted: L is the pilot's top level %d, below which no bias was seen", L)
+		share = func(int) float64 { return 0 }
+	}
+	if share(L) > limit && p.bestBias != nil && fallback == "" {
 		// The bound is statistical: with the levels' means lost in their
 		// noise it may not meet the rule at any level. The best fit then
 		// decides, and the plan says so.
@@ -334,9 +364,14 @@ func Choose(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64,
 			L, share(L), p.A.Rate, p.aNote, r.BiasShare, t.Gap),
 			Change: "ask for a larger gap, serve deeper levels, or give the pilot more draws (a larger run budget): the bound is statistical, and a bias lost in the levels' noise is bounded by the noise"}
 	}
+	floorNote := ""
+	if floor > L {
+		L = min(floor, cap)
+		floorNote = fmt.Sprintf("; raised to %d, the largest L an earlier stage needed", L)
+	}
 	p.MaxLevel, p.BiasShare = L, share(L)
 	p.Reasons.L = fmt.Sprintf("the smallest level whose predicted gap from bias, (|bias_L| / |grad F(x0)|)^2 = %.3g, is at most %g x the target gap %g; |bias_L| = %.3g extrapolated with a = %.2f%s, |grad F(x0)| = %.3g%s",
-		p.BiasShare, r.BiasShare, t.Gap, bias(L), p.A.Rate, p.aNote, gradNorm0, fallback)
+		p.BiasShare, r.BiasShare, t.Gap, math.Sqrt(p.BiasShare)*gradNorm0, p.A.Rate, p.aNote, gradNorm0, fallback) + boundNote + floorNote
 	p.finish(rep, t, r)
 	return p, nil
 }
@@ -399,7 +434,7 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 			zero = false
 		}
 	}
-	if zero && scale > 0 && !math.IsInf(scale, 0) {
+	if zero && scale >= 0 && !math.IsInf(scale, 0) {
 		p.Regime = "H^l = 0"
 		p.Degenerate = true
 		p.A, p.B, p.C = Rate{math.NaN(), math.NaN()}, Rate{math.NaN(), math.NaN()}, Rate{rep.FitCImages.Rate, 0}
@@ -473,11 +508,12 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 		// At most one level before the vanishing tail: its mean is the
 		// whole bias below it.
 		p.A = Rate{math.NaN(), math.NaN()}
-		p.aNote = fmt.Sprintf(" (H^l vanishes from level %d on: no bias at or above level %d)", zeroTail, zeroTail-1)
+		p.aNote = fmt.Sprintf(" (H^l vanished in all %d draws from level %d on: its bias is bounded by the rule of three, not taken as zero)", rep.Draws, zeroTail)
 		p.intercept, p.aG = math.Inf(-1), 1
+		tail := zeroTailBias(rep, zeroTail)
 		return p, func(L int) float64 {
 			if L >= zeroTail-1 {
-				return 0
+				return tail(L)
 			}
 			st := rep.Levels[zeroTail-1-rep.MinLevel]
 			return math.Sqrt(math.Max(st.Moment2, 0))
@@ -493,6 +529,7 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 		// it (a queue's transient grows before the couplings coalesce),
 		// the bias at or above zeroTail-1 is zero.
 		bf.zeroFrom, bf.notFalling = zeroTail, ""
+		bf.tail = zeroTailBias(rep, zeroTail)
 	}
 	if bf.notFalling != "" {
 		p.notFalling = &Error{Measurement: bf.notFalling,
@@ -502,7 +539,7 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	aG, intercept := math.Max(bf.best, bf.low), 0.5*math.Log2(bf.ampUp(bf.best))+math.Max(bf.best, bf.low)*bf.l1
 	p.bestBias = func(L int) float64 {
 		if bf.zeroFrom > 0 && L >= bf.zeroFrom-1 {
-			return 0
+			return bf.tail(L)
 		}
 		a := math.Max(bf.best, bf.low)
 		return math.Sqrt(math.Max(bf.amp[bf.index(a)], 0)) * math.Exp2(-a*(float64(L+1)-bf.l1)) / (1 - math.Exp2(-a))
@@ -510,9 +547,10 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	aNote := fmt.Sprintf(" (|E H^l| stands out of its noise at %d of %d levels; the bound is the largest of the fits with a >= %.2f that the measurement does not reject)",
 		bf.seen, bf.n, 2*bf.low)
 	if bf.zeroFrom > 0 {
-		aNote += fmt.Sprintf("; H^l vanishes from level %d on, so the bias at or above level %d is zero", bf.zeroFrom, bf.zeroFrom-1)
+		aNote += fmt.Sprintf("; H^l vanished in all %d draws from level %d on, so the bias at or above level %d is bounded by the rule of three (P(H^l != 0) <= 3/K), not taken as zero", rep.Draws, bf.zeroFrom, bf.zeroFrom-1)
 	}
 	p.aNote = aNote
+	p.seen = bf.seen
 	p.intercept, p.aG = intercept, aG
 	return p, bf.bias, nil
 }
@@ -530,8 +568,9 @@ type biasFit struct {
 	seen, n    int
 	notFalling string
 	// zeroFrom, when positive, is the first level of a vanishing tail:
-	// the bias of L >= zeroFrom-1 is zero.
+	// the bias of L >= zeroFrom-1 is tail(L).
 	zeroFrom int
+	tail     func(L int) float64
 }
 
 func (f *biasFit) ampUp(a float64) float64 {
@@ -549,7 +588,7 @@ func (f *biasFit) index(a float64) int {
 // admissible fits.
 func (f *biasFit) bias(L int) float64 {
 	if f.zeroFrom > 0 && L >= f.zeroFrom-1 {
-		return 0
+		return f.tail(L)
 	}
 	minChi := math.Inf(1)
 	for _, c := range f.chi2 {
@@ -679,6 +718,9 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 		p.Kind, p.Method = mlmc.Kind{Method: mlmc.LSGD}, mlmc.LSGD.String()
 		p.Predicted = []MethodCost{{Method: p.Method, Var: topVar, Cost: topCost, VarCost: topVar * topCost}}
 		p.Reasons.Method = fmt.Sprintf("the bias at the minimum level %d is already below the target's share: no level to correct, so every MLMC estimator is L-SGD", L)
+		if p.Degenerate {
+			p.Reasons.Method = fmt.Sprintf("every H^l vanished at %s, so no bias can be seen there (which says nothing of the bias elsewhere): L-SGD at the minimum level %d only until the levels are measured again away from this point", p.At, L)
+		}
 		p.Reasons.Law = "L-SGD has one level"
 		return
 	}
@@ -718,6 +760,16 @@ func rtLaw(lev []level) []float64 {
 	for i, lv := range lev {
 		q[i] = math.Sqrt(math.Max(lv.moment2, 0) / lv.img)
 		sum += q[i]
+	}
+	// A level whose H^l vanished in every draw still needs a positive
+	// probability (RT-MLMC's estimate divides by it, and the level is
+	// only rarely non-zero, not bias-free): a floor of 1e-6 of the law.
+	for i := range q {
+		q[i] = math.Max(q[i]/sum, 1e-6)
+	}
+	sum = 0
+	for _, v := range q {
+		sum += v
 	}
 	for i := range q {
 		q[i] /= sum
@@ -859,4 +911,21 @@ func (m *MethodCost) UnmarshalJSON(data []byte) error {
 	}
 	*m = MethodCost{v.Method, float64(v.Var), float64(v.Cost), float64(v.VarCost)}
 	return nil
+}
+
+// zeroTailBias bounds the bias of L >= zeroTail-1 where H^l vanished in
+// all K draws of every level from zeroTail on: a level is not bias-free
+// for that, only rarely non-zero, P(H^l != 0) <= 3/K at 95% (the rule of
+// three), and where it is non-zero (two coupled halves that have not yet
+// coalesced) about as large as the last level that did not vanish. So
+// |E H^l| <= (3/K) sqrt(E|H^(zeroTail-1)|^2) 2^-(l - zeroTail), the tail
+// taken to halve per level (the chance of a coupling not coalescing falls
+// with the level), and the bias of L is the sum over l > L.
+func zeroTailBias(rep *mlmc.LevelsReport, zeroTail int) func(L int) float64 {
+	last := rep.Levels[zeroTail-1-rep.MinLevel]
+	k := float64(rep.Levels[zeroTail-rep.MinLevel].Draws)
+	amp := 3 / k * math.Sqrt(math.Max(last.Moment2, 0))
+	return func(L int) float64 {
+		return 2 * amp * math.Exp2(-float64(L+1-zeroTail))
+	}
 }

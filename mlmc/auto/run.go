@@ -9,87 +9,79 @@ import (
 	"strings"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
-
-// Problem is a minimisation problem over []float64 parameters with a biased
-// multilevel oracle.
-type Problem struct {
-	// X0 is the starting point.
-	X0 []float64
-	// NewOracle makes the problem's oracle with its randomness seeded by
-	// seed, and at, which tells it the current and previous iterates
-	// (mlmc.Current and mlmc.Previous): the runner calls at before every
-	// measurement and estimate, with slices it owns and updates in place.
-	// Equal seeds must give equal draws, so that the step candidates are
-	// compared on the same samples.
-	NewOracle func(seed uint64) (o mlmc.Oracle[[]float64], at func(x, prev []float64), err error)
-	// Objective is F(x), exact (se 0) or estimated with a standard error;
-	// the step rule scores candidates on it. Needed unless Settings.Step
-	// is set.
-	Objective func(x []float64) (value, se float64)
-	// Project, when set, maps an iterate back into the feasible set after
-	// every step.
-	Project func(x []float64)
-	// Precondition, when set, writes the diagonal scaling of the step at x
-	// into d: x <- x - step d .* v.
-	Precondition func(x, d []float64)
-}
 
 // Settings set a Run. Zero values take the defaults stated on each field.
 type Settings struct {
+	// Target is the relative gap to reach and the most samples to spend.
 	Target Target
 	Rules  Rules
 	// MinLevel is l_min, the lowest level (default 0).
 	MinLevel int
-	// PilotShare is the pilot's share of Target.Budget, at most 0.05
-	// (default 0.05): 30% of it measures the levels at x0, 30% scores the
-	// step candidates there, and 40% measures the levels again at the
-	// re-plan point.
-	PilotShare float64
-	// ReplanAt is the share of the budget after which the run measures
-	// its levels again and re-plans, once (default 0.25).
-	ReplanAt float64
+	// FirstGap is the first stage's target (default 0.1, or Target.Gap
+	// when that is larger); StageRatio the factor by which each stage's
+	// target falls, down to Target.Gap (default sqrt(10)).
+	FirstGap, StageRatio float64
+	// FirstPilot is the first stage's pilot as a share of the budget
+	// (default 0.001, doubled while the pilots stay under a tenth of the
+	// budget where it measures too few levels): half measures the levels,
+	// half scores the step candidates. A later stage's pilot is PilotShare
+	// (default 0.1) of that stage's predicted cost, the last stage's
+	// samples times StageRatio, and never less than the first's.
+	FirstPilot, PilotShare float64
 	// MinDraws is the fewest queries per level a measurement makes
 	// (default 16).
 	MinDraws int
-	// Steps are the step candidates at x0 (default 10^(1 - k/2), k =
-	// 0..12: 10 down to 1e-5). At the re-plan point the step is lowered,
-	// if need be, to the one whose noise floor is an eighth of the target gap
-	// (floorStep).
+	// Steps are the first step search's candidates (default 10^(1 -
+	// k/2), k = 0..12: 10 down to 1e-5). A later search, after a change
+	// of method, tries the last step times 10^(k/2), k = 2 .. -4.
 	Steps []float64
-	// Step, when positive, is the step size: no step rule.
+	// Step, when positive, is the first step: no step search.
 	Step float64
-	// Seed seeds the oracles, the estimators and the pilot.
+	// Seed seeds the oracles, the estimators and the pilots.
 	Seed uint64
-	// Log, when set, receives each plan as it is made (Plan.String).
+	// Log, when set, receives one line per stage and the warnings.
 	Log io.Writer
+	// Score is F(x) with its standard error, what auto decides on
+	// (default the problem's Objective).
+	Score func(x []float64) (f, se float64)
+	// Value is what the recorders' locations read (default Score's F).
+	Value func(x []float64) float64
 }
 
 func (s Settings) withDefaults() (Settings, error) {
-	if s.PilotShare == 0 {
-		s.PilotShare = 0.05
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
 	}
-	if s.ReplanAt == 0 {
-		s.ReplanAt = 0.05
-	}
+	def(&s.FirstGap, 0.1)
+	s.FirstGap = math.Max(s.FirstGap, s.Target.Gap)
+	def(&s.StageRatio, math.Sqrt(10))
+	def(&s.FirstPilot, 0.001)
+	def(&s.PilotShare, 0.1)
 	if s.MinDraws == 0 {
 		s.MinDraws = 16
 	}
-	// Empty as nil: the step rule divides its budget among the candidates.
 	if len(s.Steps) == 0 {
 		for k := range 13 {
 			s.Steps = append(s.Steps, math.Pow(10, 1-float64(k)/2))
 		}
 	}
 	switch {
-	case !(s.PilotShare > 0 && s.PilotShare <= 0.05):
-		return s, fmt.Errorf("auto: pilot share %g: the pilot may take at most 5%% of the run's samples (0 < share <= 0.05)", s.PilotShare)
-	case !(s.ReplanAt > 0 && s.ReplanAt < 1):
-		return s, fmt.Errorf("auto: re-plan point %g is not a share of the budget in (0, 1)", s.ReplanAt)
+	case !(s.Target.Gap > 0 && s.Target.Gap < 1):
+		return s, fmt.Errorf("auto: target gap %g is not in (0, 1): it is relative to the gap at x0", s.Target.Gap)
 	case s.Target.Budget <= 0:
 		return s, fmt.Errorf("auto: sample budget %d must be positive", s.Target.Budget)
 	case s.MinLevel < 0:
 		return s, fmt.Errorf("auto: minimum level %d is negative", s.MinLevel)
+	case !(s.StageRatio > 1):
+		return s, fmt.Errorf("auto: stage ratio %g must be above 1", s.StageRatio)
+	case !(s.FirstPilot > 0 && s.FirstPilot <= 0.05):
+		return s, fmt.Errorf("auto: first pilot share %g: give a share of the budget in (0, 0.05]", s.FirstPilot)
+	case !(s.PilotShare > 0 && s.PilotShare <= 0.5):
+		return s, fmt.Errorf("auto: pilot share %g: give a share of a stage's cost in (0, 0.5]", s.PilotShare)
 	}
 	for _, g := range s.Steps {
 		if !(g > 0) || math.IsInf(g, 0) {
@@ -99,333 +91,801 @@ func (s Settings) withDefaults() (Settings, error) {
 	return s, nil
 }
 
-// Result is a Run's outcome.
-type Result struct {
-	// X is the last iterate, Samples every sample drawn (pilot included),
-	// Pilot the pilot's share of them.
-	X       []float64
-	Samples int64
-	Pilot   int64
-	// Plans holds the plan made at x0 and, when re-planning succeeded, the
-	// one made at the re-plan point; ReplanNote says why not otherwise.
-	Plans      []*Plan
-	ReplanNote string
-	// Diverged says the iterate left the finite numbers.
-	Diverged bool
+// StageTargets are the stages' target gaps: FirstGap falling by
+// StageRatio to Target.Gap, the last exactly Target.Gap.
+func (s Settings) StageTargets() []float64 {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil
+	}
+	var out []float64
+	for g := s.FirstGap; g > s.Target.Gap*(1+1e-9); g /= s.StageRatio {
+		out = append(out, g)
+	}
+	return append(out, s.Target.Gap)
 }
 
-// Run minimises the problem within s.Target.Budget samples: the pilot at
-// x0 (levels, then steps), the run with the plan's estimator and step, one
-// re-plan when ReplanAt of the budget is spent, then the rest. observe,
-// when set, is called with the samples drawn so far (pilot included) and
-// the iterate after every step; the slice is the runner's, to read only.
-func Run(p Problem, s Settings, observe func(samples int64, x []float64)) (*Result, error) {
-	plan, st, err := Start(p, s)
+// Stage is one stage of a run as its record holds it.
+type Stage struct {
+	// Target is the stage's target gap.
+	Target float64 `json:"target"`
+	// Plans are the plans the stage ran (more than one where it re-planned:
+	// a degenerate start, a raised L).
+	Plans []*Plan `json:"plans"`
+	// Step is the step at the stage's end; Halvings how often the
+	// stationarity test or the safeguard halved it in the stage.
+	Step     float64 `json:"step"`
+	Halvings int     `json:"halvings,omitempty"`
+	// Samples are the run's samples at the stage's end (pilots included),
+	// Pilot the stage's pilot samples.
+	Samples int64 `json:"samples"`
+	Pilot   int64 `json:"pilot"`
+	// GapEstimate is the stage's own estimate of the relative gap at its
+	// end (null: none), BiasGap its part from the top level's bias.
+	GapEstimate nullable `json:"gap_estimate"`
+	BiasGap     nullable `json:"bias_gap"`
+	// Why says why the stage ended; Notes what happened on the way.
+	Why   string   `json:"why"`
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Record is a run's full record.
+type Record struct {
+	Target Target   `json:"target"`
+	Stages []*Stage `json:"stages"`
+	// Samples are all the samples drawn, Pilot the pilots' share.
+	Samples int64 `json:"samples"`
+	Pilot   int64 `json:"pilot"`
+	// GapEstimate is the run's estimate of its relative gap where it
+	// stopped (null: none); Stopped why it stopped.
+	GapEstimate nullable `json:"gap_estimate"`
+	Stopped     string   `json:"stopped"`
+	// Warnings are what a user should know (the gap estimate no longer
+	// falling, with the measurement and the likely cause).
+	Warnings []string `json:"warnings,omitempty"`
+	// TrueGap, when a harness knows F*, is the relative gap where the run
+	// stopped, and EstimateHeld whether it is at most the target whenever
+	// the run claimed to reach it.
+	TrueGap      *nullable `json:"true_gap,omitempty"`
+	EstimateHeld *bool     `json:"estimate_held,omitempty"`
+}
+
+// SetTrueGap records the true relative gap where the run stopped, which a
+// harness that knows F* measures, and whether the run's claim to have
+// reached the target held.
+func (rec *Record) SetTrueGap(gap float64) {
+	g := nullable(gap)
+	rec.TrueGap = &g
+	if rec.Claimed() {
+		held := gap <= rec.Target.Gap
+		rec.EstimateHeld = &held
+	}
+}
+
+// Claimed says the run stopped because its own gap estimate reached the
+// target.
+func (rec *Record) Claimed() bool { return strings.HasPrefix(rec.Stopped, "the gap estimate") }
+
+// Result is a Run's outcome.
+type Result struct {
+	// X is the run's answer (the average of the last stage's iterates),
+	// Iterations its steps, Cost the cost of the last step taken, Samples
+	// every sample drawn, pilots included.
+	X          []float64
+	Iterations int
+	Cost       int64
+	Samples    int64
+	// Reached says the run's own gap estimate reached the target;
+	// Diverged that the safeguard gave up.
+	Reached, Diverged bool
+	Record            *Record
+}
+
+// Run minimises p in stages whose targets fall geometrically to
+// s.Target.Gap (continuation): each stage measures the levels at the
+// current point with a pilot sized to the stage, chooses the method, L
+// (never below the largest L an earlier stage needed) and the level law
+// (Choose), re-checks the step after any change of method, and runs with
+// a step that a stationarity test halves, averaging its iterates, until
+// its own gap estimate is at the stage's target. The run stops when the
+// last stage's estimate reaches s.Target.Gap, or at the budget. recs see
+// the run's answer, the average of the stage's iterates, at every step
+// (samples counted with the pilots').
+func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
+	s, err := s.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	s, _ = s.withDefaults()
-	r, err := newRunner(p, s, p.X0, st.Spent)
-	if err != nil {
-		return nil, err
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("auto: %w", err)
 	}
-	r.observe, r.f0, r.pilot = observe, st.F0, st.Spent
-	res := &Result{Plans: []*Plan{plan}}
-	if err := r.run(plan, st.ReplanAt); err != nil {
-		return nil, err
+	if s.Score == nil {
+		s.Score = p.Objective
 	}
-	if !r.diverged && r.used < s.Target.Budget {
-		next, note, spent, err := Replan(p, s, st, r.x, r.used)
-		r.used += spent
-		r.pilot += spent
-		if err != nil {
+	if s.Score == nil {
+		return nil, errors.New("auto: the stages score the iterates on the objective: give the problem an Objective (or the settings a Score)")
+	}
+	if s.Value == nil {
+		s.Value = func(x []float64) float64 { f, _ := s.Score(x); return f }
+	}
+	r := &runner{p: p, s: s, x: slices.Clone(p.X0), relay: sgd.NewRelay(s.Value, recs...),
+		rec: &Record{Target: s.Target, GapEstimate: nullable(math.NaN())}}
+	r.avg = slices.Clone(r.x)
+	r.f0, _ = s.Score(r.x)
+	if math.IsNaN(r.f0) || math.IsInf(r.f0, 0) {
+		return nil, &Error{Measurement: fmt.Sprintf("the objective at x0 is %g", r.f0), Change: "start from a point where the objective is finite"}
+	}
+	r.relay.Send(sgd.Estimated, 0, 0, r.avg, true)
+	targets := s.StageTargets()
+	for k, eps := range targets {
+		if g := float64(r.rec.GapEstimate); k > 0 && g <= eps {
+			// The last stage's estimate is already below this one's
+			// target: nothing to measure here.
+			st := &Stage{Target: eps, GapEstimate: nullable(g), BiasGap: nullable(math.NaN()), Samples: r.used, Step: r.step,
+				Why: fmt.Sprintf("skipped: the last stage ended with the gap estimate %.3g, already at this target", g)}
+			r.rec.Stages = append(r.rec.Stages, st)
+			if k == len(targets)-1 {
+				r.reached, r.done = true, true
+				r.rec.Stopped = fmt.Sprintf("the gap estimate %.3g reached the target %g at %d samples", g, eps, r.used)
+			}
+			continue
+		}
+		if err := r.stage(k, eps, k == len(targets)-1); err != nil {
 			return nil, err
 		}
-		if note != "" {
-			res.ReplanNote = note
-		} else {
-			res.Plans = append(res.Plans, next)
-		}
-		if err := r.run(next, s.Target.Budget); err != nil {
-			return nil, err
+		if r.done {
+			break
 		}
 	}
-	res.X, res.Samples, res.Pilot, res.Diverged = r.x, r.used, r.pilot, r.diverged
+	res := &Result{X: r.avg, Iterations: r.iters, Cost: r.cost, Samples: r.used, Reached: r.reached, Diverged: r.diverged, Record: r.rec}
+	r.rec.Samples, r.rec.Pilot = r.used, r.pilot
 	return res, nil
 }
 
-// State is what Start learns that a re-plan needs.
-type State struct {
-	// GradNorm0 is |grad F(x0)|, F0 the objective at x0 (NaN without one).
-	GradNorm0, F0 float64
-	// First is the plan made at x0.
-	First *Plan
-	// Spent is the samples the pilot at x0 drew; ReplanAt the run's
-	// samples (pilot included) at which to re-plan.
-	Spent, ReplanAt int64
+// runner is a Run's state.
+type runner struct {
+	p     *sgd.Problem
+	s     Settings
+	relay *sgd.Relay
+	rec   *Record
+
+	x, avg      []float64 // the iterate and the stage's average of its iterates
+	f0          float64
+	gradNorm0   float64
+	used, pilot int64 // samples drawn, the pilots' among them
+	cost        int64 // the cost of the last step taken
+	iters       int
+	seq         uint64 // oracles and estimators made, for their seeds
+	lFloor      int    // the largest L a stage needed
+	step        float64
+	kappa       float64 // the projected, preconditioned share of the noise
+	plan        *Plan
+	stage0Cost  int64 // the first stage's pilot
+	lastStage   int64 // the last stage's samples, pilot included
+	// minSum is the step sum a later stage must run before it may end:
+	// half the first stage's, which its target's drop took; a stage that
+	// ends sooner may be crawling, its small drops read as a small gap.
+	minSum float64
+
+	done, reached, diverged bool
+	// best and bestAt: the lowest gap estimate so far and the samples at
+	// which it fell last; warned says the stall warning was given.
+	best   float64
+	bestAt int64
+	warned bool
+	// stalled says the gap estimate has not fallen over stallShare of the
+	// budget since it last did.
+	stalled bool
 }
 
-// Start makes the plan at p.X0 within the first 60% of the pilot: the
-// levels measured and chosen (Choose), then the step rule, and says when
-// to re-plan. It draws from oracles of its own (NewOracle with seeds
-// derived from s.Seed) and leaves p.X0 as it was.
-func Start(p Problem, s Settings) (*Plan, *State, error) {
-	s, err := s.withDefaults()
-	if err != nil {
-		return nil, nil, err
-	}
-	if p.NewOracle == nil || len(p.X0) == 0 {
-		return nil, nil, errors.New("auto: the problem needs a starting point and an oracle")
-	}
-	if p.Objective == nil && s.Step == 0 {
-		return nil, nil, errors.New("auto: the step rule scores candidates on the objective: give the problem an Objective, or set the step")
-	}
-	r, err := newRunner(p, s, p.X0, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	pilot := float64(s.Target.Budget) * s.PilotShare
-	plan, err := r.plan("x0", int64(0.3*pilot), 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if s.Step > 0 {
-		plan.Step, plan.Reasons.Step = s.Step, "given"
-	} else if err := r.chooseStep(plan, s.Steps, int64(0.3*pilot)); err != nil {
-		return nil, nil, err
-	}
-	at := max(int64(s.ReplanAt*float64(s.Target.Budget)), r.used)
-	if plan.Degenerate {
-		// No bias could be seen at x0 (every H^l vanished there): re-plan
-		// as soon as a first phase of 1% of the budget has moved the
-		// iterate off it.
-		at = r.used + s.Target.Budget/100
-		plan.Reasons.Method += fmt.Sprintf("; every H^l vanished at x0, so the levels are measured again after a first phase of 1%% of the budget, at %d samples", at)
-	}
-	if s.Step == 0 {
-		plan.firstOutlook(r.f0, at)
-	}
-	r.log(plan)
-	return plan, &State{GradNorm0: plan.GradNorm, F0: r.f0, First: plan, Spent: r.used, ReplanAt: at}, nil
+func (r *runner) seed(tag uint64) uint64 {
+	r.seq++
+	return r.s.Seed ^ tag ^ r.seq*0x9e3779b97f4a7c15
 }
 
-// firstOutlook says whether the first plan's constant step can hold the gap
-// below the target: its noise floor, step x Var / 4 (floorStep), against
-// Gap x the drop the step candidates measured, a lower bound on Gap x
-// (F(x0) - F*). Above it, the gap stays below the target only after the
-// re-plan, at replanAt samples, lowers the step.
-func (p *Plan) firstOutlook(f0 float64, replanAt int64) {
-	v, best := p.predictedVar(), math.Inf(1)
-	for _, sc := range p.Steps {
-		best = math.Min(best, sc.Value)
-	}
-	drop := f0 - best
-	if !(v > 0) || !(drop > 0) || math.IsInf(drop, 0) {
-		p.Reasons.Outlook = "no noise floor to compare with the target (no measured drop or variance)"
-		return
-	}
-	floor, share := p.Step*v/4, p.Target.Gap*drop
-	p.Reasons.Outlook = fmt.Sprintf("the step's noise floor, step x Var / 4 = %.3g, is %.2g times the target's share of the drop the candidates measured (%g x %.4g)",
-		floor, floor/share, p.Target.Gap, drop)
-	if floor > share {
-		p.Reasons.Outlook += fmt.Sprintf(": above it, so the gap can stay below the target only after the re-plan at %d samples lowers the step", replanAt)
+func (r *runner) logf(format string, a ...any) {
+	if r.s.Log != nil {
+		fmt.Fprintf(r.s.Log, format, a...)
 	}
 }
 
-// replanOutlook predicts the rest of the run under p, re-planned at x after
-// the first phase's iters iterations with step step0 brought F from F(x0)
-// down by drop, with left samples to go: the iterations left, the step sum
-// over them, the noise floor (floorStep) at their start and end, and the
-// risks of missing the target that these show.
-func (p *Plan) replanOutlook(iters, step0, drop float64, left int64) {
-	n := math.Max(float64(left)/p.expectedCost(), 0)
-	sum, end := p.Step*n, p.Step
-	if p.Decay > 0 {
-		sum, end = p.Step*p.Decay*math.Log1p(n/p.Decay), p.Step/(1+n/p.Decay)
+// pilotBudget is stage k's pilot: the first stage's a share of the
+// budget, a later one's a share of its predicted cost.
+func (r *runner) pilotBudget(k int) int64 {
+	first := int64(r.s.FirstPilot * float64(r.s.Target.Budget))
+	if k == 0 || r.lastStage == 0 {
+		return first
 	}
-	s1, v := iters*step0, p.predictedVar()
-	out := fmt.Sprintf("%.0f iterations left at %.3g samples each; their step sum %.3g against the first phase's %.3g (%.0f iterations x %.3g)",
-		n, p.expectedCost(), sum, s1, iters, step0)
-	var risks []string
-	if v > 0 && drop > 0 {
-		start, last, share := p.Step*v/4, end*v/4, p.Target.Gap*drop
-		out += fmt.Sprintf("; noise floor (step x Var / 4, Var = %.3g) %.3g at the start and %.3g at the end, against the target's share of the drop so far, %g x %.4g = %.3g",
-			v, start, last, p.Target.Gap, drop, share)
-		if start > drop {
-			risks = append(risks, fmt.Sprintf("the noise floor at the start is %.3g times the drop so far: the run first loses ground", start/drop))
-		}
-		if last > share {
-			risks = append(risks, fmt.Sprintf("the noise floor at the end of the budget is %.3g times the target's share: the gap may not stay below it", last/share))
-		}
-	}
-	// A relative margin of 1e-9: the schedule's t0 is set from s1, and
-	// rounding must not read as a risk.
-	if sum < s1*(1-1e-9) {
-		risks = append(risks, "the rest of the budget moves the iterate less than the first phase did (a smaller step sum): unless the gap is already near the target it may not reach it (a smaller L or a larger budget buys iterations)")
-	}
-	if p.Decay > 0 && p.Step*p.Decay < s1*(1-1e-9) {
-		risks = append(risks, fmt.Sprintf("step x t0 = %.3g is below the first phase's step sum: a 1/(1 + t/t0) schedule converges at its 1/t rate only when step x t0 x mu >= 1 (mu the curvature), which the first phase's step sum vouches for; below it the gap may fall as slowly as t^-(step t0 mu)", p.Step*p.Decay))
-	}
-	if len(risks) == 0 {
-		out += "; no risk of missing the target seen"
-	} else {
-		out += "; at risk: " + strings.Join(risks, "; ")
-	}
-	p.Reasons.Outlook = out
+	return max(first, int64(r.s.PilotShare*float64(r.lastStage)*r.s.StageRatio))
 }
 
-// Replan makes the plan at x, the iterate after spent samples (pilot
-// included), within the last 40% of the pilot: the levels measured again
-// and chosen with |grad F(x0)| of st, the step the first plan's lowered to
-// its noise-floor step (floorStep). When the measurement rules out a new
-// plan (an *Error), the first plan is kept with its step lowered alike, and
-// note says why. It returns the samples it drew.
-func Replan(p Problem, s Settings, st *State, x []float64, spent int64) (plan *Plan, note string, drawn int64, err error) {
-	s, err = s.withDefaults()
+// measure measures the levels at x within budget samples and makes the
+// plan for target gap eps, its L at least the floor.
+func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
+	inst, err := r.p.NewOracle(r.seed(0x91107))
 	if err != nil {
-		return nil, "", 0, err
-	}
-	r, err := newRunner(p, s, x, spent)
-	if err != nil {
-		return nil, "", 0, err
-	}
-	r.f0 = st.F0
-	pilot := float64(s.Target.Budget) * s.PilotShare
-	at := fmt.Sprintf("the re-plan point after %d samples", spent)
-	next, err := r.plan(at, int64(0.4*pilot), st.GradNorm0)
-	var ae *Error
-	switch {
-	case errors.As(err, &ae):
-		note = "kept the plan made at x0: " + err.Error()
-		kept := *st.First
-		next = &kept
-	case err != nil:
-		return nil, "", r.used - spent, err
-	}
-	next.Step, next.Reasons.Step = st.First.Step, st.First.Reasons.Step
-	if s.Step > 0 {
-		next.Reasons.Step = "given"
-	} else {
-		f1, _ := p.Objective(x)
-		floorStep(next, st.First.Step, st.F0-f1)
-		// The gap must stay below the target, not touch it: the step then
-		// decays as 1/(1 + t/t0), so that the noise floor keeps falling.
-		// t0 makes the schedule's time scale step x t0 equal to the first
-		// phase's, step0 x its iterations: that phase brought F(x0) down
-		// to F(x), so its step sum is long enough for the curvature
-		// (step x t0 x mu of order one or more, which a 1/t schedule needs
-		// to converge at its 1/t rate).
-		// The first phase's iterations: its samples over the first plan's
-		// expected cost per iteration.
-		iters := math.Max(float64(spent-st.Spent)/st.First.expectedCost(), 1)
-		t0 := iters * st.First.Step / next.Step
-		next.Decay = t0
-		next.Reasons.Step += fmt.Sprintf("; then decaying as 1/(1 + t/%.0f), t0 = the first phase's %.0f iterations x its step / this step, so that the noise floor keeps falling", t0, iters)
-		if floor := next.Step; st.First.Step/floor > crawl {
-			// A constant step 1e4 times below the first would crawl for
-			// the whole budget (a noisy problem with a small target):
-			// instead the step decays from the first step, as 1/(1 +
-			// t/t0), to the floor's after a quarter of the iterations
-			// left, a Robbins-Monro schedule that averages the noise out.
-			left := math.Max(float64(s.Target.Budget-r.used)/next.expectedCost(), 1)
-			t0 := math.Max(left/4/(st.First.Step/floor-1), 1)
-			next.Step, next.Decay = st.First.Step, t0
-			next.Reasons.Step = fmt.Sprintf("%.3g decaying as 1/(1 + t/%.0f), reaching the floor's step %.3g after a quarter of the %.0f iterations left, since a constant step %.0f times below the first would crawl: %s",
-				next.Step, t0, floor, left, st.First.Step/floor, next.Reasons.Step)
-		}
-	}
-	if s.Step == 0 {
-		f1, _ := p.Objective(x)
-		iters := math.Max(float64(spent-st.Spent)/st.First.expectedCost(), 1)
-		next.replanOutlook(iters, st.First.Step, st.F0-f1, s.Target.Budget-r.used)
-	}
-	r.log(next)
-	return next, note, r.used - spent, nil
-}
-
-// newRunner is a runner at a copy of x with used samples spent, its oracle
-// seeded by the settings and the samples spent.
-func newRunner(p Problem, s Settings, x []float64, used int64) (*runner, error) {
-	r := &runner{p: p, s: s, ops: mlmc.Float64Ops{Dim: len(x)}, x: slices.Clone(x), prev: slices.Clone(x), used: used, f0: math.NaN()}
-	var err error
-	// Seeds apart from the trial seed itself, which a harness gives the
-	// run's own oracle: the pilot draws other samples than the run.
-	if r.o, r.at, err = p.NewOracle(s.Seed ^ 0xa070 ^ uint64(used+1)*0x9e3779b97f4a7c15); err != nil {
 		return nil, fmt.Errorf("auto: make the oracle: %w", err)
 	}
-	if p.Objective != nil && used == 0 {
-		r.f0, _ = p.Objective(r.x)
+	if inst.At != nil {
+		inst.At(r.x, r.x)
 	}
-	return r, nil
-}
-
-// runner holds a Run's state: the iterate x and the previous one, bound to
-// the oracle o, and the samples drawn.
-type runner struct {
-	p       Problem
-	s       Settings
-	ops     mlmc.Float64Ops
-	o       mlmc.Oracle[[]float64]
-	at      func(x, prev []float64)
-	observe func(int64, []float64)
-
-	x, prev     []float64
-	d           []float64 // the preconditioner's scaling
-	used, pilot int64
-	iter        int
-	diverged    bool
-	halvings    int
-	f0          float64 // F(x0), NaN without an objective
-	seq         uint64  // estimators made, for their seeds
-}
-
-// plan measures the levels at x within levelBudget samples and chooses.
-func (r *runner) plan(at string, levelBudget int64, gradNorm0 float64) (*Plan, error) {
-	r.at(r.x, r.prev)
-	m, err := Measure(r.o, r.ops, r.s.MinLevel, levelBudget, r.s.MinDraws, r.s.Seed^0x91107^uint64(r.used))
+	ops := mlmc.Float64Ops{Dim: len(r.x)}
+	m, err := Measure(inst.Oracle, ops, r.s.MinLevel, budget, r.s.MinDraws, r.seed(0x5eed))
 	r.used += m.Samples
 	r.pilot += m.Samples
 	if err != nil {
 		return nil, err
 	}
-	if gradNorm0 == 0 {
-		gradNorm0 = GradNorm(m.Report)
+	if r.gradNorm0 == 0 {
+		r.gradNorm0 = GradNorm(m.Report)
 	}
-	return Choose(m.Report, at, m.Samples, gradNorm0, r.s.Target, r.s.Rules, r.o.MaxLevel())
+	if math.IsNaN(r.kappa) || r.kappa == 0 {
+		r.kappa = r.noiseShare(inst, ops)
+	}
+	t := Target{Gap: eps, Budget: r.s.Target.Budget}
+	rules := r.s.Rules
+	rules.BestFit = true
+	return ChooseFrom(m.Report, at, m.Samples, r.gradNorm0, t, rules, inst.Oracle.MaxLevel(), r.lFloor)
 }
 
-func (r *runner) log(p *Plan) {
-	if r.s.Log != nil {
-		fmt.Fprint(r.s.Log, p.String())
+// noiseShare is the share of the gradient noise that sets the noise floor:
+// constant-step SGD x <- P(x - step D v) with noise covariance S settles
+// where E F - F* = step tr(P D S)/4, so the share is tr(P D S) / tr S,
+// estimated as E[(g - E g).P D (g - E g)] / E|g - E g|^2 over draws of
+// h^(l_min) at x, with D the preconditioner and P the projection's
+// linearisation. A floor computed from tr S alone counts noise the
+// projection removes and ignores the preconditioner's scale. 1 without
+// either, or where the draws agree.
+func (r *runner) noiseShare(inst sgd.Instance, ops mlmc.Float64Ops) float64 {
+	if r.p.Project == nil && r.p.Precondition == nil {
+		return 1
+	}
+	const n = 32
+	d := make([]float64, len(r.x))
+	for i := range d {
+		d[i] = 1
+	}
+	if r.p.Precondition != nil {
+		r.p.Precondition(r.x, d)
+	}
+	gs, es := make([][]float64, n), make([][]float64, n)
+	for k := range n {
+		s, c, err := inst.Oracle.Draw(r.s.MinLevel)
+		if err != nil {
+			return 1
+		}
+		r.used += c
+		r.pilot += c
+		g := ops.New()
+		err = inst.Oracle.Eval(s, mlmc.Current, false, 1, g)
+		inst.Oracle.Release(s)
+		if err != nil {
+			return 1
+		}
+		e := ops.New()
+		for i := range g {
+			e[i] = d[i] * g[i]
+		}
+		if r.p.Project != nil {
+			// The projection of the direction: P(x - eps e) = x - eps P e
+			// where P is affine (or its active set fixed).
+			y := slices.Clone(r.x)
+			eps := 1e-6 * (1 + norm(r.x)) / math.Max(norm(e), 1e-300)
+			for i := range y {
+				y[i] -= eps * e[i]
+			}
+			r.p.Project(y)
+			for i := range e {
+				e[i] = (r.x[i] - y[i]) / eps
+			}
+		}
+		gs[k], es[k] = g, e
+	}
+	vg, ve := centred(gs, gs), centred(gs, es)
+	if !(vg > 0) || math.IsNaN(ve) {
+		return 1
+	}
+	return ve / vg
+}
+
+func norm(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x * x
+	}
+	return math.Sqrt(s)
+}
+
+// centred is the mean of (u - mean u).(v - mean v) over the pairs.
+func centred(us, vs [][]float64) float64 {
+	mu, mv := make([]float64, len(us[0])), make([]float64, len(vs[0]))
+	n := float64(len(us))
+	for k := range us {
+		for i := range mu {
+			mu[i] += us[k][i] / n
+			mv[i] += vs[k][i] / n
+		}
+	}
+	s := 0.0
+	for k := range us {
+		for i := range mu {
+			s += (us[k][i] - mu[i]) * (vs[k][i] - mv[i])
+		}
+	}
+	return s / (n - 1)
+}
+
+// noiseVar is the plan's predicted variance of the moving part of its
+// estimates (noiseShare).
+func (r *runner) noiseVar(p *Plan) float64 {
+	k := r.kappa
+	if !(k > 0) {
+		k = 1
+	}
+	return p.predictedVar() * k
+}
+
+// degenerateProbes bounds how often a stage measures again after a
+// degenerate start.
+const degenerateProbes = 3
+
+// probeIters are the iterations a degenerate start runs before it
+// measures the levels again.
+const probeIters = 48
+
+// stage runs stage k to target eps.
+func (r *runner) stage(k int, eps float64, last bool) error {
+	st := &Stage{Target: eps, GapEstimate: nullable(math.NaN()), BiasGap: nullable(math.NaN())}
+	r.rec.Stages = append(r.rec.Stages, st)
+	start, pilot0 := r.used, r.pilot
+	budget := r.pilotBudget(k)
+	if left := r.s.Target.Budget - r.used; k > 0 && budget > left/2 {
+		// A pilot may not take the rest of the budget: the last plan
+		// runs on, to this stage's target, without one.
+		st.Notes = append(st.Notes, fmt.Sprintf("no pilot: one of %d samples needs more than half of the %d samples left, so the last plan runs on", budget, left))
+		st.Plans = append(st.Plans, r.plan)
+		r.runStage(st, eps, last, budget)
+		st.Step, st.Samples = r.step, r.used
+		r.lastStage = r.used - start
+		r.logf("auto stage %d: target %.3g, %s L=%d, step %.3g, %d samples, gap estimate %s: %s\n",
+			k+1, eps, r.plan.Method, r.plan.MaxLevel, r.step, r.used, fmtGap(float64(st.GapEstimate)), st.Why)
+		return nil
+	}
+	if k == 0 {
+		r.stage0Cost = budget
+	}
+	at := "x0"
+	if k > 0 {
+		at = fmt.Sprintf("stage %d's start, %d samples", k, r.used)
+	}
+	plan, err := r.measure(at, eps, budget/2)
+	var ae *Error
+	if errors.As(err, &ae) && r.plan != nil {
+		// A measurement that rules out a plan (its noise, a bias lost in
+		// it) is no verdict on a run under way: the last plan goes on.
+		st.Notes = append(st.Notes, "kept the last plan: "+err.Error())
+		kept := *r.plan
+		kept.At, kept.Steps = at+" (kept)", nil
+		plan, err = &kept, nil
+	} else {
+		// The first measurement once more, on other draws and twice the
+		// samples, before giving up: the first pilot is kept small, so
+		// that a loose target on a cheap problem does not pay for more.
+		for errors.As(err, &ae) && r.used+2*budget < r.s.Target.Budget/10 {
+			st.Notes = append(st.Notes, "measured again with twice the samples: "+err.Error())
+			budget *= 2
+			plan, err = r.measure(at, eps, budget/2)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for probe := 0; ; probe++ {
+		changed := r.plan == nil || plan.Kind != r.plan.Kind || plan.MaxLevel != r.plan.MaxLevel
+		if r.s.Step > 0 && r.step == 0 {
+			r.step, plan.Reasons.Step = r.s.Step, "given"
+		} else if changed && r.step == 0 {
+			if err := r.chooseStep(plan, r.s.Steps, budget/2, eps); err != nil {
+				return err
+			}
+			r.step = plan.Step
+		} else if changed {
+			if err := r.recheckStep(plan, budget/2, eps, false); err != nil {
+				return err
+			}
+			r.step = plan.Step
+		} else {
+			plan.Step = r.step
+			plan.Reasons.Step = "the last stage's step: the method and L are unchanged"
+		}
+		plan.Step = r.step
+		r.plan = plan
+		r.lFloor = max(r.lFloor, plan.MaxLevel)
+		st.Plans = append(st.Plans, plan)
+		if !plan.Degenerate || probe == degenerateProbes {
+			if plan.Degenerate {
+				st.Notes = append(st.Notes, fmt.Sprintf("every H^l still vanished after %d probes: ran on with %s", probe, plan.Method))
+			}
+			break
+		}
+		// No bias can be seen here (every H^l vanished): never a verdict.
+		// Measure again where the step search left the iterate, and after
+		// a few dozen iterations.
+		if probe > 0 {
+			if err := r.runIters(plan, probeIters); err != nil {
+				return err
+			}
+		}
+		if r.done {
+			break
+		}
+		st.Notes = append(st.Notes, fmt.Sprintf("every H^l vanished at %s: measured again at %d samples", plan.At, r.used))
+		plan, err = r.measure(fmt.Sprintf("a probe after a degenerate start, %d samples", r.used), eps, budget/2)
+		if err != nil {
+			return err
+		}
+	}
+	st.Pilot = r.pilot - pilot0
+	if !r.done {
+		r.runStage(st, eps, last, budget)
+	}
+	st.Step, st.Samples = r.step, r.used
+	r.lastStage = r.used - start
+	r.logf("auto stage %d: target %.3g, %s L=%d, step %.3g, %d samples, gap estimate %s: %s\n",
+		k+1, eps, r.plan.Method, r.plan.MaxLevel, r.step, r.used, fmtGap(float64(st.GapEstimate)), st.Why)
+	return nil
+}
+
+func fmtGap(g float64) string {
+	if math.IsNaN(g) {
+		return "none"
+	}
+	return fmt.Sprintf("%.3g", g)
+}
+
+// method is the plan's estimator with a fresh seed.
+func (r *runner) method(p *Plan) sgd.Method {
+	return sgd.Method{Kind: p.Kind, Config: p.Config(r.seed(0xe57))}
+}
+
+// chunk runs the plan from r.x for at most until samples (and at most
+// iters iterations when positive) on a fresh oracle, passing each step's
+// average of the stage's iterates on; it returns whether the iterate
+// stayed finite.
+func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
+	until = min(until, r.s.Target.Budget)
+	if r.used >= until {
+		return true, nil
+	}
+	inst, err := r.p.NewOracle(r.seed(0x0c1e))
+	if err != nil {
+		return false, fmt.Errorf("auto: make the oracle: %w", err)
+	}
+	step := r.step
+	stop := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
+		if op == sgd.Stepped {
+			*n++
+			w := 2 / (float64(*n) + 1)
+			for i := range r.avg {
+				r.avg[i] += w * (loc.X[i] - r.avg[i])
+			}
+			r.iters++
+			r.cost = loc.Cost
+			r.relay.Send(op, r.iters, loc.Cost, r.avg, true)
+			if iters > 0 && loc.Iter >= iters {
+				return sgd.Stop
+			}
+			return sgd.Continue
+		}
+		r.relay.Send(op, r.iters, loc.Cost, r.avg, false)
+		return sgd.Continue
+	})
+	res, err := sgd.Minimize(r.p, inst, r.method(p), sgd.Constant(step), sgd.Settings{X: r.x, Budget: until, Base: r.used}, stop)
+	if err != nil {
+		return false, fmt.Errorf("auto: %w", err)
+	}
+	r.used = max(res.Drawn, r.used)
+	if r.used >= r.s.Target.Budget || res.Drawn > until && until == r.s.Target.Budget {
+		r.done = true
+	}
+	if res.Diverged {
+		return false, nil
+	}
+	copy(r.x, res.X)
+	return true, nil
+}
+
+// runIters runs iters iterations of the plan (a probe).
+func (r *runner) runIters(p *Plan, iters int) error {
+	n := 0
+	copy(r.avg, r.x)
+	_, err := r.chunk(p, r.s.Target.Budget, iters, &n)
+	return err
+}
+
+// maxLevel is the deepest level the problem's oracle serves (a large
+// number where it is unbounded).
+func (r *runner) maxLevel() int {
+	inst, err := r.p.NewOracle(r.s.Seed)
+	if err != nil || inst.Oracle.MaxLevel() == mlmc.Unbounded {
+		return r.s.MinLevel + 40
+	}
+	return inst.Oracle.MaxLevel()
+}
+
+// maxStationaryHalvings bounds the stationarity test's halvings in one
+// stage: the stages' targets fall by sqrt(10) each, and a flat, noisy
+// objective can read as stationary again and again, halving the step to a
+// crawl.
+const maxStationaryHalvings = 3
+
+// maxHalvings bounds the safeguard's halvings in a run.
+const maxHalvings = 10
+
+// runStage runs the stage's plan in chunks, each a tenth of the samples
+// so far (at least 64 iterations), and after each scores the average of
+// the stage's iterates: the gap estimate is the last chunk's drop scaled
+// by the slowest rate of a converging run (gap falling as 1/samples: the
+// gap left is the drop times the samples before the chunk over the
+// chunk's), plus the top level's predicted bias share, over F(x0) less
+// the objective's estimated minimum. A chunk that does not lower the
+// objective beyond its noise is at the step's noise floor: the step is
+// halved (a stationarity test). A score that is not finite or above F(x0)
+// puts the iterate back to the last checkpoint and halves the step (the
+// safeguard).
+func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
+	p := r.plan
+	stageStart, replanned := r.used, r.used
+	n := 0
+	copy(r.avg, r.x)
+	goodAvg := slices.Clone(r.avg)
+	fPrev, sePrev := r.s.Score(r.avg)
+	var prevEst float64 = math.Inf(1)
+	biasGap := p.BiasShare
+	if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
+		biasGap = 0
+	}
+	st.BiasGap = nullable(biasGap)
+	halvings := 0
+	var hist [][2]float64 // (iterates averaged, F at the average) since the step last changed
+	stepSum, stalls := 0.0, 0
+	defer func() {
+		if r.minSum == 0 {
+			r.minSum = stepSum / 2
+		}
+	}()
+	for !r.done {
+		itBefore := r.iters
+		before := r.used
+		chunk := max(int64(64*p.expectedCost()), before/10)
+		ok, err := r.chunk(p, before+chunk, 0, &n)
+		if err != nil {
+			st.Why = "error: " + err.Error()
+			r.done = true
+			return
+		}
+		stepSum += r.step * float64(r.iters-itBefore)
+		f, se := r.s.Score(r.avg)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f > r.f0 {
+			if halvings == maxHalvings {
+				r.diverged, r.done = true, true
+				st.Why = fmt.Sprintf("the iterate left F's domain again after %d halvings of the step: stopped", maxHalvings)
+				return
+			}
+			halvings++
+			st.Halvings++
+			// Back to the last checkpoint's average, a point known to be
+			// good (the iterate there may have been far from it).
+			copy(r.x, goodAvg)
+			copy(r.avg, goodAvg)
+			n = 0
+			r.step /= 2
+			st.Notes = append(st.Notes, fmt.Sprintf("at %d samples the objective at the average was %g (F(x0) = %g): put back to the last checkpoint, step halved to %.3g", r.used, f, r.f0, r.step))
+			if halvings%3 == 0 && !math.IsInf(f, 0) && !math.IsNaN(f) && p.MaxLevel < r.maxLevel() {
+				// F rises at ever smaller steps: the steps descend F^L,
+				// whose minimiser is not F's (its bias), not F. Two
+				// levels deeper, measured again, the step searched again.
+				r.lFloor = max(r.lFloor, p.MaxLevel+2)
+				np, err := r.measure(fmt.Sprintf("a re-plan after F rose at %d samples", r.used), eps, pilot)
+				if err == nil {
+					// The halvings were the bias's doing: the step is
+					// searched afresh for the deeper L.
+					if err := r.chooseStep(np, r.s.Steps, pilot/2, eps); err == nil {
+						halvings = 0
+						r.plan, p, r.step = np, np, np.Step
+						r.lFloor = max(r.lFloor, np.MaxLevel)
+						st.Plans = append(st.Plans, np)
+						st.Notes = append(st.Notes, fmt.Sprintf("F rose at ever smaller steps, the mark of the bias of L: L raised to %d", np.MaxLevel))
+						biasGap = np.BiasShare
+						if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
+							biasGap = 0
+						}
+						fPrev, sePrev = r.s.Score(r.avg)
+						hist, stalls = hist[:0], 0
+					}
+				}
+			}
+			continue
+		}
+		copy(goodAvg, r.avg)
+		drop := fPrev - f
+		noise := 2 * math.Hypot(se, sePrev)
+		spent := float64(r.used - before)
+		// A rise of F at the average is noise of that size: it bounds
+		// what is left no better than a drop would.
+		left := math.Abs(drop) * float64(before) / math.Max(spent, 1)
+		// The average lags behind the iterate while the run still
+		// descends, or after the step fell (F(average) above F(iterate));
+		// at the step's noise floor the iterate's noise puts it above the
+		// average. What the average still lags is left to do.
+		fx, sex := r.s.Score(r.x)
+		lag := f - fx
+		floor := lag <= 2*math.Hypot(se, sex)
+		left = math.Max(left, lag)
+		// Pooled over the checkpoints since the step last changed: F at
+		// the average falls as F* + C/n with the n iterates averaged at
+		// a constant step (their noise averages out as 1/n); the fitted
+		// F* is less noisy than one chunk's drop.
+		hist = append(hist, [2]float64{float64(n), f})
+		if len(hist) >= 3 {
+			if fStar, ok := fitInverse(hist); ok {
+				left = math.Max(left, f-fStar)
+			}
+		}
+		left *= safety
+		// The estimate of the gap: what is left of the optimisation, the
+		// bias, over F(x0) - F* estimated likewise.
+		den := r.f0 - f + left
+		est := (left + biasGap*den) / den
+		fPrev, sePrev = f, se
+		// The claim is the larger of the last two checkpoints' estimates:
+		// one could be a lucky drop.
+		claim := math.Max(est, prevEst)
+		st.GapEstimate = nullable(claim)
+		r.rec.GapEstimate = nullable(claim)
+		r.watch(claim, p)
+		if claim <= eps && stepSum >= r.minSum {
+			st.Why = fmt.Sprintf("the gap estimate %.3g (the last chunk's drop %.3g of the objective at the averaged iterate scaled to what a 1/samples rate leaves, or the average's lag behind the iterate %.3g, plus the bias share %.3g) is at the stage's target at two checkpoints in a row", est, drop, lag, biasGap)
+			if last {
+				r.reached, r.done = true, true
+				r.rec.Stopped = fmt.Sprintf("the gap estimate %.3g reached the target %g at %d samples", est, eps, r.used)
+			}
+			return
+		}
+		if withinStageReplan && r.stalled && r.used-stageStart >= 2*(replanned-stageStart) && r.used-replanned >= 8*pilot && !r.done {
+			// The gap estimate stopped falling: measure the levels again
+			// where the run is (the variance at x0 can be orders of
+			// magnitude above the variance near the optimum, the bias can
+			// grow), and re-check the step, which may rise towards the new
+			// variance cap.
+			replanned = r.used
+			if np, err := r.measure(fmt.Sprintf("a re-plan within stage at %d samples", r.used), eps, pilot/2); err == nil && !np.Degenerate {
+				old := r.step
+				if err := r.recheckStep(np, pilot/2, eps, true); err == nil {
+					r.plan, p, r.step = np, np, np.Step
+					r.lFloor = max(r.lFloor, np.MaxLevel)
+					st.Plans = append(st.Plans, np)
+					if r.step != old {
+						hist, stalls = hist[:0], 0
+					}
+					fPrev, sePrev = r.s.Score(r.avg)
+				}
+			}
+			biasGap = p.BiasShare
+			if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
+				biasGap = 0
+			}
+			continue
+		}
+		if floor && drop <= noise {
+			stalls++
+		} else {
+			stalls = 0
+		}
+		if stalls == 2 && st.Halvings-halvings < maxStationaryHalvings {
+			// At the noise floor and no longer improving at two
+			// checkpoints in a row: halve the step, and the floor with it
+			// (a stationarity test).
+			r.step /= 2
+			st.Halvings++
+			hist, stalls = hist[:0], 0
+		} else if stalls == 2 && p.MaxLevel+2 <= r.maxLevel() {
+			// Stationary after every halving the stage allows, its target
+			// not reached: what is left is the bias of L, which the
+			// measurement's noise hid. Two levels deeper, measured again,
+			// the step re-checked (Giles' test of the bias, read off the
+			// run rather than off the pilot's noisy means).
+			r.lFloor = max(r.lFloor, p.MaxLevel+2)
+			if np, err := r.measure(fmt.Sprintf("a re-plan at %d samples, the stage stationary above its target", r.used), eps, pilot); err == nil {
+				if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
+					r.plan, p, r.step = np, np, np.Step
+					r.lFloor = max(r.lFloor, np.MaxLevel)
+					st.Plans = append(st.Plans, np)
+					st.Notes = append(st.Notes, fmt.Sprintf("stationary above the target at %d samples after %d halvings: L raised to %d", r.used, maxStationaryHalvings, np.MaxLevel))
+					biasGap = np.BiasShare
+					if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
+						biasGap = 0
+					}
+					fPrev, sePrev = r.s.Score(r.avg)
+					halvings = st.Halvings
+				}
+			}
+			hist, stalls = hist[:0], 0
+		}
+		prevEst = est
+	}
+	if st.Why == "" {
+		st.Why = fmt.Sprintf("the budget of %d samples ran out", r.s.Target.Budget)
+		r.rec.Stopped = st.Why + fmt.Sprintf(" with the gap estimate at %s", fmtGap(float64(st.GapEstimate)))
 	}
 }
 
-// floorStep lowers p's step from the first plan's, step0, to the one whose
-// noise floor is an eighth of the target gap, when that is smaller.
-// Constant-step SGD near a minimum with Hessian A and gradient noise covariance S settles
-// where E F - F* = step tr(S)/4 (the iterates' stationary covariance P
-// solves A P + P A = step S), whatever A is; tr S is the plan's predicted
-// variance of its estimator, and the gap at x0, F(x0) - F*, is at least
-// drop = F(x0) - F(x) at the re-plan point, so step <= Gap drop / (2 Var).
-// An eighth, not all of it: the gap fluctuates about its floor, and the run
-// should stay below the target for the rest of its budget, a question of
-// the fluctuations' maximum over many nearly independent stretches, not of
-// their mean; Replan lets the step decay from there as well.
-func floorStep(p *Plan, step0, drop float64) {
-	v := p.predictedVar()
-	p.Step = step0
-	if !(drop > 0) || !(v > 0) {
-		p.Reasons.Step += fmt.Sprintf("; kept at the re-plan point: no measurable drop of the objective (%.3g) or variance (%.3g) to size a noise floor", drop, v)
+// safety multiplies the gap left that the checkpoints measure: the
+// estimate must hold when the run claims the target, and its parts are
+// noisy.
+const safety = 4
+
+// fitInverse fits f = a + b/n by least squares to the points (n, f) and
+// returns a, with ok false where the fit has no falling part (b <= 0).
+func fitInverse(pts [][2]float64) (float64, bool) {
+	var su, sf, suu, suf float64
+	k := float64(len(pts))
+	for _, p := range pts {
+		u := 1 / math.Max(p[0], 1)
+		su += u
+		sf += p[1]
+		suu += u * u
+		suf += u * p[1]
+	}
+	den := k*suu - su*su
+	if !(den > 0) {
+		return 0, false
+	}
+	b := (k*suf - su*sf) / den
+	if !(b > 0) {
+		return 0, false
+	}
+	return (sf - b*su) / k, true
+}
+
+// stallShare is the share of the budget over which a gap estimate that
+// no longer falls is reported.
+const stallShare = 0.2
+
+// watch tracks the lowest gap estimate and warns, once, when it has not
+// fallen over stallShare of the budget.
+func (r *runner) watch(est float64, p *Plan) {
+	if r.bestAt == 0 || est < r.best*0.9 {
+		r.best, r.bestAt, r.stalled = est, r.used, false
 		return
 	}
-	floor := p.Target.Gap * drop / (2 * v)
-	if floor < step0 {
-		p.Step = floor
-		p.Reasons.Step = fmt.Sprintf("lowered at the re-plan point from %.3g to %.3g, whose noise floor (step x Var / 4, Var = %.3g the plan's predicted variance) is an eighth of the target gap of F(x0) - F >= %.4g",
-			step0, floor, v, drop)
+	if float64(r.used-r.bestAt) < stallShare*float64(r.s.Target.Budget) {
 		return
 	}
-	p.Reasons.Step += fmt.Sprintf("; kept at the re-plan point: its noise floor is below an eighth of the target gap (the floor's step %.3g)", floor)
+	r.stalled = true
+	if r.warned {
+		return
+	}
+	r.warned, r.stalled = true, true
+	cause := fmt.Sprintf("the objective at the averaged iterate is not falling beyond its noise while the step fell to %.3g", r.step)
+	if r.step < 1e-6*p.Steps0() {
+		cause += ": the step has been halved to a crawl, so the steps are too small to move the iterate (a gradient far larger at x0 than near the optimum, for example inner exponentials so large at x0 that only tiny steps are stable, sets the first step; try scaling the parameters or another x0)"
+	} else {
+		cause += fmt.Sprintf(": the estimator's noise (predicted variance %.3g) or the bias of L = %d may dominate (a larger budget, a deeper L, or a larger gap)", r.noiseVar(p), p.MaxLevel)
+	}
+	w := fmt.Sprintf("the gap estimate has stayed at %.3g since %d samples (over %.0f%% of the budget): %s", r.best, r.bestAt, 100*stallShare, cause)
+	r.rec.Warnings = append(r.rec.Warnings, w)
+	r.logf("auto warning: %s\n", w)
+}
+
+// Steps0 is the largest step candidate the plan's search scored (0
+// without a search).
+func (p *Plan) Steps0() float64 {
+	m := 0.0
+	for _, s := range p.Steps {
+		m = math.Max(m, s.Step)
+	}
+	return m
 }
 
 // minStepIters is the fewest iterations the step rule runs each candidate
@@ -434,12 +894,8 @@ func floorStep(p *Plan, step0, drop float64) {
 // cannot pay for one leaves every candidate at the starting point, its
 // scores tied. Four: a stable candidate's error contracts as (1 - g
 // lambda)^m along a direction of curvature lambda, and neighbours on the
-// grid (a factor sqrt(10) apart) separate only over several iterations
-// (g lambda = 0.32 leaves 0.21 of the error after four, its lower
-// neighbour 0.66; after one, 0.68 and 0.90), while an unstable one grows
-// as |1 - g lambda|^m; more would lower the level the candidates can be
-// scored at (each doubling costs a level when the cost doubles per
-// level) for little more separation.
+// grid (a factor sqrt(10) apart) separate only over several iterations,
+// while an unstable one grows as |1 - g lambda|^m.
 const minStepIters = 4
 
 // stepLevel is the highest level ls <= p.MaxLevel at which minStepIters
@@ -489,64 +945,85 @@ func (p *Plan) configAt(ls int, seed uint64) mlmc.Config {
 	return c
 }
 
-// chooseStep is the step rule: from the current x, each candidate runs
-// the plan's estimator on the same draws (an oracle and an estimator with
-// the same seeds) for an equal share of budget samples, and is scored by the
-// objective where it ends. The lowest score wins; scores within twice their
-// standard error of the lowest count as ties, which go to the smaller step
-// (a short run favours large steps that stall at a higher noise floor).
-// Each candidate runs at least minStepIters iterations: where the share
-// does not pay for them at the plan's L, the candidates run the plan's
-// method truncated to the highest level ls that does (the step is set by
-// the curvature of F, which F^ls shares with F^L; the noise of the
-// estimator at L is taken into account by the cap below, from L's
-// predicted variance), and the plan says so; where no level does, the
-// problem cannot be served with this budget (an *Error).
-func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
+// chooseStep is the step rule, run for every new method: from the current
+// x, each candidate runs the plan's estimator on the same draws for an
+// equal share of budget samples and is scored by the objective where it
+// ends; the lowest score wins, ties within twice their standard error
+// going to the smaller step, and the step is one notch (a factor
+// sqrt(10)) below it, since a short run favours steps too large for a
+// long one. Then the variance cap: the step's noise floor, step x Var / 4
+// with Var the plan's predicted variance of the moving part of its
+// estimates (noiseVar), is at most eps x the drop the candidates
+// measured. The run continues from where the winning candidate ended:
+// its samples are spent.
+func (r *runner) chooseStep(p *Plan, steps []float64, budget int64, eps float64) error {
+	fx, _ := r.s.Score(r.x)
+	from := slices.Clone(r.x)
+	for try := 0; ; try++ {
+		copy(r.x, from)
+		copy(r.avg, from)
+		if err := r.scoreSteps(p, steps, budget, eps); err != nil {
+			return err
+		}
+		best := math.Inf(1)
+		for _, sc := range p.Steps {
+			best = math.Min(best, sc.Value)
+		}
+		// No candidate lowered F (a start where the first steps go
+		// uphill, as at a degenerate point): the short runs say nothing
+		// of the step but that the smallest moved least. Longer runs,
+		// from the same point, up to three times.
+		if best < fx || try == 3 || r.used+2*budget > r.s.Target.Budget/5 {
+			break
+		}
+		p.Reasons.Step = ""
+		p.Steps = nil
+		budget *= 2
+	}
+	return nil
+}
+
+// scoreSteps runs and scores the step candidates (chooseStep).
+func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64) error {
 	share := budget / int64(len(steps))
 	ls, worst, ok := p.stepLevel(share)
 	if !ok {
-		return &Error{Measurement: fmt.Sprintf("the step rule gives each of its %d candidates %d samples, fewer than the %d iterations it needs (%d samples each at level %d, the cheapest)",
-			len(steps), share, minStepIters, worst, ls),
-			Change: "give the run a larger sample budget (the pilot is a fixed share of it), fewer step candidates, or set the step"}
+		// Fewer candidates rather than none: keep the middle of the grid.
+		for len(steps) > 3 && !ok {
+			steps = steps[1 : len(steps)-1]
+			share = budget / int64(len(steps))
+			ls, worst, ok = p.stepLevel(share)
+		}
+		if !ok {
+			return &Error{Measurement: fmt.Sprintf("the step rule gives each of its %d candidates %d samples, fewer than the %d iterations it needs (%d samples each at level %d, the cheapest)",
+				len(steps), share, minStepIters, worst, ls),
+				Change: "give the run a larger sample budget (the pilots are a share of it), or set the step"}
+		}
 	}
 	p.StepLevel = ls
 	x, prev := slices.Clone(r.x), slices.Clone(r.x)
-	seed := r.s.Seed ^ 0x57e9 ^ uint64(r.used)
+	ends := make([][]float64, len(steps))
+	seed := r.seed(0x57e9)
 	var spent int64
-	for _, g := range steps {
+	for ci, g := range steps {
 		copy(x, r.x)
 		copy(prev, r.x)
-		o, at, err := r.p.NewOracle(seed)
+		inst, err := r.p.NewOracle(seed)
 		if err != nil {
 			return fmt.Errorf("auto: step rule: make the oracle: %w", err)
 		}
-		e, err := mlmc.New(p.Kind, p.configAt(ls, seed), r.ops, o)
+		res, err := sgd.Minimize(r.p, inst, sgd.Method{Kind: p.Kind, Config: p.configAt(ls, seed)}, sgd.Constant(g), sgd.Settings{X: r.x, Budget: share - worst})
 		if err != nil {
 			return fmt.Errorf("auto: step rule: %w", err)
 		}
-		v := r.ops.New()
-		var used int64
-		ok := true
-		iters := 0
-		// Stop before an estimate could pass the share: the pilot keeps
-		// to its budget.
-		for ; used+worst <= share && ok; iters++ {
-			at(x, prev)
-			st, err := e.Estimate(iters, v)
-			if err != nil {
-				return fmt.Errorf("auto: step rule: %w", err)
-			}
-			used += st.Samples
-			ok = r.step(x, prev, v, g)
-		}
-		spent += used
-		sc := StepScore{Step: g, Value: math.Inf(1), Iterations: iters}
-		if ok {
-			f, se := r.p.Objective(x)
+		spent += res.Drawn
+		sc := StepScore{Step: g, Value: math.Inf(1), Iterations: res.Iterations}
+		if !res.Diverged {
+			f, se := r.s.Score(res.X)
 			if !math.IsNaN(f) {
 				sc.Value, sc.SE = f, se
 			}
+			ends[ci] = res.X
 		}
 		p.Steps = append(p.Steps, sc)
 	}
@@ -569,121 +1046,96 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64) error {
 			pick = i
 		}
 	}
-	// One notch of the grid (a factor sqrt(10)) below the short run's
-	// choice: a short run favours steps too large for the long one.
 	p.Step = p.Steps[pick].Step / math.Sqrt(10)
-	p.Reasons.Step = fmt.Sprintf("a factor sqrt(10) below %.3g, the lowest objective after %d samples (at least %d iterations) with each of %d candidates on the same draws (%.4g at step %.3g; ties within 2 s.e. go to the smaller step), since a short run favours steps too large for the long one",
-		p.Steps[pick].Step, share, minStepIters, len(steps), p.Steps[best].Value, p.Steps[best].Step)
+	p.Reasons.Step = fmt.Sprintf("a factor sqrt(10) below %.3g, the lowest objective after %d samples with each of %d candidates on the same draws (%.4g at step %.3g; ties within 2 s.e. go to the smaller step)",
+		p.Steps[pick].Step, share, len(steps), p.Steps[best].Value, p.Steps[best].Step)
 	if ls < p.MaxLevel {
-		p.Reasons.Step += fmt.Sprintf("; the candidates ran %s on levels %d..%d, not %d..%d: at L = %d an iteration may cost %d samples, and %d iterations of each candidate do not fit in its %d (the step follows the curvature F^%d shares with F^%d; L's noise is in the cap below)",
-			p.Method, p.MinLevel, ls, p.MinLevel, p.MaxLevel, p.MaxLevel, p.worstCostAt(p.MaxLevel), minStepIters, share, ls, p.MaxLevel)
+		p.Reasons.Step += fmt.Sprintf("; the candidates ran on levels %d..%d, not %d..%d, to fit %d iterations each", p.MinLevel, ls, p.MinLevel, p.MaxLevel, minStepIters)
 	}
 	if p.Steps[pick].Step == slices.Max(steps) || p.Steps[pick].Step == slices.Min(steps) {
 		p.Reasons.Step += "; at the edge of the candidates"
 	}
-	// A short run rarely meets an RT-MLMC estimate's rare large levels, so
-	// it can favour a step that the variance makes unstable: cap the step
-	// so that its noise floor (floorStep) is at most half the drop the
-	// candidates measured, F(x0) - best score.
-	f0, _ := r.p.Objective(r.x)
-	if v := p.predictedVar(); v > 0 {
-		if drop := f0 - p.Steps[best].Value; drop > 0 && 2*drop/v < p.Step {
-			p.Reasons.Step += fmt.Sprintf("; lowered from %.3g to %.3g so that its noise floor (step x Var / 4, Var = %.3g predicted) is at most half the drop %.4g",
-				p.Step, 2*drop/v, v, drop)
-			p.Step = 2 * drop / v
-		}
-	}
+	// The gap is relative to F(x0) - F*, which is at least the drop from
+	// F(x0) to the best candidate's score.
+	r.capStep(p, r.f0-p.Steps[best].Value)
+	copy(r.x, ends[best])
+	copy(r.avg, r.x)
 	return nil
 }
 
-// step sets prev to x and x to x - g v (preconditioned and projected when
-// the problem says); false when x is no longer finite.
-func (r *runner) step(x, prev, v []float64, g float64) bool {
-	copy(prev, x)
-	if r.p.Precondition != nil {
-		if len(r.d) != len(x) {
-			r.d = make([]float64, len(x))
-		}
-		r.p.Precondition(x, r.d)
-		for i := range x {
-			x[i] -= g * r.d[i] * v[i]
-		}
-	} else {
-		for i := range x {
-			x[i] -= g * v[i]
-		}
+// recheckStep checks the last stage's step for a new method (another
+// estimator or L): near the optimum a search among candidates on short
+// runs favours the step that moves least, so the step is kept, lowered to
+// the new method's variance cap (capStep), and halved while a short run of
+// it on the new method leaves F's domain or rises above F(x0) by more than
+// ten times F(x0) - F (near the optimum a short run's last iterate sits at
+// its noise floor, above F), the run continuing from where the last check
+// ended.
+func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) error {
+	p.Step = r.step
+	p.Reasons.Step = fmt.Sprintf("the last step %.3g, re-checked for the new method", r.step)
+	f, _ := r.s.Score(r.x)
+	if raise {
+		// Up to 10 times the last step where the new variance cap allows:
+		// a step capped by the variance at a worse point may be raised.
+		p.Step = 10 * r.step
+		p.Reasons.Step = fmt.Sprintf("the last step %.3g, re-checked where the run is: up to 10 times it within the variance cap", r.step)
 	}
-	if r.p.Project != nil {
-		r.p.Project(x)
-	}
-	return !slices.ContainsFunc(x, func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) })
-}
-
-// run steps with the plan until until samples are drawn (the step whose
-// draws would pass it is not taken). Every 1% of the budget it checks the
-// iterate: one that left the finite numbers, or (with an objective) whose
-// objective is not finite or above F(x0), is put back to the last good
-// check and the step halved, at most maxHalvings times; the plan's reason
-// records each halving.
-func (r *runner) run(p *Plan, until int64) error {
-	r.seq++
-	e, err := mlmc.New(p.Kind, p.Config(r.s.Seed+r.seq), r.ops, r.o)
-	if err != nil {
-		return fmt.Errorf("auto: %w", err)
-	}
-	v := r.ops.New()
-	start := r.iter
-	every := max(r.s.Target.Budget/100, 1)
-	next := r.used + every
-	good := slices.Clone(r.x)
-	for r.used < until {
-		r.at(r.x, r.prev)
-		st, err := e.Estimate(r.iter, v)
+	r.capStep(p, r.f0-f)
+	ls, worst, _ := p.stepLevel(budget / 4)
+	for range maxHalvings {
+		inst, err := r.p.NewOracle(r.seed(0xc4ec))
 		if err != nil {
-			return fmt.Errorf("auto: %w", err)
+			return fmt.Errorf("auto: step check: make the oracle: %w", err)
 		}
-		r.iter++
-		r.used += st.Samples
-		if r.used > r.s.Target.Budget {
-			break
+		res, err := sgd.Minimize(r.p, inst, sgd.Method{Kind: p.Kind, Config: p.configAt(ls, r.seed(0xc4ed))}, sgd.Constant(p.Step), sgd.Settings{X: r.x, Budget: budget/4 - worst})
+		if err != nil {
+			return fmt.Errorf("auto: step check: %w", err)
 		}
-		g := p.Step
-		if p.Decay > 0 {
-			g /= 1 + float64(r.iter-1-start)/p.Decay
-		}
-		finite := r.step(r.x, r.prev, v, g)
-		if r.observe != nil {
-			r.observe(r.used, r.x)
-		}
-		if r.used < next && finite {
-			continue
-		}
-		next = r.used + every
-		bad := !finite
-		if !bad && r.p.Objective != nil {
-			f, _ := r.p.Objective(r.x)
-			bad = math.IsNaN(f) || math.IsInf(f, 0) || f > r.f0
-		}
-		if !bad {
-			copy(good, r.x)
-			continue
-		}
-		if r.halvings == maxHalvings {
-			r.diverged = true
-			p.Reasons.Step += fmt.Sprintf("; the run left F's domain again after %d halvings, at %d samples: stopped", maxHalvings, r.used)
+		r.used += res.Drawn
+		r.pilot += res.Drawn
+		// Only a rise far beyond the noise counts: near the optimum a short
+		// run's last iterate sits at its noise floor, which may be above
+		// F(x0) when F(x0) - F* is small.
+		g, _ := r.s.Score(res.X)
+		if !res.Diverged && !math.IsNaN(g) && !math.IsInf(g, 0) && g <= r.f0+10*math.Abs(r.f0-f) {
+			copy(r.x, res.X)
+			copy(r.avg, r.x)
 			return nil
 		}
-		r.halvings++
-		copy(r.x, good)
-		copy(r.prev, good)
 		p.Step /= 2
-		p.Reasons.Step += fmt.Sprintf("; halved to %.3g at %d samples, the iterate put back to the last check, after the objective rose above F(x0) or left the finite numbers", p.Step, r.used)
+		p.Reasons.Step += fmt.Sprintf("; halved to %.3g: a short run left F's domain or rose above F(x0)", p.Step)
 	}
 	return nil
 }
 
-// maxHalvings bounds the step halvings of a run.
-const maxHalvings = 10
+// capStep lowers an RT-MLMC plan's step so that its noise floor, step x Var / 4
+// with Var the predicted variance of the moving part of its estimates
+// (noiseVar: the projection and the preconditioner counted), is at most
+// capShare of drop, a lower bound on F(x0) - F*.
+func (r *runner) capStep(p *Plan, drop float64) {
+	if p.Kind.Method != mlmc.RTMLMC {
+		// The cap guards against what a short run rarely meets, RT-MLMC's
+		// rare draws of its costly, noisy top levels; the other methods'
+		// noise is in every draw, and the step search has seen it. A cap
+		// on a drop that short runs barely measured would only crawl.
+		return
+	}
+	v := r.noiseVar(p)
+	if !(v > 0) || !(drop > 0) || 2*capShare*drop/v >= p.Step {
+		return
+	}
+	p.Reasons.Step += fmt.Sprintf("; capped from %.3g to %.3g so that its noise floor (step x Var / 4, Var = %.3g the predicted variance of the estimates' moving part) is at most %g of F(x0) - F >= %.4g",
+		p.Step, 2*capShare*drop/v, v, capShare, drop)
+	p.Step = 2 * capShare * drop / v
+}
+
+// capShare is the most of F(x0) - F* the noise floor of a step, step x
+// Var / 4, may be. Not the stage's target: the stage's answer is the
+// average of its iterates, whose error falls below the floor of its
+// iterates; the stationarity test halves the step where the average
+// stops improving.
+const capShare = 1.0
 
 // predictedVar is the predicted variance of the plan's estimator.
 func (p *Plan) predictedVar() float64 {
@@ -717,6 +1169,25 @@ func (p *Plan) expectedCost() float64 {
 	return 1
 }
 
-// crawl is the ratio of the first step to the floor's above which Replan
-// decays the step from the first rather than starting at the floor.
-const crawl = 1e4
+// Summary is the record in a few lines: one per stage.
+func (rec *Record) Summary() string {
+	var sb strings.Builder
+	for i, st := range rec.Stages {
+		method := "no plan"
+		if len(st.Plans) > 0 {
+			p := st.Plans[len(st.Plans)-1]
+			method = fmt.Sprintf("%s L=%d", p.Method, p.MaxLevel)
+		}
+		fmt.Fprintf(&sb, "stage %d: target %.3g, %s, step %.3g, %d samples, gap estimate %s: %s\n",
+			i+1, st.Target, method, st.Step, st.Samples, fmtGap(float64(st.GapEstimate)), st.Why)
+	}
+	return sb.String()
+}
+
+// withinStageReplan turns on measuring again within a stage whose gap
+// estimate stalled, the step allowed to rise to the new variance cap. Off:
+// on mlmc.Synthetic it lowered the share of runs reaching 0.1% (the stall
+// there is the noise floor, which a larger step raises); kept for the
+// study of problems whose variance at x0 is far above the variance near
+// the optimum (raw targets), where it did not suffice either.
+const withinStageReplan = false

@@ -1,118 +1,190 @@
 #!/usr/bin/env python3
-"""Print the BENCHMARKS.md tables of the auto method from the results files.
+"""Print the auto study's tables from the results files.
 
     python3 results/auto/table.py
 
-DRO: auto's runs (results/auto/dro-*.jsonl, one summary per planned gap) against
-the paper grid's settings rerun on the harness (results/dro/paper-grid/harness.jsonl):
-the best-tuned method at each gap is the lowest median, over every method's
-overall-tuned setting and its per-gap settings, of the samples after which the gap
-stays at or below the target. Pricing: auto's runs (results/auto/pricing-*.jsonl).
-Shortfall risk: auto's runs (results/auto/ubsr-*.jsonl) against the reduced grid's
-tuned methods (results/ubsr/gaussian-3-*.summary.json), by the same rule.
+For each problem and gap: auto (results/auto/dro-*.jsonl, ubsr-*.jsonl: one
+summary per gap it was run for, 10 trials) against the comparator, the one
+setting the tuning seeds chose for that problem and gap (the smallest median
+over the tuning seeds of the samples after which the gap stays below the
+target, over every setting the grid scored: results/dro/summary.jsonl,
+results/ubsr/gaussian-3-LOSS.summary.json), on its reported trials. The
+samples to a gap are the harness's stays-below rule; auto's include its
+pilots. Pricing (results/auto/pricing-*.jsonl) has no tuning record beside
+it and is printed alone. Then the target's verdict over the pairs where the
+comparator reached the gap in at least half its trials, the pairs no tuned
+setting reaches apart, and how often auto's own gap estimate held where it
+claimed the target.
 """
 import glob
 import json
 import os
+import statistics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-GRID = os.path.join(ROOT, "results", "dro", "paper-grid", "harness.jsonl")
-# The paper grid per data set: L in 0..10 and 5 steps for L-SGD, V-MLMC,
-# RT-MLMC (165), 5 steps for RU and RR (10); the VR versions again with
-# D1 in {1, 10} (350): 525 settings on 3 tuning seeds.
-GRID_SETTINGS, GRID_SEEDS = 525, 3
 
 
 def fmt(x):
     return "—" if x is None else f"{x:.3g}"
 
 
-def best_tuned(grid, target_index):
-    """The lowest stays-below median of any method (overall-tuned or per-gap
-    setting), and best-tuned L-SGD's."""
-    cands, lsgd = [], []
-    for m in grid["methods"]:
-        med = m["stays_below"][target_index]["median"]
-        if med is not None:
-            cands.append((med, m["name"], m["setting"]))
-            if m["name"] == "L-SGD":
-                lsgd.append((med, m["name"], m["setting"]))
-    for r in grid["per_target"][target_index]["stays_below"]["methods"]:
-        med = r["samples"]["median"]
-        if med is not None:
-            cands.append((med, r["name"], r["setting"]))
-            if r["name"] == "L-SGD":
-                lsgd.append((med, r["name"], r["setting"]))
-    return (min(cands, key=lambda c: c[0]) if cands else None,
-            min(lsgd, key=lambda c: c[0]) if lsgd else None)
-
-
 def setting(s):
     out = s["method"]
     if s.get("L") is not None:
         out += f" L={s['L']}"
-    return out + f" step={s['step']:g}"
+    out += f" step={s['step']:g}"
+    if s.get("decay"):
+        out += f" t0={s['decay']:g}"
+    if s.get("d1"):
+        out += f" D1={s['d1']}"
+    return out
 
 
-def dro():
-    grids = {}
-    for line in open(GRID):
-        g = json.loads(line)
-        grids[g["problem"]] = g
-    print("| data set | gap | auto (planned for the gap) | its median's interval | trials reached | best-tuned | its setting | auto / best | best-tuned L-SGD | auto / L-SGD | the grid's samples |")
-    print("|---|---|---:|---|---|---:|---|---:|---:|---:|---:|")
-    for path in sorted(glob.glob(os.path.join(HERE, "dro-*.jsonl"))):
+def comparator(grid, i):
+    """The setting the tuning seeds chose for target i, and its reported
+    passage (None where it was not reported)."""
+    rows = [r for r in grid["tuning"]["settings"] if r["stays_below"][i] is not None]
+    if not rows:
+        return None, None
+    inf = float("inf")
+    best = min(rows, key=lambda r: (r["stays_below"][i], r["score"] if r["score"] is not None else inf))
+    for r in grid["per_target"][i]["stays_below"]["methods"]:
+        if r["setting"] == best["setting"]:
+            return best, r["samples"]
+    for m in grid["methods"]:
+        if m["setting"] == best["setting"]:
+            return best, m["stays_below"][i]
+    return best, None
+
+
+def auto_runs(pattern):
+    for path in sorted(glob.glob(os.path.join(HERE, pattern))):
         for line in open(path):
             a = json.loads(line)
-            g = grids[a["problem"]]
             gap = float(a["tuning"]["about"].split("gap ")[1].split(":")[0])
-            i = a["targets"].index(gap)
-            p = a["methods"][0]["stays_below"][i]
-            best, lsgd = best_tuned(g, i)
-            ratio = lambda b: "—" if b is None or p["median"] is None else f"{p['median'] / b[0]:.2f}"
-            cost = GRID_SETTINGS * GRID_SEEDS * g["budget"]
-            ci = f"[{fmt(p['median_ci'][0])}, {fmt(p['median_ci'][1])}] ({a['median_ci_coverage']:.0%})"
-            print(f"| {a['problem']} | {gap:g} | {fmt(p['median'])} | {ci} | {p['trials_reached']}/{a['trials']} | "
-                  f"{fmt(best[0]) if best else '— (none)'} | {best[1] + ' ' + setting(best[2]) if best else ''} | {ratio(best)} | "
-                  f"{fmt(lsgd[0]) if lsgd else '— (none)'} | {ratio(lsgd)} | {cost:.3g} |")
+            yield path, a, gap
+
+
+def held(m):
+    claims = [r for r in m.get("auto") or [] if r.get("estimate_held") is not None]
+    return sum(1 for r in claims if r["estimate_held"]), len(claims)
+
+
+def why_missed(m, i):
+    """The records' reasons for the trials that did not reach target i,
+    counted: the budget ran out with the estimate above the target, the run
+    claimed the target but the true gap was above it (its estimate did not
+    hold), auto could not serve the trial; and the first stall warning."""
+    out, warn = {}, None
+    for r, t in zip(m.get("auto") or [], m["stays_below"][i]["trials"]):
+        if t is not None:
+            continue
+        stop = r.get("stopped", "")
+        if stop.startswith("auto cannot serve"):
+            k = "auto could not serve it"
+        elif stop.startswith("the gap estimate"):
+            k = "claimed the target, the true gap above it"
+        else:
+            k = "the budget ran out with the estimate above the target"
+        out[k] = out.get(k, 0) + 1
+        if warn is None and r.get("warnings"):
+            warn = r["warnings"][0]
+    return out, warn
+
+
+PAIRS = []
+
+
+def table(title, pattern, grid_of):
+    print(f"### {title}\n")
+    print("| problem | gap | auto | trials reached | comparator (tuning seeds' choice) | its median | reached | auto / comparator | estimate held where claimed |")
+    print("|---|---|---:|---|---|---:|---|---:|---|")
+    for path, a, gap in auto_runs(pattern):
+        grid = grid_of(a["problem"])
+        i = a["targets"].index(gap)
+        m = a["methods"][0]
+        p = m["stays_below"][i]
+        best, cp = comparator(grid, i)
+        gi = grid["targets"].index(gap)
+        best, cp = comparator(grid, gi)
+        ratio = None
+        if cp and cp["median"] is not None and p["median"] is not None:
+            ratio = p["median"] / cp["median"]
+        h, n = held(m)
+        cname = setting(best["setting"]) if best else "— (no setting reaches it)"
+        print(f"| {a['problem']} | {gap:g} | {fmt(p['median'])} | {p['trials_reached']}/{a['trials']} | {cname} | "
+              f"{fmt(cp['median']) if cp else '—'} | {cp['trials_reached'] if cp else 0}/{grid['trials']} | {fmt(ratio)} | {h}/{n} |")
+        PAIRS.append(dict(problem=a["problem"], gap=gap, auto=p, comp=cp, trials=grid["trials"], ratio=ratio,
+                          why=why_missed(m, i), held=(h, n)))
+    print()
+
+
+def dro_grid(name):
+    for line in open(os.path.join(ROOT, "results", "dro", "summary.jsonl")):
+        g = json.loads(line)
+        if g["problem"] == name:
+            return g
+    raise KeyError(name)
+
+
+def ubsr_grid(name):
+    return json.load(open(os.path.join(ROOT, "results", "ubsr", name.replace("/", "-") + ".summary.json")))
 
 
 def pricing():
-    print("| law | steps after which auto stays within 1% of (mu*, p*) | its median's interval | trials reached | first touch | median final error |")
-    print("|---|---:|---|---|---:|---:|")
+    """Pricing has no tuning record: the comparator is the hand-chosen RT-MLMC
+    setting of results/pricing/coupled.jsonl (the same construction and
+    seeds), shown beside auto, outside the verdict."""
+    hand = {}
+    for line in open(os.path.join(ROOT, "results", "pricing", "coupled.jsonl")):
+        g = json.loads(line)
+        for m in g["methods"]:
+            if m["name"] == "RT-MLMC":
+                hand[g["problem"]] = (m, g["trials"])
+    print("### Pricing (no tuning record; beside it the hand-chosen RT-MLMC setting)\n")
+    print("| law | auto: steps to stay within 1% of (mu*, p*) | trials reached | median final error | RT-MLMC (hand-chosen) | reached | auto / RT-MLMC |")
+    print("|---|---:|---|---:|---:|---|---:|")
     for path in sorted(glob.glob(os.path.join(HERE, "pricing-*.jsonl"))):
         for line in open(path):
             a = json.loads(line)
             m = a["methods"][0]
-            s, f = m["stays_below"][0], m["first_touch"][0]
-            ci = f"[{fmt(s['median_ci'][0])}, {fmt(s['median_ci'][1])}] ({a['median_ci_coverage']:.0%})"
-            print(f"| {a['problem']} | {fmt(s['median'])} | {ci} | {s['trials_reached']}/{a['trials']} | {fmt(f['median'])} | {fmt(m['final_gap_median'])} |")
+            s = m["stays_below"][0]
+            h, n = hand[a["problem"]]
+            hs = h["stays_below"][0]
+            ratio = s["median"] / hs["median"] if s["median"] and hs["median"] else None
+            print(f"| {a['problem']} | {fmt(s['median'])} | {s['trials_reached']}/{a['trials']} | {fmt(m['final_gap_median'])} | "
+                  f"{fmt(hs['median'])} | {hs['trials_reached']}/{n} | {fmt(ratio)} |")
+    print()
 
 
-def ubsr():
-    print("| loss | gap | auto (planned for the gap) | its median's interval | trials reached | best-tuned | its setting | auto / best | best-tuned L-SGD | auto / L-SGD | the grid's samples |")
-    print("|---|---|---:|---|---|---:|---|---:|---:|---:|---:|")
-    for path in sorted(glob.glob(os.path.join(HERE, "ubsr-*.jsonl"))):
-        for line in open(path):
-            a = json.loads(line)
-            g = json.load(open(os.path.join(ROOT, "results", "ubsr", a["problem"].replace("/", "-") + ".summary.json")))
-            gap = float(a["tuning"]["about"].split("gap ")[1].split(":")[0])
-            i = a["targets"].index(gap)
-            p = a["methods"][0]["stays_below"][i]
-            best, lsgd = best_tuned(g, i)
-            ratio = lambda b: "—" if b is None or p["median"] is None else f"{p['median'] / b[0]:.2f}"
-            # Every setting of the reduced grid on its 3 tuning seeds.
-            cost = len(g["tuning"]["settings"]) * 3 * g["budget"]
-            ci = f"[{fmt(p['median_ci'][0])}, {fmt(p['median_ci'][1])}] ({a['median_ci_coverage']:.0%})"
-            print(f"| {a['problem'].split('/')[1]} | {gap:g} | {fmt(p['median'])} | {ci} | {p['trials_reached']}/{a['trials']} | "
-                  f"{fmt(best[0]) if best else '— (none)'} | {best[1] + ' ' + setting(best[2]) if best else ''} | {ratio(best)} | "
-                  f"{fmt(lsgd[0]) if lsgd else '— (none)'} | {ratio(lsgd)} | {cost:.3g} |")
+def verdict():
+    print("### The target over the pairs the comparator reaches in at least half its trials\n")
+    held_pairs = [q for q in PAIRS if q["comp"] and q["comp"]["trials_reached"] * 2 >= q["trials"]]
+    apart = [q for q in PAIRS if q not in held_pairs]
+    ratios = [q["ratio"] for q in held_pairs if q["ratio"] is not None]
+    ok8 = [q for q in held_pairs if q["auto"]["trials_reached"] >= 8]
+    print(f"- pairs: {len(held_pairs)}; auto reaches the gap in at least 8 of 10 trials in {len(ok8)}")
+    if ratios:
+        print(f"- median of auto / comparator over them: {statistics.median(ratios):.2f} (target <= 2); largest {max(ratios):.2f} (target <= 3)")
+    missing = [q for q in held_pairs if q["ratio"] is None]
+    if missing:
+        print(f"- pairs where auto's median trial did not reach the gap: " + ", ".join(f"{q['problem']} {q['gap']:g}" for q in missing))
+    h = sum(q["held"][0] for q in PAIRS)
+    n = sum(q["held"][1] for q in PAIRS)
+    print(f"- auto's own gap estimate held in {h} of the {n} trials where it claimed the target and stopped")
+    print(f"- apart (the comparator reaches it in fewer than half its trials, or no setting does): " +
+          (", ".join(f"{q['problem']} {q['gap']:g}" for q in apart) or "none"))
+    print("\nWhy auto missed, from its records (trials that did not reach the gap, by how the run ended; the first stall warning):\n")
+    for q in PAIRS:
+        counts, warn = q["why"]
+        if counts:
+            line = "; ".join(f"{k}: {v}" for k, v in counts.items())
+            print(f"- {q['problem']} {q['gap']:g}: {line}" + (f". First warning: {warn}" if warn else ""))
 
 
 if __name__ == "__main__":
-    dro()
-    print()
+    table("DRO (linear, exact F*)", "dro-*.jsonl", dro_grid)
+    table("Shortfall risk (gaussian-3)", "ubsr-*.jsonl", ubsr_grid)
     pricing()
-    print()
-    ubsr()
+    verdict()

@@ -27,16 +27,18 @@ var layers = map[string]int{
 	"internal/npy": 0,
 	// Test-only helpers (internal/testsupport): no runtime package imports them.
 	"internal/testsupport/layering": 0, "internal/testsupport/testenv": 0, "internal/testsupport/citations": 0, "internal/testsupport/mdtables": 0,
-	// 1: the CSO and UBSR oracles, the estimator chooser, the host reference maths, data readers, augmentations.
-	"cso": 1, "ubsr": 1, "mlmc/auto": 1, "internal/testsupport/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "internal/testsupport/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
+	// 1: the CSO and UBSR oracles, the stochastic-gradient driver, the host reference maths, data readers, augmentations.
+	"cso": 1, "ubsr": 1, "mlmc/sgd": 1, "internal/testsupport/synthdata": 1, "internal/ref": 1, "backend/cuda/cudaemu": 1, "internal/testsupport/shared": 1, "data/cifar": 1, "data/svhn": 1, "data/folder": 1, "augment": 1,
 	// 2: data sets by name, the loader, layers.
 	"data/datasets": 2, "loader": 2, "nn": 2,
-	// 2: the experiment harness over mlmc oracles.
-	"experiment": 2,
+	// 2: the auto method, on the driver.
+	"mlmc/auto": 2,
 	// 3: the optimizer, the network, the classifiers on features.
 	"optim": 3, "model/resnet18": 3, "eval/knn": 3, "eval/linear": 3,
-	// 3: the auto method of the experiment harness; its plots.
-	"experiment/autoplan": 3, "experiment/plots": 3,
+	// 3: the experiment harness over mlmc oracles, its auto method included.
+	"experiment": 3,
+	// 4: the figures of the harness's results (every plotting dependency).
+	"experiment/plots": 4,
 	// 4: the two implementations of tensor.Backend.
 	"backend/cpu": 4, "backend/cuda": 4,
 	// 5: choosing a backend; evaluating a network; the SimCLR oracle;

@@ -1,0 +1,269 @@
+package auto
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/sgd"
+)
+
+// vanishing is F(x) = |x - X*|^2/2 with levels whose bias and corrections
+// are scaled by g(x) = min(1, |x|^2): h^l = x - X* + g(x) 2^-l u + noise,
+// H^l = g(x) ((2^-l - 2^-(l-1)) u + 2^-l noise_l), level l costing 2^l.
+// At x0 = 0 every H^l is zero (a degenerate start), elsewhere the bias of
+// level l is g(x) 2^-l: a point where no bias can be seen says nothing of
+// the rest.
+type vanishing struct {
+	x, xStar []float64
+	rng      *rand.Rand
+}
+
+type vanishingDraw struct {
+	level int
+	seed  uint64
+}
+
+func (v *vanishing) MaxLevel() int { return mlmc.Unbounded }
+func (v *vanishing) Draw(l int) (mlmc.Sample, int64, error) {
+	return vanishingDraw{l, v.rng.Uint64()}, 1 << l, nil
+}
+func (v *vanishing) Release(mlmc.Sample) {}
+func (v *vanishing) Eval(s mlmc.Sample, _ mlmc.Point, diff bool, alpha float64, out []float64) error {
+	d := s.(vanishingDraw)
+	g := 0.0
+	for _, xi := range v.x {
+		g += xi * xi
+	}
+	g = math.Min(g, 1)
+	r := rand.New(rand.NewPCG(d.seed, 7))
+	u := 1 / math.Sqrt(float64(len(out)))
+	l := float64(d.level)
+	for i := range out {
+		noise0, noiseL := r.NormFloat64(), r.NormFloat64()
+		if diff {
+			out[i] += alpha * g * ((math.Exp2(-l)-math.Exp2(-(l-1)))*u + math.Exp2(-l)*noiseL)
+			continue
+		}
+		out[i] += alpha * (v.x[i] - v.xStar[i] + g*math.Exp2(-l)*u + 0.3*noise0)
+	}
+	return nil
+}
+
+func vanishingProblem() *sgd.Problem {
+	xStar := []float64{0.5, -0.25, 0.75}
+	return &sgd.Problem{
+		X0: make([]float64, 3),
+		NewOracle: func(seed uint64) (sgd.Instance, error) {
+			v := &vanishing{xStar: xStar, rng: rand.New(rand.NewPCG(seed, 3))}
+			return sgd.Instance{Oracle: v, At: func(x, _ []float64) { v.x = x }}, nil
+		},
+		Objective: func(x []float64) (float64, float64) {
+			f := 0.0
+			for i := range x {
+				f += (x[i] - xStar[i]) * (x[i] - xStar[i]) / 2
+			}
+			return f, 0
+		},
+	}
+}
+
+// TestDegenerateStartLeft: at x0 every H^l vanishes; auto measures again
+// after the step search and after a few dozen iterations instead of taking
+// the first plan (L-SGD at level 0, whose bias is 2^0 g(x*) = 0.87 of
+// |grad F(x0)| = 0.94 away from x0) as a verdict, moves to a plan with
+// corrections, and reaches the 1% gap that level 0 alone cannot.
+func TestDegenerateStartLeft(t *testing.T) {
+	p := vanishingProblem()
+	f0, _ := p.Objective(p.X0)
+	var log strings.Builder
+	res, err := Run(p, Settings{Target: Target{Gap: 0.01, Budget: 2_000_000}, Seed: 1, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(log.String())
+	first := res.Record.Stages[0].Plans[0]
+	if !first.Degenerate {
+		t.Fatalf("the first plan is not degenerate: %s", first)
+	}
+	if strings.Contains(first.Reasons.Method, "already below the target's share") {
+		t.Errorf("the degenerate plan's reason claims a bias below the target: %s", first.Reasons.Method)
+	}
+	left := false
+	for _, st := range res.Record.Stages {
+		for _, pl := range st.Plans {
+			left = left || !pl.Degenerate && pl.MaxLevel > 0
+		}
+	}
+	if !left {
+		t.Errorf("auto never left the degenerate plan: %s", res.Record.Summary())
+	}
+	if f, _ := p.Objective(res.X); f/f0 > 0.01 {
+		t.Errorf("final gap %.3g, want at most 0.01", f/f0)
+	}
+}
+
+// zeroAbove is mlmc.Synthetic whose corrections vanish in every draw from
+// level from on, as a coupled construction's do once its halves coalesce
+// in all K draws of a pilot; the bias above is not zero for that.
+type zeroAbove struct {
+	*mlmc.Synthetic
+	from int
+}
+
+type zeroDraw struct {
+	inner mlmc.Sample
+	level int
+}
+
+func (z zeroAbove) Draw(l int) (mlmc.Sample, int64, error) {
+	s, c, err := z.Synthetic.Draw(l)
+	return zeroDraw{s, l}, c, err
+}
+
+func (z zeroAbove) Release(s mlmc.Sample) { z.Synthetic.Release(s.(zeroDraw).inner) }
+
+func (z zeroAbove) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, out []float64) error {
+	d := s.(zeroDraw)
+	if diff && d.level >= z.from {
+		return nil
+	}
+	return z.Synthetic.Eval(d.inner, at, diff, alpha, out)
+}
+
+// TestZeroDrawsNotBiasFree: a level whose H^l was zero in all K draws is
+// only rarely non-zero (P <= 3/K at 95%), not bias-free: the plan's bias
+// share at the level below the vanishing tail is positive.
+func TestZeroDrawsNotBiasFree(t *testing.T) {
+	o := zeroAbove{mlmc.NewSynthetic(4, 1, 2, 1, 5), 4}
+	o.Mb = 0.01
+	m, err := Measure[[]float64](o, mlmc.Float64Ops{Dim: 4}, 0, 100_000, 64, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := m.Report.Levels[len(m.Report.Levels)-1]; last.Moment2 != 0 {
+		t.Fatalf("the top level's H^l is not zero: %+v", last)
+	}
+	p, err := Choose(m.Report, "x0", m.Samples, GradNorm(m.Report), Target{Gap: 1e-6, Budget: 1e9}, Rules{}, mlmc.Unbounded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(p.BiasShare > 0) {
+		t.Errorf("plan at L = %d with bias share %g: levels that vanished in %d draws were taken as bias-free\n%s", p.MaxLevel, p.BiasShare, m.Report.Draws, p)
+	}
+}
+
+// TestNoiseShare: the noise floor counts the noise that moves the iterate,
+// tr(P D S) / tr S of it: a preconditioner d I scales it by d, a
+// projection onto sum x = const in 4 dimensions keeps about 3/4 of
+// isotropic noise.
+func TestNoiseShare(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tune   func(p *sgd.Problem)
+		lo, hi float64
+	}{
+		{"plain", func(*sgd.Problem) {}, 1, 1},
+		{"preconditioner 0.01", func(p *sgd.Problem) {
+			p.Precondition = func(_, d []float64) {
+				for i := range d {
+					d[i] = 0.01
+				}
+			}
+		}, 0.01 - 1e-12, 0.01 + 1e-12},
+		{"projection onto sum x = 0", func(p *sgd.Problem) {
+			p.Project = func(x []float64) {
+				s := 0.0
+				for _, v := range x {
+					s += v
+				}
+				for i := range x {
+					x[i] -= s / float64(len(x))
+				}
+			}
+		}, 0.55, 0.9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := synthetic(4, 1, 2, 1, nil)
+			tc.tune(p)
+			s, _ := Settings{Target: Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 3}.withDefaults()
+			r := newTestRunner(p, s)
+			inst, _ := p.NewOracle(9)
+			inst.At(r.x, r.x)
+			if k := r.noiseShare(inst, mlmc.Float64Ops{Dim: 4}); k < tc.lo || k > tc.hi {
+				t.Errorf("noise share %g, want in [%g, %g]", k, tc.lo, tc.hi)
+			}
+		})
+	}
+}
+
+// TestStepCapScaleInvariant: the variance cap of a step, its noise floor
+// step x Var / 4 at most capShare of the drop, reads the noise that moves
+// the iterate: under a preconditioner d I the same run has a step 1/d
+// times larger, and so has its cap. A cap on tr S alone would hold the
+// preconditioned step at the plain one's, 1/d times too low.
+func TestStepCapScaleInvariant(t *testing.T) {
+	const d, v, drop = 0.01, 100.0, 1.0
+	cap := func(tune func(*sgd.Problem)) float64 {
+		p := synthetic(4, 1, 2, 1, nil)
+		tune(p)
+		s, _ := Settings{Target: Target{Gap: 1e-3, Budget: 1_000_000}, Seed: 3}.withDefaults()
+		r := newTestRunner(p, s)
+		inst, _ := p.NewOracle(9)
+		inst.At(r.x, r.x)
+		r.kappa = r.noiseShare(inst, mlmc.Float64Ops{Dim: 4})
+		plan := &Plan{Method: "rtmlmc", Kind: mlmc.Kind{Method: mlmc.RTMLMC}, Step: 1e6, Predicted: []MethodCost{{Method: "rtmlmc", Var: v, Cost: 1}}}
+		r.capStep(plan, drop)
+		return plan.Step
+	}
+	plain := cap(func(*sgd.Problem) {})
+	pre := cap(func(p *sgd.Problem) {
+		p.Precondition = func(_, dd []float64) {
+			for i := range dd {
+				dd[i] = d
+			}
+		}
+	})
+	if want := 2 * capShare * drop / v; math.Abs(plain/want-1) > 1e-12 {
+		t.Errorf("plain cap %g, want %g", plain, want)
+	}
+	if math.Abs(pre*d/plain-1) > 1e-9 {
+		t.Errorf("cap %g under d = %g (effective %g), %g without: the cap ignores the preconditioner", pre, d, pre*d, plain)
+	}
+}
+
+// TestStepRecheckedAfterChange: every plan that changes the method or L
+// from the one before has its step re-checked for it, under the new
+// method's variance cap: its noise floor, step x Var / 4, is at most
+// capShare of F(x0) less the objective where it took over (at most F(x0),
+// F* being 0).
+func TestStepRecheckedAfterChange(t *testing.T) {
+	p := synthetic(4, 1, 1, 1, func(s *mlmc.Synthetic) { s.Mb = 0.01 })
+	f0, _ := p.Objective(p.X0)
+	res, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 2_000_000}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev *Plan
+	changes := 0
+	for _, st := range res.Record.Stages {
+		for _, pl := range st.Plans {
+			if prev != nil && (pl.Kind != prev.Kind || pl.MaxLevel != prev.MaxLevel) {
+				changes++
+				if !strings.Contains(pl.Reasons.Step, "re-checked") {
+					t.Errorf("%s on levels %d..%d took over from %s on %d..%d without its step re-checked: %s",
+						pl.Method, pl.MinLevel, pl.MaxLevel, prev.Method, prev.MinLevel, prev.MaxLevel, pl.Reasons.Step)
+				}
+				if floor := pl.Step * pl.predictedVar() / 4; floor > capShare*f0*(1+1e-9) {
+					t.Errorf("step %g of %s: noise floor %g above the cap", pl.Step, pl.Method, floor)
+				}
+			}
+			prev = pl
+		}
+	}
+	if changes == 0 {
+		t.Fatalf("no change of method or L over the stages: %s", res.Record.Summary())
+	}
+}

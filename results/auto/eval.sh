@@ -1,0 +1,22 @@
+#!/bin/sh
+# The auto study's runs, smallest first, each file written when its run
+# ends (run from the repository root; DATA is the folder of the DRO data).
+# Usage: sh results/auto/eval.sh DATA
+set -u
+DATA=${1:-data-cache/dro}
+OUT=results/auto
+go build -o /tmp/auto-eval-dro ./examples/dro
+go build -o /tmp/auto-eval-ubsr ./examples/ubsr
+go build -o /tmp/auto-eval-pricing ./examples/pricing
+for ds in mg mpg housing; do
+	/tmp/auto-eval-dro --dataset $ds --method auto --trials 10 --json --data-dir "$DATA" > $OUT/dro-$ds.jsonl.part 2> $OUT/dro-$ds.log &&
+		mv $OUT/dro-$ds.jsonl.part $OUT/dro-$ds.jsonl
+done
+for loss in entropic quadratic-hinge expectile; do
+	/tmp/auto-eval-ubsr --method auto --loss $loss --trials 10 --budget 4194304 --workers 2 --json $OUT/ubsr-$loss.jsonl.part > $OUT/ubsr-$loss.txt 2>&1 &&
+		mv $OUT/ubsr-$loss.jsonl.part $OUT/ubsr-$loss.jsonl
+done
+for law in exponential erlang hyperexponential; do
+	/tmp/auto-eval-pricing --method auto --law $law --seeds 4 --workers 2 --json --png "" > $OUT/pricing-$law.jsonl.part 2> $OUT/pricing-$law.log &&
+		mv $OUT/pricing-$law.jsonl.part $OUT/pricing-$law.jsonl
+done

@@ -50,7 +50,7 @@ type Problem struct {
 	// iteration. On examples/ownoracle's problem (an objective over 200
 	// rows, RT-MLMC at about two inner samples an iteration) it took about
 	// three quarters of the run's time (BenchmarkEveryIterate there, 2
-	// cores of an AMD EPYC: results/ownoracle/every-iterate.txt). Leave it
+	// cores of an AMD EPYC: studies/own-oracle/results/every-iterate.txt). Leave it
 	// off unless first touches between logged points matter; the
 	// stays-below headline reads the logged points alone.
 	EveryIterate bool

@@ -1,10 +1,10 @@
 #!/bin/sh
 # The auto study's runs, smallest first, each file written when its run
 # ends (run from the repository root; DATA is the folder of the DRO data).
-# Usage: sh results/auto/eval.sh DATA
+# Usage: sh studies/auto/results/eval.sh DATA
 set -u
 DATA=${1:-data-cache/dro}
-OUT=results/auto
+OUT=studies/auto/results
 go build -o /tmp/auto-eval-dro ./examples/dro
 go build -o /tmp/auto-eval-ubsr ./examples/ubsr
 go build -o /tmp/auto-eval-pricing ./examples/pricing

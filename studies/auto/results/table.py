@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Print the auto study's tables from the results files.
 
-    python3 results/auto/table.py
+    python3 studies/auto/results/table.py
 
-For each problem and gap: auto (results/auto/dro-*.jsonl, ubsr-*.jsonl: one
+For each problem and gap: auto (studies/auto/results/dro-*.jsonl, ubsr-*.jsonl: one
 summary per gap it was run for, 10 trials) against the comparator, the one
 setting the tuning seeds chose for that problem and gap (the smallest median
 over the tuning seeds of the samples after which the gap stays below the
-target, over every setting the grid scored: results/dro/summary.jsonl,
-results/ubsr/gaussian-3-LOSS.summary.json), on its reported trials. The
+target, over every setting the grid scored: studies/dro/results/summary.jsonl,
+studies/shortfall-risk/results/gaussian-3-LOSS.summary.json), on its reported trials. The
 samples to a gap are the harness's stays-below rule; auto's include its
-pilots. Pricing (results/auto/pricing-*.jsonl) has no tuning record beside
+pilots. Pricing (studies/auto/results/pricing-*.jsonl) has no tuning record beside
 it and is printed alone. Then the target's verdict over the pairs where the
 comparator reached the gap in at least half its trials, the pairs no tuned
 setting reaches apart, and how often auto's own gap estimate held where it
@@ -22,7 +22,7 @@ import os
 import statistics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 
 def fmt(x):
@@ -121,7 +121,7 @@ def table(title, pattern, grid_of):
 
 
 def dro_grid(name):
-    for line in open(os.path.join(ROOT, "results", "dro", "summary.jsonl")):
+    for line in open(os.path.join(ROOT, "studies", "dro", "results", "summary.jsonl")):
         g = json.loads(line)
         if g["problem"] == name:
             return g
@@ -129,15 +129,15 @@ def dro_grid(name):
 
 
 def ubsr_grid(name):
-    return json.load(open(os.path.join(ROOT, "results", "ubsr", name.replace("/", "-") + ".summary.json")))
+    return json.load(open(os.path.join(ROOT, "studies", "shortfall-risk", "results", name.replace("/", "-") + ".summary.json")))
 
 
 def pricing():
     """Pricing has no tuning record: the comparator is the hand-chosen RT-MLMC
-    setting of results/pricing/coupled.jsonl (the same construction and
+    setting of studies/pricing/results/coupled.jsonl (the same construction and
     seeds), shown beside auto, outside the verdict."""
     hand = {}
-    for line in open(os.path.join(ROOT, "results", "pricing", "coupled.jsonl")):
+    for line in open(os.path.join(ROOT, "studies", "pricing", "results", "coupled.jsonl")):
         g = json.loads(line)
         for m in g["methods"]:
             if m["name"] == "RT-MLMC":

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -712,5 +713,50 @@ func TestMarkdownShowsAutoStages(t *testing.T) {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
+	}
+}
+
+// TestReadSummariesCompressed: a results file kept as NAME.gz reads as
+// NAME does; a damaged archive is an error naming it; a missing file is an
+// error too.
+func TestReadSummariesCompressed(t *testing.T) {
+	sum := Summary{Problem: "toy", Cost: "samples", Targets: []float64{0.01}, Trials: 1,
+		Methods:   []MethodSummary{{Name: "L-SGD", StaysBelow: []Passage{{}}, FirstTouch: []Passage{{}}}},
+		PerTarget: []TargetSummary{{}}}
+	line, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.jsonl")
+	if err := os.WriteFile(plain, append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	zw.Write(append(line, '\n'))
+	zw.Close()
+	packed := filepath.Join(dir, "packed.jsonl")
+	if err := os.WriteFile(packed+".gz", zipped.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ReadSummaries(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadSummaries(packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 1 || len(b) != 1 || a[0].Problem != b[0].Problem || a[0].Methods[0].Name != b[0].Methods[0].Name {
+		t.Errorf("plain %+v, compressed %+v: want the same one summary", a, b)
+	}
+	damaged := filepath.Join(dir, "damaged.jsonl")
+	os.WriteFile(damaged+".gz", []byte("not gzip"), 0o644)
+	if _, err := ReadSummaries(damaged); err == nil || !strings.Contains(err.Error(), "damaged.jsonl.gz") {
+		t.Errorf("damaged archive: error %v, want one naming it", err)
+	}
+	if _, err := ReadSummaries(filepath.Join(dir, "missing.jsonl")); err == nil {
+		t.Error("missing file: no error")
 	}
 }

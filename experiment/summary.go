@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -220,15 +222,29 @@ func WriteMarkdownOf(w io.Writer, path string) error {
 	return nil
 }
 
-// ReadSummaries reads the JSON lines of summaries in a results file.
+// ReadSummaries reads the JSON lines of summaries in a results file, or,
+// where path is missing, in its gzip-compressed form path.gz (committed
+// results are kept compressed).
 func ReadSummaries(path string) ([]Summary, error) {
 	f, err := os.Open(path)
+	var r io.Reader = f
+	if errors.Is(err, os.ErrNotExist) {
+		if gz, gzErr := os.Open(path + ".gz"); gzErr == nil {
+			f, err = gz, nil
+			zr, zErr := gzip.NewReader(gz)
+			if zErr != nil {
+				gz.Close()
+				return nil, fmt.Errorf("%s.gz: %w", path, zErr)
+			}
+			r = zr
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open results: %w", err)
 	}
 	defer f.Close()
 	var out []Summary
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<28)
 	for line := 1; sc.Scan(); line++ {
 		if strings.TrimSpace(sc.Text()) == "" {

@@ -17,12 +17,21 @@ setting reaches apart, and how often auto's own gap estimate held where it
 claimed the target.
 """
 import glob
+import gzip
 import json
 import os
 import statistics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+
+def open_text(path):
+    """path, or its compressed form path.gz where path is missing (the
+    committed results are kept compressed)."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        return gzip.open(path + ".gz", "rt")
+    return open(path)
 
 
 def fmt(x):
@@ -121,7 +130,7 @@ def table(title, pattern, grid_of):
 
 
 def dro_grid(name):
-    for line in open(os.path.join(ROOT, "studies", "dro", "results", "summary.jsonl")):
+    for line in open_text(os.path.join(ROOT, "studies", "dro", "results", "summary.jsonl")):
         g = json.loads(line)
         if g["problem"] == name:
             return g
@@ -129,7 +138,7 @@ def dro_grid(name):
 
 
 def ubsr_grid(name):
-    return json.load(open(os.path.join(ROOT, "studies", "shortfall-risk", "results", name.replace("/", "-") + ".summary.json")))
+    return json.load(open_text(os.path.join(ROOT, "studies", "shortfall-risk", "results", name.replace("/", "-") + ".summary.json")))
 
 
 def pricing():

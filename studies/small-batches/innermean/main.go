@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -23,6 +22,7 @@ import (
 	"github.com/simclr-go/simclr/backend"
 	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/data"
+	"github.com/simclr-go/simclr/experiment"
 	"github.com/simclr-go/simclr/loader"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/tensor"
@@ -318,7 +318,7 @@ func (j *innerMeanJob) measure(batches []int, fresh bool) (innerMeanResult, erro
 	res := innerMeanResult{Run: j.run, Dataset: set.Name, TrainImages: n, Iteration: st.Iteration, Batch: st.Batch,
 		DrawsPerIter: st.DrawsPerIteration, Temperature: j.tau, GammaNext: st.Gamma,
 		Views:   "each image's two views of its last visit (the run's stream replayed), batch norm on the batch training drew, at the run's final parameters",
-		GMedian: median(gImg), Device: j.b.Describe()}
+		GMedian: experiment.Median(gImg), Device: j.b.Describe()}
 	add := func(name, target string, est, truth []float64) {
 		res.Estimates = append(res.Estimates, innerMeanEstimate{Name: name, Target: target, ErrorStats: RelativeErrors(est, truth, nil)})
 	}
@@ -392,15 +392,6 @@ func byStaleness(u, gImg []float64, drawsAgo []int, perEpoch int) []stalenessRow
 		rows = append(rows, stalenessRow{From: from, To: to, Epochs: float64(to) / float64(perEpoch), ErrorStats: st})
 	}
 	return rows
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func writeInnerMeanTable(w io.Writer, r innerMeanResult) error {

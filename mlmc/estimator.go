@@ -203,7 +203,7 @@ func (e *Estimator[V]) Estimate(t int, out V) (Step, error) {
 // one draw is held at a time.
 func (e *Estimator[V]) accumulate(step *Step, out V, alpha float64, correction bool) error {
 	var redraws int
-	e.plan, redraws = e.alloc.Plan(e.plan[:0], e.rng)
+	e.plan, redraws = e.alloc.Queries(e.plan[:0], e.rng)
 	step.Redraws += redraws
 	for _, q := range e.plan {
 		s, cost, err := e.oracle.Draw(q.Level)

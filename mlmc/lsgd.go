@@ -9,7 +9,7 @@ type lsgd struct{}
 
 func (lsgd) Name() string                          { return "lsgd" }
 func (lsgd) Check(cfg Config, oracleMax int) error { return CheckLevelRange(cfg, oracleMax) }
-func (lsgd) Bind(cfg Config, _ int) Allocation     { return lsgdPlan{cfg} }
+func (lsgd) Bind(cfg Config, _ int) Allocation     { return lsgdQueries{cfg} }
 
 func (lsgd) DisplayName() string { return "L-SGD" }
 func (lsgd) SingleLevel() bool   { return true }
@@ -25,20 +25,20 @@ func (lsgd) Variance(q []LevelQueries, stats []LevelStat, _ float64) float64 {
 
 func (lsgd) Optimal([]LevelQueries, []LevelStat, []float64) []float64 { return nil }
 
-type lsgdPlan struct{ cfg Config }
+type lsgdQueries struct{ cfg Config }
 
-func (p lsgdPlan) Plan(plan []Query, _ *rand.Rand) ([]Query, int) {
+func (p lsgdQueries) Queries(plan []Query, _ *rand.Rand) ([]Query, int) {
 	for range p.cfg.NL {
 		plan = append(plan, Query{Level: p.cfg.MaxLevel, Weight: 1 / float64(p.cfg.NL)})
 	}
 	return plan, 0
 }
 
-func (p lsgdPlan) Expected() []LevelQueries {
+func (p lsgdQueries) Expected() []LevelQueries {
 	return []LevelQueries{{Level: p.cfg.MaxLevel, Queries: float64(p.cfg.NL)}}
 }
 
-func (lsgdPlan) Notes() []string { return nil }
+func (lsgdQueries) Notes() []string { return nil }
 
 // independentVariance is the variance of a sum of independent means, n_l
 // draws each of variance Var_l: sum_l Var_l / n_l (L-SGD, V-MLMC).

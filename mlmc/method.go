@@ -58,10 +58,10 @@ type Scheme interface {
 // An Allocation is a Scheme bound to one configuration: how one base
 // estimate v(x) spreads its queries over the levels.
 type Allocation interface {
-	// Plan appends the queries of one base estimate, drawing any random
+	// Queries appends the queries of one base estimate, drawing any random
 	// levels with r, and returns them with the number of levels drawn
 	// above the oracle's largest and drawn again.
-	Plan(plan []Query, r *rand.Rand) ([]Query, int)
+	Queries(plan []Query, r *rand.Rand) ([]Query, int)
 	// Expected is the expected number of queries at each level of one base
 	// estimate, in increasing order of level: the cost model
 	// (ExpectedCost) prices it in samples, the predictions in measured

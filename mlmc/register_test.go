@@ -21,18 +21,18 @@ func (uniformMethod) Check(cfg mlmc.Config, oracleMax int) error {
 	return mlmc.CheckLevelRange(cfg, oracleMax)
 }
 
-func (uniformMethod) Bind(cfg mlmc.Config, _ int) mlmc.Allocation { return uniformPlan{cfg} }
+func (uniformMethod) Bind(cfg mlmc.Config, _ int) mlmc.Allocation { return uniformQueries{cfg} }
 
-type uniformPlan struct{ cfg mlmc.Config }
+type uniformQueries struct{ cfg mlmc.Config }
 
-func (p uniformPlan) levels() int { return p.cfg.MaxLevel - p.cfg.MinLevel + 1 }
+func (p uniformQueries) levels() int { return p.cfg.MaxLevel - p.cfg.MinLevel + 1 }
 
-func (p uniformPlan) Plan(plan []mlmc.Query, r *rand.Rand) ([]mlmc.Query, int) {
+func (p uniformQueries) Queries(plan []mlmc.Query, r *rand.Rand) ([]mlmc.Query, int) {
 	l := p.cfg.MinLevel + r.IntN(p.levels())
 	return append(plan, mlmc.Query{Level: l, Correction: l > p.cfg.MinLevel, Weight: float64(p.levels())}), 0
 }
 
-func (p uniformPlan) Expected() []mlmc.LevelQueries {
+func (p uniformQueries) Expected() []mlmc.LevelQueries {
 	var q []mlmc.LevelQueries
 	for l := p.cfg.MinLevel; l <= p.cfg.MaxLevel; l++ {
 		q = append(q, mlmc.LevelQueries{Level: l, Queries: 1 / float64(p.levels()), Correction: l > p.cfg.MinLevel})
@@ -40,7 +40,7 @@ func (p uniformPlan) Expected() []mlmc.LevelQueries {
 	return q
 }
 
-func (uniformPlan) Notes() []string { return nil }
+func (uniformQueries) Notes() []string { return nil }
 
 // The registration line.
 var uniformRT, errUniformRT = mlmc.Register(uniformMethod{})
@@ -133,7 +133,7 @@ type named string
 
 func (n named) Name() string                              { return string(n) }
 func (named) Check(mlmc.Config, int) error                { return nil }
-func (named) Bind(cfg mlmc.Config, _ int) mlmc.Allocation { return uniformPlan{cfg} }
+func (named) Bind(cfg mlmc.Config, _ int) mlmc.Allocation { return uniformQueries{cfg} }
 
 // The traits that programs comparing methods read (display name, no top
 // level, single level, random levels) come from each method's table entry;

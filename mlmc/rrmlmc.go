@@ -15,15 +15,15 @@ func (rrmlmc) Unbounded() bool     { return true }
 func (rrmlmc) DrawsLevels() bool   { return true }
 
 func (rrmlmc) Bind(cfg Config, oracleMax int) Allocation {
-	return rrmlmcPlan{cfg: cfg, geometric: bindGeometric(cfg, oracleMax)}
+	return rrmlmcQueries{cfg: cfg, geometric: bindGeometric(cfg, oracleMax)}
 }
 
-type rrmlmcPlan struct {
+type rrmlmcQueries struct {
 	cfg Config
 	geometric
 }
 
-func (p rrmlmcPlan) Plan(plan []Query, r *rand.Rand) ([]Query, int) {
+func (p rrmlmcQueries) Queries(plan []Query, r *rand.Rand) ([]Query, int) {
 	top, redraws := p.draw(r)
 	for l := p.cfg.MinLevel; l <= top; l++ {
 		plan = append(plan, Query{Level: l, Correction: correctionAbove(p.cfg, l), Weight: 1 / p.law.Tail(l)})
@@ -33,7 +33,7 @@ func (p rrmlmcPlan) Plan(plan []Query, r *rand.Rand) ([]Query, int) {
 
 // Expected: one query at every level up to the drawn top T, so level l is
 // queried with probability P(T >= l).
-func (p rrmlmcPlan) Expected() []LevelQueries {
+func (p rrmlmcQueries) Expected() []LevelQueries {
 	var q []LevelQueries
 	for l := p.cfg.MinLevel; l <= p.expected.Max; l++ {
 		q = append(q, LevelQueries{Level: l, Queries: p.expected.Tail(l), Correction: correctionAbove(p.cfg, l)})
@@ -41,6 +41,6 @@ func (p rrmlmcPlan) Expected() []LevelQueries {
 	return q
 }
 
-func (p rrmlmcPlan) Notes() []string { return p.notes }
+func (p rrmlmcQueries) Notes() []string { return p.notes }
 
-func (p rrmlmcPlan) levelLaw() LevelDist { return p.law }
+func (p rrmlmcQueries) levelLaw() LevelDist { return p.law }

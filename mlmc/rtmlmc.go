@@ -73,7 +73,7 @@ type singleDraw struct {
 	notes    []string
 }
 
-func (p singleDraw) Plan(plan []Query, r *rand.Rand) ([]Query, int) {
+func (p singleDraw) Queries(plan []Query, r *rand.Rand) ([]Query, int) {
 	var i, redraws int
 	if p.draw != nil {
 		i, redraws = p.draw(r)

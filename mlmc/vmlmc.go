@@ -20,7 +20,7 @@ func (vmlmc) Check(cfg Config, oracleMax int) error {
 	return cfg.checkExplicit()
 }
 
-func (vmlmc) Bind(cfg Config, _ int) Allocation { return vmlmcPlan{cfg} }
+func (vmlmc) Bind(cfg Config, _ int) Allocation { return vmlmcQueries{cfg} }
 
 func (vmlmc) DisplayName() string { return "V-MLMC" }
 
@@ -43,9 +43,9 @@ func (vmlmc) Optimal(_ []LevelQueries, stats []LevelStat, cost []float64) []floa
 	return n
 }
 
-type vmlmcPlan struct{ cfg Config }
+type vmlmcQueries struct{ cfg Config }
 
-func (p vmlmcPlan) Plan(plan []Query, _ *rand.Rand) ([]Query, int) {
+func (p vmlmcQueries) Queries(plan []Query, _ *rand.Rand) ([]Query, int) {
 	c := p.cfg
 	for l := c.MinLevel; l <= c.MaxLevel; l++ {
 		n := c.vmlmcDraws(l)
@@ -56,7 +56,7 @@ func (p vmlmcPlan) Plan(plan []Query, _ *rand.Rand) ([]Query, int) {
 	return plan, 0
 }
 
-func (p vmlmcPlan) Expected() []LevelQueries {
+func (p vmlmcQueries) Expected() []LevelQueries {
 	c := p.cfg
 	var q []LevelQueries
 	for l := c.MinLevel; l <= c.MaxLevel; l++ {
@@ -65,7 +65,7 @@ func (p vmlmcPlan) Expected() []LevelQueries {
 	return q
 }
 
-func (vmlmcPlan) Notes() []string { return nil }
+func (vmlmcQueries) Notes() []string { return nil }
 
 // VMLMCDraws is n_l = ceil(2^(-(b+c) l/2) N), V-MLMC's draws at level l.
 func VMLMCDraws(l int, b, c, n float64) int {

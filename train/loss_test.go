@@ -72,8 +72,11 @@ func TestCommittedRunFoldersStillLoad(t *testing.T) {
 			return nil
 		}
 		dir := filepath.Dir(path)
-		if _, err := os.Stat(filepath.Join(dir, runfolder.MetricsFile)); err != nil {
-			return nil // a config file, not a run folder
+		metrics := filepath.Join(dir, runfolder.MetricsFile)
+		if _, err := os.Stat(metrics); err != nil {
+			if _, err := os.Stat(metrics + runfolder.CompressedSuffix); err != nil {
+				return nil // a config file, not a run folder
+			}
 		}
 		runs++
 		s, _, err := LoadRun(dir)

@@ -646,17 +646,19 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 			Change: "the bias rate needs two: check the oracle's H^l, or give the pilot a larger budget"}
 	}
 	const step = 0.01
+	xs := make([]float64, f.n) // 2^(-2 a (l - l1)) at each level, for one a
 	for a := -1.0; a <= 4+step/2; a += step {
 		var sff, syf float64
 		for i, l := range f.ls {
 			x := math.Exp2(-2 * a * (l - f.l1))
+			xs[i] = x
 			sff += f.ws[i] * x * x
 			syf += f.ws[i] * f.ys[i] * x
 		}
 		amp := math.Max(syf/sff, 0)
 		chi := 0.0
-		for i, l := range f.ls {
-			r := f.ys[i] - amp*math.Exp2(-2*a*(l-f.l1))
+		for i := range f.ls {
+			r := f.ys[i] - amp*xs[i]
 			chi += f.ws[i] * r * r
 		}
 		f.grid = append(f.grid, a)

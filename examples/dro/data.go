@@ -237,6 +237,26 @@ func (d *Data) scaleFeatures() {
 	}
 }
 
+// scaleLabels maps the labels to [-1, 1] by their minimum and maximum
+// (all to 0 where they are equal) and returns that minimum and maximum.
+func (d *Data) scaleLabels() (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, y := range d.Y {
+		lo, hi = math.Min(lo, y), math.Max(hi, y)
+	}
+	for i, y := range d.Y {
+		switch {
+		case hi <= lo:
+			d.Y[i] = 0
+		case math.IsInf(hi-lo, 1):
+			d.Y[i] = 2*((y/2-lo/2)/(hi/2-lo/2)) - 1
+		default:
+			d.Y[i] = 2*(y-lo)/(hi-lo) - 1
+		}
+	}
+	return lo, hi
+}
+
 // standardiseLabels maps the labels to mean 0 and standard deviation 1.
 func (d *Data) standardiseLabels() {
 	n := float64(len(d.Y))
@@ -259,6 +279,9 @@ type dataset struct {
 	Convex bool // linear predictor (LIBSVM sets) or MLP (UCI sets)
 	Load   func(dir string) (*Data, error)
 	About  string
+	// user says the data set is a file of the user's (--dataset
+	// libsvm:PATH or csv:PATH:TARGET).
+	user bool
 }
 
 var datasets = []dataset{

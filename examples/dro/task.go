@@ -192,6 +192,14 @@ func newTask(ds dataset, o options) (*task, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.scaleTargets {
+		lo, hi := data.scaleLabels()
+		ds.Name += "-scaled-targets"
+		data.Name = ds.Name
+		ds.About += "; " + fmt.Sprintf(scaledTargetsNote, lo, hi)
+	} else if ds.user {
+		ds.About += "; " + targetsNote
+	}
 	t := &task{ds: ds, data: data, budget: convexBudget, growth: convexGrowth, grid: droGrid()}
 	if ds.Convex {
 		t.model = linear{data.Dim()}

@@ -18,7 +18,8 @@ import (
 // default, which made housing_scale, mg_scale and mpg_scale; the loader
 // applies the same map to the UCI sets), a constant feature to 0. A file
 // already scaled so comes through unchanged. The labels are used as given,
-// as the named linear sets' are (housing's run from 5 to 50).
+// as the named linear sets' are (housing's run from 5 to 50), unless
+// --scale-targets asks otherwise: scaling them changes the objective.
 
 // The most features a user's data set may have: the closed form's Newton
 // solver builds a (dim+1)^2 Hessian by dim+1 gradient differences, each
@@ -27,7 +28,14 @@ const maxUserFeatures = 1000
 
 // scalingNote says how a user's data set is transformed; it ends the data
 // set's description, which the command prints and the JSON records.
-const scalingNote = "features scaled to [-1, 1] by each one's minimum and maximum over the rows (as LIBSVM's svm-scale scaled the named sets; a constant feature becomes 0), labels as given; linear predictor, F* from the closed form"
+const scalingNote = "features scaled to [-1, 1] by each one's minimum and maximum over the rows (as LIBSVM's svm-scale scaled the named sets; a constant feature becomes 0); linear predictor, F* from the closed form"
+
+// targetsNote says how the targets enter the objective; the description of
+// a user's data set ends with it.
+const targetsNote = "the targets enter the objective as given, unscaled, through the residual w.z + w0 - y inside exp(residual^2 / Lambda) (--scale-targets maps them to [-1, 1] instead: another objective, with its own F*)"
+
+// scaledTargetsNote replaces targetsNote under --scale-targets.
+const scaledTargetsNote = "--scale-targets: the targets mapped from [%g, %g] to [-1, 1] by their minimum and maximum (svm-scale's -y -1 1) before they enter the objective through the residual w.z + w0 - y inside exp(residual^2 / Lambda); this is another Sinkhorn DRO objective than the one of the targets as given, and F(x0), F* and the gaps are its own, F* from its closed form"
 
 // userDataset parses a --dataset value naming a user's file. ok is false
 // when spec names none (a named set, or a mistake findDataset reports).
@@ -50,6 +58,7 @@ func userDataset(spec string) (ds dataset, ok bool, err error) {
 		return dataset{
 			Name:   userName(path),
 			Convex: true,
+			user:   true,
 			About:  fmt.Sprintf("LIBSVM file %s (rows \"label idx:value ...\", a missing index is 0); %s", path, scalingNote),
 			Load:   func(string) (*Data, error) { return loadUserLIBSVM(path) },
 		}, true, nil
@@ -71,6 +80,7 @@ func userDataset(spec string) (ds dataset, ok bool, err error) {
 	return dataset{
 		Name:   userName(path),
 		Convex: true,
+		user:   true,
 		About:  fmt.Sprintf("CSV file %s, target %s, every other column a feature; %s", path, how, scalingNote),
 		Load: func(string) (*Data, error) {
 			d, err := readCSVBy(path, func(h []string) (int, error) {

@@ -285,7 +285,17 @@ func run(args []string, w io.Writer) error {
 			return err
 		}
 		stages := ar.Record.Stages
-		last := stages[len(stages)-1].Plans[len(stages[len(stages)-1].Plans)-1]
+		// The last plan run: a stage skipped because an earlier one's
+		// estimate was already at its target has none.
+		var last *auto.Plan
+		for _, st := range stages {
+			if len(st.Plans) > 0 {
+				last = st.Plans[len(st.Plans)-1]
+			}
+		}
+		if last == nil {
+			return fmt.Errorf("auto seed %d: the record holds no plan", seed)
+		}
 		fmt.Fprintf(w, "seed %d: %d stages, last %s on levels %d..%d, step %.3g; gap %.3g (its own estimate %.3g) after %d samples (pilots %d); %s\n", seed,
 			len(stages), last.Method, last.MinLevel, last.MaxLevel, stages[len(stages)-1].Step, (p.Objective(ar.X)-fStar)/(f0-fStar),
 			float64(ar.Record.GapEstimate), ar.Samples, ar.Record.Pilot, ar.Record.Stopped)

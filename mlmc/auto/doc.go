@@ -19,7 +19,10 @@
 // levels where the run is with a pilot sized to the stage, choosing again
 // (L never falling), re-checking the step after any change of method, and
 // running with a step that a stationarity test halves, averaging its
-// iterates, until its own gap estimate is at the stage's target. It stops
+// iterates, until its own gap estimate is at the stage's target; a stage
+// whose plan saw no bias (no level's mean out of its noise) measures again
+// where the run has gone while its gap estimate falls slower than
+// 1/samples. It stops
 // by itself when the last stage's estimate reaches the gap, and records
 // every plan, stage and warning with its reason.
 //

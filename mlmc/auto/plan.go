@@ -340,10 +340,13 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 		L++
 	}
 	fallback := ""
-	if r.BestFit && p.bestBias != nil && p.seen == 0 && share(L) > limit {
+	if r.BestFit && p.bestBias != nil && p.seen == 0 && (share(L) > limit || L > rep.MaxLevel) {
 		// No level's mean stands out of its noise: the fit of the bias
-		// is a fit to noise. The pilot's top level is as deep as the
-		// pilot can see a bias; later stages measure again.
+		// is a fit to noise, and its rate says nothing (a near-zero
+		// rate fitted to noise puts L a dozen levels deep, where
+		// RT-MLMC's rare, costly draws have a variance that no step
+		// survives). The pilot's top level is as deep as the pilot can
+		// see a bias; later stages measure again, and raise L.
 		L = min(rep.MaxLevel, cap)
 		fallback = fmt.Sprintf("; no |E H^l| stands out of its noise, so the fit is not trusted: L is the pilot's top level %d, below which no bias was seen", L)
 		share = func(int) float64 { return 0 }
@@ -643,17 +646,19 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 			Change: "the bias rate needs two: check the oracle's H^l, or give the pilot a larger budget"}
 	}
 	const step = 0.01
+	xs := make([]float64, f.n) // 2^(-2 a (l - l1)) at each level, for one a
 	for a := -1.0; a <= 4+step/2; a += step {
 		var sff, syf float64
 		for i, l := range f.ls {
 			x := math.Exp2(-2 * a * (l - f.l1))
+			xs[i] = x
 			sff += f.ws[i] * x * x
 			syf += f.ws[i] * f.ys[i] * x
 		}
 		amp := math.Max(syf/sff, 0)
 		chi := 0.0
-		for i, l := range f.ls {
-			r := f.ys[i] - amp*math.Exp2(-2*a*(l-f.l1))
+		for i := range f.ls {
+			r := f.ys[i] - amp*xs[i]
 			chi += f.ws[i] * r * r
 		}
 		f.grid = append(f.grid, a)

@@ -619,6 +619,11 @@ func (r *runner) maxLevel() int {
 // crawl.
 const maxStationaryHalvings = 3
 
+// maxBlindMeasures bounds how often a stage measures again while no
+// level's mean has stood out of its noise (a measurement each time the
+// samples double: five cover a factor 32 of the run).
+const maxBlindMeasures = 5
+
 // maxHalvings bounds the safeguard's halvings in a run.
 const maxHalvings = 10
 
@@ -649,6 +654,10 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	halvings := 0
 	var hist [][2]float64 // (iterates averaged, F at the average) since the step last changed
 	stepSum, stalls := 0.0, 0
+	// blind counts the measurements made again while no bias was seen,
+	// blindAt the samples at the last (a plan made at a degenerate start's
+	// probe is measured again once the samples double).
+	blind, blindAt, blindEst := 0, max(r.used, 8*pilot), math.Inf(1)
 	defer func() {
 		if r.minSum == 0 {
 			r.minSum = stepSum / 2
@@ -751,6 +760,52 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 				r.rec.Stopped = fmt.Sprintf("the gap estimate %.3g reached the target %g at %d samples", est, eps, r.used)
 			}
 			return
+		}
+		if p.seen == 0 && !p.Degenerate && blind < maxBlindMeasures && r.used >= 2*blindAt && !r.done {
+			// No level's mean stood out of its noise where the plan was
+			// made, so its L is the pilot's top level, not a measured
+			// one: the bias may only show where the run has gone (it
+			// grows with the distance from a start where the levels
+			// agree), and it may stay in the levels' noise while it
+			// holds the run far above its target. Each time the samples
+			// double, a run converging at the slowest rate auto assumes
+			// (the gap as 1/samples) has halved its gap estimate; one
+			// that has not is measured again, with a twentieth of the
+			// samples so far, and takes the new plan where it is deeper
+			// or another method.
+			slow := claim > blindEst/2
+			blindAt, blindEst = r.used, claim
+			if !slow {
+				prevEst = est
+				continue
+			}
+			blind++
+			// From the average of the stage's iterates, the point the
+			// stage scores: a plan whose L is too low drifts the iterate
+			// towards F^L's minimiser, which may lie where F rises
+			// steeply or is not finite.
+			copy(r.x, r.avg)
+			n = 0
+			np, err := r.measure(fmt.Sprintf("a re-measure at %d samples, no bias seen so far", r.used), eps, r.used/20)
+			if err == nil && (np.MaxLevel > p.MaxLevel || np.Kind != p.Kind) {
+				if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
+					st.Notes = append(st.Notes, fmt.Sprintf("no bias was seen where the plan was made; measured again at %d samples: %s L=%d", r.used, np.Method, np.MaxLevel))
+					r.plan, p, r.step = np, np, np.Step
+					r.lFloor = max(r.lFloor, np.MaxLevel)
+					st.Plans = append(st.Plans, np)
+					biasGap = np.BiasShare
+					if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
+						biasGap = 0
+					}
+					fPrev, sePrev = r.s.Score(r.avg)
+					hist, stalls = hist[:0], 0
+				}
+			} else if err == nil && np.seen > 0 {
+				// A bias seen, and the plan's L meets it: no more blind.
+				p.seen = np.seen
+			}
+			prevEst = est
+			continue
 		}
 		if withinStageReplan && r.stalled && r.used-stageStart >= 2*(replanned-stageStart) && r.used-replanned >= 8*pilot && !r.done {
 			// The gap estimate stopped falling: measure the levels again

@@ -156,6 +156,11 @@ func NewRelay(value func([]float64) float64, recs ...Recorder) *Relay {
 // Send passes op on with the iterate x (the relay's own copy is updated),
 // the cost and the iterations; moved says x changed since the last Send.
 func (r *Relay) Send(op Op, iter int, cost int64, x []float64, moved bool) Status {
+	if len(r.Recs) == 0 {
+		// Nobody to tell: no copy of x (a run without recorders pays
+		// nothing per step for the relay).
+		return Continue
+	}
 	if len(r.loc.X) != len(x) {
 		r.loc.X = make([]float64, len(x))
 		moved = true

@@ -12,6 +12,14 @@ for ds in mg mpg housing; do
 	/tmp/auto-eval-dro --dataset $ds --method auto --trials 10 --json --data-dir "$DATA" > $OUT/dro-$ds.jsonl.part 2> $OUT/dro-$ds.log &&
 		mv $OUT/dro-$ds.jsonl.part $OUT/dro-$ds.jsonl
 done
+# The raw-target files, written under a temporary folder as OUT/NAME.txt (the
+# path the results record).
+RAW=$(mktemp -d)
+python3 $OUT/rawtargets.py "$RAW/OUT" "$DATA"
+for name in synth-1 synth-2 synth-3 synth-large bike-hour-600; do
+	(cd "$RAW" && /tmp/auto-eval-dro --dataset libsvm:OUT/$name.txt --method auto --trials 10 --json) > $OUT/raw-$name.jsonl.part 2> $OUT/raw-$name.log &&
+		mv $OUT/raw-$name.jsonl.part $OUT/raw-$name.jsonl
+done
 for loss in entropic quadratic-hinge expectile; do
 	/tmp/auto-eval-ubsr --method auto --loss $loss --trials 10 --budget 4194304 --workers 2 --json $OUT/ubsr-$loss.jsonl.part > $OUT/ubsr-$loss.txt 2>&1 &&
 		mv $OUT/ubsr-$loss.jsonl.part $OUT/ubsr-$loss.jsonl

@@ -67,9 +67,17 @@ def comparator(grid, i):
     return best, None
 
 
+def results(pattern):
+    """The files here matching pattern, each read from NAME or, where it is
+    kept compressed, NAME.gz."""
+    names = {p[:-3] if p.endswith(".gz") else p
+             for p in glob.glob(os.path.join(HERE, pattern)) + glob.glob(os.path.join(HERE, pattern + ".gz"))}
+    return sorted(names)
+
+
 def auto_runs(pattern):
-    for path in sorted(glob.glob(os.path.join(HERE, pattern))):
-        for line in open(path):
+    for path in results(pattern):
+        for line in open_text(path):
             a = json.loads(line)
             gap = float(a["tuning"]["about"].split("gap ")[1].split(":")[0])
             yield path, a, gap
@@ -154,8 +162,8 @@ def pricing():
     print("### Pricing (no tuning record; beside it the hand-chosen RT-MLMC setting)\n")
     print("| law | auto: steps to stay within 1% of (mu*, p*) | trials reached | median final error | RT-MLMC (hand-chosen) | reached | auto / RT-MLMC |")
     print("|---|---:|---|---:|---:|---|---:|")
-    for path in sorted(glob.glob(os.path.join(HERE, "pricing-*.jsonl"))):
-        for line in open(path):
+    for path in results("pricing-*.jsonl"):
+        for line in open_text(path):
             a = json.loads(line)
             m = a["methods"][0]
             s = m["stays_below"][0]

@@ -85,6 +85,8 @@ type Backend struct {
 	scratch      map[string]*scratchBuf
 	convPlans    map[tensor.ConvShape]*convPlan
 	ntx          map[[2]int]*ntxentPlan
+	bf16Copies   map[bf16CopyKey]*bf16Copy // the bf16 weight cache (bf16cache.go)
+	conversions  bf16Conversions
 }
 
 // Versions are the library versions in use, as the libraries report them.
@@ -119,7 +121,8 @@ func Open(opts Options) (*Backend, error) {
 	defer runtime.UnlockOSThread()
 	b := &Backend{libs: libs, opts: opts, tf32: opts.Precision == "tf32", bf16: opts.Precision == "bf16",
 		fns: map[string]uintptr{}, scratch: map[string]*scratchBuf{},
-		convPlans: map[tensor.ConvShape]*convPlan{}, ntx: map[[2]int]*ntxentPlan{}}
+		convPlans: map[tensor.ConvShape]*convPlan{}, ntx: map[[2]int]*ntxentPlan{},
+		bf16Copies: map[bf16CopyKey]*bf16Copy{}}
 	if err := b.init(); err != nil {
 		b.release()
 		return nil, err
@@ -222,6 +225,7 @@ func (b *Backend) release() {
 		p.destroy(&b.libs.cudnn)
 	}
 	b.convPlans = map[tensor.ConvShape]*convPlan{}
+	b.bf16Copies = map[bf16CopyKey]*bf16Copy{} // their memory goes with the arena's
 	if b.arena != nil {
 		for _, c := range b.arena.chunks {
 			mustCall(d.cuMemFree, uintptr(c.base))

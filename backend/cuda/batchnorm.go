@@ -57,6 +57,7 @@ func (b *Backend) batchNormForwardTrain(op string, s tensor.BNShape, x, gamma, b
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(y, mean, invStd, runMean, runVar)
 	m := s.N * s.HW
 	splits := bnSplits(s.C, m, b.sms)
 	partial := b.scratchLocked("batch-norm partial sums", uint64(s.C*splits*2*8))
@@ -76,6 +77,7 @@ func (b *Backend) BatchNormForwardEval(s tensor.BNShape, x, gamma, beta, runMean
 	checkBN("BatchNormForwardEval", s, []tensor.Buffer{x, y}, []tensor.Buffer{gamma, beta, runMean, runVar})
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(y)
 	b.launch("k_bn_eval", gridFor(s.N*s.C*s.HW, b.sms), 1, b.buf(x), b.buf(y), b.buf(gamma), b.buf(beta),
 		b.buf(runMean), b.buf(runVar), s.Eps, s.N, s.C, s.HW)
 }
@@ -86,6 +88,7 @@ func (b *Backend) BatchNormBackward(s tensor.BNShape, x, dy, gamma, mean, invStd
 	checkBN("BatchNormBackward", s, []tensor.Buffer{x, dy, dx}, []tensor.Buffer{gamma, mean, invStd, dgamma, dbeta})
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(dx, dgamma, dbeta)
 	m := s.N * s.HW
 	splits := bnSplits(s.C, m, b.sms)
 	partial := b.scratchLocked("batch-norm partial sums", uint64(s.C*splits*2*8))

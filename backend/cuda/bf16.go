@@ -11,17 +11,18 @@ import (
 // else, the parameters, their gradients, batch norm, the loss and the
 // optimiser, stays fp32, so checkpoints and every buffer the backend hands
 // out are those of the fp32 and tf32 runs. The copies are made by the
-// kernels of kernels/bf16.cu into scratch blocks reused by every layer
-// (one stream: a layer's copies are consumed before the next layer
-// overwrites them).
+// kernels of kernels/bf16.cu. A weight's copy is kept until the weight is
+// written (bf16cache.go); the copies of activations and gradients go into
+// scratch blocks reused by every layer (one stream: a layer's copies are
+// consumed before the next layer overwrites them).
 
 // Scratch names of the bf16 copies.
 const (
-	bf16ConvIn     = "bf16 copy of a convolution's input or input gradient"
-	bf16ConvFilter = "bf16 copy of a convolution's filter or filter gradient"
-	bf16ConvOut    = "bf16 copy of a convolution's output or output gradient"
-	bf16MatA       = "bf16 copy of a matrix product's first operand"
-	bf16MatB       = "bf16 copy of a matrix product's second operand"
+	bf16ConvIn         = "bf16 copy of a convolution's input or input gradient"
+	bf16ConvFilterGrad = "bf16 filter gradient of a convolution"
+	bf16ConvOut        = "bf16 copy of a convolution's output or output gradient"
+	bf16MatA           = "bf16 copy of a matrix product's first operand"
+	bf16MatB           = "bf16 copy of a matrix product's second operand"
 )
 
 // checkBF16 refuses the bf16 precision where the device or a library lacks
@@ -105,42 +106,72 @@ func (b *Backend) checkBF16() error {
 	return refuse(fmt.Errorf("no forward algorithm among %d supports it", count))
 }
 
+// bf16TileGrid is the grid of the tiled layout changes of kernels/bf16.cu
+// over n images of c channels and hw positions: one block per tile of 32
+// channels by 32 positions, at most 32 blocks per SM (each block walks
+// further tiles).
+func bf16TileGrid(n, c, hw, sms int) int {
+	tiles := n * ((c + 31) / 32) * ((hw + 31) / 32)
+	return max(1, min(tiles, max(sms, 1)*32))
+}
+
 // toBF16NHWC copies the fp32 (n, c, hw) array at src into the scratch
 // block name as bf16 (n, hw, c) and returns the copy's address.
 func (b *Backend) toBF16NHWC(name string, src uint64, n, c, hw int) uint64 {
 	dst := b.scratchLocked(name, uint64(n*c*hw)*2)
-	if n*c*hw > 0 {
-		b.launch("k_nchw_to_nhwc_bf16", gridFor(n*c*hw, b.sms), 1, src, dst, n, c, hw)
-	}
+	b.narrowNHWC(src, dst, n, c, hw)
 	return dst
+}
+
+// narrowNHWC writes the fp32 (n, c, hw) array at src into dst as bf16
+// (n, hw, c).
+func (b *Backend) narrowNHWC(src, dst uint64, n, c, hw int) {
+	if n*c*hw > 0 {
+		b.conversions.narrow++
+		b.launch("k_nchw_to_nhwc_bf16", bf16TileGrid(n, c, hw, b.sms), 1, src, dst, n, c, hw)
+	}
 }
 
 // fromBF16NHWC writes the bf16 (n, hw, c) array at src into dst as fp32
 // (n, c, hw).
 func (b *Backend) fromBF16NHWC(src, dst uint64, n, c, hw int) {
 	if n*c*hw > 0 {
-		b.launch("k_nhwc_bf16_to_nchw", gridFor(n*c*hw, b.sms), 1, src, dst, n, c, hw)
+		b.conversions.widen++
+		b.launch("k_nhwc_bf16_to_nchw", bf16TileGrid(n, c, hw, b.sms), 1, src, dst, n, c, hw)
 	}
 }
 
 // toBF16 copies n fp32 values at src into the scratch block name as bf16.
 func (b *Backend) toBF16(name string, src uint64, n int) uint64 {
 	dst := b.scratchLocked(name, uint64(n)*2)
+	b.narrow(src, dst, n)
+	return dst
+}
+
+// narrow writes n fp32 values at src into dst as bf16.
+func (b *Backend) narrow(src, dst uint64, n int) {
 	if n > 0 {
+		b.conversions.narrow++
 		b.launch("k_to_bf16", gridFor(n, b.sms), 1, src, dst, n)
 	}
-	return dst
 }
 
 // gemmBF16 is gemm with a and bm rounded to bf16 copies (a has rowsA rows
 // of lda, bm rowsB rows of ldb, as stored) and the product summed in fp32
 // into the fp32 c by cublasGemmEx.
-func (b *Backend) gemmBF16(transA, transB bool, m, n, k int, a uint64, rowsA, lda int, bm uint64, rowsB, ldb int, beta float32, c uint64, ldc int) {
+// When weightB is set, bm is a layer's weight and its bf16 copy comes from
+// the weight cache (bf16cache.go) instead of a conversion per call.
+func (b *Backend) gemmBF16(transA, transB bool, m, n, k int, a uint64, rowsA, lda int, bm uint64, rowsB, ldb int, weightB bool, beta float32, c uint64, ldc int) {
 	if b.err != nil {
 		return
 	}
 	a16 := b.toBF16(bf16MatA, a, rowsA*lda)
-	b16 := b.toBF16(bf16MatB, bm, rowsB*ldb)
+	var b16 uint64
+	if weightB {
+		b16 = b.cachedBF16(bm, rowsB*ldb, 0, 0)
+	} else {
+		b16 = b.toBF16(bf16MatB, bm, rowsB*ldb)
+	}
 	if b.err != nil {
 		return
 	}

@@ -119,7 +119,7 @@ func TestBF16Kernels(t *testing.T) {
 		}
 	}
 
-	for _, sh := range []struct{ n, c, hw int }{{1, 1, 1}, {2, 3, 5}, {3, 64, 16}, {2, 7, 49}} {
+	for _, sh := range []struct{ n, c, hw int }{{1, 1, 1}, {2, 3, 5}, {3, 64, 16}, {2, 7, 49}, {2, 33, 65}, {1, 70, 9}, {2, 64, 64}} {
 		size := sh.n * sh.c * sh.hw
 		host := make([]float32, size)
 		for i := range host {

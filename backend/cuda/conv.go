@@ -258,7 +258,12 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos 
 		choice, found = chooseAlgo(perf, limit, !b.tensorCores())
 	}
 	if b.opts.AlgoLog != nil {
-		logAlgos(b.opts.AlgoLog, what+" ("+source+")", s, perf, choice, found, given, limit, !b.tensorCores())
+		tag := source
+		if b.bf16 {
+			// The shape does not say the layout the algorithms ran on.
+			tag += ", bf16 NHWC"
+		}
+		logAlgos(b.opts.AlgoLog, what+" ("+tag+")", s, perf, choice, found, given, limit, !b.tensorCores())
 	}
 	if !found {
 		b.fail(fmt.Errorf("cuda: cuDNN has no %s algorithm for %s within a %s workspace", what, s, human(limit)))
@@ -290,6 +295,7 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	checkConv("Conv2dForward", s, x, w, y)
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(y)
 	if b.err != nil {
 		return
 	}
@@ -302,7 +308,7 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	xp, wp, yp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(y))
 	if b.bf16 {
 		xp = uintptr(b.toBF16NHWC(bf16ConvIn, b.ptr(x), s.N, s.C, s.H*s.W))
-		wp = uintptr(b.toBF16NHWC(bf16ConvFilter, b.ptr(w), s.K, s.C, s.R*s.S))
+		wp = uintptr(b.cachedBF16(b.ptr(w), s.WeightLen(), s.C, s.R*s.S))
 		yp = uintptr(b.scratchLocked(bf16ConvOut, uint64(s.OutLen())*2))
 		if b.err != nil {
 			return
@@ -347,6 +353,9 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	}
 	b.enter()
 	defer b.leave()
+	// dx and dw are written (and their bf16 copies made stale) however
+	// the call ends: a failure leaves them undefined.
+	defer b.wroteLocked(dx, dw)
 	if b.err != nil {
 		return
 	}
@@ -358,11 +367,11 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	h := b.cudnnHandle
 	xp, wp, dyp, dwp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(dy)), uintptr(b.ptr(dw))
 	if b.bf16 {
-		// dy and the filter in bf16 first; x is converted after the data
-		// gradient, whose bf16 output shares x's scratch block, and the
-		// filter gradient is written over the filter's copy.
+		// dy in bf16 and the filter's cached copy first; x is converted
+		// after the data gradient, whose bf16 output shares x's scratch
+		// block.
 		dyp = uintptr(b.toBF16NHWC(bf16ConvOut, b.ptr(dy), s.N, s.K, s.OutH()*s.OutW()))
-		wp = uintptr(b.toBF16NHWC(bf16ConvFilter, b.ptr(w), s.K, s.C, s.R*s.S))
+		wp = uintptr(b.cachedBF16(b.ptr(w), s.WeightLen(), s.C, s.R*s.S))
 		if b.err != nil {
 			return
 		}
@@ -403,7 +412,8 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	}
 	if b.bf16 {
 		xp = uintptr(b.toBF16NHWC(bf16ConvIn, b.ptr(x), s.N, s.C, s.H*s.W))
-		dwp = wp // the filter's bf16 copy is not needed any more
+		// Not over the filter's copy, which the cache keeps.
+		dwp = uintptr(b.scratchLocked(bf16ConvFilterGrad, uint64(s.WeightLen())*2))
 		if b.err != nil {
 			return
 		}

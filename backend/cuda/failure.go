@@ -52,6 +52,8 @@ func (b *Backend) Recover() error {
 		return b.err
 	}
 	b.err = nil
+	// Conversions queued while the failure stood did not run.
+	b.staleAllLocked()
 	// Work queued before the failure must have completed cleanly.
 	return b.syncLocked()
 }

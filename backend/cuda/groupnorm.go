@@ -39,6 +39,7 @@ func (b *Backend) GroupNormForward(s tensor.GNShape, x, gamma, beta, y, mean, in
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(y, mean, invStd)
 	b.launch("k_gn_fwd", s.N*s.G, 1, b.buf(x), b.buf(y), b.buf(gamma), b.buf(beta), b.ptr(mean), b.ptr(invStd),
 		s.N, s.C, s.HW, s.G, s.Eps)
 }
@@ -53,6 +54,7 @@ func (b *Backend) GroupNormBackward(s tensor.GNShape, x, dy, gamma, mean, invStd
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(dx, dgamma, dbeta)
 	sums := b.scratchLocked("group-norm channel sums", uint64(s.N*s.C*2*8))
 	b.launch("k_gn_bwd_dx", s.N*s.G, 1, b.buf(x), b.buf(dy), b.buf(gamma), b.buf(mean), b.buf(invStd), b.buf(dx), sums,
 		s.N, s.C, s.HW, s.G)

@@ -13,6 +13,7 @@ func (b *Backend) ReLUForward(x, y tensor.Buffer) {
 	n := sameLen("ReLUForward", x, y)
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(y)
 	if n > 0 {
 		b.launch("k_relu_fwd", gridFor(n, b.sms), 1, b.buf(x), b.buf(y), n)
 	}
@@ -22,6 +23,7 @@ func (b *Backend) ReLUBackward(y, dy, dx tensor.Buffer) {
 	n := sameLen("ReLUBackward", y, dy, dx)
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(dx)
 	if n > 0 {
 		b.launch("k_relu_bwd", gridFor(n, b.sms), 1, b.buf(y), b.buf(dy), b.buf(dx), n)
 	}
@@ -35,6 +37,7 @@ func (b *Backend) GlobalAvgPoolForward(n, c, hw int, x, y tensor.Buffer) {
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(y)
 	if n*c > 0 {
 		b.launch("k_gap_fwd", gridFor(n*c, b.sms), 1, b.buf(x), b.buf(y), n*c, hw)
 	}
@@ -46,6 +49,7 @@ func (b *Backend) GlobalAvgPoolBackward(n, c, hw int, dy, dx tensor.Buffer) {
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(dx)
 	if n*c*hw > 0 {
 		b.launch("k_gap_bwd", gridFor(n*c*hw, b.sms), 1, b.buf(dy), b.buf(dx), n*c, hw)
 	}
@@ -83,8 +87,9 @@ func (b *Backend) LinearForward(n, in, out int, x, w, bias, y tensor.Buffer) {
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(y)
 	if b.bf16 {
-		b.gemmBF16(false, true, n, out, in, b.ptr(x), n, in, b.ptr(w), out, in, 0, b.ptr(y), out)
+		b.gemmBF16(false, true, n, out, in, b.ptr(x), n, in, b.ptr(w), out, in, true, 0, b.ptr(y), out)
 	} else {
 		b.gemm(false, true, n, out, in, 1, b.ptr(x), in, b.ptr(w), in, 0, b.ptr(y), out, b.tf32)
 	}
@@ -100,17 +105,18 @@ func (b *Backend) LinearBackward(n, in, out int, x, w, dy, dx, dw, db tensor.Buf
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(dx, dw, db)
 	if dx != nil {
 		// dx (N,In) = dy (N,Out) w (Out,In)
 		if b.bf16 {
-			b.gemmBF16(false, false, n, in, out, b.ptr(dy), n, out, b.ptr(w), out, in, 0, b.ptr(dx), in)
+			b.gemmBF16(false, false, n, in, out, b.ptr(dy), n, out, b.ptr(w), out, in, true, 0, b.ptr(dx), in)
 		} else {
 			b.gemm(false, false, n, in, out, 1, b.ptr(dy), out, b.ptr(w), in, 0, b.ptr(dx), in, b.tf32)
 		}
 	}
 	// dw (Out,In) = dy^T (Out,N) x (N,In)
 	if b.bf16 {
-		b.gemmBF16(true, false, out, in, n, b.ptr(dy), n, out, b.ptr(x), n, in, 0, b.ptr(dw), in)
+		b.gemmBF16(true, false, out, in, n, b.ptr(dy), n, out, b.ptr(x), n, in, false, 0, b.ptr(dw), in)
 	} else {
 		b.gemm(true, false, out, in, n, 1, b.ptr(dy), out, b.ptr(x), in, 0, b.ptr(dw), in, b.tf32)
 	}

@@ -63,6 +63,7 @@ func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Bu
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(dz)
 	nan := tensor.LossResult{Loss: math.NaN(), Full: math.NaN()}
 	if b.err != nil {
 		return nan
@@ -120,6 +121,7 @@ func (b *Backend) Decoupled(n, d int, tau, gamma float32, u, z, dz tensor.Buffer
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(u, dz)
 	nan := tensor.LossResult{Loss: math.NaN(), Full: math.NaN()}
 	if b.err != nil {
 		return nan

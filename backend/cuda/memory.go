@@ -104,6 +104,7 @@ func (b *Backend) Free(x tensor.Buffer) {
 	b.enter()
 	defer b.leave()
 	if d.ptr != 0 && b.arena != nil {
+		b.freedLocked(d)
 		b.arena.free(d.ptr)
 	}
 	d.ptr, d.n = 0, 0
@@ -127,6 +128,7 @@ func (b *Backend) Upload(dst tensor.Buffer, src []float32) {
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(dst)
 	if b.err != nil {
 		return
 	}

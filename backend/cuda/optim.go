@@ -10,6 +10,7 @@ func (b *Backend) SGDStep(c tensor.SGDConfig, w, g, v tensor.Buffer) {
 	n := sameLen("SGDStep", w, g, v)
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(w, v)
 	if n > 0 {
 		b.launch("k_sgd", gridFor(n, b.sms), 1, b.buf(w), b.buf(g), b.buf(v), n, c.LR, c.Momentum, c.WeightDecay, c.Nesterov)
 	}
@@ -21,6 +22,7 @@ func (b *Backend) LARSStep(c tensor.LARSConfig, w, g, v tensor.Buffer) {
 	n := sameLen("LARSStep", w, g, v)
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(w, v)
 	if n == 0 {
 		return
 	}

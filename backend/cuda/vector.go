@@ -31,6 +31,7 @@ func (b *Backend) Zero(x tensor.Buffer) {
 	d := b.buf(x)
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(x)
 	b.memsetLocked(d.ptr, d.n)
 }
 
@@ -41,6 +42,7 @@ func (b *Backend) Copy(dst, src tensor.Buffer) {
 	}
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(dst)
 	if b.err != nil {
 		return
 	}
@@ -52,6 +54,7 @@ func (b *Backend) Scale(x tensor.Buffer, alpha float32) {
 	n := x.Len()
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(x)
 	if n > 0 {
 		b.launch("k_scale", gridFor(n, b.sms), 1, b.buf(x), alpha, n)
 	}
@@ -61,6 +64,7 @@ func (b *Backend) Axpy(y tensor.Buffer, alpha float32, x tensor.Buffer) {
 	n := sameLen("Axpy", y, x)
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(y)
 	if n > 0 {
 		b.launch("k_axpy", gridFor(n, b.sms), 1, b.buf(y), alpha, b.buf(x), n)
 	}
@@ -70,6 +74,7 @@ func (b *Backend) Add(out, x, y tensor.Buffer) {
 	n := sameLen("Add", out, x, y)
 	b.enter()
 	defer b.leave()
+	defer b.wroteLocked(out)
 	if n > 0 {
 		b.launch("k_add", gridFor(n, b.sms), 1, b.buf(out), b.buf(x), b.buf(y), n)
 	}

@@ -28,21 +28,57 @@ extern "C" __global__ void k_to_bf16(const float* x, unsigned short* y, int n) {
     GRID_STRIDE(i, n) y[i] = f32_to_bf16(x[i]);
 }
 
-// k_nchw_to_nhwc_bf16 writes y (N,HW,C) in bf16 from x (N,C,HW) in fp32;
-// one thread per output element, so the writes are coalesced.
+// The layout changes go through shared memory in tiles of 32 channels by
+// 32 positions of one image, so that both sides are read and written at
+// consecutive addresses: a direct transpose touches one element per 32-byte
+// sector on one of its sides. Each block walks its tiles (grid-stride);
+// its BLOCK threads cover a tile in BLOCK/32 rows per pass.
+#define BF16_TILE 32
+
+// k_nchw_to_nhwc_bf16 writes y (N,HW,C) in bf16 from x (N,C,HW) in fp32.
 extern "C" __global__ void k_nchw_to_nhwc_bf16(const float* x, unsigned short* y, int n, int c, int hw) {
-    GRID_STRIDE(i, (long long)n * c * hw) {
-        long long ch = i % c, rest = i / c;
-        long long p = rest % hw, img = rest / hw;
-        y[i] = f32_to_bf16(x[(img * c + ch) * hw + p]);
+    __shared__ float tile[BF16_TILE][BF16_TILE + 1];
+    int ct = (c + BF16_TILE - 1) / BF16_TILE, pt = (hw + BF16_TILE - 1) / BF16_TILE;
+    long long tiles = (long long)n * ct * pt;
+    int col = threadIdx.x % BF16_TILE, row0 = threadIdx.x / BF16_TILE;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int p0 = (int)(t % pt) * BF16_TILE;
+        long long rest = t / pt;
+        int c0 = (int)(rest % ct) * BF16_TILE;
+        long long img = rest / ct;
+        for (int r = row0; r < BF16_TILE; r += BLOCK / BF16_TILE) {
+            int ch = c0 + r, p = p0 + col;
+            if (ch < c && p < hw) tile[r][col] = x[(img * c + ch) * hw + p];
+        }
+        __syncthreads();
+        for (int r = row0; r < BF16_TILE; r += BLOCK / BF16_TILE) {
+            int p = p0 + r, ch = c0 + col;
+            if (ch < c && p < hw) y[(img * hw + p) * c + ch] = f32_to_bf16(tile[col][r]);
+        }
+        __syncthreads();
     }
 }
 
 // k_nhwc_bf16_to_nchw writes y (N,C,HW) in fp32 from x (N,HW,C) in bf16.
 extern "C" __global__ void k_nhwc_bf16_to_nchw(const unsigned short* x, float* y, int n, int c, int hw) {
-    GRID_STRIDE(i, (long long)n * c * hw) {
-        long long p = i % hw, rest = i / hw;
-        long long ch = rest % c, img = rest / c;
-        y[i] = bf16_to_f32(x[(img * hw + p) * c + ch]);
+    __shared__ float tile[BF16_TILE][BF16_TILE + 1];
+    int ct = (c + BF16_TILE - 1) / BF16_TILE, pt = (hw + BF16_TILE - 1) / BF16_TILE;
+    long long tiles = (long long)n * ct * pt;
+    int col = threadIdx.x % BF16_TILE, row0 = threadIdx.x / BF16_TILE;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int p0 = (int)(t % pt) * BF16_TILE;
+        long long rest = t / pt;
+        int c0 = (int)(rest % ct) * BF16_TILE;
+        long long img = rest / ct;
+        for (int r = row0; r < BF16_TILE; r += BLOCK / BF16_TILE) {
+            int p = p0 + r, ch = c0 + col;
+            if (ch < c && p < hw) tile[r][col] = bf16_to_f32(x[(img * hw + p) * c + ch]);
+        }
+        __syncthreads();
+        for (int r = row0; r < BF16_TILE; r += BLOCK / BF16_TILE) {
+            int ch = c0 + r, p = p0 + col;
+            if (ch < c && p < hw) y[(img * c + ch) * hw + p] = tile[col][r];
+        }
+        __syncthreads();
     }
 }

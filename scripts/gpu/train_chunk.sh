@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # train_chunk.sh — run THERE: one piece of a long simclr training run on the
-# GPU machine, for runs longer than one device command (10 minutes; issues 8
-# and 9). The run lives in /tmp/simclr-gpu/runs/NAME on the machine, which
-# keeps it only while the machine is held (it goes back 30 s after
-# a call ends, and after 30 minutes held in any case): start the next chunk
-# at once. Checkpoints (46 MB of weights and more) cannot come back through $OUT (16 MiB a
-# file); the run's small files (config.json, metrics.jsonl, eval.jsonl,
+# GPU machine, for runs longer than one command may take there (10
+# minutes). The run lives in /tmp/simclr-gpu/runs/NAME on the machine, which
+# may keep it only while the machine stays up: start the next chunk at once.
+# Checkpoints (46 MB of weights and more) are too large to copy back (files
+# of at most 16 MiB come back from $OUT); the run's small files (config.json, metrics.jsonl, eval.jsonl,
 # linear_probe.json) and the log do.
 #
 #   first chunk:  bash scripts/gpu/train_chunk.sh NAME [BUDGET_S] -- TRAIN_FLAGS...

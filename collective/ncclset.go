@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/simclr-go/simclr/internal/cudawheel"
 )
 
 // NCCL of the CUDA backend's major.
@@ -56,22 +58,8 @@ var ncclDebianVersion = regexp.MustCompile(`\+cuda(1[0-9])(?:[^0-9]|$)`)
 // or a major in its folder's name. 0 when none says.
 func ncclCUDAMajor(root, path string) (int, string) {
 	dir := filepath.Dir(path)
-	if filepath.Base(dir) == "lib" && filepath.Base(filepath.Dir(dir)) == "nccl" && filepath.Base(filepath.Dir(filepath.Dir(dir))) == "nvidia" {
-		site := filepath.Dir(filepath.Dir(filepath.Dir(dir)))
-		m, _ := filepath.Glob(filepath.Join(site, "nvidia_nccl_cu*-*.dist-info"))
-		majors := map[int]string{}
-		for _, d := range m {
-			name := filepath.Base(d)
-			v, _, _ := strings.Cut(strings.TrimPrefix(name, "nvidia_nccl_cu"), "-")
-			if n, err := strconv.Atoi(v); err == nil {
-				majors[n] = name
-			}
-		}
-		if len(majors) == 1 {
-			for n, name := range majors {
-				return n, "its wheel " + name
-			}
-		}
+	if n, why := cudawheel.Major(path, "nccl"); n > 0 {
+		return n, why
 	}
 	if n, pkg := debianNCCLMajor(root, strings.TrimPrefix(path, root)); n > 0 {
 		return n, "its Debian package " + pkg

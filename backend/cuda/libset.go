@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/simclr-go/simclr/internal/cudawheel"
 )
 
 // One CUDA major version for cuBLAS, cuBLASLt, NVRTC and cuDNN.
@@ -103,22 +105,8 @@ var cudaInPath = regexp.MustCompile(`(?:^|[/_.-])cu(?:da)?[-_]?(1[0-9])(?:[^0-9]
 // (cudnnGetCudartVersion). root prefixes the system folders (tests).
 func cudnnCUDAMajor(root, path string) (int, string) {
 	dir := filepath.Dir(path)
-	if filepath.Base(dir) == "lib" && filepath.Base(filepath.Dir(dir)) == "cudnn" && filepath.Base(filepath.Dir(filepath.Dir(dir))) == "nvidia" {
-		site := filepath.Dir(filepath.Dir(filepath.Dir(dir)))
-		m, _ := filepath.Glob(filepath.Join(site, "nvidia_cudnn_cu*-*.dist-info"))
-		majors := map[int]string{}
-		for _, d := range m {
-			name := filepath.Base(d)
-			v, _, _ := strings.Cut(strings.TrimPrefix(name, "nvidia_cudnn_cu"), "-")
-			if n, err := strconv.Atoi(v); err == nil {
-				majors[n] = name
-			}
-		}
-		if len(majors) == 1 {
-			for n, name := range majors {
-				return n, "its wheel " + name
-			}
-		}
+	if n, why := cudawheel.Major(path, "cudnn"); n > 0 {
+		return n, why
 	}
 	rel := strings.TrimPrefix(path, root)
 	lists, _ := filepath.Glob(dpkgCudnnLists(root))

@@ -204,7 +204,7 @@ func (p *Period) UnmarshalJSON(b []byte) error {
 // 5,000 class-balanced CIFAR-10 images, 200 L-SGD iterations of 128 images (5
 // epochs), short enough that training plus both linear probes take a few
 // minutes on two CPU cores (about 250 CPU-seconds in all), long enough that
-// the probe clearly beats the same network at initialisation (BENCHMARKS.md
+// the probe clearly beats the same network at initialisation (studies/engine-speed/README.md
 // has the measured accuracies, with the command and machine).
 // The learning rate is 0.5 rather than the recipe's 0.06 x 128/512: so
 // short a run needs a larger step.

@@ -21,7 +21,7 @@ const (
 // matrix (9 per output), so it wins on the 3x3 stride-1 pad-1 layers
 // when its 16 GEMMs are long and deep enough. BenchmarkConvAlgorithms
 // runs every layer both ways; its figures, which set the two thresholds
-// below, are in BENCHMARKS.md ("The figures behind the CPU convolution
+// below, are in studies/engine-speed/README.md ("The figures behind the CPU convolution
 // constants"). It needs
 //   - at least minWinogradChannels input channels: the stem (3 channels)
 //     writes 16 x K transformed outputs per tile through memory to save a

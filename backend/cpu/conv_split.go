@@ -57,7 +57,7 @@ const (
 // than a worker's images have output positions (K < cols/2, the first
 // stages at every batch size), halving the GEMM's rows costs more than
 // the weights save (BenchmarkSmallBatchConvs measures both splits per
-// layer; BENCHMARKS.md has the figures). The shared im2col matrix and
+// layer; studies/engine-speed/README.md has the figures). The shared im2col matrix and
 // output must fit in the workspace budget.
 func (b *Backend) splitByChannels(s tensor.ConvShape) bool {
 	switch {

@@ -75,7 +75,7 @@ type winoScratch struct {
 // buffer whose planes hold n values: n rounded up to whole cache lines,
 // plus one line. Planes exactly a power of two apart (64 x 512 tiles is
 // 128 KiB) put the 16 streams a transform reads or writes into the same
-// cache sets; the extra line staggers them (BENCHMARKS.md, "The figures
+// cache sets; the extra line staggers them (studies/engine-speed/README.md, "The figures
 // behind the CPU convolution constants").
 func planeStride(n int) int { return (n+15)&^15 + 16 }
 
@@ -107,7 +107,7 @@ func (g winoGeometry) tiles() int { return g.th * g.tw }
 // hold 16 x max(C,K) x tiles per image), at least one image. A chunk of
 // about 512 tiles keeps the 64-channel layers' transformed tiles (2 MiB
 // each way) in the 2 MiB L2 caches between the transforms and the GEMMs,
-// which larger chunks spill (BENCHMARKS.md, "The figures behind the CPU
+// which larger chunks spill (studies/engine-speed/README.md, "The figures behind the CPU
 // convolution constants").
 func (b *Backend) winoChunkImages(s tensor.ConvShape, g winoGeometry) int {
 	perImage := 2 * winoTile * max(s.C, s.K) * g.tiles()

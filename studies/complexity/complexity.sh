@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the paper's Table 1 (BENCHMARKS.md, "The complexity table,
+# Measures the paper's Table 1 (studies/complexity/README.md, "The complexity table,
 # measured") into studies/complexity/results, as `go run ./examples/complexity` does
 # in one process, but with the prescribed and the tuned cells in two
 # processes at once (each with two workers), their files then merged and the

@@ -872,6 +872,12 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	if st.Why == "" {
 		st.Why = fmt.Sprintf("the budget of %d samples ran out", r.s.Target.Budget)
 		r.rec.Stopped = st.Why + fmt.Sprintf(" with the gap estimate at %s", fmtGap(float64(st.GapEstimate)))
+		if g := float64(st.GapEstimate); g <= eps {
+			// Below the target but not claimed: the stage had not run the
+			// step sum that lets an estimate end it (small drops of a
+			// crawling run read as a small gap).
+			r.rec.Stopped += ", below the target but not claimed: the stage had not yet run long enough for its estimate to be trusted"
+		}
 	}
 }
 

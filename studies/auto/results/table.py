@@ -102,6 +102,8 @@ def why_missed(m, i):
             k = "auto could not serve it"
         elif stop.startswith("the gap estimate"):
             k = "claimed the target, the true gap above it"
+        elif "below the target but not claimed" in stop:
+            k = "the budget ran out with the estimate below the target, not yet trusted"
         else:
             k = "the budget ran out with the estimate above the target"
         out[k] = out.get(k, 0) + 1

@@ -3,10 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"image"
-	"image/color"
-	"image/png"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/simclr-go/simclr/checkpoint"
+	"github.com/simclr-go/simclr/internal/testsupport/synthdata"
 	"github.com/simclr-go/simclr/runfolder"
 	"github.com/simclr-go/simclr/train"
 )
@@ -31,41 +28,10 @@ func execute(args ...string) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-// imageFolder writes a tiny image-folder data set (two classes of 16x16
-// PNGs, one reddish and one bluish) and returns its root.
+// imageFolder writes a tiny image-folder data set and returns its root
+// (synthdata.ImageFolder).
 func imageFolder(t *testing.T, nTrain, nTest int) string {
-	t.Helper()
-	root := t.TempDir()
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, split := range []struct {
-		name string
-		n    int
-	}{{"train", nTrain}, {"test", nTest}} {
-		for c, class := range []string{"red", "blue"} {
-			dir := filepath.Join(root, split.name, class)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < split.n/2; i++ {
-				img := image.NewRGBA(image.Rect(0, 0, 16, 16))
-				for p := 0; p < 256; p++ {
-					v := uint8(r.IntN(120))
-					col := color.RGBA{R: 100 + v, G: v, B: v / 2, A: 255}
-					if c == 1 {
-						col = color.RGBA{R: v / 2, G: v, B: 100 + v, A: 255}
-					}
-					img.Set(p%16, p/16, col)
-				}
-				f, err := os.Create(filepath.Join(dir, string(rune('a'+i%26))+string(rune('a'+i/26))+".png"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				png.Encode(f, img)
-				f.Close()
-			}
-		}
-	}
-	return root
+	return synthdata.ImageFolder(t, nTrain, nTest)
 }
 
 func TestTrainEvalReportEndToEnd(t *testing.T) {

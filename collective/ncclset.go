@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/simclr-go/simclr/internal/cudawheel"
+	"github.com/simclr-go/simclr/internal/cudainstall"
 )
 
 // NCCL of the CUDA backend's major.
@@ -58,7 +58,7 @@ var ncclDebianVersion = regexp.MustCompile(`\+cuda(1[0-9])(?:[^0-9]|$)`)
 // or a major in its folder's name. 0 when none says.
 func ncclCUDAMajor(root, path string) (int, string) {
 	dir := filepath.Dir(path)
-	if n, why := cudawheel.Major(path, "nccl"); n > 0 {
+	if n, why := cudainstall.WheelMajor(path, "nccl"); n > 0 {
 		return n, why
 	}
 	if n, pkg := debianNCCLMajor(root, strings.TrimPrefix(path, root)); n > 0 {
@@ -77,7 +77,7 @@ func ncclCUDAMajor(root, path string) (int, string) {
 func debianNCCLMajor(root, rel string) (int, string) {
 	listed := false
 	for _, l := range []string{"libnccl2.list", "libnccl2:amd64.list", "libnccl2:arm64.list"} {
-		if listNames(filepath.Join(root, "/var/lib/dpkg/info", l), rel) {
+		if cudainstall.ListNames(filepath.Join(root, "/var/lib/dpkg/info", l), rel) {
 			listed = true
 			break
 		}
@@ -110,24 +110,6 @@ func debianNCCLMajor(root, rel string) (int, string) {
 		}
 	}
 	return 0, ""
-}
-
-// listNames reports whether the dpkg file list at list names path, or a
-// file of the same folder whose name starts with path's (libnccl.so.2 is a
-// link to libnccl.so.2.21.5, which the list may name alone).
-func listNames(list, path string) bool {
-	f, err := os.Open(list)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if l := sc.Text(); l == path || strings.HasPrefix(l, path+".") {
-			return true
-		}
-	}
-	return false
 }
 
 // findNCCL lists the copies of libnccl.so.2 of s: SIMCLR_NCCL_LIB first,

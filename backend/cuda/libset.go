@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/simclr-go/simclr/internal/cudawheel"
+	"github.com/simclr-go/simclr/internal/cudainstall"
 )
 
 // One CUDA major version for cuBLAS, cuBLASLt, NVRTC and cuDNN.
@@ -105,7 +104,7 @@ var cudaInPath = regexp.MustCompile(`(?:^|[/_.-])cu(?:da)?[-_]?(1[0-9])(?:[^0-9]
 // (cudnnGetCudartVersion). root prefixes the system folders (tests).
 func cudnnCUDAMajor(root, path string) (int, string) {
 	dir := filepath.Dir(path)
-	if n, why := cudawheel.Major(path, "cudnn"); n > 0 {
+	if n, why := cudainstall.WheelMajor(path, "cudnn"); n > 0 {
 		return n, why
 	}
 	rel := strings.TrimPrefix(path, root)
@@ -117,7 +116,7 @@ func cudnnCUDAMajor(root, path string) (int, string) {
 		if err != nil {
 			continue
 		}
-		if listHas(l, rel) {
+		if cudainstall.ListNames(l, rel) {
 			return n, "its Debian package " + pkg
 		}
 	}
@@ -133,22 +132,6 @@ func cudnnCUDAMajor(root, path string) (int, string) {
 // relative to the working folder).
 func dpkgCudnnLists(root string) string {
 	return filepath.Join(root, "/var/lib/dpkg/info/libcudnn9-cuda-*.list")
-}
-
-// listHas reports whether the dpkg file list at list names path.
-func listHas(list, path string) bool {
-	f, err := os.Open(list)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if sc.Text() == path {
-			return true
-		}
-	}
-	return false
 }
 
 // chooseSet picks the file of each library of setRoles so that all four

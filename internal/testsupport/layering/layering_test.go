@@ -24,7 +24,7 @@ var layers = map[string]int{
 	// 0: leaves.
 	"tensor": 0, "blas": 0, "checkpoint": 0, "data": 0, "mlmc": 0, "runfolder": 0,
 	"internal/parallel": 0, "data/internal/fsutil": 0, "eval/features": 0,
-	"internal/npy": 0, "internal/cudawheel": 0,
+	"internal/npy": 0, "internal/cudainstall": 0,
 	// Test-only helpers (internal/testsupport): no runtime package imports them.
 	"internal/testsupport/layering": 0, "internal/testsupport/testenv": 0, "internal/testsupport/citations": 0, "internal/testsupport/mdtables": 0,
 	// 1: the CSO and UBSR oracles, the stochastic-gradient driver, the host reference maths, data readers, augmentations.

@@ -1,8 +1,9 @@
-// Package cudawheel reads which CUDA major an NVIDIA Python wheel's library
-// was built for, from the wheel's metadata, without loading the library:
-// the CUDA backend asks it of cuDNN and the collectives of NCCL, so that
-// every library of a process comes from one CUDA major.
-package cudawheel
+// Package cudainstall reads what an installation records about a CUDA
+// library without loading it (an NVIDIA Python wheel's metadata, Debian's
+// package file lists): the CUDA backend asks it of cuDNN and the
+// collectives of NCCL, so that every library of a process comes from one
+// CUDA major.
+package cudainstall
 
 import (
 	"path/filepath"
@@ -10,12 +11,12 @@ import (
 	"strings"
 )
 
-// Major is the CUDA major of the library at path when path lies in a
+// WheelMajor is the CUDA major of the library at path when path lies in a
 // wheel's site-packages/nvidia/NAME/lib folder and exactly one
 // nvidia_NAME_cuMAJOR-*.dist-info sits beside the nvidia/ folder; it
 // returns the major and "its wheel DIST-INFO", or 0 and "" otherwise (no
 // wheel, or the metadata of several majors, which cannot tell them apart).
-func Major(path, name string) (int, string) {
+func WheelMajor(path, name string) (int, string) {
 	dir := filepath.Dir(path)
 	if filepath.Base(dir) != "lib" || filepath.Base(filepath.Dir(dir)) != name || filepath.Base(filepath.Dir(filepath.Dir(dir))) != "nvidia" {
 		return 0, ""

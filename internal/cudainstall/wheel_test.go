@@ -1,4 +1,4 @@
-package cudawheel
+package cudainstall
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestMajor(t *testing.T) {
+func TestWheelMajor(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		distInfos []string
@@ -27,9 +27,9 @@ func TestMajor(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n, why := Major(filepath.Join(site, tc.lib), tc.pkg)
+			n, why := WheelMajor(filepath.Join(site, tc.lib), tc.pkg)
 			if n != tc.want || (n > 0) != (why != "") {
-				t.Errorf("Major = %d, %q; want %d", n, why, tc.want)
+				t.Errorf("WheelMajor = %d, %q; want %d", n, why, tc.want)
 			}
 		})
 	}

@@ -445,10 +445,7 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		st.Notes = append(st.Notes, fmt.Sprintf("no pilot: one of %d samples needs more than half of the %d samples left, so the last plan runs on", budget, left))
 		st.Plans = append(st.Plans, r.plan)
 		r.runStage(st, eps, last, budget)
-		st.Step, st.Samples = r.step, r.used
-		r.lastStage = r.used - start
-		r.logf("auto stage %d: target %.3g, %s L=%d, step %.3g, %d samples, gap estimate %s: %s\n",
-			k+1, eps, r.plan.Method, r.plan.MaxLevel, r.step, r.used, fmtGap(float64(st.GapEstimate)), st.Why)
+		r.endStage(st, k, start)
 		return nil
 	}
 	if k == 0 {
@@ -529,11 +526,17 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 	if !r.done {
 		r.runStage(st, eps, last, budget)
 	}
+	r.endStage(st, k, start)
+	return nil
+}
+
+// endStage records where stage k, begun at start samples, ended and logs
+// its line.
+func (r *runner) endStage(st *Stage, k int, start int64) {
 	st.Step, st.Samples = r.step, r.used
 	r.lastStage = r.used - start
 	r.logf("auto stage %d: target %.3g, %s L=%d, step %.3g, %d samples, gap estimate %s: %s\n",
-		k+1, eps, r.plan.Method, r.plan.MaxLevel, r.step, r.used, fmtGap(float64(st.GapEstimate)), st.Why)
-	return nil
+		k+1, st.Target, r.plan.Method, r.plan.MaxLevel, r.step, r.used, fmtGap(float64(st.GapEstimate)), st.Why)
 }
 
 func fmtGap(g float64) string {

@@ -579,13 +579,40 @@ func toyTask(t testing.TB, budget int64) *task {
 		d.X = append(d.X, a)
 		d.Y = append(d.Y, 3*a[0]-2*a[1]+1+0.3*r.NormFloat64())
 	}
+	return linearTask(t, d, budget)
+}
+
+// sizedTask is a linear problem of rows rows and feats features (uniform on
+// [-1, 1], targets a fixed linear signal plus noise), the size of the
+// study's data sets where toyTask is a tenth of it.
+func sizedTask(t testing.TB, rows, feats int, budget int64) *task {
+	t.Helper()
+	r := rand.New(rand.NewPCG(23, 24))
+	d := &Data{Name: "sized"}
+	for range rows {
+		a := make([]float64, feats)
+		y := 1 + 0.3*r.NormFloat64()
+		for k := range a {
+			a[k] = 2*r.Float64() - 1
+			y += float64(k%3-1) * 2 * a[k]
+		}
+		d.X = append(d.X, a)
+		d.Y = append(d.Y, y)
+	}
+	return linearTask(t, d, budget)
+}
+
+// linearTask is the linear DRO task on d, with its exact F*.
+func linearTask(t testing.TB, d *Data, budget int64) *task {
+	t.Helper()
+	feats := len(d.X[0])
 	ex := newExactLinear(d)
 	_, fStar, err := ex.minimise()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk := &task{ds: dataset{Name: "toy", Convex: true}, data: d, model: linear{2}, obj: ex.objective(), exact: ex,
-		x0: make([]float64, 3), fStar: fStar, budget: budget, growth: 1.5, grid: droGrid()}
+	tk := &task{ds: dataset{Name: d.Name, Convex: true}, data: d, model: linear{feats}, obj: ex.objective(), exact: ex,
+		x0: make([]float64, feats+1), fStar: fStar, budget: budget, growth: 1.5, grid: droGrid()}
 	tk.f0 = ex.value(tk.x0)
 	return tk
 }

@@ -27,6 +27,19 @@ type Measurement struct {
 	// LowDraws, when positive, is the draws of levels l_min..l_min+3,
 	// measured again densely; Report.Levels holds those rows.
 	LowDraws int `json:"low_draws,omitempty"`
+	// QuerySeconds is the wall time of the pilot's queries (draws and
+	// evaluations, MeasureLevels' timings), what any use of its samples
+	// would pay; the rest of a pilot is its statistics.
+	QuerySeconds float64 `json:"-"`
+}
+
+// querySeconds adds up the measured wall time of a report's queries.
+func querySeconds(rep *mlmc.LevelsReport) float64 {
+	s := 0.0
+	for _, l := range rep.Levels {
+		s += float64(l.Draws) * l.Seconds
+	}
+	return s
 }
 
 // maxPilotLevels bounds the levels one pilot measures above the minimum:
@@ -91,7 +104,7 @@ func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget 
 	if err != nil {
 		return Measurement{}, fmt.Errorf("auto: pilot: %w", err)
 	}
-	m := Measurement{Report: rep, Samples: co.samples}
+	m := Measurement{Report: rep, Samples: co.samples, QuerySeconds: querySeconds(rep)}
 	if deepShare == 1 {
 		return m, nil
 	}
@@ -108,6 +121,7 @@ func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget 
 	if err != nil {
 		return Measurement{}, fmt.Errorf("auto: pilot, low levels: %w", err)
 	}
+	m.QuerySeconds += querySeconds(low)
 	copy(rep.Levels, low.Levels)
 	m.LowDraws, m.Samples = low.Draws, co.samples
 	return m, nil

@@ -179,6 +179,25 @@ type Result struct {
 	// Diverged that the safeguard gave up.
 	Reached, Diverged bool
 	Record            *Record
+	// Segments are what the run drew samples for, in order: every run of
+	// an estimator and every pilot. Replaying them without auto's
+	// decisions prices auto's own computing (examples/dro's
+	// BenchmarkAutoOwnShare does).
+	Segments []Segment
+}
+
+// Segment is one part of a run: an estimator run from Start for
+// Iterations steps of Step (on the problem's oracle made with OracleSeed,
+// within the samples Base..Until), or, where Pilot is set, a pilot
+// measurement.
+type Segment struct {
+	Method      sgd.Method
+	Step        float64
+	Start       []float64
+	OracleSeed  uint64
+	Base, Until int64
+	Iterations  int
+	Pilot       *Measurement
 }
 
 // Run minimises p in stages whose targets fall geometrically to
@@ -237,7 +256,7 @@ func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 			break
 		}
 	}
-	res := &Result{X: r.avg, Iterations: r.iters, Cost: r.cost, Samples: r.used, Reached: r.reached, Diverged: r.diverged, Record: r.rec}
+	res := &Result{X: r.avg, Iterations: r.iters, Cost: r.cost, Samples: r.used, Reached: r.reached, Diverged: r.diverged, Record: r.rec, Segments: r.segments}
 	r.rec.Samples, r.rec.Pilot = r.used, r.pilot
 	return res, nil
 }
@@ -260,6 +279,7 @@ type runner struct {
 	step        float64
 	kappa       float64 // the projected, preconditioned share of the noise
 	plan        *Plan
+	segments    []Segment
 	stage0Cost  int64 // the first stage's pilot
 	lastStage   int64 // the last stage's samples, pilot included
 	// minSum is the step sum a later stage must run before it may end:
@@ -316,6 +336,7 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.segments = append(r.segments, Segment{Pilot: &m, Base: r.used - m.Samples, Until: r.used})
 	if r.gradNorm0 == 0 {
 		r.gradNorm0 = GradNorm(m.Report)
 	}
@@ -560,18 +581,16 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	if r.used >= until {
 		return true, nil
 	}
-	inst, err := r.p.NewOracle(r.seed(0x0c1e))
+	oracleSeed := r.seed(0x0c1e)
+	inst, err := r.p.NewOracle(oracleSeed)
 	if err != nil {
 		return false, fmt.Errorf("auto: make the oracle: %w", err)
 	}
 	step := r.step
+	seg := Segment{Method: r.method(p), Step: step, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used, Until: until}
+	avg := &sgd.Average{N: *n, X: r.avg}
 	stop := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
 		if op == sgd.Stepped {
-			*n++
-			w := 2 / (float64(*n) + 1)
-			for i := range r.avg {
-				r.avg[i] += w * (loc.X[i] - r.avg[i])
-			}
 			r.iters++
 			r.cost = loc.Cost
 			r.relay.Send(op, r.iters, loc.Cost, r.avg, true)
@@ -583,10 +602,13 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 		r.relay.Send(op, r.iters, loc.Cost, r.avg, false)
 		return sgd.Continue
 	})
-	res, err := sgd.Minimize(r.p, inst, r.method(p), sgd.Constant(step), sgd.Settings{X: r.x, Budget: until, Base: r.used}, stop)
+	res, err := sgd.Minimize(r.p, inst, seg.Method, sgd.Constant(step), sgd.Settings{X: r.x, Budget: until, Base: r.used, Average: avg}, stop)
+	*n = avg.N
 	if err != nil {
 		return false, fmt.Errorf("auto: %w", err)
 	}
+	seg.Iterations = res.Iterations
+	r.segments = append(r.segments, seg)
 	r.used = max(res.Drawn, r.used)
 	if r.used >= r.s.Target.Budget || res.Drawn > until && until == r.s.Target.Budget {
 		r.done = true

@@ -197,6 +197,28 @@ type Settings struct {
 	// Value, when set, is what Location.Value reads (F, or the problem's
 	// error).
 	Value func(x []float64) float64
+	// Average, when set, takes in every iterate after its step, before
+	// the recorders hear of it (it may carry on from an earlier run).
+	Average *Average
+}
+
+// Average is the weighted average of the iterates x_1..x_N that Add has
+// taken in, x_t weighted in proportion to t: the weight on the early
+// iterates, far from the optimum, fades, and the average keeps the noise
+// reduction of a plain mean over the late ones (docs/definitions.md,
+// section 11).
+type Average struct {
+	N int
+	X []float64
+}
+
+// Add takes x in.
+func (a *Average) Add(x []float64) {
+	a.N++
+	w := 2 / (float64(a.N) + 1)
+	for i := range a.X {
+		a.X[i] += w * (x[i] - a.X[i])
+	}
 }
 
 // Result is a run's outcome.
@@ -344,6 +366,9 @@ func (r *Run) Next() (bool, error) {
 	loc.Step = lr
 	loc.known = false
 	res.Iterations, res.Cost = loc.Iter, cost
+	if r.s.Average != nil {
+		r.s.Average.Add(x)
+	}
 	st = r.notify(Stepped)
 	switch {
 	case !Finite(x) || st == Diverge:

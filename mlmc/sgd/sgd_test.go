@@ -216,3 +216,60 @@ func TestProgressAndRelay(t *testing.T) {
 		t.Errorf("relayed value %v, want 0.125", trace.Values[0])
 	}
 }
+
+// TestAverage: with step 0.5 the iterates are x_t = 0.5^t, and the average
+// weights x_t in proportion to t, so after T steps it is
+// sum t 0.5^t / sum t, known by hand; a second run carrying the same
+// Average on from where the first stopped ends where one run of both
+// lengths does, and the average is taken in before the recorders hear of
+// the step.
+func TestAverage(t *testing.T) {
+	byHand := func(steps int) float64 {
+		num, den := 0.0, 0.0
+		for k := 1; k <= steps; k++ {
+			num += float64(k) * math.Pow(0.5, float64(k))
+			den += float64(k)
+		}
+		return num / den
+	}
+	for _, tc := range []struct {
+		name         string
+		first, again int64 // the budgets of one run and of a second one carrying its average on
+	}{
+		{"one step", 1, 0},
+		{"five steps", 5, 0},
+		{"three then four", 3, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, inst := exactProblem(1)
+			avg := &Average{X: []float64{1}}
+			var seen []float64
+			rec := RecorderFunc(func(op Op, loc *Location) Status {
+				if op == Stepped {
+					seen = append(seen, avg.X[0])
+				}
+				return Continue
+			})
+			res, err := Minimize(p, inst, lsgd, Constant(0.5), Settings{Budget: tc.first, Average: avg}, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := int(tc.first)
+			if tc.again > 0 {
+				if _, err := Minimize(p, inst, lsgd, Constant(0.5), Settings{X: res.X, Budget: tc.again, Base: tc.first, Average: avg}, rec); err != nil {
+					t.Fatal(err)
+				}
+				steps = int(tc.again)
+			}
+			// The x0 = 1 the average starts from carries weight 0: it
+			// is replaced by x_1 at the first step.
+			want := byHand(steps)
+			if avg.N != steps || math.Abs(avg.X[0]-want) > 1e-15 {
+				t.Errorf("average of %d iterates %v; want %d, %v", avg.N, avg.X[0], steps, want)
+			}
+			if len(seen) != steps || seen[len(seen)-1] != avg.X[0] {
+				t.Errorf("the recorders saw the averages %v; want %d of them ending at %v", seen, steps, avg.X[0])
+			}
+		})
+	}
+}

@@ -280,6 +280,7 @@ type runner struct {
 	kappa       float64 // the projected, preconditioned share of the noise
 	plan        *Plan
 	segments    []Segment
+	tap         *topTap // the top level's H^L draws since the stage or its L began
 	stage0Cost  int64 // the first stage's pilot
 	lastStage   int64 // the last stage's samples, pilot included
 	// minSum is the step sum a later stage must run before it may end:
@@ -586,6 +587,14 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("auto: make the oracle: %w", err)
 	}
+	if p.MaxLevel > p.MinLevel {
+		hl := p.Kind.Method == mlmc.LSGD
+		if r.tap == nil || r.tap.level != p.MaxLevel || (r.tap.every > 0) != hl {
+			r.tap = newTopTap(inst.Oracle, p.MaxLevel, len(r.x), hl)
+		}
+		r.tap.Oracle = inst.Oracle
+		inst.Oracle = r.tap
+	}
 	step := r.step
 	seg := Segment{Method: r.method(p), Step: step, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used, Until: until}
 	avg := &sgd.Average{N: *n, X: r.avg}
@@ -649,6 +658,10 @@ const maxStationaryHalvings = 3
 // samples double: five cover a factor 32 of the run).
 const maxBlindMeasures = 5
 
+// maxTopRaises bounds how often a stage raises L on the bias its own
+// top-level draws show.
+const maxTopRaises = 2
+
 // maxHalvings bounds the safeguard's halvings in a run.
 const maxHalvings = 10
 
@@ -666,6 +679,8 @@ const maxHalvings = 10
 func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	p := r.plan
 	stageStart, replanned := r.used, r.used
+	r.tap = nil
+	topRaises := 0
 	n := 0
 	copy(r.avg, r.x)
 	goodAvg := slices.Clone(r.avg)
@@ -769,6 +784,40 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 		left *= safety
 		// The estimate of the gap: what is left of the optimisation, the
 		// bias, over F(x0) - F* estimated likewise.
+		if r.tap != nil && r.tap.level == p.MaxLevel {
+			// The top level's corrections the run drew: where their mean
+			// stands out of its noise, the bias of L they imply (Giles'
+			// estimate) bounds the gap from below, and where it alone
+			// takes half the stage's target, L is raised.
+			tb := r.tap.read()
+			if sh := tb.share(p.aG, p.GradNorm); tb.seen && sh > biasGap {
+				biasGap = sh
+				st.BiasGap = nullable(sh)
+				if sh > eps/2 && topRaises < maxTopRaises && p.MaxLevel < r.maxLevel() {
+					topRaises++
+					r.lFloor = max(r.lFloor, p.MaxLevel+1)
+					copy(r.x, r.avg)
+					n = 0
+					if np, err := r.measure(fmt.Sprintf("a re-plan at %d samples, the run's own H^%d showing a bias", r.used, p.MaxLevel), eps, pilot); err == nil {
+						if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
+							st.Notes = append(st.Notes, fmt.Sprintf("at %d samples %s: the bias of L = %d is a gap of %.3g, over half the stage's target: L raised to %d", r.used, tb.comment, p.MaxLevel, sh, np.MaxLevel))
+							r.plan, p, r.step = np, np, np.Step
+							r.lFloor = max(r.lFloor, np.MaxLevel)
+							st.Plans = append(st.Plans, np)
+							biasGap = np.BiasShare
+							if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
+								biasGap = 0
+							}
+							fPrev, sePrev = r.s.Score(r.avg)
+							hist, stalls = hist[:0], 0
+							r.tap = nil
+						}
+					}
+					prevEst = math.Inf(1)
+					continue
+				}
+			}
+		}
 		den := r.f0 - f + left
 		est := (left + biasGap*den) / den
 		fPrev, sePrev = f, se

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Print the auto study's tables from the results files.
 
-    python3 studies/auto/results/table.py
+    python3 studies/auto/results/table.py [DIR]
+
+(DIR: a folder of auto's results files to read instead of this one, for
+comparing a rerun with the committed files.)
 
 For each problem and gap: auto (studies/auto/results/dro-*.jsonl, ubsr-*.jsonl: one
 summary per gap it was run for, 10 trials) against the comparator, the one
@@ -21,9 +24,11 @@ import gzip
 import json
 import os
 import statistics
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+AUTO = sys.argv[1] if len(sys.argv) > 1 else HERE
 
 
 def open_text(path):
@@ -71,7 +76,7 @@ def results(pattern):
     """The files here matching pattern, each read from NAME or, where it is
     kept compressed, NAME.gz."""
     names = {p[:-3] if p.endswith(".gz") else p
-             for p in glob.glob(os.path.join(HERE, pattern)) + glob.glob(os.path.join(HERE, pattern + ".gz"))}
+             for p in glob.glob(os.path.join(AUTO, pattern)) + glob.glob(os.path.join(AUTO, pattern + ".gz"))}
     return sorted(names)
 
 

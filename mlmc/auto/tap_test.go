@@ -1,0 +1,81 @@
+package auto
+
+import (
+	"math"
+	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// TestTopTapReadsTheBias: on mlmc.Synthetic, whose top-level correction
+// has the exact mean |E H^L| = Ma 2^(-a L) (2^a - 1) and whose bias of L is
+// exactly Ma 2^(-a L), the tap passes every evaluation on unchanged (the
+// run's sum equals the oracle's own to rounding), reads |E H^L|^2 within
+// four of its standard errors (a normal deviation that large has
+// probability 6e-5), turns it into the bias share Giles' estimate gives,
+// and says no bias stands out where the levels have none. The L-SGD form
+// evaluates one h^L draw in topTapEvery again as H^L.
+func TestTopTapReadsTheBias(t *testing.T) {
+	const dim, draws = 4, 4096
+	for _, tc := range []struct {
+		name   string
+		a, ma  float64
+		level  int
+		lsgd   bool
+		seen   bool
+		weight float64
+	}{
+		{"bias well above the noise", 0.5, 4, 3, false, true, 7},
+		{"bias near the noise", 1, 0.6, 4, false, true, 0.25},
+		{"no bias", 1, 0, 4, false, false, 3},
+		{"L-SGD, one draw in 64", 0.5, 4, 3, true, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := mlmc.NewSynthetic(dim, tc.a, 1, 1, 7)
+			o.Ma = tc.ma
+			copy(o.X, o.XStar) // at the optimum: the noise is Mb 2^(-b L) d
+			plain := mlmc.NewSynthetic(dim, tc.a, 1, 1, 7)
+			plain.Ma = tc.ma
+			copy(plain.X, plain.XStar)
+			tap := newTopTap(o, tc.level, dim, tc.lsgd)
+			got, want := make([]float64, dim), make([]float64, dim)
+			for range draws {
+				s, _, err := tap.Draw(tc.level)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps, _, _ := plain.Draw(tc.level)
+				if err := tap.Eval(s, mlmc.Current, !tc.lsgd, tc.weight, got); err != nil {
+					t.Fatal(err)
+				}
+				tap.Release(s)
+				if err := plain.Eval(ps, mlmc.Current, !tc.lsgd, tc.weight, want); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range got {
+				if math.Abs(got[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
+					t.Fatalf("the run's sum through the tap %v; the oracle's own %v", got, want)
+				}
+			}
+			wantN := draws
+			if tc.lsgd {
+				wantN = draws / topTapEvery
+			}
+			b := tap.read()
+			mean := tc.ma * math.Exp2(-tc.a*float64(tc.level)) * (math.Exp2(tc.a) - 1)
+			if b.n != wantN || math.Abs(b.y-mean*mean) > 4*b.se || b.seen != tc.seen {
+				t.Errorf("%d draws read |E H^L|^2 = %.4g +- %.3g (seen %v); want %d draws, %.4g, seen %v", b.n, b.y, b.se, b.seen, wantN, mean*mean, tc.seen)
+			}
+			if tc.seen {
+				gradNorm := 2.0
+				bias := tc.ma * math.Exp2(-tc.a*float64(tc.level))
+				share, exact := b.share(tc.a, gradNorm), (bias/gradNorm)*(bias/gradNorm)
+				// y within 4 se puts |mean| within about 2 se / |mean|.
+				if rel := 4 * b.se / b.y; math.Abs(share-exact) > rel*exact {
+					t.Errorf("bias share %.4g; the exact %.4g (band %.2g)", share, exact, rel)
+				}
+			}
+		})
+	}
+}

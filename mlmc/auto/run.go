@@ -281,8 +281,8 @@ type runner struct {
 	plan        *Plan
 	segments    []Segment
 	tap         *topTap // the top level's H^L draws since the stage or its L began
-	stage0Cost  int64 // the first stage's pilot
-	lastStage   int64 // the last stage's samples, pilot included
+	stage0Cost  int64   // the first stage's pilot
+	lastStage   int64   // the last stage's samples, pilot included
 	// minSum is the step sum a later stage must run before it may end:
 	// half the first stage's, which its target's drop took; a stage that
 	// ends sooner may be crawling, its small drops read as a small gap.

@@ -1,30 +1,35 @@
 #!/bin/sh
 # The auto study's runs, smallest first, each file written when its run
 # ends (run from the repository root; DATA is the folder of the DRO data).
-# Usage: sh studies/auto/results/eval.sh DATA
+# Usage: sh studies/auto/results/eval.sh DATA [OUT]
+# (OUT: the folder to write to, default this one; table.py OUT reads it.)
 set -u
 DATA=${1:-data-cache/dro}
-OUT=studies/auto/results
-go build -o /tmp/auto-eval-dro ./examples/dro
-go build -o /tmp/auto-eval-ubsr ./examples/ubsr
-go build -o /tmp/auto-eval-pricing ./examples/pricing
+OUT=${2:-studies/auto/results}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$(mktemp -d)
+go build -o $BIN/dro ./examples/dro
+go build -o $BIN/ubsr ./examples/ubsr
+go build -o $BIN/pricing ./examples/pricing
 for ds in mg mpg housing; do
-	/tmp/auto-eval-dro --dataset $ds --method auto --trials 10 --json --data-dir "$DATA" > $OUT/dro-$ds.jsonl.part 2> $OUT/dro-$ds.log &&
+	$BIN/dro --dataset $ds --method auto --trials 10 --json --data-dir "$DATA" > $OUT/dro-$ds.jsonl.part 2> $OUT/dro-$ds.log &&
 		mv $OUT/dro-$ds.jsonl.part $OUT/dro-$ds.jsonl
 done
 # The raw-target files, written under a temporary folder as OUT/NAME.txt (the
 # path the results record).
 RAW=$(mktemp -d)
-python3 $OUT/rawtargets.py "$RAW/OUT" "$DATA"
+python3 "$HERE/rawtargets.py" "$RAW/OUT" "$DATA"
 for name in synth-1 synth-2 synth-3 synth-large bike-hour-600; do
-	(cd "$RAW" && /tmp/auto-eval-dro --dataset libsvm:OUT/$name.txt --method auto --trials 10 --json) > $OUT/raw-$name.jsonl.part 2> $OUT/raw-$name.log &&
+	(cd "$RAW" && $BIN/dro --dataset libsvm:OUT/$name.txt --method auto --trials 10 --json) > $OUT/raw-$name.jsonl.part 2> $OUT/raw-$name.log &&
 		mv $OUT/raw-$name.jsonl.part $OUT/raw-$name.jsonl
 done
 for loss in entropic quadratic-hinge expectile; do
-	/tmp/auto-eval-ubsr --method auto --loss $loss --trials 10 --budget 4194304 --workers 2 --json $OUT/ubsr-$loss.jsonl.part > $OUT/ubsr-$loss.txt 2>&1 &&
+	$BIN/ubsr --method auto --loss $loss --trials 10 --budget 4194304 --workers 2 --json $OUT/ubsr-$loss.jsonl.part > $OUT/ubsr-$loss.txt 2>&1 &&
 		mv $OUT/ubsr-$loss.jsonl.part $OUT/ubsr-$loss.jsonl
 done
 for law in exponential erlang hyperexponential; do
-	/tmp/auto-eval-pricing --method auto --law $law --seeds 4 --workers 2 --json --png "" > $OUT/pricing-$law.jsonl.part 2> $OUT/pricing-$law.log &&
+	$BIN/pricing --method auto --law $law --seeds 4 --workers 2 --json --png "" > $OUT/pricing-$law.jsonl.part 2> $OUT/pricing-$law.log &&
 		mv $OUT/pricing-$law.jsonl.part $OUT/pricing-$law.jsonl
 done

@@ -27,19 +27,25 @@ type Measurement struct {
 	// LowDraws, when positive, is the draws of levels l_min..l_min+3,
 	// measured again densely; Report.Levels holds those rows.
 	LowDraws int `json:"low_draws,omitempty"`
-	// QuerySeconds is the wall time of the pilot's queries (draws and
-	// evaluations, MeasureLevels' timings), what any use of its samples
-	// would pay; the rest of a pilot is its statistics.
-	QuerySeconds float64 `json:"-"`
+	// Queries are the queries the pilot made, level by level, for
+	// pricing what its samples cost apart from its statistics.
+	Queries []LevelQueries `json:"-"`
 }
 
-// querySeconds adds up the measured wall time of a report's queries.
-func querySeconds(rep *mlmc.LevelsReport) float64 {
-	s := 0.0
+// LevelQueries are Draws queries at Level: each evaluated as H^l (Diff)
+// or h^l, or only drawn (DrawOnly: the cost probe).
+type LevelQueries struct {
+	Level, Draws   int
+	Diff, DrawOnly bool
+}
+
+// reportQueries lists a report's queries: Draws per level, then h^L.
+func reportQueries(rep *mlmc.LevelsReport) []LevelQueries {
+	var qs []LevelQueries
 	for _, l := range rep.Levels {
-		s += float64(l.Draws) * l.Seconds
+		qs = append(qs, LevelQueries{Level: l.Level, Draws: l.Draws, Diff: l.Diff})
 	}
-	return s
+	return append(qs, LevelQueries{Level: rep.Top.Level, Draws: rep.Top.Draws})
 }
 
 // maxPilotLevels bounds the levels one pilot measures above the minimum:
@@ -67,6 +73,7 @@ func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget 
 	// Cost probe: C_l per level while the cheapest measurement that still
 	// includes level l, minDraws x (sum C + C_l), fits.
 	var costs []float64
+	var probe []LevelQueries
 	sum := 0.0
 	for l := minLevel; l <= top; l++ {
 		s, cost, err := co.Draw(l)
@@ -74,6 +81,7 @@ func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget 
 			return Measurement{}, fmt.Errorf("auto: pilot cost probe at level %d: %w", l, err)
 		}
 		co.Release(s)
+		probe = append(probe, LevelQueries{Level: l, Draws: 1, DrawOnly: true})
 		c := float64(cost)
 		if float64(minDraws)*(sum+2*c)+float64(co.samples) > float64(budget) {
 			break
@@ -104,7 +112,7 @@ func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget 
 	if err != nil {
 		return Measurement{}, fmt.Errorf("auto: pilot: %w", err)
 	}
-	m := Measurement{Report: rep, Samples: co.samples, QuerySeconds: querySeconds(rep)}
+	m := Measurement{Report: rep, Samples: co.samples, Queries: append(probe, reportQueries(rep)...)}
 	if deepShare == 1 {
 		return m, nil
 	}
@@ -121,7 +129,7 @@ func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget 
 	if err != nil {
 		return Measurement{}, fmt.Errorf("auto: pilot, low levels: %w", err)
 	}
-	m.QuerySeconds += querySeconds(low)
+	m.Queries = append(m.Queries, reportQueries(low)...)
 	copy(rep.Levels, low.Levels)
 	m.LowDraws, m.Samples = low.Draws, co.samples
 	return m, nil

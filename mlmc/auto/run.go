@@ -323,7 +323,8 @@ func (r *runner) pilotBudget(k int) int64 {
 // measure measures the levels at x within budget samples and makes the
 // plan for target gap eps, its L at least the floor.
 func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
-	inst, err := r.p.NewOracle(r.seed(0x91107))
+	oracleSeed := r.seed(0x91107)
+	inst, err := r.p.NewOracle(oracleSeed)
 	if err != nil {
 		return nil, fmt.Errorf("auto: make the oracle: %w", err)
 	}
@@ -337,7 +338,7 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.segments = append(r.segments, Segment{Pilot: &m, Base: r.used - m.Samples, Until: r.used})
+	r.segments = append(r.segments, Segment{Pilot: &m, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used - m.Samples, Until: r.used})
 	if r.gradNorm0 == 0 {
 		r.gradNorm0 = GradNorm(m.Report)
 	}

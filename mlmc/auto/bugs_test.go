@@ -267,3 +267,31 @@ func TestStepRecheckedAfterChange(t *testing.T) {
 		t.Fatalf("no change of method or L over the stages: %s", res.Record.Summary())
 	}
 }
+
+// TestSpentBudgetEndsRun: a measurement within a stage (a re-plan's
+// pilot) can spend the rest of the budget; the next chunk then has no
+// samples to run and must end the run, or the stage's loop scores the same
+// point for ever (as a raw-target regression's 0.1% run once did).
+func TestSpentBudgetEndsRun(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		used, till int64
+		done       bool
+	}{
+		{"budget spent", 1000, 1100, true},
+		{"budget overspent by a pilot", 1030, 1100, true},
+		{"a chunk's end reached, budget left", 500, 500, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &runner{s: Settings{Target: Target{Gap: 0.01, Budget: 1000}}, used: tc.used}
+			n := 0
+			ok, err := r.chunk(nil, tc.till, 0, &n)
+			if err != nil || !ok {
+				t.Fatalf("chunk: %v, %v", ok, err)
+			}
+			if r.done != tc.done {
+				t.Errorf("done %v after a chunk at %d of 1000 samples; want %v", r.done, tc.used, tc.done)
+			}
+		})
+	}
+}

@@ -581,6 +581,11 @@ func (r *runner) method(p *Plan) sgd.Method {
 func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	until = min(until, r.s.Target.Budget)
 	if r.used >= until {
+		// A measurement may have spent the rest of the budget: the run
+		// is over, or a stage's loop would score the same point for ever.
+		if r.used >= r.s.Target.Budget {
+			r.done = true
+		}
 		return true, nil
 	}
 	oracleSeed := r.seed(0x0c1e)

@@ -295,3 +295,35 @@ func TestSpentBudgetEndsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestStepTooSmallRaised: a step far too small for the problem (here
+// given: 1e-6 on F = |x - X*|^2/2, whose curvature 1 takes steps up to
+// about 1; a step search whose candidates ran a few dozen iterations can
+// choose one as small where the first steps raise F) holds the run in a
+// descent that never reaches its noise floor: the iterate ahead of the
+// average at every checkpoint, the gap estimate falling slower than
+// 1/samples. The step-too-small test raises it, and the run reaches the
+// 1% gap, which 200,000 samples at 1e-6 (a gap of exp(-2 x 1e-6 x
+// iterations) >= 0.5) cannot.
+func TestStepTooSmallRaised(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		p := synthetic(4, 1, 2, 1, nil)
+		f0, _ := p.Objective(p.X0)
+		res, err := Run(p, Settings{Target: Target{Gap: 0.01, Budget: 200_000}, Step: 1e-6, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raised := false
+		for _, st := range res.Record.Stages {
+			for _, n := range st.Notes {
+				raised = raised || strings.Contains(n, "the step was too small")
+			}
+		}
+		if !raised {
+			t.Errorf("seed %d: the step was never raised:\n%s", seed, res.Record.Summary())
+		}
+		if f, _ := p.Objective(res.X); f/f0 > 0.01 {
+			t.Errorf("seed %d: final gap %.3g, want at most 0.01:\n%s", seed, f/f0, res.Record.Summary())
+		}
+	}
+}

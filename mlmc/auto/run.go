@@ -281,8 +281,11 @@ type runner struct {
 	plan        *Plan
 	segments    []Segment
 	tap         *topTap // the top level's H^L draws since the stage or its L began
-	stage0Cost  int64   // the first stage's pilot
-	lastStage   int64   // the last stage's samples, pilot included
+	// ceiling is the smallest step the run has halved (0: none), above
+	// which raiseStep never goes.
+	ceiling    float64
+	stage0Cost int64 // the first stage's pilot
+	lastStage  int64 // the last stage's samples, pilot included
 	// minSum is the step sum a later stage must run before it may end:
 	// half the first stage's, which its target's drop took; a stage that
 	// ends sooner may be crawling, its small drops read as a small gap.
@@ -704,6 +707,13 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	// blindAt the samples at the last (a plan made at a degenerate start's
 	// probe is measured again once the samples double).
 	blind, blindAt, blindEst := 0, max(r.used, 8*pilot), math.Inf(1)
+	// The step-too-small test (raiseStep) watches windows over which the
+	// samples double: raiseAt and raiseEst are the window's start and its
+	// gap estimate there (infinite: the window starts at the next
+	// checkpoint), moving that every checkpoint in it found the run still
+	// descending.
+	raiseAt, raiseEst, moving := r.used, math.Inf(1), true
+	restartRaise := func() { raiseAt, raiseEst, moving = r.used, math.Inf(1), true }
 	defer func() {
 		if r.minSum == 0 {
 			r.minSum = stepSum / 2
@@ -734,7 +744,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			copy(r.x, goodAvg)
 			copy(r.avg, goodAvg)
 			n = 0
+			r.lowerCeiling(r.step)
 			r.step /= 2
+			restartRaise()
 			st.Notes = append(st.Notes, fmt.Sprintf("at %d samples the objective at the average was %g (F(x0) = %g): put back to the last checkpoint, step halved to %.3g", r.used, f, r.f0, r.step))
 			if halvings%3 == 0 && !math.IsInf(f, 0) && !math.IsNaN(f) && p.MaxLevel < r.maxLevel() {
 				// F rises at ever smaller steps: the steps descend F^L,
@@ -747,6 +759,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 					// searched afresh for the deeper L.
 					if err := r.chooseStep(np, r.s.Steps, pilot/2, eps); err == nil {
 						halvings = 0
+						if np.Step != r.step {
+							restartRaise()
+						}
 						r.plan, p, r.step = np, np, np.Step
 						r.lFloor = max(r.lFloor, np.MaxLevel)
 						st.Plans = append(st.Plans, np)
@@ -833,6 +848,16 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 		st.GapEstimate = nullable(claim)
 		r.rec.GapEstimate = nullable(claim)
 		r.watch(claim, p)
+		moving = moving && !floor && drop > noise
+		if math.IsInf(raiseEst, 1) {
+			raiseAt, raiseEst = r.used, claim
+		} else if r.used >= 2*raiseAt {
+			if r.raiseStep(moving, claim, raiseEst) {
+				st.Notes = append(st.Notes, fmt.Sprintf("at %d samples the run was still descending at every checkpoint while its gap estimate fell from %.3g only to %.3g over a doubling of the samples: the step was too small, raised to %.3g", r.used, raiseEst, claim, r.step))
+				hist, stalls = hist[:0], 0
+			}
+			raiseAt, raiseEst, moving = r.used, claim, true
+		}
 		if claim <= eps && stepSum >= r.minSum {
 			st.Why = fmt.Sprintf("the gap estimate %.3g (the last chunk's drop %.3g of the objective at the averaged iterate scaled to what a 1/samples rate leaves, or the average's lag behind the iterate %.3g, plus the bias share %.3g) is at the stage's target at two checkpoints in a row", est, drop, lag, biasGap)
 			if last {
@@ -870,6 +895,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			if err == nil && (np.MaxLevel > p.MaxLevel || np.Kind != p.Kind) {
 				if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
 					st.Notes = append(st.Notes, fmt.Sprintf("no bias was seen where the plan was made; measured again at %d samples: %s L=%d", r.used, np.Method, np.MaxLevel))
+					if np.Step != r.step {
+						restartRaise()
+					}
 					r.plan, p, r.step = np, np, np.Step
 					r.lFloor = max(r.lFloor, np.MaxLevel)
 					st.Plans = append(st.Plans, np)
@@ -897,6 +925,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			if np, err := r.measure(fmt.Sprintf("a re-plan within stage at %d samples", r.used), eps, pilot/2); err == nil && !np.Degenerate {
 				old := r.step
 				if err := r.recheckStep(np, pilot/2, eps, true); err == nil {
+					if np.Step != r.step {
+						restartRaise()
+					}
 					r.plan, p, r.step = np, np, np.Step
 					r.lFloor = max(r.lFloor, np.MaxLevel)
 					st.Plans = append(st.Plans, np)
@@ -921,9 +952,11 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			// At the noise floor and no longer improving at two
 			// checkpoints in a row: halve the step, and the floor with it
 			// (a stationarity test).
+			r.lowerCeiling(r.step)
 			r.step /= 2
 			st.Halvings++
 			hist, stalls = hist[:0], 0
+			restartRaise()
 		} else if stalls == 2 && p.MaxLevel+2 <= r.maxLevel() {
 			// Stationary after every halving the stage allows, its target
 			// not reached: what is left is the bias of L, which the
@@ -933,6 +966,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			r.lFloor = max(r.lFloor, p.MaxLevel+2)
 			if np, err := r.measure(fmt.Sprintf("a re-plan at %d samples, the stage stationary above its target", r.used), eps, pilot); err == nil {
 				if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
+					if np.Step != r.step {
+						restartRaise()
+					}
 					r.plan, p, r.step = np, np, np.Step
 					r.lFloor = max(r.lFloor, np.MaxLevel)
 					st.Plans = append(st.Plans, np)
@@ -959,6 +995,40 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			r.rec.Stopped += ", below the target but not claimed: the stage had not yet run long enough for its estimate to be trusted"
 		}
 	}
+}
+
+// lowerCeiling records that the run halved step: a raise never returns to
+// it.
+func (r *runner) lowerCeiling(step float64) {
+	if r.ceiling == 0 || step < r.ceiling {
+		r.ceiling = step
+	}
+}
+
+// raiseStep is the step-too-small test, the stationarity test's mirror,
+// run once a window's samples have doubled: where the run was still
+// descending at every checkpoint of the window (the average behind the
+// iterate and falling, both beyond their noise) while its gap estimate
+// did not halve (from est0 to est), the run converges slower than the
+// slowest rate auto assumes (the gap as 1/samples) without reaching its
+// noise floor, which a smaller step's noise floor would not explain: the
+// step is what holds it. It is raised a notch of the step grid (a factor
+// sqrt(10)), never to or above a step the run has halved; where the raise
+// is too much, the stationarity test or the safeguard halve it. The step
+// search scores its candidates on a few dozen iterations, where a
+// transient of the first steps (the objective first rising at the steps
+// that serve a long run) can make it choose a step orders of magnitude
+// too small. It says whether it raised the step.
+func (r *runner) raiseStep(moving bool, est, est0 float64) bool {
+	const notch = 3.1622776601683795 // sqrt(10)
+	if !moving || est <= est0/2 || math.IsNaN(est) || math.IsInf(est, 0) {
+		return false
+	}
+	if r.ceiling > 0 && r.step*notch >= r.ceiling {
+		return false
+	}
+	r.step *= notch
+	return true
 }
 
 // safety multiplies the gap left that the checkpoints measure: the

@@ -441,14 +441,6 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 	st := &Stage{Target: eps, GapEstimate: nullable(math.NaN()), BiasGap: nullable(math.NaN())}
 	r.rec.Stages = append(r.rec.Stages, st)
 	start, pilot0 := r.used, r.pilot
-	if k > 0 {
-		// The last stage's answer is the average of its iterates; its last
-		// iterate carries the constant step's noise, and one rare, heavy
-		// draw of a costly level can have thrown it far from the average.
-		// The stage measures and runs from the answer (as the blind
-		// re-measure does), not from where the noise left the iterate.
-		copy(r.x, r.avg)
-	}
 	r.startGap = 1
 	if g := float64(r.rec.GapEstimate); k > 0 && g > 0 && g < 1 {
 		r.startGap = g

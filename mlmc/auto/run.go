@@ -259,16 +259,17 @@ type runner struct {
 	lFloor      int    // the largest L a stage needed
 	step        float64
 	kappa       float64 // the projected, preconditioned share of the noise
-	// startGap is the gap estimate the stage started from (1 in the
-	// first stage): the variance cap's share of F(x0) - F.
-	startGap   float64
-	plan       *Plan
-	stage0Cost int64 // the first stage's pilot
-	lastStage  int64 // the last stage's samples, pilot included
+	plan        *Plan
+	stage0Cost  int64 // the first stage's pilot
+	lastStage   int64 // the last stage's samples, pilot included
 	// minSum is the step sum a later stage must run before it may end:
 	// half the first stage's, which its target's drop took; a stage that
 	// ends sooner may be crawling, its small drops read as a small gap.
 	minSum float64
+
+	// startGap is the gap estimate the stage started from (1 in the
+	// first stage): the variance cap's share of F(x0) - F.
+	startGap float64
 
 	done, reached, diverged bool
 	// best and bestAt: the lowest gap estimate so far and the samples at

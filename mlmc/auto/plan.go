@@ -705,6 +705,7 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 		m := math.Exp2(intercept - aG*float64(l))
 		lev = append(lev, level{l: l, varY: v, moment2: v + m*m, img: lastM.Images * math.Exp2(p.C.Rate*d)})
 	}
+	boundVanished(lev, rep)
 	// Var h^L: measured at l_min (the first level's h) and at L_p (the top
 	// row); between them the inner part, V(h^l_min) - V(h^L_p), taken to
 	// fall as the samples of a query grow, 2^(-c (L - l_min)); above L_p
@@ -757,6 +758,46 @@ func predict(lev []level, topVar, topCost, grad float64) []MethodCost {
 	}
 	vm.VarCost = vm.Var * vm.Cost
 	return append(out, rt, vm)
+}
+
+// boundVanished gives each level above the minimum whose H^l vanished
+// to rounding in all its K draws (and each level extrapolated above a top
+// level that did) the second moment the measurement allows, not zero:
+// such a level is only rarely non-zero, P(H^l != 0) <= 3/K at 95% (the
+// rule of three), and where it is non-zero about as large as the nearest
+// lower level that did not vanish, l_0, so E|H^l|^2 <= (3/K) E|H^(l_0)|^2
+// 2^-(l - l_0 - 1), the chance halving per level: the bound the bias of
+// such levels takes (zeroTailBias). RT-MLMC divides a draw of level l by
+// q_l, so a law fitted to a moment of zero (q_l at its floor) multiplies
+// the rare non-zero draw by up to the floor's inverse, a jump no step
+// survives, while the plan predicts no variance from the level; with the
+// bound the law, the predicted variance and the step's variance cap see
+// what the measurement cannot rule out.
+func boundVanished(lev []level, rep *mlmc.LevelsReport) {
+	zero := roundingShare * roundingShare * rep.Levels[0].Moment2
+	if !(zero >= 0) || math.IsInf(zero, 0) {
+		return
+	}
+	ref, draws, lastVanished := 0, rep.Draws, false
+	for i := 1; i < len(lev); i++ {
+		lv := &lev[i]
+		vanished := lastVanished
+		if lv.measured {
+			draws = rep.Levels[i].Draws
+			vanished = lv.moment2 <= zero
+			lastVanished = vanished
+		}
+		if !vanished {
+			ref = i
+			continue
+		}
+		if draws <= 0 {
+			continue
+		}
+		m := 3 / float64(draws) * math.Max(lev[ref].moment2, 0) * math.Exp2(-float64(lv.l-lev[ref].l-1))
+		lv.moment2 = math.Max(lv.moment2, m)
+		lv.varY = math.Max(lv.varY, m)
+	}
 }
 
 func rtLaw(lev []level) []float64 {

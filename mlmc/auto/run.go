@@ -291,6 +291,10 @@ type runner struct {
 	// ends sooner may be crawling, its small drops read as a small gap.
 	minSum float64
 
+	// startGap is the gap estimate the stage started from (1 in the
+	// first stage): the variance cap's share of F(x0) - F.
+	startGap float64
+
 	done, reached, diverged bool
 	// best and bestAt: the lowest gap estimate so far and the samples at
 	// which it fell last; warned says the stall warning was given.
@@ -464,6 +468,10 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 	st := &Stage{Target: eps, GapEstimate: nullable(math.NaN()), BiasGap: nullable(math.NaN())}
 	r.rec.Stages = append(r.rec.Stages, st)
 	start, pilot0 := r.used, r.pilot
+	r.startGap = 1
+	if g := float64(r.rec.GapEstimate); k > 0 && g > 0 && g < 1 {
+		r.startGap = g
+	}
 	budget := r.pilotBudget(k)
 	if left := r.s.Target.Budget - r.used; k > 0 && budget > left/2 {
 		// A pilot may not take the rest of the budget: the last plan
@@ -520,6 +528,9 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		} else {
 			plan.Step = r.step
 			plan.Reasons.Step = "the last stage's step: the method and L are unchanged"
+			f, _ := r.s.Score(r.x)
+			r.capStep(plan, r.f0-f)
+			r.step = plan.Step
 		}
 		plan.Step = r.step
 		r.plan = plan
@@ -1323,7 +1334,14 @@ func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) err
 // capStep lowers an RT-MLMC plan's step so that its noise floor, step x Var / 4
 // with Var the predicted variance of the moving part of its estimates
 // (noiseVar: the projection and the preconditioner counted), is at most
-// capShare of drop, a lower bound on F(x0) - F*.
+// capShare of drop, a lower bound on F(x0) - F*, times the gap the stage
+// started from (startGap): a later stage starts near the optimum, and a
+// floor of the whole of F(x0) - F* throws its iterates back to where the
+// first stage began; their average, which falls only as the iterates'
+// noise averages out (and, where F is not quadratic or the projection
+// is active, towards a point a constant step biases), then crawls at a
+// gap far above the stage's target while it never stops falling, so the
+// stationarity test does not halve the step.
 func (r *runner) capStep(p *Plan, drop float64) {
 	if p.Kind.Method != mlmc.RTMLMC {
 		// The cap guards against what a short run rarely meets, RT-MLMC's
@@ -1332,20 +1350,23 @@ func (r *runner) capStep(p *Plan, drop float64) {
 		// on a drop that short runs barely measured would only crawl.
 		return
 	}
+	if g := r.startGap; g > 0 && g < 1 {
+		drop *= g
+	}
 	v := r.noiseVar(p)
 	if !(v > 0) || !(drop > 0) || 2*capShare*drop/v >= p.Step {
 		return
 	}
-	p.Reasons.Step += fmt.Sprintf("; capped from %.3g to %.3g so that its noise floor (step x Var / 4, Var = %.3g the predicted variance of the estimates' moving part) is at most %g of F(x0) - F >= %.4g",
+	p.Reasons.Step += fmt.Sprintf("; capped from %.3g to %.3g so that its noise floor (step x Var / 4, Var = %.3g the predicted variance of the estimates' moving part) is at most %g of (F(x0) - F) x the gap the stage started from, %.4g",
 		p.Step, 2*capShare*drop/v, v, capShare, drop)
 	p.Step = 2 * capShare * drop / v
 }
 
-// capShare is the most of F(x0) - F* the noise floor of a step, step x
-// Var / 4, may be. Not the stage's target: the stage's answer is the
-// average of its iterates, whose error falls below the floor of its
-// iterates; the stationarity test halves the step where the average
-// stops improving.
+// capShare is the most of the gap a stage starts from, in units of
+// F(x0) - F*, that the noise floor of a step, step x Var / 4, may be. Not
+// the stage's target: the stage's answer is the average of its iterates,
+// whose error falls below the floor of its iterates; the stationarity
+// test halves the step where the average stops improving.
 const capShare = 1.0
 
 // predictedVar is the predicted variance of the plan's estimator.

@@ -255,3 +255,40 @@ func TestCPUModel(t *testing.T) {
 		}
 	}
 }
+
+// Auto on the quadratic-hinge loss, where SR(x0) - SR* is small and the
+// pilots' noise hides the bias of the first plans' L: the runs that the
+// bias held, stationary above their target, go deeper with the step they
+// had before the stationarity test halved it, and later plans scale their
+// bias share by what the run found. Fixed seeds 1..10, so the count is
+// deterministic (no flake); the rule before reached 1% in 4 of them, this
+// one in 7, and the test asks for at least 6.
+func TestAutoQuadraticHingeReaches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten runs of 2^22 samples")
+	}
+	path := filepath.Join(t.TempDir(), "auto.jsonl")
+	var out strings.Builder
+	err := run([]string{"--method", "auto", "--gap", "0.01", "--loss", "quadratic-hinge", "--trials", "10", "--workers", "2",
+		"--budget", "4194304", "--json", path}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum experiment.Summary
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for i, g := range sum.Targets {
+		if g == 0.01 {
+			if st := sum.Methods[0].StaysBelow[i]; st.Reached < 6 {
+				t.Errorf("auto for 1%% stayed below 1%% in %d of 10 trials, want at least 6", st.Reached)
+			}
+			return
+		}
+	}
+	t.Fatalf("no 1%% target among %v", sum.Targets)
+}

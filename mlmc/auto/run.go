@@ -290,6 +290,9 @@ type runner struct {
 	// half the first stage's, which its target's drop took; a stage that
 	// ends sooner may be crawling, its small drops read as a small gap.
 	minSum float64
+	// biasScale is how many times the bias share a plan's fit predicted
+	// the run found it, stationary above a target (0 or 1 until then).
+	biasScale float64
 
 	// startGap is the gap estimate the stage started from (1 in the
 	// first stage): the variance cap's share of F(x0) - F.
@@ -355,7 +358,14 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 	t := Target{Gap: eps, Budget: r.s.Target.Budget}
 	rules := r.s.Rules
 	rules.BestFit = true
-	return ChooseFrom(m.Report, at, m.Samples, r.gradNorm0, t, rules, inst.Oracle.MaxLevel(), r.lFloor)
+	// A bias share biasScale times the fit's is the fit's with
+	// |grad F(x0)| sqrt(biasScale) times smaller.
+	scale := max(r.biasScale, 1)
+	p, err := ChooseFrom(m.Report, at, m.Samples, r.gradNorm0/math.Sqrt(scale), t, rules, inst.Oracle.MaxLevel(), r.lFloor)
+	if err == nil && scale > 1 {
+		p.Reasons.L += fmt.Sprintf("; that |grad F(x0)| is the measured one over sqrt(%.3g): an earlier plan's run was stationary at %.3g times the bias share its fit predicted", scale, scale)
+	}
+	return p, err
 }
 
 // noiseShare is the share of the gradient noise that sets the noise floor:
@@ -714,6 +724,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	halvings := 0
 	var hist [][2]float64 // (iterates averaged, F at the average) since the step last changed
 	stepSum, stalls := 0.0, 0
+	// unhalved is the step before the stationarity test's halvings since
+	// the plan last changed (0: none), fUnhalved F at the average then.
+	unhalved, fUnhalved := 0.0, 0.0
 	// blind counts the measurements made again while no bias was seen,
 	// blindAt the samples at the last (a plan made at a degenerate start's
 	// probe is measured again once the samples double).
@@ -758,6 +771,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			r.lowerCeiling(r.step)
 			r.step /= 2
 			restartRaise()
+			unhalved = 0
 			st.Notes = append(st.Notes, fmt.Sprintf("at %d samples the objective at the average was %g (F(x0) = %g): put back to the last checkpoint, step halved to %.3g", r.used, f, r.f0, r.step))
 			if halvings%3 == 0 && !math.IsInf(f, 0) && !math.IsNaN(f) && p.MaxLevel < r.maxLevel() {
 				// F rises at ever smaller steps: the steps descend F^L,
@@ -782,7 +796,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 							biasGap = 0
 						}
 						fPrev, sePrev = r.s.Score(r.avg)
-						hist, stalls = hist[:0], 0
+						hist, stalls, unhalved = hist[:0], 0, 0
 					}
 				}
 			}
@@ -917,7 +931,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 						biasGap = 0
 					}
 					fPrev, sePrev = r.s.Score(r.avg)
-					hist, stalls = hist[:0], 0
+					hist, stalls, unhalved = hist[:0], 0, 0
 				}
 			} else if err == nil && np.seen > 0 {
 				// A bias seen, and the plan's L meets it: no more blind.
@@ -943,7 +957,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 					r.lFloor = max(r.lFloor, np.MaxLevel)
 					st.Plans = append(st.Plans, np)
 					if r.step != old {
-						hist, stalls = hist[:0], 0
+						hist, stalls, unhalved = hist[:0], 0, 0
 					}
 					fPrev, sePrev = r.s.Score(r.avg)
 				}
@@ -964,6 +978,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			// checkpoints in a row: halve the step, and the floor with it
 			// (a stationarity test).
 			r.lowerCeiling(r.step)
+			if unhalved == 0 {
+				unhalved, fUnhalved = r.step, f
+			}
 			r.step /= 2
 			st.Halvings++
 			hist, stalls = hist[:0], 0
@@ -975,6 +992,16 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			// the step re-checked (Giles' test of the bias, read off the
 			// run rather than off the pilot's noisy means).
 			r.lFloor = max(r.lFloor, p.MaxLevel+2)
+			// Halvings that did not lower F at the average beyond its
+			// noise did not meet the step's noise floor: the check of the
+			// new plan's step starts from the step before them, not from
+			// one 2^3 times smaller that crawls towards the new L's
+			// lower floor.
+			r.step = stepForRaise(r.step, unhalved, fUnhalved, f, noise)
+			// The fit of the bias put L's share of the gap at BiasShare;
+			// the run, stationary at est, shows it larger: later plans
+			// scale their fitted bias share by the ratio.
+			r.biasScale = max(r.biasScale, biasScaleSeen(p.BiasShare, est))
 			if np, err := r.measure(fmt.Sprintf("a re-plan at %d samples, the stage stationary above its target", r.used), eps, pilot); err == nil {
 				if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
 					if np.Step != r.step {
@@ -992,6 +1019,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 					halvings = st.Halvings
 				}
 			}
+			unhalved = 0
 			hist, stalls = hist[:0], 0
 		}
 		prevEst = est
@@ -1040,6 +1068,30 @@ func (r *runner) raiseStep(moving bool, est, est0 float64) bool {
 	}
 	r.step *= notch
 	return true
+}
+
+// stepForRaise is the step from which the step of a plan with a deeper L
+// is checked, after a stage stationary above its target: unhalved, the
+// step before the stationarity test's halvings (0: none), where F at the
+// average, fUnhalved then, has not fallen beyond its noise since (f): those
+// halvings did not meet the step's noise floor, and a step 2^3 times too
+// small would crawl towards the new L's lower floor. Otherwise step.
+func stepForRaise(step, unhalved, fUnhalved, f, noise float64) float64 {
+	if unhalved > 0 && f >= fUnhalved-noise {
+		return unhalved
+	}
+	return step
+}
+
+// biasScaleSeen is how many times a plan's fitted bias share the run
+// found the bias's share, stationary above its target with gap estimate
+// est (1 where the fit's share covers it, or there is none): the pilot's
+// fit can miss a bias lost in its noise, and the run is the test of it.
+func biasScaleSeen(share, est float64) float64 {
+	if !(share > 0) || !(est > share) || math.IsInf(est, 0) {
+		return 1
+	}
+	return est / share
 }
 
 // safety multiplies the gap left that the checkpoints measure: the

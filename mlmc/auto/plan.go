@@ -647,6 +647,11 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 	}
 	const step = 0.01
 	xs := make([]float64, f.n) // 2^(-2 a (l - l1)) at each level, for one a
+	// The grid's 501 rates in one allocation per slice: a fit runs at
+	// every measurement, and its garbage is auto's own cost.
+	const points = 501
+	f.grid, f.amp = make([]float64, 0, points), make([]float64, 0, points)
+	f.ase, f.chi2 = make([]float64, 0, points), make([]float64, 0, points)
 	for a := -1.0; a <= 4+step/2; a += step {
 		var sff, syf float64
 		for i, l := range f.ls {

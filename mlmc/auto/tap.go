@@ -28,6 +28,7 @@ type topTap struct {
 	sq          float64   // sum of |H^L|^2
 	n           int
 	err         error
+	box         tapped // the top draw being evaluated, where none is held
 }
 
 // tapped is a top-level draw, which the tap recognises in Eval.
@@ -51,12 +52,19 @@ func (t *topTap) Draw(level int) (mlmc.Sample, int64, error) {
 	if err != nil || level != t.level {
 		return s, c, err
 	}
+	if t.box.s == nil {
+		// The estimators hold one draw at a time: the box is reused,
+		// a top query costs no allocation.
+		t.box.s = s
+		return &t.box, c, nil
+	}
 	return &tapped{s}, c, nil
 }
 
 func (t *topTap) Release(s mlmc.Sample) {
 	if ts, ok := s.(*tapped); ok {
 		s = ts.s
+		ts.s = nil
 	}
 	t.Oracle.Release(s)
 }

@@ -62,7 +62,14 @@ func openCUDA(t *testing.T, opts cuda.Options) *cuda.Backend {
 
 func openPair(t *testing.T, precision string) *pair {
 	t.Helper()
-	g := openCUDA(t, cuda.Options{Precision: precision})
+	return openPairWith(t, cuda.Options{Precision: precision})
+}
+
+// openPairWith is openPair with more options (the convolution API).
+func openPairWith(t *testing.T, opts cuda.Options) *pair {
+	t.Helper()
+	precision := opts.Precision
+	g := openCUDA(t, opts)
 	t.Cleanup(func() {
 		if err := g.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -235,32 +242,48 @@ var convShapes = []tensor.ConvShape{
 func TestParityConv(t *testing.T) {
 	for _, precision := range []string{"fp32", "tf32"} {
 		t.Run(precision, func(t *testing.T) {
-			p := openPair(t, precision)
-			for _, s := range convShapes {
-				t.Run(s.String(), func(t *testing.T) {
-					xg, xc := p.both(p.randn(s.InLen(), 1))
-					wg, wc := p.both(p.randn(s.WeightLen(), 0.1))
-					yg, yc := p.zeros(s.OutLen())
-					// Garbage in every output: the kernels overwrite (beta = 0).
-					p.gpu.Upload(yg, p.randn(s.OutLen(), 5))
-					p.gpu.Conv2dForward(s, xg, wg, yg)
-					p.cpu.Conv2dForward(s, xc, wc, yc)
-					p.check(t, "forward", yg, yc, p.tolG)
-					dyg, dyc := p.both(p.randn(s.OutLen(), 1))
-					dxg, dxc := p.zeros(s.InLen())
-					dwg, dwc := p.zeros(s.WeightLen())
-					p.gpu.Upload(dxg, p.randn(s.InLen(), 5))
-					p.gpu.Upload(dwg, p.randn(s.WeightLen(), 5))
-					p.gpu.Conv2dBackward(s, xg, wg, dyg, dxg, dwg)
-					p.cpu.Conv2dBackward(s, xc, wc, dyc, dxc, dwc)
-					p.check(t, "backward dx", dxg, dxc, p.tolG)
-					p.check(t, "backward dw", dwg, dwc, p.tolG)
-					// Without dx (the network input).
-					p.gpu.Zero(dwg)
-					p.gpu.Conv2dBackward(s, xg, wg, dyg, nil, dwg)
-					p.check(t, "backward dw (dx nil)", dwg, dwc, p.tolG)
-				})
-			}
+			parityConv(t, openPair(t, precision))
+		})
+	}
+}
+
+// TestParityConvGraph: TestParityConv through cuDNN's backend API alone
+// (graph-only: a shape it cannot run fails rather than running on the
+// legacy API); fp32 must keep to engines without tensor cores to pass its
+// tolerance.
+func TestParityConvGraph(t *testing.T) {
+	for _, precision := range []string{"fp32", "tf32"} {
+		t.Run(precision, func(t *testing.T) {
+			parityConv(t, openPairWith(t, cuda.Options{Precision: precision, ConvAPI: cuda.ConvAPIGraphOnly}))
+		})
+	}
+}
+
+// parityConv checks the three directions on every shape of convShapes.
+func parityConv(t *testing.T, p *pair) {
+	for _, s := range convShapes {
+		t.Run(s.String(), func(t *testing.T) {
+			xg, xc := p.both(p.randn(s.InLen(), 1))
+			wg, wc := p.both(p.randn(s.WeightLen(), 0.1))
+			yg, yc := p.zeros(s.OutLen())
+			// Garbage in every output: the kernels overwrite (beta = 0).
+			p.gpu.Upload(yg, p.randn(s.OutLen(), 5))
+			p.gpu.Conv2dForward(s, xg, wg, yg)
+			p.cpu.Conv2dForward(s, xc, wc, yc)
+			p.check(t, "forward", yg, yc, p.tolG)
+			dyg, dyc := p.both(p.randn(s.OutLen(), 1))
+			dxg, dxc := p.zeros(s.InLen())
+			dwg, dwc := p.zeros(s.WeightLen())
+			p.gpu.Upload(dxg, p.randn(s.InLen(), 5))
+			p.gpu.Upload(dwg, p.randn(s.WeightLen(), 5))
+			p.gpu.Conv2dBackward(s, xg, wg, dyg, dxg, dwg)
+			p.cpu.Conv2dBackward(s, xc, wc, dyc, dxc, dwc)
+			p.check(t, "backward dx", dxg, dxc, p.tolG)
+			p.check(t, "backward dw", dwg, dwc, p.tolG)
+			// Without dx (the network input).
+			p.gpu.Zero(dwg)
+			p.gpu.Conv2dBackward(s, xg, wg, dyg, nil, dwg)
+			p.check(t, "backward dw (dx nil)", dwg, dwc, p.tolG)
 		})
 	}
 }

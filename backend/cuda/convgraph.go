@@ -416,17 +416,24 @@ func (b *Backend) buildGraphPlan(dir convDir, s tensor.ConvShape, log io.Writer)
 		g.setEnum(heur, bkEngineHeur, baHeurMode, btHeurMode, mode)
 		g.finalize(heur, bkEngineHeur)
 		count := g.get(heur, bkEngineHeur, baHeurResults, btDescriptor, 0, nil)
+		if g.err != nil {
+			// A mode that cannot rank this graph: the next may.
+			rejected = append(rejected, fmt.Sprintf("heuristic %s: %v", modeName, g.err))
+			g.err = nil
+			continue
+		}
 		cfgs := make([]uintptr, count)
 		for i := range cfgs {
 			cfgs[i] = g.create(bkEngineCfg)
 		}
 		if count > 0 {
 			count = min(count, g.get(heur, bkEngineHeur, baHeurResults, btDescriptor, count, unsafe.Pointer(&cfgs[0])))
+			runtime.KeepAlive(cfgs)
 		}
 		if g.err != nil {
-			err := g.err
-			g.destroy()
-			return nil, err
+			rejected = append(rejected, fmt.Sprintf("heuristic %s: %v", modeName, g.err))
+			g.err = nil
+			continue
 		}
 		for i, cfg := range cfgs[:count] {
 			engine := g.create(bkEngine)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -44,6 +45,13 @@ type Options struct {
 	// fallback: such a shape is an error). "" means the value of the
 	// SIMCLR_CUDNN_CONV_API environment variable, else "legacy".
 	ConvAPI string
+	// GraphTune is how many of the usable engine configs the backend API's
+	// heuristics rank are timed on first use of each convolution shape and
+	// direction, the fastest kept (cuDNN's benchmark of the legacy API
+	// does the same for its algorithms); 1 keeps the heuristics' first
+	// untimed. 0 means the SIMCLR_CUDNN_GRAPH_TUNE environment variable,
+	// else 1.
+	GraphTune int
 }
 
 // ValidPrecision reports whether p is an accepted Options.Precision.
@@ -97,10 +105,12 @@ type Backend struct {
 	bf16Copies   map[bf16CopyKey]*bf16Copy // the bf16 weight cache (bf16cache.go)
 	conversions  bf16Conversions
 	convAPI      string // Options.ConvAPI as resolved by Open
-	// graphBuilds counts the backend-API plans built (one per shape and
-	// direction), convFallbacks the shapes and directions the graph API
-	// left to the legacy one, convCalls the convolutions each path ran.
-	graphBuilds   int
+	graphTune    int    // Options.GraphTune as resolved by Open
+	// graphAttempts counts the backend-API plans tried (one per shape and
+	// direction, made or not), convFallbacks the shapes and directions the
+	// graph API left to the legacy one, convCalls the convolutions each
+	// path ran.
+	graphAttempts int
 	convFallbacks int
 	convCalls     struct{ graph, legacy int }
 }
@@ -130,6 +140,10 @@ func Open(opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	graphTune, err := resolveGraphTune(opts.GraphTune, os.Getenv(GraphTuneEnv))
+	if err != nil {
+		return nil, err
+	}
 	if opts.ChunkBytes == 0 {
 		opts.ChunkBytes = 1 << 30
 	}
@@ -142,7 +156,7 @@ func Open(opts Options) (*Backend, error) {
 	b := &Backend{libs: libs, opts: opts, tf32: opts.Precision == "tf32", bf16: opts.Precision == "bf16",
 		fns: map[string]uintptr{}, scratch: map[string]*scratchBuf{},
 		convPlans: map[tensor.ConvShape]*convPlan{}, ntx: map[[2]int]*ntxentPlan{},
-		bf16Copies: map[bf16CopyKey]*bf16Copy{}, convAPI: convAPI}
+		bf16Copies: map[bf16CopyKey]*bf16Copy{}, convAPI: convAPI, graphTune: graphTune}
 	if err := b.init(); err != nil {
 		b.release()
 		return nil, err
@@ -204,6 +218,25 @@ func resolveConvAPI(opt, env string) (string, error) {
 		return env, nil
 	}
 	return ConvAPILegacy, nil
+}
+
+// resolveGraphTune is Options.GraphTune opt when above 0, else the
+// environment variable's value env (a whole number from 1), else 1.
+func resolveGraphTune(opt int, env string) (int, error) {
+	if opt < 0 {
+		return 0, fmt.Errorf("cuda: Options.GraphTune %d: want 1 or more (0 for the default)", opt)
+	}
+	if opt > 0 {
+		return opt, nil
+	}
+	if env == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(env)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("cuda: %s=%q: want a whole number of engine configs to time, 1 or more (1 takes the heuristics' first)", GraphTuneEnv, env)
+	}
+	return n, nil
 }
 
 func (b *Backend) init() error {

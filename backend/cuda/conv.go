@@ -321,7 +321,7 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 			return
 		}
 	}
-	if g := b.graphPlanLocked(p, dirForward, s); g != nil {
+	if g := b.graphPlanLocked(p, dirForward, s, [3]uintptr{xp, wp, yp}); g != nil {
 		b.runGraph(g, dirForward, s, xp, wp, yp)
 	} else if b.err == nil {
 		b.forwardLegacy(p, s, xp, wp, yp)
@@ -402,7 +402,7 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 				return
 			}
 		}
-		if g := b.graphPlanLocked(p, dirBackwardData, s); g != nil {
+		if g := b.graphPlanLocked(p, dirBackwardData, s, [3]uintptr{dxp, wp, dyp}); g != nil {
 			b.runGraph(g, dirBackwardData, s, dxp, wp, dyp)
 		} else if b.err == nil {
 			b.backwardDataLegacy(p, s, wp, dyp, dxp)
@@ -422,7 +422,7 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 			return
 		}
 	}
-	if g := b.graphPlanLocked(p, dirBackwardFilter, s); g != nil {
+	if g := b.graphPlanLocked(p, dirBackwardFilter, s, [3]uintptr{xp, dwp, dyp}); g != nil {
 		b.runGraph(g, dirBackwardFilter, s, xp, dwp, dyp)
 	} else if b.err == nil {
 		b.backwardFilterLegacy(p, s, xp, dyp, dwp)

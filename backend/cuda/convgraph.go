@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/simclr-go/simclr/tensor"
@@ -40,6 +41,10 @@ const (
 // path when Options.ConvAPI is empty (so that a built program can be
 // compared on both without a flag of its own).
 const ConvAPIEnv = "SIMCLR_CUDNN_CONV_API"
+
+// GraphTuneEnv names the environment variable that sets Options.GraphTune
+// when that is 0.
+const GraphTuneEnv = "SIMCLR_CUDNN_GRAPH_TUNE"
 
 // ValidConvAPI reports whether api is an accepted Options.ConvAPI.
 func ValidConvAPI(api string) error {
@@ -192,17 +197,17 @@ func (g *graphAPI) ok() bool { return g.create != 0 }
 // error with the call, the descriptor type, the attribute and the shape
 // it was for; every descriptor it creates is listed in made.
 type graphCalls struct {
-	c    *cudnnAPI
-	for_ string // "forward 4x3x32x32 ..." for errors
-	made []uintptr
-	err  error
+	c       *cudnnAPI
+	subject string // the direction and shape, for errors
+	made    []uintptr
+	err     error
 }
 
 func (g *graphCalls) fail(call string, r uintptr) bool {
 	if g.err != nil {
 		return true
 	}
-	if err := g.c.check(call+" for "+g.for_, r); err != nil {
+	if err := g.c.check(call+" for "+g.subject, r); err != nil {
 		g.err = err
 		return true
 	}
@@ -295,7 +300,7 @@ type graphPlan struct {
 	plan   uintptr
 	ws     uint64
 	engine int64
-	notes  []int32
+	what   string // the heuristic, rank, engine and notes, for logs
 	keep   []uintptr
 }
 
@@ -308,8 +313,7 @@ func (p *graphPlan) destroy(c *cudnnAPI) {
 
 // packedStrides gives the strides of a packed (n, c, h, w) array: NCHW
 // order, or NHWC (c varying fastest).
-func packedStrides(format uintptr, n, c, h, w int) []int64 {
-	_ = n
+func packedStrides(format uintptr, c, h, w int) []int64 {
 	if format == cudnnTensorNHWC {
 		return []int64{int64(h * w * c), 1, int64(w * c), int64(c)}
 	}
@@ -349,21 +353,45 @@ func noteList(notes []int32) string {
 	return strings.Join(s, ",")
 }
 
-// buildGraphPlan makes the execution plan of direction dir of s, or says
-// why there is none. Candidates and the choice go to log when not nil.
-func (b *Backend) buildGraphPlan(dir convDir, s tensor.ConvShape, log io.Writer) (*graphPlan, error) {
+// graphCandidates are the usable plans of one shape and direction, in
+// the heuristics' order, and the descriptors they share (the tensors, the
+// convolution, the operation and its graph), which the chosen plan keeps.
+type graphCandidates struct {
+	plans    []*graphPlan
+	shared   []uintptr
+	rejected []string // the engine configs passed over, and why
+}
+
+// choose keeps plan i, destroying the others, and returns it with the
+// shared descriptors in its keep.
+func (gc *graphCandidates) choose(c *cudnnAPI, i int) *graphPlan {
+	for j, p := range gc.plans {
+		if j != i {
+			p.destroy(c)
+		}
+	}
+	p := gc.plans[i]
+	p.keep = append(append([]uintptr{}, gc.shared...), p.keep...)
+	return p
+}
+
+// buildGraphPlans makes up to want execution plans of direction dir of
+// s, the first engine configs of the heuristics (mode A, then the
+// fallback mode) that the precision allows, that finalize and that fit
+// the workspace bound, or says why there is none.
+func (b *Backend) buildGraphPlans(dir convDir, s tensor.ConvShape, want int) (*graphCandidates, error) {
 	c := &b.libs.cudnn
 	if !c.graph.ok() {
 		return nil, fmt.Errorf("cuDNN at %s lacks the backend API (cudnnBackendCreateDescriptor)", c.lib.path)
 	}
-	b.graphBuilds++
-	g := &graphCalls{c: c, for_: dir.String() + " " + s.String()}
+	b.graphAttempts++
+	g := &graphCalls{c: c, subject: dir.String() + " " + s.String()}
 	format, dtype := b.convLayout()
 	tensorDesc := func(uid int64, n, ch, h, w int) uintptr {
 		t := g.create(bkTensor)
 		g.setEnum(t, bkTensor, baTensorDataType, btDataType, int32(dtype))
 		g.setInt64s(t, bkTensor, baTensorDims, int64(n), int64(ch), int64(h), int64(w))
-		g.setInt64s(t, bkTensor, baTensorStrides, packedStrides(format, n, ch, h, w)...)
+		g.setInt64s(t, bkTensor, baTensorStrides, packedStrides(format, ch, h, w)...)
 		g.setInt64s(t, bkTensor, baTensorUID, uid)
 		g.setInt64s(t, bkTensor, baTensorAlignment, graphAlignment)
 		g.finalize(t, bkTensor)
@@ -392,9 +420,9 @@ func (b *Backend) buildGraphPlan(dir convDir, s tensor.ConvShape, log io.Writer)
 	g.setFloat(op, opType, base, 1)
 	g.setFloat(op, opType, base+1, 0)
 	g.setDescs(op, opType, base+2, conv)
-	// Slots 3, 4, 5: the filter (or its gradient), the input (or its
-	// gradient) and the output (or its gradient), in every direction but
-	// backward filter's, whose order is dw, x, dy alike.
+	// Slots 3, 4, 5 hold the filter, the input and the output, or their
+	// gradients, in every direction: forward W, X, Y; backward data W, DX,
+	// DY; backward filter DW, X, DY.
 	g.setDescs(op, opType, base+3, w)
 	g.setDescs(op, opType, base+4, x)
 	g.setDescs(op, opType, base+5, y)
@@ -407,8 +435,9 @@ func (b *Backend) buildGraphPlan(dir convDir, s tensor.ConvShape, log io.Writer)
 		g.destroy()
 		return nil, g.err
 	}
-	common := []uintptr{x, w, y, conv, op, graph}
+	out := &graphCandidates{shared: []uintptr{x, w, y, conv, op, graph}}
 	var rejected []string
+modes:
 	for _, mode := range []int32{heurModeA, heurModeFallback} {
 		modeName := map[int32]string{heurModeA: "A", heurModeFallback: "FALLBACK"}[mode]
 		heur := g.create(bkEngineHeur)
@@ -467,22 +496,26 @@ func (b *Backend) buildGraphPlan(dir convDir, s tensor.ConvShape, log io.Writer)
 				rejected = append(rejected, fmt.Sprintf("%s: needs a %s workspace, more than the %s bound", what, human(uint64(ws)), human(b.opts.WorkspaceBytes)))
 				continue
 			}
-			if log != nil {
-				for _, r := range rejected {
-					fmt.Fprintf(log, "cudnn graph %s %s (%s):   %s\n", dir, s, b.layoutTag(), r)
-				}
-				fmt.Fprintf(log, "cudnn graph %s %s (%s): * %s workspace %s\n", dir, s, b.layoutTag(), what, human(uint64(ws)))
+			out.plans = append(out.plans, &graphPlan{plan: plan, ws: uint64(ws), engine: index, what: what, keep: []uintptr{cfg, plan}})
+			if len(out.plans) == want {
+				break modes
 			}
-			keep := append(append([]uintptr{}, common...), cfg, plan)
-			g.destroy(keep...)
-			return &graphPlan{plan: plan, ws: uint64(ws), engine: index, notes: notes, keep: keep}, nil
 		}
 		if count == 0 {
 			rejected = append(rejected, "heuristic "+modeName+": no engine configs")
 		}
 	}
-	g.destroy()
-	return nil, fmt.Errorf("cuDNN's backend API has no usable engine for %s %s (%s): %s", dir, s, b.layoutTag(), strings.Join(rejected, "; "))
+	out.rejected = rejected
+	if len(out.plans) == 0 {
+		g.destroy()
+		return nil, fmt.Errorf("cuDNN's backend API has no usable engine for %s %s (%s): %s", dir, s, b.layoutTag(), strings.Join(rejected, "; "))
+	}
+	keep := append([]uintptr{}, out.shared...)
+	for _, p := range out.plans {
+		keep = append(keep, p.keep...)
+	}
+	g.destroy(keep...)
+	return out, nil
 }
 
 // engineOf fills the new engine descriptor with the engine of cfg.
@@ -511,11 +544,12 @@ func (b *Backend) convLog() io.Writer {
 }
 
 // graphPlanLocked returns the execution plan of direction dir of the
-// shape of p, making it on first use, or nil when the legacy path runs
-// it: under ConvAPILegacy, or under ConvAPIGraph when no plan could be
+// shape of p, making it on first use (and timing the candidates on the
+// buffers ptrs, as runGraph takes them, when Options.GraphTune asks), or
+// nil when the legacy path runs it: under ConvAPILegacy, or under ConvAPIGraph when no plan could be
 // made (logged once). Under ConvAPIGraphOnly that failure is the
 // backend's error.
-func (b *Backend) graphPlanLocked(p *convPlan, dir convDir, s tensor.ConvShape) *graphPlan {
+func (b *Backend) graphPlanLocked(p *convPlan, dir convDir, s tensor.ConvShape, ptrs [3]uintptr) *graphPlan {
 	if b.convAPI == ConvAPILegacy || b.err != nil {
 		return nil
 	}
@@ -525,8 +559,9 @@ func (b *Backend) graphPlanLocked(p *convPlan, dir convDir, s tensor.ConvShape) 
 	if p.graphFailed[dir] {
 		return nil
 	}
-	g, err := b.buildGraphPlan(dir, s, b.opts.AlgoLog)
+	cands, err := b.buildGraphPlans(dir, s, max(b.graphTune, 1))
 	if err == nil {
+		g := b.pickGraphPlan(cands, dir, s, ptrs)
 		p.graph[dir] = g
 		return g
 	}
@@ -541,41 +576,103 @@ func (b *Backend) graphPlanLocked(p *convPlan, dir convDir, s tensor.ConvShape) 
 	return nil
 }
 
+// pickGraphPlan keeps one of the candidates: the heuristics' first, or
+// where there are several (Options.GraphTune) the fastest on the buffers
+// ptrs: each runs once to warm up, then graphTuneRuns times between two
+// stream synchronisations. The log (Options.AlgoLog) gets the engine
+// configs passed over, the candidates and their times, the choice marked.
+func (b *Backend) pickGraphPlan(gc *graphCandidates, dir convDir, s tensor.ConvShape, ptrs [3]uintptr) *graphPlan {
+	c := &b.libs.cudnn
+	times := make([]time.Duration, len(gc.plans))
+	best := 0
+	if len(gc.plans) > 1 {
+		for i, g := range gc.plans {
+			times[i] = -1
+			if b.execGraph(g, dir, s, ptrs) != nil || b.syncLocked() != nil {
+				continue
+			}
+			start := time.Now()
+			failed := false
+			for range graphTuneRuns {
+				failed = failed || b.execGraph(g, dir, s, ptrs) != nil
+			}
+			if failed || b.syncLocked() != nil {
+				continue
+			}
+			times[i] = time.Since(start) / graphTuneRuns
+			if times[best] < 0 || times[i] < times[best] {
+				best = i
+			}
+		}
+	}
+	if log := b.opts.AlgoLog; log != nil {
+		tag := fmt.Sprintf("cudnn graph %s %s (%s):", dir, s, b.layoutTag())
+		for _, r := range gc.rejected {
+			fmt.Fprintf(log, "%s   %s\n", tag, r)
+		}
+		for i, g := range gc.plans {
+			mark, timing := " ", ""
+			if i == best {
+				mark = "*"
+			}
+			switch {
+			case len(gc.plans) == 1:
+			case times[i] < 0:
+				timing = " (failed to run)"
+			default:
+				timing = fmt.Sprintf(" %.3f ms", times[i].Seconds()*1e3)
+			}
+			fmt.Fprintf(log, "%s %s %s workspace %s%s\n", tag, mark, g.what, human(g.ws), timing)
+		}
+	}
+	return gc.choose(c, best)
+}
+
+// graphTuneRuns is how many timed runs each candidate plan gets.
+const graphTuneRuns = 3
+
 // runGraph executes plan g on the buffers x, w and y (forward's names:
 // in backward data x is dx, in both backward directions y is dy and in
-// backward filter w is dw).
+// backward filter w is dw), recording a failure as the backend's.
 func (b *Backend) runGraph(g *graphPlan, dir convDir, s tensor.ConvShape, x, w, y uintptr) {
 	if b.err != nil {
 		return
 	}
-	for _, p := range []uintptr{x, w, y} {
+	if err := b.execGraph(g, dir, s, [3]uintptr{x, w, y}); err != nil {
+		b.fail(err)
+		return
+	}
+	b.convCalls.graph++
+}
+
+// execGraph executes plan g on the buffers x, w, y of ptrs and returns
+// cuDNN's error; the workspace comes from the shared block.
+func (b *Backend) execGraph(g *graphPlan, dir convDir, s tensor.ConvShape, ptrs [3]uintptr) error {
+	x, w, y := ptrs[0], ptrs[1], ptrs[2]
+	for _, p := range ptrs {
 		if p%graphAlignment != 0 {
-			b.fail(fmt.Errorf("cuda: %s %s: buffer at %#x is not %d-byte aligned as the cuDNN plan declares", dir, s, p, graphAlignment))
-			return
+			return fmt.Errorf("cuda: %s %s: buffer at %#x is not %d-byte aligned as the cuDNN plan declares", dir, s, p, graphAlignment)
 		}
 	}
 	ws := b.workspaceLocked(g.ws)
 	if b.err != nil {
-		return
+		return b.err
 	}
 	c := &b.libs.cudnn
-	gc := &graphCalls{c: c, for_: dir.String() + " " + s.String()}
+	gc := &graphCalls{c: c, subject: dir.String() + " " + s.String()}
 	pack := gc.create(bkVariantPack)
 	uids := []int64{uidX, uidW, uidY}
-	ptrs := []uintptr{x, w, y}
+	pointers := []uintptr{x, w, y}
 	gc.setInt64s(pack, bkVariantPack, baPackUIDs, uids...)
-	gc.set(pack, bkVariantPack, baPackPointers, btVoidPtr, len(ptrs), unsafe.Pointer(&ptrs[0]))
+	gc.set(pack, bkVariantPack, baPackPointers, btVoidPtr, len(pointers), unsafe.Pointer(&pointers[0]))
 	wsp := []uintptr{uintptr(ws)}
 	gc.set(pack, bkVariantPack, baPackWorkspace, btVoidPtr, 1, unsafe.Pointer(&wsp[0]))
 	gc.finalize(pack, bkVariantPack)
 	if gc.err == nil {
 		gc.fail("cudnnBackendExecute", mustCall(c.graph.execute, b.cudnnHandle, g.plan, pack))
 	}
-	runtime.KeepAlive(ptrs)
+	runtime.KeepAlive(pointers)
 	runtime.KeepAlive(wsp)
 	gc.destroy()
-	b.fail(gc.err)
-	if gc.err == nil {
-		b.convCalls.graph++
-	}
+	return gc.err
 }

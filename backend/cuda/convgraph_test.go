@@ -51,6 +51,31 @@ func TestResolveConvAPI(t *testing.T) {
 	}
 }
 
+func TestResolveGraphTune(t *testing.T) {
+	tests := []struct {
+		opt    int
+		env    string
+		want   int
+		errHas string
+	}{
+		{0, "", 1, ""},
+		{0, "4", 4, ""},
+		{2, "4", 2, ""},
+		{0, "0", 0, GraphTuneEnv},
+		{0, "all", 0, GraphTuneEnv},
+		{-1, "", 0, "Options.GraphTune"},
+	}
+	for _, tc := range tests {
+		got, err := resolveGraphTune(tc.opt, tc.env)
+		if tc.errHas == "" && (err != nil || got != tc.want) {
+			t.Errorf("resolveGraphTune(%d, %q) = %d, %v; want %d", tc.opt, tc.env, got, err, tc.want)
+		}
+		if tc.errHas != "" && (err == nil || !strings.Contains(err.Error(), tc.errHas)) {
+			t.Errorf("resolveGraphTune(%d, %q) = %d, %v; want an error naming %s", tc.opt, tc.env, got, err, tc.errHas)
+		}
+	}
+}
+
 func TestNotesAllowed(t *testing.T) {
 	tests := []struct {
 		notes   []int32
@@ -122,9 +147,9 @@ func TestConvGraphPlanCache(t *testing.T) {
 		if err := b.Sync(); err != nil {
 			t.Fatalf("step %d (%s): %v", i, st.s, err)
 		}
-		if b.graphBuilds != st.builds || b.convCalls.graph != st.graph || b.convCalls.legacy != 0 {
+		if b.graphAttempts != st.builds || b.convCalls.graph != st.graph || b.convCalls.legacy != 0 {
 			t.Errorf("step %d (%s): %d plans built, %d graph and %d legacy calls; want %d, %d and 0",
-				i, st.s, b.graphBuilds, b.convCalls.graph, b.convCalls.legacy, st.builds, st.graph)
+				i, st.s, b.graphAttempts, b.convCalls.graph, b.convCalls.legacy, st.builds, st.graph)
 		}
 		p := b.convPlans[st.s]
 		for d, g := range p.graph {
@@ -148,8 +173,8 @@ func TestConvGraphPlanCache(t *testing.T) {
 	if err := b.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if b.graphBuilds != 6 || b.convCalls.graph != 16 {
-		t.Errorf("backward without dx: %d plans built, %d graph calls; want 6 and 16", b.graphBuilds, b.convCalls.graph)
+	if b.graphAttempts != 6 || b.convCalls.graph != 16 {
+		t.Errorf("backward without dx: %d plans built, %d graph calls; want 6 and 16", b.graphAttempts, b.convCalls.graph)
 	}
 	out := log.String()
 	for _, want := range []string{
@@ -229,8 +254,8 @@ func TestConvGraphFallback(t *testing.T) {
 			}
 			// The fallback is tried once per shape and direction.
 			b.Conv2dForward(s, x, w, y)
-			if err := b.Sync(); err != nil || b.convFallbacks != 1 || b.graphBuilds != 1 {
-				t.Errorf("second call: %v, %d fallbacks, %d plans tried; want 1 and 1", err, b.convFallbacks, b.graphBuilds)
+			if err := b.Sync(); err != nil || b.convFallbacks != 1 || b.graphAttempts != 1 {
+				t.Errorf("second call: %v, %d fallbacks, %d plans tried; want 1 and 1", err, b.convFallbacks, b.graphAttempts)
 			}
 			got := make([]float32, s.OutLen())
 			b.Download(got, y)
@@ -289,7 +314,7 @@ func TestConvGraphBadAttribute(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b.enter()
 			defer b.leave()
-			g := &graphCalls{c: &b.libs.cudnn, for_: "test"}
+			g := &graphCalls{c: &b.libs.cudnn, subject: "test"}
 			tc.do(g)
 			g.destroy()
 			if g.err == nil {
@@ -305,5 +330,75 @@ func TestConvGraphBadAttribute(t *testing.T) {
 	// None of it touched the backend's state.
 	if err := b.Sync(); err != nil {
 		t.Errorf("the backend holds an error after the descriptor errors: %v", err)
+	}
+}
+
+// TestConvGraphTune: with GraphTune 2 both engines the heuristics rank
+// are timed on the call's own buffers (each run writes the output), one
+// is kept, and the call's result is still the convolution's: the timing
+// runs are not counted as calls and leave no trace in the outputs.
+func TestConvGraphTune(t *testing.T) {
+	var log bytes.Buffer
+	b := openEmu(t, Options{Precision: "fp32", ConvAPI: ConvAPIGraphOnly, GraphTune: 2, AlgoLog: &log})
+	s := tensor.ConvShape{N: 2, C: 8, H: 5, W: 5, K: 8, R: 3, S: 3, Stride: 1, Pad: 1}
+	rng := rand.New(rand.NewPCG(7, 8))
+	randn := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	xh, wh, dyh := randn(s.InLen()), randn(s.WeightLen()), randn(s.OutLen())
+	x, w, y, dy := b.Alloc(s.InLen()), b.Alloc(s.WeightLen()), b.Alloc(s.OutLen()), b.Alloc(s.OutLen())
+	dx, dw := b.Alloc(s.InLen()), b.Alloc(s.WeightLen())
+	b.Upload(x, xh)
+	b.Upload(w, wh)
+	b.Upload(dy, dyh)
+	b.Conv2dForward(s, x, w, y)
+	b.Conv2dBackward(s, x, w, dy, dx, dw)
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if b.graphAttempts != 3 || b.convCalls.graph != 3 || b.convCalls.legacy != 0 {
+		t.Errorf("%d plans tried, %d graph and %d legacy calls; want 3, 3 and 0", b.graphAttempts, b.convCalls.graph, b.convCalls.legacy)
+	}
+	// fp32 passes over engine 0 (tensor cores): the candidates are
+	// engine 1 of mode A and engine 1 of the fallback mode.
+	for _, d := range []convDir{dirForward, dirBackwardData, dirBackwardFilter} {
+		tag := "cudnn graph " + d.String() + " " + s.String() + " (fp32 NCHW):"
+		var timed, chosen int
+		for _, line := range strings.Split(log.String(), "\n") {
+			if strings.HasPrefix(line, tag) && strings.HasSuffix(line, " ms") {
+				timed++
+				if strings.HasPrefix(line, tag+" *") {
+					chosen++
+				}
+			}
+		}
+		if timed != 2 || chosen != 1 {
+			t.Errorf("%s: %d candidates timed, %d chosen; want 2 and 1; the log reads:\n%s", d, timed, chosen, log.String())
+		}
+	}
+	c := cpu.New()
+	both := func(h []float32) tensor.Buffer { v := c.Alloc(len(h)); c.Upload(v, h); return v }
+	xc, wc, dyc := both(xh), both(wh), both(dyh)
+	yc, dxc, dwc := c.Alloc(s.OutLen()), c.Alloc(s.InLen()), c.Alloc(s.WeightLen())
+	c.Conv2dForward(s, xc, wc, yc)
+	c.Conv2dBackward(s, xc, wc, dyc, dxc, dwc)
+	for _, r := range []struct {
+		name string
+		g, c tensor.Buffer
+	}{{"y", y, yc}, {"dx", dx, dxc}, {"dw", dw, dwc}} {
+		got, want := make([]float32, r.g.Len()), cpu.Data(r.c)
+		b.Download(got, r.g)
+		var worst, scale float64
+		for i := range want {
+			worst = math.Max(worst, math.Abs(float64(got[i]-want[i])))
+			scale = math.Max(scale, math.Abs(float64(want[i])))
+		}
+		if !(worst <= 1e-4*scale) {
+			t.Errorf("%s after tuning differs from the CPU's by %g (scale %g)", r.name, worst, scale)
+		}
 	}
 }

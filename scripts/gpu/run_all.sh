@@ -4,7 +4,7 @@
 #
 #   bash scripts/gpu/run_all.sh   (the working tree with .gpu/, under 10 minutes)
 #
-# One command, about 5 minutes by default (at most RUN_BUDGET_S), every
+# One command, about 5-6 minutes by default (at most RUN_BUDGET_S), every
 # result under $OUT. Steps, in order of priority (each guarded: a failure or
 # a timeout is recorded, the rest go on; a step that would overrun the
 # overall deadline is cut short or skipped):
@@ -19,10 +19,12 @@
 #             512); a precision the build refuses is recorded, the rest go on
 #   convapi   simclr bench --precision bf16 at CONVAPI_IMAGES (512 32) with
 #             cuDNN's legacy convolution API and with its backend (graph)
-#             API (SIMCLR_CUDNN_CONV_API=legacy, then graph), tagged
-#             bf16-legacy and bf16-graph in bench_simclr.jsonl; the graph
-#             runs' fallbacks to the legacy API (shapes the backend API has
-#             no engine for) are counted in the summary
+#             API (SIMCLR_CUDNN_CONV_API=legacy, then graph: the heuristics'
+#             first engine, then graph with SIMCLR_CUDNN_GRAPH_TUNE=8: the
+#             fastest of 8 timed), tagged bf16-legacy, bf16-graph and
+#             bf16-graph-tuned in bench_simclr.jsonl; the graph runs'
+#             fallbacks to the legacy API (shapes the backend API has no
+#             engine for) are counted in the summary
 #   torch     benchmarks/pytorch_simclr_bench.py on the same sizes: tf32
 #             (float32 storage, as simclr's tf32), then PyTorch's fast path
 #             (bf16 autocast, channels-last)
@@ -38,13 +40,14 @@
 #
 # Usage: bash scripts/gpu/run_all.sh [STEP...]      (default: info to gobench)
 # Environment (all optional):
-#   RUN_BUDGET_S=420   overall deadline in seconds (560 when paper-table is
+#   RUN_BUDGET_S=450   overall deadline in seconds (560 when paper-table is
 #                      asked for; the tool stops a command at 600)
 #   BENCH_STEPS=20     timed steps per bench (simclr and PyTorch)
 #   BENCH_IMAGES="2 8 32 128 512"
 #   BENCH_PRECISIONS="tf32 bf16"   simclr bench --precision, each in turn
 #   CONVAPI_IMAGES="512 32"   convapi's batch sizes
 #   CONVAPI_PRECISIONS="bf16" convapi's precisions (tf32 also runs on both APIs)
+#   CONVAPI_TUNE=8     engine configs timed per shape by convapi's graph-tuned
 #   BENCH_PRECISION=tf32   the PyTorch reference's --precision, and simclr's
 #                      in train (fp32 for strict float32 in both programs)
 #   TRAIN_ITERS=300    iterations of the short training run
@@ -70,6 +73,7 @@ BENCH_PRECISIONS=${BENCH_PRECISIONS:-"tf32 bf16"}
 BENCH_PRECISION=${BENCH_PRECISION:-tf32}
 CONVAPI_IMAGES=${CONVAPI_IMAGES:-"512 32"}
 CONVAPI_PRECISIONS=${CONVAPI_PRECISIONS:-bf16}
+CONVAPI_TUNE=${CONVAPI_TUNE:-8}
 TRAIN_ITERS=${TRAIN_ITERS:-300}
 TRAIN_PROBE=${TRAIN_PROBE:-1}
 TABLE_PRECISION=${TABLE_PRECISION:-$BENCH_PRECISION}
@@ -88,10 +92,10 @@ for s in "${steps[@]}"; do
 done
 # The default steps took about 4 minutes before convapi (on an H200 on
 # 2026-11-26: torch 23-29 s a precision, train 50 s, the rest a few seconds
-# each); convapi's four runs add about a minute, more where the backend
+# each); convapi's six runs add one to two minutes, more where the backend
 # API's engines compile at run time; the paper's table takes whatever is
 # left of the device's 10 minutes.
-default_budget=420
+default_budget=450
 [[ " ${steps[*]} " == *" paper-table "* ]] && default_budget=560
 RUN_BUDGET_S=${RUN_BUDGET_S:-$default_budget}
 deadline=$((SECONDS + RUN_BUDGET_S))
@@ -255,16 +259,20 @@ fi
 # all graph or not.
 if want convapi; then
 	for p in $CONVAPI_PRECISIONS; do
-		for api in legacy graph; do
-			say "convapi: simclr bench --precision $p, SIMCLR_CUDNN_CONV_API=$api"
+		# graph-tuned times the first CONVAPI_TUNE usable engine configs of
+		# each shape and direction and keeps the fastest.
+		for api in legacy graph graph-tuned; do
+			tune=1
+			[[ $api == graph-tuned ]] && tune=$CONVAPI_TUNE
+			say "convapi: simclr bench --precision $p, SIMCLR_CUDNN_CONV_API=${api%-tuned} SIMCLR_CUDNN_GRAPH_TUNE=$tune"
 			for n in $CONVAPI_IMAGES; do
 				: >"$gpu_work/bench.out"
-				guard "convapi-$p-$api-$n" 90 "$gpu_work/bench.out" env "SIMCLR_CUDNN_CONV_API=$api" \
+				guard "convapi-$p-$api-$n" 90 "$gpu_work/bench.out" env "SIMCLR_CUDNN_CONV_API=${api%-tuned}" "SIMCLR_CUDNN_GRAPH_TUNE=$tune" \
 					"${gosimclr[@]}" bench --device cuda --precision "$p" --steps "$BENCH_STEPS" --json --images "$n"
 				grep '^{' "$gpu_work/bench.out" | sed "s/^{/{\"bench_precision\":\"$p-$api\",/" >>"$OUT/bench_simclr.jsonl"
-				if [[ $api == graph ]]; then
+				if [[ $api != legacy ]]; then
 					fallbacks=$(grep -c "run on cuDNN's legacy API" "$gpu_work/bench.out")
-					echo "  convapi-$p-graph-$n: $fallbacks shape/direction(s) fell back to the legacy API" >>"$summary"
+					echo "  convapi-$p-$api-$n: $fallbacks shape/direction(s) fell back to the legacy API" >>"$summary"
 					grep "run on cuDNN's legacy API" "$gpu_work/bench.out" | head -n 3 | cut -c1-200 | sed 's/^/    /' >>"$summary"
 				fi
 			done

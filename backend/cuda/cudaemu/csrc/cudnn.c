@@ -1025,7 +1025,10 @@ cudnnStatus_t cudnnBackendSetAttribute(void* dp, int attr, int type, long long n
             return CUDNN_STATUS_SUCCESS;
         case A_TENSOR_STRIDES:
             WANT(T_INT64, 4, 1);
-            if (d->ndims && n != d->ndims) break;
+            if (d->ndims && n != d->ndims) {
+                logf_("cudnnBackendSetAttribute(TENSOR, strides): %lld strides for %d dimensions", n, d->ndims);
+                return CUDNN_STATUS_BAD_PARAM;
+            }
             memcpy(d->strides, arr, sizeof(long long) * n);
             return CUDNN_STATUS_SUCCESS;
         case A_TENSOR_UID:

@@ -630,15 +630,23 @@ func TestParityResNet18Step(t *testing.T) {
 		// eval-mode features; 0 means 10 tolLoss, 10 tolFP32 and 100
 		// tolLoss.
 		tolProj, tolBN, tolFeat float64
+		// convAPI is Options.ConvAPI: "" the default (legacy).
+		convAPI string
 	}{
-		{"fp32", resnet18.NormBatch, 1e-4, 1e-2, 0, 0, 0},
-		{"tf32", resnet18.NormBatch, 2e-2, 2e-1, 0, 0, 0},
-		{"fp32", resnet18.NormGroup, 1e-4, 2e-3, 0, 0, 0},
-		{"bf16", resnet18.NormBatch, 4 * u, 0.6, 32 * u, 4 * u, 4 * u},
-		{"bf16", resnet18.NormGroup, 4 * u, 0.6, 32 * u, 4 * u, 4 * u},
+		{"fp32", resnet18.NormBatch, 1e-4, 1e-2, 0, 0, 0, ""},
+		{"tf32", resnet18.NormBatch, 2e-2, 2e-1, 0, 0, 0, ""},
+		{"fp32", resnet18.NormGroup, 1e-4, 2e-3, 0, 0, 0, ""},
+		{"bf16", resnet18.NormBatch, 4 * u, 0.6, 32 * u, 4 * u, 4 * u, ""},
+		{"bf16", resnet18.NormGroup, 4 * u, 0.6, 32 * u, 4 * u, 4 * u, ""},
+		// Every convolution of the step on cuDNN's backend API.
+		{"bf16", resnet18.NormBatch, 4 * u, 0.6, 32 * u, 4 * u, 4 * u, cuda.ConvAPIGraphOnly},
 	} {
-		t.Run(tc.precision+"/"+tc.norm.String(), func(t *testing.T) {
-			p := openPair(t, tc.precision)
+		name := tc.precision + "/" + tc.norm.String()
+		if tc.convAPI != "" {
+			name = tc.precision + "-" + tc.convAPI + "/" + tc.norm.String()
+		}
+		t.Run(name, func(t *testing.T) {
+			p := openPairWith(t, cuda.Options{Precision: tc.precision, ConvAPI: tc.convAPI})
 			if tc.tolProj == 0 {
 				tc.tolProj, tc.tolBN, tc.tolFeat = tc.tolLoss*10, tolFP32*10, tc.tolLoss*100
 			}

@@ -21,9 +21,11 @@ import (
 // convLayout gives, a convolution descriptor, the operation), asks the
 // engine heuristics (mode A, then the fallback mode) for engine configs,
 // and keeps the first whose numerical notes the precision allows, whose
-// execution plan finalizes and whose workspace fits the bound. The plan
-// is made once per shape and direction and kept in the shape's convPlan;
-// each call then sets its buffers in a variant pack and executes.
+// execution plan finalizes and whose workspace fits the bound (or, with
+// Options.GraphTune above 1, the fastest of the first such configs, timed
+// on the call's buffers). The plan is made once per shape and direction
+// and kept in the shape's convPlan; each call then sets its buffers in a
+// variant pack and executes.
 //
 // Options.ConvAPI chooses the path: "legacy", "graph" (a shape and
 // direction with no usable plan runs on the legacy API, the reason

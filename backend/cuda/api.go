@@ -179,6 +179,8 @@ type cudnnAPI struct {
 	// getCudartVersion (optional: only the report and checkSet use it) is
 	// the CUDA version cuDNN was built for, e.g. 12080.
 	getCudartVersion uintptr
+	// graph is the backend (graph) API (optional: convgraph.go).
+	graph graphAPI
 }
 
 // cudaVersion is the CUDA version cuDNN was built for (12080 for 12.8), 0
@@ -198,6 +200,14 @@ func (c *cudnnAPI) load(l *library, sub ...*library) error {
 	var optional uintptr
 	if l.bind(map[string]*uintptr{"cudnnGetCudartVersion": &optional}, sub...) == nil {
 		c.getCudartVersion = optional
+	}
+	var g graphAPI
+	if l.bind(map[string]*uintptr{
+		"cudnnBackendCreateDescriptor": &g.create, "cudnnBackendDestroyDescriptor": &g.destroy,
+		"cudnnBackendSetAttribute": &g.setAttr, "cudnnBackendGetAttribute": &g.getAttr,
+		"cudnnBackendFinalize": &g.finalize, "cudnnBackendExecute": &g.execute,
+	}, sub...) == nil {
+		c.graph = g
 	}
 	return l.bind(map[string]*uintptr{
 		"cudnnCreate": &c.create, "cudnnDestroy": &c.destroy, "cudnnSetStream": &c.setStream,

@@ -3,7 +3,9 @@ package cuda
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -35,6 +37,21 @@ type Options struct {
 	// shape is slow, it says whether the workspace bound or the precision
 	// ruled out a faster algorithm.
 	AlgoLog io.Writer
+	// ConvAPI chooses how convolutions reach cuDNN: "legacy" (the
+	// cudnnFindConvolution* algorithms), "graph" (cuDNN's backend API and
+	// its engines, which hold the fast bf16 kernels; a shape and direction
+	// it cannot run goes to the legacy API, the reason written to AlgoLog,
+	// or to stderr without one) or "graph-only" (the same without that
+	// fallback: such a shape is an error). "" means the value of the
+	// SIMCLR_CUDNN_CONV_API environment variable, else "legacy".
+	ConvAPI string
+	// GraphTune is how many of the usable engine configs the backend API's
+	// heuristics rank are timed on first use of each convolution shape and
+	// direction, the fastest kept (cuDNN's benchmark of the legacy API
+	// does the same for its algorithms); 1 keeps the heuristics' first
+	// untimed. 0 means the SIMCLR_CUDNN_GRAPH_TUNE environment variable,
+	// else 1.
+	GraphTune int
 }
 
 // ValidPrecision reports whether p is an accepted Options.Precision.
@@ -87,6 +104,15 @@ type Backend struct {
 	ntx          map[[2]int]*ntxentPlan
 	bf16Copies   map[bf16CopyKey]*bf16Copy // the bf16 weight cache (bf16cache.go)
 	conversions  bf16Conversions
+	convAPI      string // Options.ConvAPI as resolved by Open
+	graphTune    int    // Options.GraphTune as resolved by Open
+	// graphAttempts counts the backend-API plans tried (one per shape and
+	// direction, made or not), convFallbacks the shapes and directions the
+	// graph API left to the legacy one, convCalls the convolutions each
+	// path ran.
+	graphAttempts int
+	convFallbacks int
+	convCalls     struct{ graph, legacy int }
 }
 
 // Versions are the library versions in use, as the libraries report them.
@@ -110,6 +136,14 @@ func Open(opts Options) (*Backend, error) {
 	if opts.Precision == "" {
 		opts.Precision = "tf32"
 	}
+	convAPI, err := resolveConvAPI(opts.ConvAPI, os.Getenv(ConvAPIEnv))
+	if err != nil {
+		return nil, err
+	}
+	graphTune, err := resolveGraphTune(opts.GraphTune, os.Getenv(GraphTuneEnv))
+	if err != nil {
+		return nil, err
+	}
 	if opts.ChunkBytes == 0 {
 		opts.ChunkBytes = 1 << 30
 	}
@@ -122,10 +156,19 @@ func Open(opts Options) (*Backend, error) {
 	b := &Backend{libs: libs, opts: opts, tf32: opts.Precision == "tf32", bf16: opts.Precision == "bf16",
 		fns: map[string]uintptr{}, scratch: map[string]*scratchBuf{},
 		convPlans: map[tensor.ConvShape]*convPlan{}, ntx: map[[2]int]*ntxentPlan{},
-		bf16Copies: map[bf16CopyKey]*bf16Copy{}}
+		bf16Copies: map[bf16CopyKey]*bf16Copy{}, convAPI: convAPI, graphTune: graphTune}
 	if err := b.init(); err != nil {
 		b.release()
 		return nil, err
+	}
+	if b.convAPI != ConvAPILegacy && !libs.cudnn.graph.ok() {
+		if b.convAPI == ConvAPIGraphOnly {
+			b.release()
+			return nil, fmt.Errorf("cuda: convolution API %s: cuDNN at %s lacks the backend API (cudnnBackendCreateDescriptor): use %s, or a cuDNN 9 with libcudnn_graph",
+				ConvAPIGraphOnly, libs.cudnn.lib.path, ConvAPILegacy)
+		}
+		fmt.Fprintf(b.convLog(), "cuda: cuDNN at %s lacks the backend API (cudnnBackendCreateDescriptor): convolutions run on its legacy API\n", libs.cudnn.lib.path)
+		b.convAPI = ConvAPILegacy
 	}
 	if b.bf16 {
 		b.enter()
@@ -157,6 +200,43 @@ func Open(opts Options) (*Backend, error) {
 // planning leaves for what it does not count, the workspace among them.
 func defaultWorkspace(avail uint64) uint64 {
 	return min(max(avail/16, 256<<20), 4<<30)
+}
+
+// resolveConvAPI is the convolution API of Options.ConvAPI opt, else of
+// the environment variable's value env, else legacy.
+func resolveConvAPI(opt, env string) (string, error) {
+	if err := ValidConvAPI(opt); err != nil {
+		return "", fmt.Errorf("cuda: Options.ConvAPI: %w", err)
+	}
+	if opt != "" {
+		return opt, nil
+	}
+	if err := ValidConvAPI(env); err != nil {
+		return "", fmt.Errorf("cuda: %s: %w", ConvAPIEnv, err)
+	}
+	if env != "" {
+		return env, nil
+	}
+	return ConvAPILegacy, nil
+}
+
+// resolveGraphTune is Options.GraphTune opt when above 0, else the
+// environment variable's value env (a whole number from 1), else 1.
+func resolveGraphTune(opt int, env string) (int, error) {
+	if opt < 0 {
+		return 0, fmt.Errorf("cuda: Options.GraphTune %d: want 1 or more (0 for the default)", opt)
+	}
+	if opt > 0 {
+		return opt, nil
+	}
+	if env == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(env)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("cuda: %s=%q: want a whole number of engine configs to time, 1 or more (1 takes the heuristics' first)", GraphTuneEnv, env)
+	}
+	return n, nil
 }
 
 func (b *Backend) init() error {
@@ -283,7 +363,7 @@ func (b *Backend) leave() {
 func (b *Backend) Name() string { return "cuda" }
 
 func (b *Backend) Describe() string {
-	return fmt.Sprintf("cuda: %s (sm_%d%d, %d SMs, %s), %s, driver %s, cuBLAS %s, cuDNN %s, NVRTC %s (%s kernels)",
+	return fmt.Sprintf("cuda: %s (sm_%d%d, %d SMs, %s), %s, driver %s, cuBLAS %s, cuDNN %s (%s convolution API), NVRTC %s (%s kernels)",
 		b.devName, b.major, b.minor, b.sms, human(b.totalMem), b.opts.Precision,
-		b.versions.Driver, b.versions.CUBLAS, b.versions.CUDNN, b.versions.NVRTC, b.kernelKind)
+		b.versions.Driver, b.versions.CUBLAS, b.versions.CUDNN, b.convAPI, b.versions.NVRTC, b.kernelKind)
 }

@@ -28,8 +28,8 @@ import (
 // choice of each shape to stderr (Options.AlgoLog), and
 // SIMCLR_BENCH_WORKSPACE_MIB=N bounds the convolution workspace at N MiB
 // instead of the default.
-func openBench(b *testing.B, precision string) *cuda.Backend {
-	opts := cuda.Options{Precision: precision}
+func openBench(b *testing.B, precision, convAPI string) *cuda.Backend {
+	opts := cuda.Options{Precision: precision, ConvAPI: convAPI}
 	if os.Getenv("SIMCLR_BENCH_CUDNN_LOG") == "1" {
 		opts.AlgoLog = os.Stderr
 	}
@@ -48,6 +48,26 @@ func openBench(b *testing.B, precision string) *cuda.Backend {
 	return g
 }
 
+// benchVariant is a precision and the cuDNN convolution API it runs on;
+// the legacy API's runs keep the plain precision as their name.
+type benchVariant struct{ precision, convAPI string }
+
+func (v benchVariant) name() string {
+	if v.convAPI == cuda.ConvAPILegacy {
+		return v.precision
+	}
+	return v.precision + "-" + v.convAPI
+}
+
+// benchVariants: each precision on the legacy API, and bf16 (whose fast
+// kernels only the backend API reaches) and tf32 on the backend API,
+// falling back to the legacy API per shape where it has no engine (the
+// reason on stderr).
+var benchVariants = []benchVariant{
+	{"tf32", cuda.ConvAPILegacy}, {"fp32", cuda.ConvAPILegacy}, {"bf16", cuda.ConvAPILegacy},
+	{"bf16", cuda.ConvAPIGraph}, {"tf32", cuda.ConvAPIGraph},
+}
+
 // BenchmarkConv is forward + backward of ResNet-18's most expensive 3x3
 // convolutions at 512 views; it reports TFLOP/s (forward FLOPs x 3).
 func BenchmarkConv(b *testing.B) {
@@ -56,10 +76,10 @@ func BenchmarkConv(b *testing.B) {
 		{N: 512, C: 128, H: 16, W: 16, K: 128, R: 3, S: 3, Stride: 1, Pad: 1},
 		{N: 512, C: 512, H: 4, W: 4, K: 512, R: 3, S: 3, Stride: 1, Pad: 1},
 	}
-	for _, precision := range []string{"tf32", "fp32", "bf16"} {
-		g := openBench(b, precision)
+	for _, v := range benchVariants {
+		g := openBench(b, v.precision, v.convAPI)
 		for _, s := range shapes {
-			b.Run(fmt.Sprintf("%s/C=%d/HW=%d", precision, s.C, s.H), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/C=%d/HW=%d", v.name(), s.C, s.H), func(b *testing.B) {
 				x, w, y := g.Alloc(s.InLen()), g.Alloc(s.WeightLen()), g.Alloc(s.OutLen())
 				dx, dw := g.Alloc(s.InLen()), g.Alloc(s.WeightLen())
 				defer freeAll(g, x, w, y, dx, dw)
@@ -91,7 +111,7 @@ func freeAll(g *cuda.Backend, bufs ...tensor.Buffer) {
 
 // BenchmarkNTXent is the multilevel loss and its gradient at 512 images.
 func BenchmarkNTXent(b *testing.B) {
-	g := openBench(b, "tf32")
+	g := openBench(b, "tf32", cuda.ConvAPILegacy)
 	b.Run("images=512", func(b *testing.B) {
 		n, d := 512, 128
 		z, dz := g.Alloc(2*n*d), g.Alloc(2*n*d)
@@ -112,10 +132,10 @@ func BenchmarkNTXent(b *testing.B) {
 // peak. One backend serves each precision; every run frees what it
 // allocated and the sizes grow, so the peak read after a run is that run's.
 func BenchmarkResNet18Step(b *testing.B) {
-	for _, precision := range []string{"tf32", "fp32", "bf16"} {
-		g := openBench(b, precision)
+	for _, v := range benchVariants {
+		g := openBench(b, v.precision, v.convAPI)
 		for _, images := range []int{64, 256, 512} {
-			b.Run(fmt.Sprintf("%s/images=%d", precision, images), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/images=%d", v.name(), images), func(b *testing.B) {
 				cfg := resnet18.Config{Width: 1, ProjDim: 128, InputSize: 32}
 				m := resnet18.New(g, cfg, 1)
 				defer m.Free()

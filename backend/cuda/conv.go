@@ -21,9 +21,18 @@ type convPlan struct {
 	fwdWS, bwdDWS, bwdFWS       uint64
 	fwdFound, bwdDFound         bool
 	bwdFFound                   bool
+	// graph holds the backend API's plan of each direction (convgraph.go);
+	// graphFailed marks a direction that runs on the legacy API instead.
+	graph       [3]*graphPlan
+	graphFailed [3]bool
 }
 
 func (p *convPlan) destroy(c *cudnnAPI) {
+	for _, g := range p.graph {
+		if g != nil {
+			g.destroy(c)
+		}
+	}
 	for _, d := range []uintptr{p.x, p.y} {
 		if d != 0 {
 			mustCall(c.destroyTensor, d)
@@ -303,8 +312,6 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	if p == nil {
 		return
 	}
-	c := &b.libs.cudnn
-	h := b.cudnnHandle
 	xp, wp, yp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(y))
 	if b.bf16 {
 		xp = uintptr(b.toBF16NHWC(bf16ConvIn, b.ptr(x), s.N, s.C, s.H*s.W))
@@ -314,6 +321,21 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 			return
 		}
 	}
+	if g := b.graphPlanLocked(p, dirForward, s, [3]uintptr{xp, wp, yp}); g != nil {
+		b.runGraph(g, dirForward, s, xp, wp, yp)
+	} else if b.err == nil {
+		b.forwardLegacy(p, s, xp, wp, yp)
+	}
+	if b.bf16 {
+		b.fromBF16NHWC(uint64(yp), b.ptr(y), s.N, s.K, s.OutH()*s.OutW())
+	}
+}
+
+// forwardLegacy runs the forward convolution of plan p on cuDNN's legacy
+// API, choosing its algorithm on first use.
+func (b *Backend) forwardLegacy(p *convPlan, s tensor.ConvShape, xp, wp, yp uintptr) {
+	c := &b.libs.cudnn
+	h := b.cudnnHandle
 	if !p.fwdFound {
 		p.fwdAlgo, p.fwdWS = b.pickAlgo("forward", s, p.convFwd, cudnnFwdAlgoCount,
 			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
@@ -336,9 +358,7 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	one, zero := float32(1), float32(0)
 	b.fail(c.check("cudnnConvolutionForward for "+s.String(), mustCall(c.convFwd, h, uintptr(unsafe.Pointer(&one)),
 		p.x, xp, p.w, wp, p.convFwd, uintptr(p.fwdAlgo), uintptr(ws), uintptr(p.fwdWS), uintptr(unsafe.Pointer(&zero)), p.y, yp)))
-	if b.bf16 {
-		b.fromBF16NHWC(uint64(yp), b.ptr(y), s.N, s.K, s.OutH()*s.OutW())
-	}
+	b.convCalls.legacy++
 }
 
 // Conv2dBackward: given dy (N,K,OH,OW), writes dx (N,C,H,W) unless dx is
@@ -363,8 +383,6 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	if p == nil {
 		return
 	}
-	c := &b.libs.cudnn
-	h := b.cudnnHandle
 	xp, wp, dyp, dwp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(dy)), uintptr(b.ptr(dw))
 	if b.bf16 {
 		// dy in bf16 and the filter's cached copy first; x is converted
@@ -376,7 +394,6 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 			return
 		}
 	}
-	one, zero := float32(1), float32(0)
 	if dx != nil {
 		dxp := uintptr(b.ptr(dx))
 		if b.bf16 {
@@ -385,27 +402,14 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 				return
 			}
 		}
-		if !p.bwdDFound {
-			p.bwdDAlgo, p.bwdDWS = b.pickAlgo("backward-data", s, p.convBwdD, cudnnBwdDataAlgoCount,
-				func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
-					return mustCall(c.findBwdDataEx, h, p.w, wp, p.y, dyp, p.convBwdD, p.x, dxp, cudnnMaxAlgosRequested,
-						uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
-				},
-				func(raw []byte, count *int32) uintptr {
-					return mustCall(c.getBwdDataV7, h, p.w, p.y, p.convBwdD, p.x, cudnnMaxAlgosRequested,
-						uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
-				},
-				func(algo int32, size *uint64) uintptr {
-					return mustCall(c.bwdDataWorkspaceSize, h, p.w, p.y, p.convBwdD, p.x, uintptr(algo), uintptr(unsafe.Pointer(size)))
-				})
-			p.bwdDFound = b.err == nil
+		if g := b.graphPlanLocked(p, dirBackwardData, s, [3]uintptr{dxp, wp, dyp}); g != nil {
+			b.runGraph(g, dirBackwardData, s, dxp, wp, dyp)
+		} else if b.err == nil {
+			b.backwardDataLegacy(p, s, wp, dyp, dxp)
 		}
 		if b.err != nil {
 			return
 		}
-		ws := b.workspaceLocked(p.bwdDWS)
-		b.fail(c.check("cudnnConvolutionBackwardData for "+s.String(), mustCall(c.convBwdData, h, uintptr(unsafe.Pointer(&one)),
-			p.w, wp, p.y, dyp, p.convBwdD, uintptr(p.bwdDAlgo), uintptr(ws), uintptr(p.bwdDWS), uintptr(unsafe.Pointer(&zero)), p.x, dxp)))
 		if b.bf16 {
 			b.fromBF16NHWC(uint64(dxp), b.ptr(dx), s.N, s.C, s.H*s.W)
 		}
@@ -418,6 +422,52 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 			return
 		}
 	}
+	if g := b.graphPlanLocked(p, dirBackwardFilter, s, [3]uintptr{xp, dwp, dyp}); g != nil {
+		b.runGraph(g, dirBackwardFilter, s, xp, dwp, dyp)
+	} else if b.err == nil {
+		b.backwardFilterLegacy(p, s, xp, dyp, dwp)
+	}
+	if b.bf16 {
+		b.fromBF16NHWC(uint64(dwp), b.ptr(dw), s.K, s.C, s.R*s.S)
+	}
+}
+
+// backwardDataLegacy runs the data gradient of plan p on cuDNN's legacy
+// API, choosing its algorithm on first use.
+func (b *Backend) backwardDataLegacy(p *convPlan, s tensor.ConvShape, wp, dyp, dxp uintptr) {
+	c := &b.libs.cudnn
+	h := b.cudnnHandle
+	one, zero := float32(1), float32(0)
+	if !p.bwdDFound {
+		p.bwdDAlgo, p.bwdDWS = b.pickAlgo("backward-data", s, p.convBwdD, cudnnBwdDataAlgoCount,
+			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
+				return mustCall(c.findBwdDataEx, h, p.w, wp, p.y, dyp, p.convBwdD, p.x, dxp, cudnnMaxAlgosRequested,
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
+			},
+			func(raw []byte, count *int32) uintptr {
+				return mustCall(c.getBwdDataV7, h, p.w, p.y, p.convBwdD, p.x, cudnnMaxAlgosRequested,
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+			},
+			func(algo int32, size *uint64) uintptr {
+				return mustCall(c.bwdDataWorkspaceSize, h, p.w, p.y, p.convBwdD, p.x, uintptr(algo), uintptr(unsafe.Pointer(size)))
+			})
+		p.bwdDFound = b.err == nil
+	}
+	if b.err != nil {
+		return
+	}
+	ws := b.workspaceLocked(p.bwdDWS)
+	b.fail(c.check("cudnnConvolutionBackwardData for "+s.String(), mustCall(c.convBwdData, h, uintptr(unsafe.Pointer(&one)),
+		p.w, wp, p.y, dyp, p.convBwdD, uintptr(p.bwdDAlgo), uintptr(ws), uintptr(p.bwdDWS), uintptr(unsafe.Pointer(&zero)), p.x, dxp)))
+	b.convCalls.legacy++
+}
+
+// backwardFilterLegacy runs the filter gradient of plan p on cuDNN's
+// legacy API, choosing its algorithm on first use.
+func (b *Backend) backwardFilterLegacy(p *convPlan, s tensor.ConvShape, xp, dyp, dwp uintptr) {
+	c := &b.libs.cudnn
+	h := b.cudnnHandle
+	one, zero := float32(1), float32(0)
 	if !p.bwdFFound {
 		p.bwdFAlgo, p.bwdFWS = b.pickAlgo("backward-filter", s, p.convBwdF, cudnnBwdFilterAlgoCount,
 			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
@@ -439,9 +489,7 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	ws := b.workspaceLocked(p.bwdFWS)
 	b.fail(c.check("cudnnConvolutionBackwardFilter for "+s.String(), mustCall(c.convBwdFilter, h, uintptr(unsafe.Pointer(&one)),
 		p.x, xp, p.y, dyp, p.convBwdF, uintptr(p.bwdFAlgo), uintptr(ws), uintptr(p.bwdFWS), uintptr(unsafe.Pointer(&zero)), p.w, dwp)))
-	if b.bf16 {
-		b.fromBF16NHWC(uint64(dwp), b.ptr(dw), s.K, s.C, s.R*s.S)
-	}
+	b.convCalls.legacy++
 }
 
 func checkConv(op string, s tensor.ConvShape, x, w, y tensor.Buffer) {

@@ -4,7 +4,8 @@
 // GPU (where Open returns an error and callers fall back to the CPU).
 //
 // The structure mirrors backend/cpu file by file: convolutions (conv.go) go
-// through cuDNN, matrix products (layers.go) through cuBLAS, and every other
+// through cuDNN, its legacy API or its backend (graph) API (convgraph.go,
+// chosen by Options.ConvAPI), matrix products (layers.go) through cuBLAS, and every other
 // kernel is CUDA C in kernels/*.cu, one file per concern beside its Go
 // launchers (vector, layers, batchnorm, groupnorm, loss, optim, as backend/cpu's Go
 // files), embedded in the binary and compiled by NVRTC for the device at

@@ -31,6 +31,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cpu"
+	"github.com/simclr-go/simclr/backend/cuda"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -90,7 +91,18 @@ func (p *pair) checkBF16(t *testing.T, what string, g, c, absRef tensor.Buffer, 
 // TestParityBF16Conv: the three convolution directions in bf16 against
 // the CPU's fp32, on the shapes of TestParityConv.
 func TestParityBF16Conv(t *testing.T) {
-	p := openPair(t, "bf16")
+	parityBF16Conv(t, openPair(t, "bf16"))
+}
+
+// TestParityBF16ConvGraph: TestParityBF16Conv through cuDNN's backend API
+// alone (graph-only: no shape may fall back to the legacy API).
+func TestParityBF16ConvGraph(t *testing.T) {
+	parityBF16Conv(t, openPairWith(t, cuda.Options{Precision: "bf16", ConvAPI: cuda.ConvAPIGraphOnly}))
+}
+
+// parityBF16Conv checks the three directions in bf16 on every shape of
+// convShapes.
+func parityBF16Conv(t *testing.T, p *pair) {
 	for _, s := range convShapes {
 		t.Run(s.String(), func(t *testing.T) {
 			xh, wh, dyh := p.randn(s.InLen(), 1), p.randn(s.WeightLen(), 0.1), p.randn(s.OutLen(), 1)

@@ -4,7 +4,7 @@
 #
 #   bash scripts/gpu/run_all.sh   (the working tree with .gpu/, under 10 minutes)
 #
-# One command, about 4 minutes by default (at most RUN_BUDGET_S), every
+# One command, about 5-6 minutes by default (at most RUN_BUDGET_S), every
 # result under $OUT. Steps, in order of priority (each guarded: a failure or
 # a timeout is recorded, the rest go on; a step that would overrun the
 # overall deadline is cut short or skipped):
@@ -17,6 +17,14 @@
 #   bench     simclr bench --device cuda --json, --images 2 8 32 128 512,
 #             in each of BENCH_PRECISIONS (tf32 bf16; plus --multilevel at
 #             512); a precision the build refuses is recorded, the rest go on
+#   convapi   simclr bench --precision bf16 at CONVAPI_IMAGES (512 32) with
+#             cuDNN's legacy convolution API and with its backend (graph)
+#             API (SIMCLR_CUDNN_CONV_API=legacy, then graph: the heuristics'
+#             first engine, then graph with SIMCLR_CUDNN_GRAPH_TUNE=8: the
+#             fastest of 8 timed), tagged bf16-legacy, bf16-graph and
+#             bf16-graph-tuned in bench_simclr.jsonl; the graph runs'
+#             fallbacks to the legacy API (shapes the backend API has no
+#             engine for) are counted in the summary
 #   torch     benchmarks/pytorch_simclr_bench.py on the same sizes: tf32
 #             (float32 storage, as simclr's tf32), then PyTorch's fast path
 #             (bf16 autocast, channels-last)
@@ -32,11 +40,14 @@
 #
 # Usage: bash scripts/gpu/run_all.sh [STEP...]      (default: info to gobench)
 # Environment (all optional):
-#   RUN_BUDGET_S=360   overall deadline in seconds (560 when paper-table is
+#   RUN_BUDGET_S=480   overall deadline in seconds (560 when paper-table is
 #                      asked for; the tool stops a command at 600)
 #   BENCH_STEPS=20     timed steps per bench (simclr and PyTorch)
 #   BENCH_IMAGES="2 8 32 128 512"
 #   BENCH_PRECISIONS="tf32 bf16"   simclr bench --precision, each in turn
+#   CONVAPI_IMAGES="512 32"   convapi's batch sizes
+#   CONVAPI_PRECISIONS="bf16" convapi's precisions (tf32 also runs on both APIs)
+#   CONVAPI_TUNE=8     engine configs timed per shape by convapi's graph-tuned
 #   BENCH_PRECISION=tf32   the PyTorch reference's --precision, and simclr's
 #                      in train (fp32 for strict float32 in both programs)
 #   TRAIN_ITERS=300    iterations of the short training run
@@ -60,15 +71,18 @@ BENCH_STEPS=${BENCH_STEPS:-20}
 BENCH_IMAGES=${BENCH_IMAGES:-"2 8 32 128 512"}
 BENCH_PRECISIONS=${BENCH_PRECISIONS:-"tf32 bf16"}
 BENCH_PRECISION=${BENCH_PRECISION:-tf32}
+CONVAPI_IMAGES=${CONVAPI_IMAGES:-"512 32"}
+CONVAPI_PRECISIONS=${CONVAPI_PRECISIONS:-bf16}
+CONVAPI_TUNE=${CONVAPI_TUNE:-8}
 TRAIN_ITERS=${TRAIN_ITERS:-300}
 TRAIN_PROBE=${TRAIN_PROBE:-1}
 TABLE_PRECISION=${TABLE_PRECISION:-$BENCH_PRECISION}
 TABLE_ARGS=${TABLE_ARGS:-}
 
-all_steps="info devices parity bench torch torch-compile train memcheck gobench paper-table"
+all_steps="info devices parity bench convapi torch torch-compile train memcheck gobench paper-table"
 steps=("$@")
 if ((${#steps[@]} == 0)); then
-	steps=(info devices parity bench torch train memcheck gobench)
+	steps=(info devices parity bench convapi torch train memcheck gobench)
 fi
 for s in "${steps[@]}"; do
 	[[ " $all_steps " == *" $s "* ]] || {
@@ -76,10 +90,12 @@ for s in "${steps[@]}"; do
 		exit 2
 	}
 done
-# The default steps take about 4 minutes (on an H200 on 2026-11-26: torch
-# 23-29 s a precision, train 50 s, the rest a few seconds each); the paper's
-# table takes whatever is left of the device's 10 minutes.
-default_budget=360
+# The default steps took about 4 minutes before convapi (on an H200 on
+# 2026-11-26: torch 23-29 s a precision, train 50 s, the rest a few seconds
+# each); convapi's six runs add one to two minutes, more where the backend
+# API's engines compile at run time; the paper's table takes whatever is
+# left of the device's 10 minutes.
+default_budget=480
 [[ " ${steps[*]} " == *" paper-table "* ]] && default_budget=560
 RUN_BUDGET_S=${RUN_BUDGET_S:-$default_budget}
 deadline=$((SECONDS + RUN_BUDGET_S))
@@ -183,7 +199,9 @@ if want parity; then
 	# The tests read testdata/ relative to the package folder.
 	# Every test of the package runs: the parity tests of each precision
 	# (fp32, tf32, and bf16 where the build has them) and the whole-step ones.
-	(cd backend/cuda && guard parity 180 "$OUT/cuda_test.log" "${gocudatest[@]}" -test.v -test.count=1 -test.timeout=170s)
+	# (The parity tests of cuDNN's backend API build a plan per shape and
+	# direction, some with engines compiled at run time: 60 s more.)
+	(cd backend/cuda && guard parity 240 "$OUT/cuda_test.log" "${gocudatest[@]}" -test.v -test.count=1 -test.timeout=230s)
 	grep -E -- '--- (FAIL|SKIP)' "$OUT/cuda_test.log" | head -n 20 | sed 's/^/  /' >>"$summary"
 	grep -q -- '--- SKIP: TestParity' "$OUT/cuda_test.log" && record parity-skipped WARN 0 "parity tests skipped: no usable GPU for the Go backend (see cuda_test.log)"
 	# Top-level tests only (subtests are indented): how many passed, failed
@@ -231,6 +249,36 @@ if want bench; then
 			fi
 		done
 		((refused)) || bench_one "bench-$p-512-multilevel" "$p" --images 512 --multilevel
+	done
+fi
+
+# ---------------------------------------------------------------- convapi
+# The same bf16 step on cuDNN's two convolution APIs: the legacy one
+# (cudnnFind*, implicit GEMM only for bf16 NHWC) and the backend (graph)
+# one, whose engines hold the fast bf16 kernels. The graph runs may fall
+# back to the legacy API for a shape, one stderr line each ("... run on
+# cuDNN's legacy API"): counted, so that a graph number is known to be
+# all graph or not.
+if want convapi; then
+	for p in $CONVAPI_PRECISIONS; do
+		# graph-tuned times the first CONVAPI_TUNE usable engine configs of
+		# each shape and direction and keeps the fastest.
+		for api in legacy graph graph-tuned; do
+			tune=1
+			[[ $api == graph-tuned ]] && tune=$CONVAPI_TUNE
+			say "convapi: simclr bench --precision $p, SIMCLR_CUDNN_CONV_API=${api%-tuned} SIMCLR_CUDNN_GRAPH_TUNE=$tune"
+			for n in $CONVAPI_IMAGES; do
+				: >"$gpu_work/bench.out"
+				guard "convapi-$p-$api-$n" 90 "$gpu_work/bench.out" env "SIMCLR_CUDNN_CONV_API=${api%-tuned}" "SIMCLR_CUDNN_GRAPH_TUNE=$tune" \
+					"${gosimclr[@]}" bench --device cuda --precision "$p" --steps "$BENCH_STEPS" --json --images "$n"
+				grep '^{' "$gpu_work/bench.out" | sed "s/^{/{\"bench_precision\":\"$p-$api\",/" >>"$OUT/bench_simclr.jsonl"
+				if [[ $api != legacy ]]; then
+					fallbacks=$(grep -c "run on cuDNN's legacy API" "$gpu_work/bench.out")
+					echo "  convapi-$p-$api-$n: $fallbacks shape/direction(s) fell back to the legacy API" >>"$summary"
+					grep "run on cuDNN's legacy API" "$gpu_work/bench.out" | head -n 3 | cut -c1-200 | sed 's/^/    /' >>"$summary"
+				fi
+			done
+		done
 	done
 fi
 

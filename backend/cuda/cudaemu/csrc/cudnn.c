@@ -1,5 +1,6 @@
 // An emulated libcudnn.so.9 for tests: the legacy convolution API that
-// backend/cuda calls. Tensor descriptors are 4-d NCHW or NHWC, float or
+// backend/cuda calls, and the part of the backend (graph) API that runs
+// the same convolutions (at the end of this file). Tensor descriptors are 4-d NCHW or NHWC, float or
 // bfloat16, filters KCRS (NCHW) or KRSC (NHWC) of the same data type as the
 // tensors, convolutions 2-d with padding, stride and dilation, as
 // cross-correlation or convolution; forward, backward data and backward
@@ -133,6 +134,11 @@ const char* cudnnGetErrorString(cudnnStatus_t s) {
     case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
     case CUDNN_STATUS_INTERNAL_ERROR: return "CUDNN_STATUS_INTERNAL_ERROR";
     case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
+    case 2004: return "CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED";
+    case 2010: return "CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE";
+    case 3001: return "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN";
+    case 3002: return "CUDNN_STATUS_NOT_SUPPORTED_SHAPE";
+    case 3004: return "CUDNN_STATUS_NOT_SUPPORTED_LAYOUT";
     }
     return "CUDNN_STATUS_UNKNOWN";
 }
@@ -597,6 +603,8 @@ static void backward_filter_part(void* ctx, int lo, int hi) {
     free(lanes);
 }
 
+static cudnnStatus_t compute(int dir, const handle* h, const problem* p, int round, float alpha, float beta, u64 in1, u64 in2, u64 out);
+
 // run checks one execution and computes out = alpha op + beta out.
 static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u64 ws, size_t ws_size, const float* alpha, const float* beta,
                          u64 in1, u64 in2, u64 out) {
@@ -605,7 +613,6 @@ static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u
         logf_("%s: the context holds the earlier fault %d", what, h->sticky());
         return CUDNN_STATUS_EXECUTION_FAILED;
     }
-    size_t nx = (size_t)p->N * p->C * p->H * p->W, nw = (size_t)p->K * p->C * p->R * p->S, ny = (size_t)p->N * p->K * p->OH * p->OW;
     size_t need;
     cudnnStatus_t st = algo_info(dir, algo, p, p->cv->math, &need);
     if (st != CUDNN_STATUS_SUCCESS) {
@@ -617,6 +624,17 @@ static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u
         return CUDNN_STATUS_BAD_PARAM;
     }
     if (!alpha || !beta) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+    st = compute(dir, h, p, tensor_core(dir, algo, p->cv->math), *alpha, *beta, in1, in2, out);
+    if (st == CUDNN_STATUS_SUCCESS && need > 0) poison(ws, need); // the workspace holds nothing afterwards
+    return st;
+}
+
+// compute checks the three buffers of one convolution and computes out =
+// alpha op + beta out, rounding the inputs to TF32 when round is set.
+static cudnnStatus_t compute(int dir, const handle* h, const problem* p, int round, float alpha, float beta, u64 in1, u64 in2, u64 out) {
+    const char* what = dir_name[dir];
+    cudnnStatus_t st;
+    size_t nx = (size_t)p->N * p->C * p->H * p->W, nw = (size_t)p->K * p->C * p->R * p->S, ny = (size_t)p->N * p->K * p->OH * p->OW;
     size_t n1 = dir == FWD ? nx : dir == BWD_DATA ? nw : nx;
     size_t n2 = dir == FWD ? nw : ny;
     size_t no = dir == FWD ? ny : dir == BWD_DATA ? nx : nw;
@@ -624,7 +642,6 @@ static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u
     if ((st = check_buffer(h, what, "the first input", in1, n1, unit)) || (st = check_buffer(h, what, "the second input", in2, n2, unit)) ||
         (st = check_buffer(h, what, "the output", out, no, unit)))
         return st;
-    int round = tensor_core(dir, algo, p->cv->math);
     // The arrays as (A, B, C, D): x (N, C, H, W), w (K, C, R, S), y (N, K, OH, OW).
     int xd[4] = {p->N, p->C, p->H, p->W}, wd[4] = {p->K, p->C, p->R, p->S}, yd[4] = {p->N, p->K, p->OH, p->OW};
     const int* d1 = dir == FWD ? xd : dir == BWD_DATA ? wd : xd;
@@ -639,8 +656,7 @@ static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u
     if (dir == FWD) par_for(p->N * p->K, forward_part, &L);
     else if (dir == BWD_DATA) par_for(p->N * p->C, backward_data_part, &L);
     else par_for(p->K * p->C, backward_filter_part, &L);
-    if (need > 0) poison(ws, need); // the workspace holds nothing afterwards
-    store_out(out, p->dtype, fO, dO[0], dO[1], dO[2], dO[3], acc, *alpha, *beta);
+    store_out(out, p->dtype, fO, dO[0], dO[1], dO[2], dO[3], acc, alpha, beta);
     free(a);
     free(b);
     free(acc);
@@ -782,4 +798,691 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(void* h, const float* alpha, void* 
     problem p;
     cudnnStatus_t st = describe(BWD_FILTER, h, xd, dwd, cd, dyd, &p);
     return st ? st : run(BWD_FILTER, h, &p, algo, ws, wsb, alpha, beta, x, dy, dw);
+}
+
+// ---- the backend (graph) API: one convolution per operation graph ----
+//
+// Descriptors are objects of a type with attributes, set one at a time
+// and checked at finalize, as cuDNN's are. What is emulated: tensors
+// (4-d, float or bfloat16, packed NCHW or NHWC strides; filters are
+// tensors of dimensions K, C, R, S), 2-d convolution descriptors, the
+// three convolution operations, operation graphs of one operation,
+// engine heuristics (modes INSTANT, A, B and FALLBACK), engine configs,
+// engines (their global index and numerical notes), execution plans with
+// their workspace, variant packs and cudnnBackendExecute. Two fake engines
+// serve each operation:
+//
+//   engine 0, "tensor cores": numerical note TENSOR_CORE; needs C and K
+//     multiples of 8 (its plan does not finalize otherwise, as a real
+//     engine's may not); float data is rounded to TF32; a workspace.
+//   engine 1, "fallback": no notes, no workspace, any shape.
+//
+// Mode A, B and INSTANT list engine 0 then 1, FALLBACK only engine 1.
+// SIMCLR_CUDA_EMU_CUDNN_GRAPH_MAX_C=N makes every engine refuse (plan
+// finalize CUDNN_STATUS_NOT_SUPPORTED_SHAPE) a convolution of more than N
+// input channels: a shape no engine runs. SIMCLR_CUDA_EMU_CUDNN_NO_GRAPH=1
+// makes operation graphs fail to finalize, as a cuDNN whose backend API
+// lacks an operation would.
+
+enum {
+    CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED = 2004,
+    CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE = 2010,
+    CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN = 3001,
+    CUDNN_STATUS_NOT_SUPPORTED_SHAPE = 3002,
+    CUDNN_STATUS_NOT_SUPPORTED_LAYOUT = 3004,
+};
+// cudnnBackendDescriptorType_t
+enum {
+    BK_CONVOLUTION = 1,
+    BK_ENGINE = 2,
+    BK_ENGINECFG = 3,
+    BK_ENGINEHEUR = 4,
+    BK_EXECUTION_PLAN = 5,
+    BK_OP_CONV_FWD = 10,
+    BK_OP_CONV_BWD_FILTER = 11,
+    BK_OP_CONV_BWD_DATA = 12,
+    BK_OPERATIONGRAPH = 15,
+    BK_VARIANT_PACK = 16,
+    BK_TENSOR = 17,
+};
+// cudnnBackendAttributeType_t
+enum {
+    T_HANDLE = 0,
+    T_DATA_TYPE = 1,
+    T_INT64 = 3,
+    T_FLOAT = 4,
+    T_DOUBLE = 5,
+    T_VOID_PTR = 6,
+    T_CONVOLUTION_MODE = 7,
+    T_HEUR_MODE = 8,
+    T_NUMERICAL_NOTE = 11,
+    T_BACKEND_DESCRIPTOR = 15,
+};
+// cudnnBackendAttributeName_t
+enum {
+    A_CONV_COMP_TYPE = 100,
+    A_CONV_MODE = 101,
+    A_CONV_DILATIONS = 102,
+    A_CONV_STRIDES = 103,
+    A_CONV_POST_PAD = 104,
+    A_CONV_PRE_PAD = 105,
+    A_CONV_SPATIAL_DIMS = 106,
+    A_HEUR_MODE = 200,
+    A_HEUR_GRAPH = 201,
+    A_HEUR_RESULTS = 202,
+    A_CFG_ENGINE = 300,
+    A_CFG_WORKSPACE = 303,
+    A_PLAN_HANDLE = 400,
+    A_PLAN_CFG = 401,
+    A_PLAN_WORKSPACE = 402,
+    A_OP_FIRST = 700, // 700..705 forward, 706..711 backward data, 712..717 backward filter
+    A_OP_LAST = 717,
+    A_GRAPH_HANDLE = 800,
+    A_GRAPH_OPS = 801,
+    A_GRAPH_ENGINE_COUNT = 802,
+    A_TENSOR_ALIGNMENT = 900,
+    A_TENSOR_DATA_TYPE = 901,
+    A_TENSOR_DIMS = 902,
+    A_TENSOR_STRIDES = 903,
+    A_TENSOR_UID = 906,
+    A_TENSOR_VIRTUAL = 907,
+    A_PACK_UIDS = 1000,
+    A_PACK_POINTERS = 1001,
+    A_PACK_WORKSPACE = 1003,
+    A_ENGINE_GRAPH = 1300,
+    A_ENGINE_INDEX = 1301,
+    A_ENGINE_NOTES = 1303,
+};
+enum { HEUR_INSTANT = 0, HEUR_B = 1, HEUR_FALLBACK = 2, HEUR_A = 3 };
+enum { NOTE_TENSOR_CORE = 0 };
+enum { K_BACKEND = 0x6d0010, GRAPH_ENGINES = 2, PACK_MAX = 8 };
+
+typedef struct bdesc bdesc;
+struct bdesc {
+    int kind, type, finalized;
+    // tensor
+    int dtype, ndims, is_virtual;
+    long long dims[4], strides[4], uid, alignment;
+    int has_dtype, has_uid, has_alignment;
+    // convolution
+    int comp_type, mode, spatial, has_comp, has_mode;
+    long long pre[2], post[2], dil[2], stride[2];
+    int has_pre, has_post, has_dil, has_stride;
+    // operation: the three tensors (x, w, y as the forward names them), the convolution
+    bdesc *x, *w, *y, *conv;
+    float alpha, beta;
+    int has_alpha, has_beta;
+    // operation graph, heuristics, engine, engine config, plan
+    handle* h;
+    bdesc* op;    // graph: its one operation
+    bdesc* graph; // heuristics, engine, engine config, plan: the graph
+    int heur_mode, has_heur_mode;
+    int engine; // engine, engine config, plan: the engine's global index
+    bdesc* cfg; // plan: its engine config
+    size_t ws;  // plan: its workspace
+    // variant pack
+    long long uids[PACK_MAX];
+    u64 ptrs[PACK_MAX];
+    int nuids, nptrs;
+    u64 workspace;
+    int has_workspace;
+};
+
+static const char* btype_name(int t) {
+    switch (t) {
+    case BK_CONVOLUTION: return "CONVOLUTION";
+    case BK_ENGINE: return "ENGINE";
+    case BK_ENGINECFG: return "ENGINECFG";
+    case BK_ENGINEHEUR: return "ENGINEHEUR";
+    case BK_EXECUTION_PLAN: return "EXECUTION_PLAN";
+    case BK_OP_CONV_FWD: return "OPERATION_CONVOLUTION_FORWARD";
+    case BK_OP_CONV_BWD_FILTER: return "OPERATION_CONVOLUTION_BACKWARD_FILTER";
+    case BK_OP_CONV_BWD_DATA: return "OPERATION_CONVOLUTION_BACKWARD_DATA";
+    case BK_OPERATIONGRAPH: return "OPERATIONGRAPH";
+    case BK_VARIANT_PACK: return "VARIANT_PACK";
+    case BK_TENSOR: return "TENSOR";
+    }
+    return "?";
+}
+
+#define IS_B(d) ((d) != NULL && ((const bdesc*)(d))->kind == K_BACKEND)
+
+cudnnStatus_t cudnnBackendCreateDescriptor(int type, void** out) {
+    if (!out) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+    switch (type) {
+    case BK_CONVOLUTION: case BK_ENGINE: case BK_ENGINECFG: case BK_ENGINEHEUR: case BK_EXECUTION_PLAN: case BK_OP_CONV_FWD:
+    case BK_OP_CONV_BWD_FILTER: case BK_OP_CONV_BWD_DATA: case BK_OPERATIONGRAPH: case BK_VARIANT_PACK: case BK_TENSOR:
+        break;
+    default:
+        logf_("cudnnBackendCreateDescriptor: descriptor type %d is not emulated", type);
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    bdesc* d = calloc(1, sizeof *d);
+    d->kind = K_BACKEND;
+    d->type = type;
+    *out = d;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnBackendDestroyDescriptor(void* d) {
+    if (d == NULL) return CUDNN_STATUS_SUCCESS;
+    if (!IS_B(d)) return CUDNN_STATUS_BAD_PARAM;
+    ((bdesc*)d)->kind = 0;
+    free(d);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+// want checks an attribute's type and element count (exactly n, or at
+// most n when upto is set), logging what was wrong.
+static cudnnStatus_t want(const bdesc* d, int attr, int type, int got_type, long long n, long long got_n, int upto) {
+    if (got_type != type) {
+        logf_("cudnnBackendSetAttribute(%s, attribute %d): type %d, want %d", btype_name(d->type), attr, got_type, type);
+        return CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE;
+    }
+    if (upto ? (got_n < 1 || got_n > n) : got_n != n) {
+        logf_("cudnnBackendSetAttribute(%s, attribute %d): %lld elements, want %s%lld", btype_name(d->type), attr, got_n, upto ? "1 to " : "", n);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+static bdesc* desc_of(const void* arr, int type, const char* what) {
+    bdesc* d = *(bdesc* const*)arr;
+    if (!IS_B(d) || d->type != type) {
+        logf_("%s: not a %s descriptor", what, btype_name(type));
+        return NULL;
+    }
+    if (!d->finalized) {
+        logf_("%s: the %s descriptor is not finalized", what, btype_name(type));
+        return NULL;
+    }
+    return d;
+}
+
+cudnnStatus_t cudnnBackendSetAttribute(void* dp, int attr, int type, long long n, const void* arr) {
+    if (!IS_B(dp)) return CUDNN_STATUS_BAD_PARAM;
+    if (!arr) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+    bdesc* d = dp;
+    if (d->finalized) {
+        logf_("cudnnBackendSetAttribute(%s, attribute %d): the descriptor is finalized", btype_name(d->type), attr);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    cudnnStatus_t st;
+    const long long* i64 = arr;
+#define WANT(T, N, UPTO)                                                                                                                 \
+    if ((st = want(d, attr, T, type, N, n, UPTO))) return st
+    switch (d->type) {
+    case BK_TENSOR:
+        switch (attr) {
+        case A_TENSOR_DATA_TYPE:
+            WANT(T_DATA_TYPE, 1, 0);
+            d->dtype = *(const int*)arr, d->has_dtype = 1;
+            return CUDNN_STATUS_SUCCESS;
+        case A_TENSOR_DIMS:
+            WANT(T_INT64, 4, 1);
+            d->ndims = (int)n;
+            memcpy(d->dims, arr, sizeof(long long) * n);
+            return CUDNN_STATUS_SUCCESS;
+        case A_TENSOR_STRIDES:
+            WANT(T_INT64, 4, 1);
+            if (d->ndims && n != d->ndims) {
+                logf_("cudnnBackendSetAttribute(TENSOR, strides): %lld strides for %d dimensions", n, d->ndims);
+                return CUDNN_STATUS_BAD_PARAM;
+            }
+            memcpy(d->strides, arr, sizeof(long long) * n);
+            return CUDNN_STATUS_SUCCESS;
+        case A_TENSOR_UID:
+            WANT(T_INT64, 1, 0);
+            d->uid = *i64, d->has_uid = 1;
+            return CUDNN_STATUS_SUCCESS;
+        case A_TENSOR_ALIGNMENT:
+            WANT(T_INT64, 1, 0);
+            d->alignment = *i64, d->has_alignment = 1;
+            return CUDNN_STATUS_SUCCESS;
+        case A_TENSOR_VIRTUAL:
+            WANT(2 /* CUDNN_TYPE_BOOLEAN */, 1, 0);
+            d->is_virtual = *(const _Bool*)arr;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    case BK_CONVOLUTION:
+        switch (attr) {
+        case A_CONV_COMP_TYPE:
+            WANT(T_DATA_TYPE, 1, 0);
+            d->comp_type = *(const int*)arr, d->has_comp = 1;
+            return CUDNN_STATUS_SUCCESS;
+        case A_CONV_MODE:
+            WANT(T_CONVOLUTION_MODE, 1, 0);
+            d->mode = *(const int*)arr, d->has_mode = 1;
+            return CUDNN_STATUS_SUCCESS;
+        case A_CONV_SPATIAL_DIMS:
+            WANT(T_INT64, 1, 0);
+            d->spatial = (int)*i64;
+            return CUDNN_STATUS_SUCCESS;
+        case A_CONV_PRE_PAD: case A_CONV_POST_PAD: case A_CONV_DILATIONS: case A_CONV_STRIDES: {
+            WANT(T_INT64, 2, 0);
+            long long* dst = attr == A_CONV_PRE_PAD ? d->pre : attr == A_CONV_POST_PAD ? d->post : attr == A_CONV_DILATIONS ? d->dil : d->stride;
+            int* has = attr == A_CONV_PRE_PAD ? &d->has_pre : attr == A_CONV_POST_PAD ? &d->has_post : attr == A_CONV_DILATIONS ? &d->has_dil : &d->has_stride;
+            dst[0] = i64[0], dst[1] = i64[1], *has = 1;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        }
+        break;
+    case BK_OP_CONV_FWD: case BK_OP_CONV_BWD_DATA: case BK_OP_CONV_BWD_FILTER: {
+        // Attributes 700+6k..705+6k of operation k: alpha, beta, conv, then
+        // the three tensors in the header's order.
+        int base = d->type == BK_OP_CONV_FWD ? 700 : d->type == BK_OP_CONV_BWD_DATA ? 706 : 712;
+        int slot = attr - base;
+        if (attr < A_OP_FIRST || attr > A_OP_LAST || slot < 0 || slot > 5) break;
+        if (slot <= 1) {
+            if (type != T_FLOAT && type != T_DOUBLE) WANT(T_FLOAT, 1, 0);
+            WANT(type, 1, 0);
+            float v = type == T_FLOAT ? *(const float*)arr : (float)*(const double*)arr;
+            if (slot == 0) d->alpha = v, d->has_alpha = 1;
+            else d->beta = v, d->has_beta = 1;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        WANT(T_BACKEND_DESCRIPTOR, 1, 0);
+        if (slot == 2) {
+            if (!(d->conv = desc_of(arr, BK_CONVOLUTION, "convolution operation"))) return CUDNN_STATUS_BAD_PARAM;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        bdesc* t = desc_of(arr, BK_TENSOR, "convolution operation");
+        if (!t) return CUDNN_STATUS_BAD_PARAM;
+        // forward W, X, Y; backward data W, DX, DY; backward filter DW, X, DY.
+        if (slot == 3) d->w = t;
+        else if (slot == 4) d->x = t;
+        else d->y = t;
+        return CUDNN_STATUS_SUCCESS;
+    }
+    case BK_OPERATIONGRAPH:
+        if (attr == A_GRAPH_HANDLE) {
+            WANT(T_HANDLE, 1, 0);
+            handle* h = *(handle* const*)arr;
+            if (!CHECK_KIND(h, K_HANDLE)) return CUDNN_STATUS_BAD_PARAM;
+            d->h = h;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        if (attr == A_GRAPH_OPS) {
+            WANT(T_BACKEND_DESCRIPTOR, 1, 1);
+            bdesc* op = *(bdesc* const*)arr;
+            if (!IS_B(op) || (op->type != BK_OP_CONV_FWD && op->type != BK_OP_CONV_BWD_DATA && op->type != BK_OP_CONV_BWD_FILTER) || !op->finalized) {
+                logf_("operation graph: the operation is not a finalized convolution operation (only those are emulated)");
+                return CUDNN_STATUS_NOT_SUPPORTED;
+            }
+            d->op = op;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    case BK_ENGINEHEUR:
+        if (attr == A_HEUR_GRAPH) {
+            WANT(T_BACKEND_DESCRIPTOR, 1, 0);
+            if (!(d->graph = desc_of(arr, BK_OPERATIONGRAPH, "engine heuristics"))) return CUDNN_STATUS_BAD_PARAM;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        if (attr == A_HEUR_MODE) {
+            WANT(T_HEUR_MODE, 1, 0);
+            int m = *(const int*)arr;
+            if (m < HEUR_INSTANT || m > HEUR_A) {
+                logf_("engine heuristics: mode %d", m);
+                return CUDNN_STATUS_BAD_PARAM;
+            }
+            d->heur_mode = m, d->has_heur_mode = 1;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    case BK_EXECUTION_PLAN:
+        if (attr == A_PLAN_HANDLE) {
+            WANT(T_HANDLE, 1, 0);
+            handle* h = *(handle* const*)arr;
+            if (!CHECK_KIND(h, K_HANDLE)) return CUDNN_STATUS_BAD_PARAM;
+            d->h = h;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        if (attr == A_PLAN_CFG) {
+            WANT(T_BACKEND_DESCRIPTOR, 1, 0);
+            if (!(d->cfg = desc_of(arr, BK_ENGINECFG, "execution plan"))) return CUDNN_STATUS_BAD_PARAM;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    case BK_VARIANT_PACK:
+        if (attr == A_PACK_UIDS) {
+            WANT(T_INT64, PACK_MAX, 1);
+            memcpy(d->uids, arr, sizeof(long long) * n);
+            d->nuids = (int)n;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        if (attr == A_PACK_POINTERS) {
+            WANT(T_VOID_PTR, PACK_MAX, 1);
+            memcpy(d->ptrs, arr, sizeof(u64) * n);
+            d->nptrs = (int)n;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        if (attr == A_PACK_WORKSPACE) {
+            WANT(T_VOID_PTR, 1, 0);
+            d->workspace = *(const u64*)arr, d->has_workspace = 1;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    }
+#undef WANT
+    logf_("cudnnBackendSetAttribute(%s): attribute %d (type %d, %lld elements) does not belong to this descriptor", btype_name(d->type), attr,
+          type, n);
+    return CUDNN_STATUS_BAD_PARAM;
+}
+
+// tensor_format gives a finalized 4-d tensor's format from its strides:
+// packed NCHW or packed NHWC (with C == 1 or H == W == 1 both read as
+// NCHW when the strides fit it), else -1.
+static int tensor_format(const bdesc* t) {
+    const long long *d = t->dims, *s = t->strides;
+    if (s[3] == 1 && s[2] == d[3] && s[1] == d[2] * d[3] && s[0] == d[1] * d[2] * d[3]) return CUDNN_TENSOR_NCHW;
+    if (s[1] == 1 && s[3] == d[1] && s[2] == d[1] * d[3] && s[0] == d[1] * d[2] * d[3]) return CUDNN_TENSOR_NHWC;
+    return -1;
+}
+
+// graph_problem fills pr (and cv, which pr points at) from a finalized
+// convolution operation.
+static cudnnStatus_t graph_problem(const bdesc* op, problem* pr, conv* cv) {
+    const bdesc *x = op->x, *w = op->w, *y = op->y, *c = op->conv;
+    int fx = tensor_format(x), fw = tensor_format(w), fy = tensor_format(y);
+    if (fx < 0 || fw < 0 || fy < 0) {
+        logf_("%s: tensor strides are not packed NCHW or NHWC", btype_name(op->type));
+        return CUDNN_STATUS_NOT_SUPPORTED_LAYOUT;
+    }
+    if (x->dtype != w->dtype || x->dtype != y->dtype || (x->dtype != CUDNN_DATA_FLOAT && x->dtype != CUDNN_DATA_BFLOAT16) ||
+        c->comp_type != CUDNN_DATA_FLOAT) {
+        logf_("%s: data types x %d, w %d, y %d, compute %d: only all float or all bfloat16, with a float compute type, is emulated",
+              btype_name(op->type), x->dtype, w->dtype, y->dtype, c->comp_type);
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    if (c->pre[0] != c->post[0] || c->pre[1] != c->post[1]) {
+        logf_("%s: asymmetric padding is not emulated", btype_name(op->type));
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    *cv = (conv){K_CONV, 1, (int)c->pre[0], (int)c->pre[1], (int)c->stride[0], (int)c->stride[1], (int)c->dil[0], (int)c->dil[1], c->mode,
+                 CUDNN_TENSOR_OP_MATH};
+    int N = (int)x->dims[0], C = (int)x->dims[1], H = (int)x->dims[2], W = (int)x->dims[3];
+    int K = (int)w->dims[0], R = (int)w->dims[2], S = (int)w->dims[3];
+    if (w->dims[1] != C) {
+        logf_("%s: x has %d channels, w %lld (group count 1)", btype_name(op->type), C, w->dims[1]);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    if (H + 2 * cv->pad_h < (R - 1) * cv->dil_h + 1 || W + 2 * cv->pad_w < (S - 1) * cv->dil_w + 1) {
+        logf_("%s: filter larger than the padded input", btype_name(op->type));
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    int oh = 1 + (H + 2 * cv->pad_h - ((R - 1) * cv->dil_h + 1)) / cv->u;
+    int ow = 1 + (W + 2 * cv->pad_w - ((S - 1) * cv->dil_w + 1)) / cv->v;
+    if (y->dims[0] != N || y->dims[1] != K || y->dims[2] != oh || y->dims[3] != ow) {
+        logf_("%s: y (%lld,%lld,%lld,%lld), the convolution gives (%d,%d,%d,%d)", btype_name(op->type), y->dims[0], y->dims[1], y->dims[2],
+              y->dims[3], N, K, oh, ow);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    *pr = (problem){N, C, H, W, K, R, S, oh, ow, cv, x->dtype, fx, fw, fy};
+    return CUDNN_STATUS_SUCCESS;
+}
+
+static int op_dir(const bdesc* op) { return op->type == BK_OP_CONV_FWD ? FWD : op->type == BK_OP_CONV_BWD_DATA ? BWD_DATA : BWD_FILTER; }
+
+// engine_ws is engine e's workspace for the problem.
+static size_t engine_ws(int e, const problem* p) { return e == 0 ? sizeof(float) * (size_t)p->K * p->C * p->R * p->S + 4096 : 0; }
+
+// engine_supports says whether engine e runs the problem, logging why not.
+static cudnnStatus_t engine_supports(int e, const problem* p) {
+    const char* v = getenv("SIMCLR_CUDA_EMU_CUDNN_GRAPH_MAX_C");
+    if (v && *v && p->C > atoi(v)) {
+        logf_("engine %d: %d input channels, more than SIMCLR_CUDA_EMU_CUDNN_GRAPH_MAX_C=%s", e, p->C, v);
+        return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
+    }
+    if (e == 0 && (p->C % 8 != 0 || p->K % 8 != 0)) {
+        logf_("engine 0: needs channel counts that are multiples of 8, got C=%d K=%d", p->C, p->K);
+        return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+static cudnnStatus_t missing(const bdesc* d, const char* what) {
+    logf_("cudnnBackendFinalize(%s): %s not set", btype_name(d->type), what);
+    return CUDNN_STATUS_BAD_PARAM;
+}
+
+cudnnStatus_t cudnnBackendFinalize(void* dp) {
+    if (!IS_B(dp)) return CUDNN_STATUS_BAD_PARAM;
+    bdesc* d = dp;
+    if (d->finalized) return CUDNN_STATUS_BAD_PARAM;
+    switch (d->type) {
+    case BK_TENSOR:
+        if (!d->has_dtype) return missing(d, "the data type");
+        if (!d->ndims) return missing(d, "the dimensions");
+        if (!d->strides[0]) return missing(d, "the strides");
+        if (!d->has_uid) return missing(d, "the unique id");
+        if (!d->has_alignment) return missing(d, "the byte alignment");
+        if (d->ndims != 4) {
+            logf_("cudnnBackendFinalize(TENSOR): %d dimensions: only 4 are emulated", d->ndims);
+            return CUDNN_STATUS_NOT_SUPPORTED;
+        }
+        for (int i = 0; i < 4; i++)
+            if (d->dims[i] <= 0 || d->strides[i] <= 0) {
+                logf_("cudnnBackendFinalize(TENSOR): dimension %d is %lld with stride %lld", i, d->dims[i], d->strides[i]);
+                return CUDNN_STATUS_BAD_PARAM;
+            }
+        if (layout_ok("cudnnBackendFinalize(TENSOR)", CUDNN_TENSOR_NCHW, d->dtype)) return CUDNN_STATUS_NOT_SUPPORTED;
+        if (d->is_virtual) {
+            logf_("cudnnBackendFinalize(TENSOR): virtual tensors are not emulated");
+            return CUDNN_STATUS_NOT_SUPPORTED;
+        }
+        break;
+    case BK_CONVOLUTION:
+        if (!d->has_comp) return missing(d, "the compute type");
+        if (!d->has_mode) return missing(d, "the mode");
+        if (d->spatial != 2) {
+            logf_("cudnnBackendFinalize(CONVOLUTION): %d spatial dimensions: only 2 are emulated", d->spatial);
+            return d->spatial ? CUDNN_STATUS_NOT_SUPPORTED : CUDNN_STATUS_BAD_PARAM;
+        }
+        if (!d->has_pre || !d->has_post || !d->has_dil || !d->has_stride) return missing(d, "a padding, dilation or stride");
+        for (int i = 0; i < 2; i++)
+            if (d->pre[i] < 0 || d->post[i] < 0 || d->dil[i] <= 0 || d->stride[i] <= 0) {
+                logf_("cudnnBackendFinalize(CONVOLUTION): padding %lld/%lld, dilation %lld, stride %lld", d->pre[i], d->post[i], d->dil[i],
+                      d->stride[i]);
+                return CUDNN_STATUS_BAD_PARAM;
+            }
+        if (d->mode != CUDNN_CONVOLUTION && d->mode != CUDNN_CROSS_CORRELATION) return CUDNN_STATUS_BAD_PARAM;
+        break;
+    case BK_OP_CONV_FWD: case BK_OP_CONV_BWD_DATA: case BK_OP_CONV_BWD_FILTER: {
+        if (!d->x || !d->w || !d->y || !d->conv) return missing(d, "a tensor or the convolution");
+        if (!d->has_alpha) d->alpha = 1;
+        if (!d->has_beta) d->beta = 0;
+        if (d->x->uid == d->w->uid || d->x->uid == d->y->uid || d->w->uid == d->y->uid) {
+            logf_("cudnnBackendFinalize(%s): two tensors share a unique id", btype_name(d->type));
+            return CUDNN_STATUS_BAD_PARAM;
+        }
+        problem p;
+        conv cv;
+        cudnnStatus_t st = graph_problem(d, &p, &cv);
+        if (st) return st;
+        break;
+    }
+    case BK_OPERATIONGRAPH: {
+        if (!d->h) return missing(d, "the handle");
+        if (!d->op) return missing(d, "the operations");
+        const char* no = getenv("SIMCLR_CUDA_EMU_CUDNN_NO_GRAPH");
+        if (no && strcmp(no, "1") == 0) {
+            logf_("cudnnBackendFinalize(OPERATIONGRAPH): the backend API is off (SIMCLR_CUDA_EMU_CUDNN_NO_GRAPH=1)");
+            return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
+        }
+        break;
+    }
+    case BK_ENGINEHEUR:
+        if (!d->graph) return missing(d, "the operation graph");
+        if (!d->has_heur_mode) return missing(d, "the mode");
+        break;
+    case BK_ENGINECFG:
+    case BK_ENGINE:
+        // Made by the heuristics' results (and ENGINECFG_ENGINE), which
+        // finalize them; one set by hand is not emulated.
+        logf_("cudnnBackendFinalize(%s): only the ones heuristics return are emulated", btype_name(d->type));
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    case BK_EXECUTION_PLAN: {
+        if (!d->h) return missing(d, "the handle");
+        if (!d->cfg) return missing(d, "the engine config");
+        problem p;
+        conv cv;
+        cudnnStatus_t st = graph_problem(d->cfg->graph->op, &p, &cv);
+        if (st) return st;
+        if ((st = engine_supports(d->cfg->engine, &p))) return st;
+        d->graph = d->cfg->graph;
+        d->engine = d->cfg->engine;
+        d->ws = engine_ws(d->engine, &p);
+        break;
+    }
+    case BK_VARIANT_PACK:
+        if (!d->nuids || d->nuids != d->nptrs) {
+            logf_("cudnnBackendFinalize(VARIANT_PACK): %d unique ids, %d pointers", d->nuids, d->nptrs);
+            return CUDNN_STATUS_BAD_PARAM;
+        }
+        break;
+    }
+    d->finalized = 1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+// heur_engines lists the engines mode offers, best first.
+static int heur_engines(int mode, int* out) {
+    if (mode == HEUR_FALLBACK) {
+        out[0] = 1;
+        return 1;
+    }
+    out[0] = 0, out[1] = 1;
+    return 2;
+}
+
+cudnnStatus_t cudnnBackendGetAttribute(void* dp, int attr, int type, long long want_n, long long* got_n, void* arr) {
+    if (!IS_B(dp)) return CUDNN_STATUS_BAD_PARAM;
+    bdesc* d = dp;
+    if (!d->finalized) {
+        logf_("cudnnBackendGetAttribute(%s, attribute %d): the descriptor is not finalized", btype_name(d->type), attr);
+        return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;
+    }
+    if (want_n < 0 || (want_n > 0 && !arr)) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+#define GOT(T)                                                                                                                           \
+    if (type != (T)) {                                                                                                                   \
+        logf_("cudnnBackendGetAttribute(%s, attribute %d): type %d, want %d", btype_name(d->type), attr, type, (T));                      \
+        return CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE;                                                                                     \
+    }
+    switch (d->type) {
+    case BK_ENGINEHEUR:
+        if (attr == A_HEUR_RESULTS) {
+            GOT(T_BACKEND_DESCRIPTOR);
+            int engines[GRAPH_ENGINES];
+            int n = heur_engines(d->heur_mode, engines);
+            long long k = 0;
+            for (; k < n && k < want_n; k++) {
+                bdesc* c = ((bdesc**)arr)[k];
+                if (!IS_B(c) || c->type != BK_ENGINECFG || c->finalized) {
+                    logf_("engine heuristics results: element %lld is not a new ENGINECFG descriptor", k);
+                    return CUDNN_STATUS_BAD_PARAM;
+                }
+                c->graph = d->graph, c->engine = engines[k], c->finalized = 1;
+            }
+            if (got_n) *got_n = want_n == 0 ? n : k;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    case BK_ENGINECFG:
+        if (attr == A_CFG_ENGINE) {
+            GOT(T_BACKEND_DESCRIPTOR);
+            if (got_n) *got_n = 1;
+            if (want_n < 1) return CUDNN_STATUS_SUCCESS;
+            bdesc* e = *(bdesc**)arr;
+            if (!IS_B(e) || e->type != BK_ENGINE || e->finalized) {
+                logf_("engine config: the element is not a new ENGINE descriptor");
+                return CUDNN_STATUS_BAD_PARAM;
+            }
+            e->graph = d->graph, e->engine = d->engine, e->finalized = 1;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    case BK_ENGINE:
+        if (attr == A_ENGINE_INDEX) {
+            GOT(T_INT64);
+            if (got_n) *got_n = 1;
+            if (want_n >= 1) *(long long*)arr = d->engine;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        if (attr == A_ENGINE_NOTES) {
+            GOT(T_NUMERICAL_NOTE);
+            int n = d->engine == 0 ? 1 : 0;
+            if (got_n) *got_n = n;
+            if (n && want_n >= 1) *(int*)arr = NOTE_TENSOR_CORE;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    case BK_EXECUTION_PLAN:
+        if (attr == A_PLAN_WORKSPACE) {
+            GOT(T_INT64);
+            if (got_n) *got_n = 1;
+            if (want_n >= 1) *(long long*)arr = (long long)d->ws;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    case BK_OPERATIONGRAPH:
+        if (attr == A_GRAPH_ENGINE_COUNT) {
+            GOT(T_INT64);
+            if (got_n) *got_n = 1;
+            if (want_n >= 1) *(long long*)arr = GRAPH_ENGINES;
+            return CUDNN_STATUS_SUCCESS;
+        }
+        break;
+    }
+#undef GOT
+    logf_("cudnnBackendGetAttribute(%s): attribute %d is not emulated", btype_name(d->type), attr);
+    return CUDNN_STATUS_BAD_PARAM;
+}
+
+// pack_ptr finds uid's pointer in the variant pack, 0 when absent.
+static u64 pack_ptr(const bdesc* pack, long long uid) {
+    for (int i = 0; i < pack->nuids; i++)
+        if (pack->uids[i] == uid) return pack->ptrs[i];
+    return 0;
+}
+
+cudnnStatus_t cudnnBackendExecute(void* hp, void* planp, void* packp) {
+    if (!CHECK_KIND(hp, K_HANDLE) || !IS_B(planp) || !IS_B(packp)) return CUDNN_STATUS_BAD_PARAM;
+    handle* h = hp;
+    bdesc *plan = planp, *pack = packp;
+    if (plan->type != BK_EXECUTION_PLAN || pack->type != BK_VARIANT_PACK || !plan->finalized || !pack->finalized) {
+        logf_("cudnnBackendExecute: want a finalized execution plan and variant pack");
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    if (h != plan->h) {
+        logf_("cudnnBackendExecute: the handle is not the plan's");
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    if (h->sticky && h->sticky()) {
+        logf_("cudnnBackendExecute: the context holds the earlier fault %d", h->sticky());
+        return CUDNN_STATUS_EXECUTION_FAILED;
+    }
+    const bdesc* op = plan->graph->op;
+    problem p;
+    conv cv;
+    cudnnStatus_t st = graph_problem(op, &p, &cv);
+    if (st) return st;
+    u64 x = pack_ptr(pack, op->x->uid), w = pack_ptr(pack, op->w->uid), y = pack_ptr(pack, op->y->uid);
+    if (!x || !w || !y) {
+        logf_("cudnnBackendExecute: the variant pack lacks the pointer of tensor %lld", !x ? op->x->uid : !w ? op->w->uid : op->y->uid);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    if (plan->ws > 0 && (!pack->has_workspace || pack->workspace == 0 || !h->device_range(pack->workspace, plan->ws))) {
+        logf_("cudnnBackendExecute: the plan needs a %zu-byte workspace, got %#llx", plan->ws, pack->has_workspace ? pack->workspace : 0);
+        return CUDNN_STATUS_BAD_PARAM;
+    }
+    int dir = op_dir(op);
+    int round = plan->engine == 0 && p.dtype == CUDNN_DATA_FLOAT;
+    u64 in1 = dir == FWD ? x : dir == BWD_DATA ? w : x;
+    u64 in2 = dir == FWD ? w : y;
+    u64 out = dir == FWD ? y : dir == BWD_DATA ? x : w;
+    st = compute(dir, h, &p, round, op->alpha, op->beta, in1, in2, out);
+    if (st == CUDNN_STATUS_SUCCESS && plan->ws > 0) poison(pack->workspace, plan->ws);
+    return st;
 }

@@ -314,6 +314,9 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 			return
 		}
 	}
+	if !p.fwdFound && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
+		return
+	}
 	if !p.fwdFound {
 		p.fwdAlgo, p.fwdWS = b.pickAlgo("forward", s, p.convFwd, cudnnFwdAlgoCount,
 			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
@@ -334,6 +337,7 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	}
 	ws := b.workspaceLocked(p.fwdWS)
 	one, zero := float32(1), float32(0)
+	b.used(uint64(xp), uint64(wp), uint64(yp), ws)
 	b.fail(c.check("cudnnConvolutionForward for "+s.String(), mustCall(c.convFwd, h, uintptr(unsafe.Pointer(&one)),
 		p.x, xp, p.w, wp, p.convFwd, uintptr(p.fwdAlgo), uintptr(ws), uintptr(p.fwdWS), uintptr(unsafe.Pointer(&zero)), p.y, yp)))
 	if b.bf16 {
@@ -385,6 +389,9 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 				return
 			}
 		}
+		if !p.bwdDFound && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
+			return
+		}
 		if !p.bwdDFound {
 			p.bwdDAlgo, p.bwdDWS = b.pickAlgo("backward-data", s, p.convBwdD, cudnnBwdDataAlgoCount,
 				func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
@@ -404,6 +411,7 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 			return
 		}
 		ws := b.workspaceLocked(p.bwdDWS)
+		b.used(uint64(wp), uint64(dyp), uint64(dxp), ws)
 		b.fail(c.check("cudnnConvolutionBackwardData for "+s.String(), mustCall(c.convBwdData, h, uintptr(unsafe.Pointer(&one)),
 			p.w, wp, p.y, dyp, p.convBwdD, uintptr(p.bwdDAlgo), uintptr(ws), uintptr(p.bwdDWS), uintptr(unsafe.Pointer(&zero)), p.x, dxp)))
 		if b.bf16 {
@@ -417,6 +425,9 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 		if b.err != nil {
 			return
 		}
+	}
+	if !p.bwdFFound && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
+		return
 	}
 	if !p.bwdFFound {
 		p.bwdFAlgo, p.bwdFWS = b.pickAlgo("backward-filter", s, p.convBwdF, cudnnBwdFilterAlgoCount,
@@ -437,6 +448,7 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 		return
 	}
 	ws := b.workspaceLocked(p.bwdFWS)
+	b.used(uint64(xp), uint64(dyp), uint64(dwp), ws)
 	b.fail(c.check("cudnnConvolutionBackwardFilter for "+s.String(), mustCall(c.convBwdFilter, h, uintptr(unsafe.Pointer(&one)),
 		p.x, xp, p.y, dyp, p.convBwdF, uintptr(p.bwdFAlgo), uintptr(ws), uintptr(p.bwdFWS), uintptr(unsafe.Pointer(&zero)), p.w, dwp)))
 	if b.bf16 {

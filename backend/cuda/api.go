@@ -29,7 +29,7 @@ type driverAPI struct {
 	// The stream capture and graph calls (optional: a driver without
 	// them runs every step eagerly, see graph.go).
 	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate uintptr
-	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy             uintptr
+	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy            uintptr
 }
 
 func (d *driverAPI) load(l *library) error {

@@ -69,14 +69,15 @@ func (a *arena) alloc(bytes uint64, what string) (uint64, error) {
 	}
 	chunkBytes := max(a.chunkSize, size)
 	base, err := a.grow(chunkBytes)
-	if err != nil && chunkBytes > size && !errors.Is(err, ErrDeviceFault) {
+	if err != nil && chunkBytes > size && !errors.Is(err, ErrDeviceFault) && !errors.Is(err, errCaptureAlloc) {
 		// A smaller chunk may still fit.
 		chunkBytes = size
 		base, err = a.grow(chunkBytes)
 	}
-	if errors.Is(err, ErrDeviceFault) {
-		// An earlier fault surfacing here, not a lack of memory: no
-		// smaller batch helps, and the failure must not be recovered.
+	if errors.Is(err, ErrDeviceFault) || errors.Is(err, errCaptureAlloc) {
+		// An earlier fault surfacing here, or a step graph being recorded,
+		// not a lack of memory: no smaller batch helps, and the failure
+		// must not be recovered.
 		return 0, fmt.Errorf("cuda: allocating %s for %s: %w", human(bytes), what, err)
 	}
 	if err != nil {

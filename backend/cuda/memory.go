@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/simclr-go/simclr/tensor"
@@ -111,7 +112,10 @@ func (b *Backend) Free(x tensor.Buffer) {
 	}
 	b.enter()
 	defer b.leave()
-	b.refuseCapture("Free")
+	if b.refuseCapture("Free") {
+		// Not zeroed after the capture: the address may be another's then.
+		b.capture.zero = slices.DeleteFunc(b.capture.zero, func(z [2]uint64) bool { return z[0] == d.ptr })
+	}
 	if d.ptr != 0 && b.arena != nil {
 		b.freedLocked(d)
 		b.arena.free(d.ptr)

@@ -107,7 +107,8 @@ func TestGraphStepMatchesEager(t *testing.T) {
 		{"fp32", resnet18.NormBatch, []int{2, 8, 32}, 1},
 		{"fp32", resnet18.NormBatch, []int{4}, 2},
 		{"tf32", resnet18.NormBatch, []int{2, 8}, 3},
-		{"fp32", resnet18.NormGroup, []int{2, 8}, 4},
+		// Group norm's kernels are slow on the emulator: one shape.
+		{"fp32", resnet18.NormGroup, []int{2}, 4},
 		// bf16: the weight copies are remade by every replay after the
 		// SGD step wrote the weights.
 		{"bf16", resnet18.NormBatch, []int{2, 8}, 5},

@@ -57,9 +57,9 @@ func (r *graphRig) pass(multilevel bool) {
 	r.m.Backward(r.dz)
 }
 
-// step uploads the views, runs the pass (through GraphStep when graphed)
-// and an SGD step, and returns the loss.
-func (r *graphRig) step(t *testing.T, views []float32, multilevel, graphed bool) tensor.LossResult {
+// query uploads the views, runs the pass (through GraphStep when graphed)
+// and returns the loss.
+func (r *graphRig) query(t *testing.T, views []float32, multilevel, graphed bool) tensor.LossResult {
 	t.Helper()
 	r.g.Upload(r.x, views)
 	if graphed {
@@ -70,9 +70,20 @@ func (r *graphRig) step(t *testing.T, views []float32, multilevel, graphed bool)
 	} else {
 		r.pass(multilevel)
 	}
-	res := r.g.ReadNTXent(multilevel)
+	return r.g.ReadNTXent(multilevel)
+}
+
+// sgd updates the parameters from the last query's gradient.
+func (r *graphRig) sgd() {
 	p := r.m.Params()
 	r.g.SGDStep(tensor.SGDConfig{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4}, p.Flat(), p.Grad(), r.mom)
+}
+
+// step is a query and an SGD step.
+func (r *graphRig) step(t *testing.T, views []float32, multilevel, graphed bool) tensor.LossResult {
+	t.Helper()
+	res := r.query(t, views, multilevel, graphed)
+	r.sgd()
 	return res
 }
 
@@ -121,18 +132,25 @@ func TestGraphStepMatchesEager(t *testing.T) {
 			for _, images := range tc.images {
 				eager := newGraphRig(g, cfg, tc.seed, images)
 				graph := newGraphRig(g, cfg, tc.seed, images)
-				// Level shapes alternate between L_B alone and H^l, as an
-				// MLMC step's queries do; each key sees four steps: eager,
-				// recorded, then two replays.
-				for it := range 8 {
-					multilevel := it%2 == 1
+				// Each iteration queries L_B alone and H^l, as an MLMC
+				// step's queries do, then takes an SGD step; each key sees
+				// four queries: eager, recorded, then two replays. The
+				// second query of an iteration finds the weights unchanged
+				// since the first (bf16: their copies fresh), and the order
+				// alternates, so that each graph is replayed both first and
+				// second after a step though recorded in one place.
+				for it := range 4 {
 					views := randomViews(rng, 2*images*eager.m.InputLen())
-					le := eager.step(t, views, multilevel, false)
-					lg := graph.step(t, views, multilevel, true)
-					if math.Float64bits(le.Loss) != math.Float64bits(lg.Loss) || math.Float64bits(le.Full) != math.Float64bits(lg.Full) {
-						t.Fatalf("images=%d step %d: loss eager %v, graph %v", images, it, le, lg)
+					for _, multilevel := range [][]bool{{false, true}, {true, false}}[it%2] {
+						le := eager.query(t, views, multilevel, false)
+						lg := graph.query(t, views, multilevel, true)
+						if math.Float64bits(le.Loss) != math.Float64bits(lg.Loss) || math.Float64bits(le.Full) != math.Float64bits(lg.Full) {
+							t.Fatalf("images=%d iteration %d multilevel=%v: loss eager %v, graph %v", images, it, multilevel, le, lg)
+						}
+						sameBits(t, g, fmt.Sprintf("images=%d iteration %d multilevel=%v gradient", images, it, multilevel), eager.m.Params().Grad(), graph.m.Params().Grad())
 					}
-					sameBits(t, g, fmt.Sprintf("images=%d step %d gradient", images, it), eager.m.Params().Grad(), graph.m.Params().Grad())
+					eager.sgd()
+					graph.sgd()
 				}
 				sameBits(t, g, fmt.Sprintf("images=%d parameters", images), eager.m.Params().Flat(), graph.m.Params().Flat())
 				sameBits(t, g, fmt.Sprintf("images=%d running statistics", images), eager.m.Params().State(), graph.m.Params().State())

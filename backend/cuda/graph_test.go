@@ -87,16 +87,44 @@ func (r *graphRig) step(t *testing.T, views []float32, multilevel, graphed bool)
 	return res
 }
 
-// sameBits fails unless a and b hold the same float32 bit patterns.
+// graphTolerance is how far a graphed run may be from the eager one:
+// nothing on the emulator, whose libraries compute the same bits every
+// time; on a GPU, cuDNN's fastest algorithms may sum in a different order
+// from one call to the next (atomics), so the parity tolerance of a
+// training step instead (a graph using stale buffers is off by far more).
+func graphTolerance(g *cuda.Backend) float64 {
+	if strings.Contains(g.Describe(), "emulator") {
+		return 0
+	}
+	return 1e-2
+}
+
+// sameBits fails unless a and b hold the same float32 bit patterns (within
+// graphTolerance on a GPU).
 func sameBits(t *testing.T, g *cuda.Backend, what string, a, b tensor.Buffer) {
 	t.Helper()
 	x, y := make([]float32, a.Len()), make([]float32, b.Len())
 	g.Download(x, a)
 	g.Download(y, b)
+	if tol := graphTolerance(g); tol > 0 {
+		if e, at := relErr(y, x); e > tol {
+			t.Fatalf("%s: relative difference %.3g > %.3g (at %d: eager %g, graph %g)", what, e, tol, at, x[at], y[at])
+		}
+		return
+	}
 	for i := range x {
 		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
 			t.Fatalf("%s differs at %d of %d: eager %g, graph %g", what, i, len(x), x[i], y[i])
 		}
+	}
+}
+
+// sameLoss is sameBits for a loss.
+func sameLoss(t *testing.T, g *cuda.Backend, what string, eager, graph float64) {
+	t.Helper()
+	tol := graphTolerance(g)
+	if tol == 0 && math.Float64bits(eager) != math.Float64bits(graph) || !(math.Abs(eager-graph) <= tol*math.Abs(eager)) {
+		t.Fatalf("%s: eager %v, graph %v", what, eager, graph)
 	}
 }
 
@@ -144,9 +172,9 @@ func TestGraphStepMatchesEager(t *testing.T) {
 					for _, multilevel := range [][]bool{{false, true}, {true, false}}[it%2] {
 						le := eager.query(t, views, multilevel, false)
 						lg := graph.query(t, views, multilevel, true)
-						if math.Float64bits(le.Loss) != math.Float64bits(lg.Loss) || math.Float64bits(le.Full) != math.Float64bits(lg.Full) {
-							t.Fatalf("images=%d iteration %d multilevel=%v: loss eager %v, graph %v", images, it, multilevel, le, lg)
-						}
+						what := fmt.Sprintf("images=%d iteration %d multilevel=%v", images, it, multilevel)
+						sameLoss(t, g, what+" loss", le.Loss, lg.Loss)
+						sameLoss(t, g, what+" full loss", le.Full, lg.Full)
 						sameBits(t, g, fmt.Sprintf("images=%d iteration %d multilevel=%v gradient", images, it, multilevel), eager.m.Params().Grad(), graph.m.Params().Grad())
 					}
 					eager.sgd()
@@ -192,9 +220,7 @@ func TestGraphStepInvalidatedWhenBuffersMove(t *testing.T) {
 			views := randomViews(rng, 2*images*eager.m.InputLen())
 			le := eager.step(t, views, false, false)
 			lg := graph.step(t, views, false, true)
-			if math.Float64bits(le.Loss) != math.Float64bits(lg.Loss) {
-				t.Fatalf("loss eager %v, graph %v", le, lg)
-			}
+			sameLoss(t, g, "loss", le.Loss, lg.Loss)
 		}
 	}
 	run(3)

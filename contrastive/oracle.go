@@ -96,7 +96,16 @@ type Oracle struct {
 
 	// loss is the contrastive loss of every query (NT-Xent unless SetLoss).
 	loss Loss
+
+	// graphImages is the largest batch whose pass runs as a recorded
+	// graph on a backend with tensor.StepGraphs (SetStepGraphs).
+	graphImages int
 }
+
+// DefaultGraphImages is the largest level batch, in images, whose query
+// runs as a recorded graph where the backend can (tensor.StepGraphs): the
+// small levels, where the host's cost per kernel outweighs the kernels'.
+const DefaultGraphImages = 32
 
 // Halves is how H^l treats its two half-batch losses (--halves).
 type Halves int
@@ -164,12 +173,18 @@ func (o *Oracle) SetPasses(n int64) { o.passes = n }
 func NewOracle(b tensor.Backend, m *resnet18.Model, stream *loader.Stream, tau float64, maxLevel int, prev tensor.Buffer) *Oracle {
 	o := &Oracle{b: b, model: m, stream: stream, viewLen: stream.ViewLen(), maxLevel: maxLevel,
 		prev: prev, inputs: map[int]tensor.Buffer{}, dz: map[int]tensor.Buffer{},
-		pool: map[int][]*draw{}, loss: newNTXent(b, tau)}
+		pool: map[int][]*draw{}, loss: newNTXent(b, tau), graphImages: DefaultGraphImages}
 	if prev != nil {
 		o.cur = b.Alloc(m.Params().Len())
 	}
 	return o
 }
+
+// SetStepGraphs sets the largest batch, in images, whose query runs as a
+// recorded graph on a backend that can (tensor.StepGraphs); 0 runs every
+// query eagerly. The default is DefaultGraphImages. Only NT-Xent queries
+// with shared halves run as graphs; the others always run eagerly.
+func (o *Oracle) SetStepGraphs(maxImages int) { o.graphImages = maxImages }
 
 // SetLoss chooses the loss of every query; the oracle frees it with its
 // own buffers. Call it before the first Draw.
@@ -233,13 +248,10 @@ func (o *Oracle) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 		}
 		n := 1 << d.level
 		x, views := o.upload(d)
-		z := o.model.Forward(x, views, true, at == mlmc.Current)
-		dz := o.buffer(o.dz, views*o.proj())
-		res, err := o.loss.Eval(Batch{N: n, Proj: o.proj(), Diff: diff, Images: d.indices}, z, dz)
+		res, err := o.pass(x, views, Batch{N: n, Proj: o.proj(), Diff: diff, Images: d.indices}, at)
 		if err != nil {
 			return err
 		}
-		o.model.Backward(dz)
 		o.passes++
 		if err := o.record(d, at, views, res); err != nil {
 			return err
@@ -284,6 +296,52 @@ func (o *Oracle) evalSeparate(d *draw, at mlmc.Point, alpha float64, out tensor.
 	}
 	res.Loss = res.Full - halfLoss
 	return o.record(d, at, views, res)
+}
+
+// pass runs the network forward on views views of x, the loss and the
+// backward pass, leaving the gradient in the model's parameters. An
+// NT-Xent batch of at most graphImages images on a backend with
+// tensor.StepGraphs runs as a graph recorded once per shape and kind of
+// query and replayed: the same kernels, bit for bit, at the cost of one
+// launch instead of one host call each.
+func (o *Oracle) pass(x tensor.Buffer, views int, batch Batch, at mlmc.Point) (tensor.LossResult, error) {
+	update := at == mlmc.Current
+	dz := o.buffer(o.dz, views*o.proj())
+	g, graphs := o.b.(tensor.StepGraphs)
+	nt, isNTXent := o.loss.(*ntXent)
+	if !graphs || !isNTXent || batch.N > o.graphImages {
+		z := o.model.Forward(x, views, true, update)
+		res, err := o.loss.Eval(batch, z, dz)
+		if err != nil {
+			return res, err
+		}
+		o.model.Backward(dz)
+		return res, nil
+	}
+	// Everything that decides the work queued: the graph holds this
+	// oracle's buffers, the model's, and the host state of both.
+	key := graphKey{o: o, views: views, diff: batch.Diff, at: at, tau: nt.tau, model: o.model.GraphState(update)}
+	err := g.GraphStep(key, func() {
+		z := o.model.Forward(x, views, true, update)
+		g.QueueNTXent(batch.N, batch.Proj, nt.tau, batch.Diff, z, dz)
+		o.model.Backward(dz)
+	})
+	if err != nil {
+		// A device failure: NaN, which record turns into the failure
+		// with the level named, as for an eager pass.
+		return tensor.LossResult{Loss: math.NaN(), Full: math.NaN()}, nil
+	}
+	return g.ReadNTXent(batch.Diff), nil
+}
+
+// graphKey identifies the graph of one kind of query (pass).
+type graphKey struct {
+	o     *Oracle
+	views int
+	diff  bool
+	at    mlmc.Point
+	tau   float32
+	model any
 }
 
 // serves refuses a query the loss does not support.

@@ -35,3 +35,24 @@ type DecoupledLoss interface {
 	// scalars are returned to the host (this synchronises).
 	Decoupled(n, d int, tau, gamma float32, u, z, dz Buffer) LossResult
 }
+
+// StepGraphs is implemented by a device backend that can record the device
+// work of a training step once and replay it with one launch (CUDA graphs),
+// so that a small step costs its kernels rather than the host's calls.
+type StepGraphs interface {
+	// GraphStep runs step, which only queues device work, keyed by key (a
+	// comparable value describing everything that decides what step
+	// queues: the batch size, the kind of pass). step must queue the same
+	// work on the same buffers whenever it is called with the same key,
+	// and must not allocate after its first call for the key; from the
+	// third call on it may not be called at all. Results the host needs
+	// are read after GraphStep returns (ReadNTXent). A step whose work
+	// cannot be recorded runs eagerly. It returns the backend's failure.
+	GraphStep(key any, step func()) error
+	// QueueNTXent is ContrastiveLoss.NTXent without the read of its loss to
+	// the host, so that it can be part of a step given to GraphStep.
+	QueueNTXent(n, d int, tau float32, multilevel bool, z, dz Buffer)
+	// ReadNTXent returns the loss of the last NTXent or QueueNTXent
+	// queued, whether directly or by a replayed step; it synchronises.
+	ReadNTXent(multilevel bool) LossResult
+}

@@ -26,10 +26,23 @@ type driverAPI struct {
 	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync       uintptr
 	cuMemsetD32Async, cuModuleLoadData, cuModuleGetFunction       uintptr
 	cuModuleUnload, cuLaunchKernel, cuGetErrorName, cuGetErrorStr uintptr
+	// The stream capture and graph calls (optional: a driver without
+	// them runs every step eagerly, see graph.go).
+	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate uintptr
+	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy            uintptr
 }
 
 func (d *driverAPI) load(l *library) error {
 	d.lib = l
+	var graphs driverAPI
+	if l.bind(map[string]*uintptr{
+		"cuStreamBeginCapture_v2": &graphs.cuStreamBeginCapture, "cuStreamEndCapture": &graphs.cuStreamEndCapture,
+		"cuGraphInstantiateWithFlags": &graphs.cuGraphInstantiate, "cuGraphLaunch": &graphs.cuGraphLaunch,
+		"cuGraphExecDestroy": &graphs.cuGraphExecDestroy, "cuGraphDestroy": &graphs.cuGraphDestroy,
+	}) == nil {
+		d.cuStreamBeginCapture, d.cuStreamEndCapture, d.cuGraphInstantiate = graphs.cuStreamBeginCapture, graphs.cuStreamEndCapture, graphs.cuGraphInstantiate
+		d.cuGraphLaunch, d.cuGraphExecDestroy, d.cuGraphDestroy = graphs.cuGraphLaunch, graphs.cuGraphExecDestroy, graphs.cuGraphDestroy
+	}
 	return l.bind(map[string]*uintptr{
 		"cuInit": &d.cuInit, "cuDriverGetVersion": &d.cuDriverGetVersion,
 		"cuDeviceGetCount": &d.cuDeviceGetCount, "cuDeviceGet": &d.cuDeviceGet,
@@ -93,6 +106,7 @@ const (
 	attrComputeCapMajor     = 75
 	attrComputeCapMinor     = 76
 	streamNonBlocking       = 1
+	captureModeGlobal       = 0 // CU_STREAM_CAPTURE_MODE_GLOBAL
 )
 
 type cublasAPI struct {

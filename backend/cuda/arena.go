@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -19,6 +20,10 @@ type arena struct {
 	chunkSize uint64
 	grow      func(bytes uint64) (base uint64, err error)
 	memInfo   func() (free, total uint64)
+
+	// onFree, when set, is told of each allocation about to be freed
+	// (the backend drops the step graphs that use it).
+	onFree func(addr uint64)
 
 	chunks []*chunk
 	live   map[uint64]liveSpan // address -> allocation
@@ -64,14 +69,15 @@ func (a *arena) alloc(bytes uint64, what string) (uint64, error) {
 	}
 	chunkBytes := max(a.chunkSize, size)
 	base, err := a.grow(chunkBytes)
-	if err != nil && chunkBytes > size && !errors.Is(err, ErrDeviceFault) {
+	if err != nil && chunkBytes > size && !errors.Is(err, ErrDeviceFault) && !errors.Is(err, errCaptureAlloc) {
 		// A smaller chunk may still fit.
 		chunkBytes = size
 		base, err = a.grow(chunkBytes)
 	}
-	if errors.Is(err, ErrDeviceFault) {
-		// An earlier fault surfacing here, not a lack of memory: no
-		// smaller batch helps, and the failure must not be recovered.
+	if errors.Is(err, ErrDeviceFault) || errors.Is(err, errCaptureAlloc) {
+		// An earlier fault surfacing here, or a step graph being recorded,
+		// not a lack of memory: no smaller batch helps, and the failure
+		// must not be recovered.
 		return 0, fmt.Errorf("cuda: allocating %s for %s: %w", human(bytes), what, err)
 	}
 	if err != nil {
@@ -106,9 +112,36 @@ func (a *arena) free(addr uint64) {
 	if !ok {
 		panic(fmt.Sprintf("cuda: free of %#x, which is not a live allocation (double free or a Slice view?)", addr))
 	}
+	if a.onFree != nil {
+		a.onFree(addr)
+	}
 	delete(a.live, addr)
 	a.inUse -= l.size
 	l.c.give(addr-l.c.base, l.size)
+}
+
+// owners returns, sorted and without repeats, the addresses of the live
+// allocations that hold the given device addresses; an address outside
+// every allocation (none should be) is left out.
+func (a *arena) owners(addrs []uint64) []uint64 {
+	bases := make([]uint64, 0, len(a.live))
+	for base := range a.live {
+		bases = append(bases, base)
+	}
+	slices.Sort(bases)
+	var out []uint64
+	for _, p := range addrs {
+		i, found := slices.BinarySearch(bases, p)
+		if !found {
+			i--
+		}
+		if i < 0 || p >= bases[i]+a.live[bases[i]].size {
+			continue
+		}
+		out = append(out, bases[i])
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (a *arena) reserved() uint64 {

@@ -113,6 +113,9 @@ type Backend struct {
 	graphAttempts int
 	convFallbacks int
 	convCalls     struct{ graph, legacy int }
+	graphs        map[any]*stepGraph // GraphStep's state by key (graph.go)
+	capture       *captureState      // non-nil while a step is recorded
+	graphStats    GraphStats
 }
 
 // Versions are the library versions in use, as the libraries report them.
@@ -156,7 +159,8 @@ func Open(opts Options) (*Backend, error) {
 	b := &Backend{libs: libs, opts: opts, tf32: opts.Precision == "tf32", bf16: opts.Precision == "bf16",
 		fns: map[string]uintptr{}, scratch: map[string]*scratchBuf{},
 		convPlans: map[tensor.ConvShape]*convPlan{}, ntx: map[[2]int]*ntxentPlan{},
-		bf16Copies: map[bf16CopyKey]*bf16Copy{}, convAPI: convAPI, graphTune: graphTune}
+		bf16Copies: map[bf16CopyKey]*bf16Copy{}, convAPI: convAPI, graphTune: graphTune,
+		graphs: map[any]*stepGraph{}, graphStats: GraphStats{Refused: map[any]string{}}}
 	if err := b.init(); err != nil {
 		b.release()
 		return nil, err
@@ -285,6 +289,7 @@ func (b *Backend) init() error {
 		return err
 	}
 	b.arena = newArena(256, b.opts.ChunkBytes, b.cuMemAlloc, b.memInfo)
+	b.arena.onFree = b.graphFreed
 	if b.partial, err = b.arena.alloc(maxReduceBlocks*2*8, "reduction partial sums"); err != nil {
 		return err
 	}
@@ -301,6 +306,10 @@ func (b *Backend) release() {
 	if b.ctx != 0 {
 		mustCall(d.cuCtxSetCurrent, b.ctx)
 	}
+	for _, g := range b.graphs {
+		b.destroyGraph(g)
+	}
+	b.graphs = map[any]*stepGraph{}
 	for _, p := range b.convPlans {
 		p.destroy(&b.libs.cudnn)
 	}

@@ -170,3 +170,74 @@ func BenchmarkResNet18Step(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGraphStep is the training step of BenchmarkResNet18Step
+// (forward, NT-Xent with its loss read to the host, backward, SGD) at the
+// small level shapes MLMC queries most often, run eagerly and through
+// GraphStep (recorded once, then replayed with one launch): the difference
+// is the host's cost per kernel and library call. It reports ms/step,
+// views/s and the share of timed steps that were replays (1 when the
+// graph held, 0 when the capture was refused).
+func BenchmarkGraphStep(b *testing.B) {
+	for _, precision := range []string{"tf32", "bf16"} {
+		g := openBench(b, precision, cuda.ConvAPILegacy)
+		for _, images := range []int{2, 8, 32} {
+			for _, graphed := range []bool{false, true} {
+				mode := "eager"
+				if graphed {
+					mode = "graph"
+				}
+				b.Run(fmt.Sprintf("%s/images=%d/%s", precision, images, mode), func(b *testing.B) {
+					cfg := resnet18.Config{Width: 1, ProjDim: 128, InputSize: 32}
+					m := resnet18.New(g, cfg, 1)
+					defer m.Free()
+					views := 2 * images
+					x := g.Alloc(views * 3 * 32 * 32)
+					dz := g.Alloc(views * cfg.ProjDim)
+					p := m.Params()
+					mom := g.Alloc(p.Len())
+					defer freeAll(g, x, dz, mom)
+					pass := func() {
+						z := m.Forward(x, views, true, true)
+						g.QueueNTXent(images, cfg.ProjDim, 0.5, false, z, dz)
+						m.Backward(dz)
+					}
+					key := fmt.Sprintf("bench images=%d", images)
+					step := func() {
+						if graphed {
+							if err := g.GraphStep(key, pass); err != nil {
+								b.Fatal(err)
+							}
+						} else {
+							pass()
+						}
+						g.ReadNTXent(false)
+						g.SGDStep(tensor.SGDConfig{LR: 0.01, Momentum: 0.9, WeightDecay: 5e-4}, p.Flat(), p.Grad(), mom)
+					}
+					// Eager, recorded, first replay: all before the clock.
+					for range 3 {
+						step()
+					}
+					if err := g.Sync(); err != nil {
+						b.Fatal(err)
+					}
+					before := g.GraphStats().Replays
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						step()
+					}
+					if err := g.Sync(); err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+					b.ReportMetric(float64(views*b.N)/b.Elapsed().Seconds(), "views/s")
+					b.ReportMetric(float64(g.GraphStats().Replays-before)/float64(b.N), "replays/step")
+					if why, refused := g.GraphStats().Refused[key]; refused && graphed {
+						b.Logf("%s: the step ran eagerly: %s", key, why)
+					}
+				})
+			}
+		}
+	}
+}

@@ -183,6 +183,7 @@ func (b *Backend) gemmBF16(transA, transB bool, m, n, k int, a uint64, rowsA, ld
 		return cublasOpN
 	}
 	alpha := float32(1)
+	b.used(a16, b16, c)
 	b.fail(cb.check(fmt.Sprintf("cublasGemmEx(bf16, m=%d n=%d k=%d)", m, n, k), mustCall(cb.gemmEx, b.cublasHandle, op(transB), op(transA),
 		uintptr(n), uintptr(m), uintptr(k), uintptr(unsafe.Pointer(&alpha)), uintptr(b16), cudaR16BF, uintptr(ldb), uintptr(a16), cudaR16BF, uintptr(lda),
 		uintptr(unsafe.Pointer(&beta)), uintptr(c), cudaR32F, uintptr(ldc), cublasCompute32F, cublasGemmDefaultTC)))

@@ -53,7 +53,9 @@ func (b *Backend) cachedBF16(src uint64, n, c, hw int) uint64 {
 		cp = &bf16Copy{ptr: p}
 		b.bf16Copies[key] = cp
 	}
-	if cp.valid {
+	// A step being recorded converts every copy it uses: the graph is
+	// replayed after the weights change, and the conversion must be in it.
+	if cp.valid && b.capture == nil {
 		return cp.ptr
 	}
 	if c > 0 {
@@ -69,7 +71,7 @@ func (b *Backend) cachedBF16(src uint64, n, c, hw int) uint64 {
 // wroteLocked marks stale the bf16 copies of every range the buffers
 // (nil ones skipped) overlap; each method that writes a buffer calls it.
 func (b *Backend) wroteLocked(bufs ...tensor.Buffer) {
-	if len(b.bf16Copies) == 0 {
+	if len(b.bf16Copies) == 0 && b.capture == nil {
 		return
 	}
 	for _, x := range bufs {
@@ -77,11 +79,19 @@ func (b *Backend) wroteLocked(bufs ...tensor.Buffer) {
 			continue
 		}
 		d := b.buf(x)
-		lo, hi := d.ptr, d.ptr+uint64(d.n)*4
-		for k, cp := range b.bf16Copies {
-			if k.src < hi && lo < k.src+uint64(k.n)*4 {
-				cp.valid = false
-			}
+		b.staleRangeLocked(d.ptr, d.ptr+uint64(d.n)*4)
+	}
+}
+
+// staleRangeLocked marks stale the bf16 copies of [lo, hi); while a step
+// is recorded it also notes the range, which each replay marks again.
+func (b *Backend) staleRangeLocked(lo, hi uint64) {
+	if b.capture != nil {
+		b.capture.wrote = append(b.capture.wrote, [2]uint64{lo, hi})
+	}
+	for k, cp := range b.bf16Copies {
+		if k.src < hi && lo < k.src+uint64(k.n)*4 {
+			cp.valid = false
 		}
 	}
 }

@@ -321,6 +321,9 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 			return
 		}
 	}
+	if b.convAPI != ConvAPILegacy && b.refuseCapture("cuDNN's backend API (convolution "+s.String()+")") {
+		return
+	}
 	if g := b.graphPlanLocked(p, dirForward, s, [3]uintptr{xp, wp, yp}); g != nil {
 		b.runGraph(g, dirForward, s, xp, wp, yp)
 	} else if b.err == nil {
@@ -336,6 +339,9 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 func (b *Backend) forwardLegacy(p *convPlan, s tensor.ConvShape, xp, wp, yp uintptr) {
 	c := &b.libs.cudnn
 	h := b.cudnnHandle
+	if !p.fwdFound && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
+		return
+	}
 	if !p.fwdFound {
 		p.fwdAlgo, p.fwdWS = b.pickAlgo("forward", s, p.convFwd, cudnnFwdAlgoCount,
 			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
@@ -355,6 +361,7 @@ func (b *Backend) forwardLegacy(p *convPlan, s tensor.ConvShape, xp, wp, yp uint
 		return
 	}
 	ws := b.workspaceLocked(p.fwdWS)
+	b.used(uint64(xp), uint64(wp), uint64(yp), ws)
 	one, zero := float32(1), float32(0)
 	b.fail(c.check("cudnnConvolutionForward for "+s.String(), mustCall(c.convFwd, h, uintptr(unsafe.Pointer(&one)),
 		p.x, xp, p.w, wp, p.convFwd, uintptr(p.fwdAlgo), uintptr(ws), uintptr(p.fwdWS), uintptr(unsafe.Pointer(&zero)), p.y, yp)))
@@ -402,6 +409,9 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 				return
 			}
 		}
+		if b.convAPI != ConvAPILegacy && b.refuseCapture("cuDNN's backend API (convolution "+s.String()+")") {
+			return
+		}
 		if g := b.graphPlanLocked(p, dirBackwardData, s, [3]uintptr{dxp, wp, dyp}); g != nil {
 			b.runGraph(g, dirBackwardData, s, dxp, wp, dyp)
 		} else if b.err == nil {
@@ -422,6 +432,9 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 			return
 		}
 	}
+	if b.convAPI != ConvAPILegacy && b.refuseCapture("cuDNN's backend API (convolution "+s.String()+")") {
+		return
+	}
 	if g := b.graphPlanLocked(p, dirBackwardFilter, s, [3]uintptr{xp, dwp, dyp}); g != nil {
 		b.runGraph(g, dirBackwardFilter, s, xp, dwp, dyp)
 	} else if b.err == nil {
@@ -438,6 +451,9 @@ func (b *Backend) backwardDataLegacy(p *convPlan, s tensor.ConvShape, wp, dyp, d
 	c := &b.libs.cudnn
 	h := b.cudnnHandle
 	one, zero := float32(1), float32(0)
+	if !p.bwdDFound && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
+		return
+	}
 	if !p.bwdDFound {
 		p.bwdDAlgo, p.bwdDWS = b.pickAlgo("backward-data", s, p.convBwdD, cudnnBwdDataAlgoCount,
 			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
@@ -457,6 +473,7 @@ func (b *Backend) backwardDataLegacy(p *convPlan, s tensor.ConvShape, wp, dyp, d
 		return
 	}
 	ws := b.workspaceLocked(p.bwdDWS)
+	b.used(uint64(wp), uint64(dyp), uint64(dxp), ws)
 	b.fail(c.check("cudnnConvolutionBackwardData for "+s.String(), mustCall(c.convBwdData, h, uintptr(unsafe.Pointer(&one)),
 		p.w, wp, p.y, dyp, p.convBwdD, uintptr(p.bwdDAlgo), uintptr(ws), uintptr(p.bwdDWS), uintptr(unsafe.Pointer(&zero)), p.x, dxp)))
 	b.convCalls.legacy++
@@ -468,6 +485,9 @@ func (b *Backend) backwardFilterLegacy(p *convPlan, s tensor.ConvShape, xp, dyp,
 	c := &b.libs.cudnn
 	h := b.cudnnHandle
 	one, zero := float32(1), float32(0)
+	if !p.bwdFFound && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
+		return
+	}
 	if !p.bwdFFound {
 		p.bwdFAlgo, p.bwdFWS = b.pickAlgo("backward-filter", s, p.convBwdF, cudnnBwdFilterAlgoCount,
 			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
@@ -487,6 +507,7 @@ func (b *Backend) backwardFilterLegacy(p *convPlan, s tensor.ConvShape, xp, dyp,
 		return
 	}
 	ws := b.workspaceLocked(p.bwdFWS)
+	b.used(uint64(xp), uint64(dyp), uint64(dwp), ws)
 	b.fail(c.check("cudnnConvolutionBackwardFilter for "+s.String(), mustCall(c.convBwdFilter, h, uintptr(unsafe.Pointer(&one)),
 		p.x, xp, p.y, dyp, p.convBwdF, uintptr(p.bwdFAlgo), uintptr(ws), uintptr(p.bwdFWS), uintptr(unsafe.Pointer(&zero)), p.w, dwp)))
 	b.convCalls.legacy++

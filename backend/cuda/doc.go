@@ -22,6 +22,9 @@
 // NVRTC of its own major); Probe reports what was found and the set chosen
 // for `simclr devices`.
 //
+// GraphStep (graph.go) records a small training step as a CUDA graph once
+// and replays it with one launch, the optional tensor.StepGraphs.
+//
 // Device failures do not panic: the first one is remembered, later kernels
 // are skipped, and Sync returns it.
 package cuda

@@ -14,6 +14,9 @@ func (b *Backend) RunExternal(f func(stream uintptr, addr func(tensor.Buffer) ui
 	if b.err != nil {
 		return b.err
 	}
+	if b.refuseCapture("another library's work (RunExternal)") {
+		return nil
+	}
 	// f may write any buffer: no bf16 copy can be trusted after it.
 	defer b.staleAllLocked()
 	return f(b.stream, func(x tensor.Buffer) uintptr { return uintptr(b.ptr(x)) })

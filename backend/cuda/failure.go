@@ -14,7 +14,7 @@ func (b *Backend) fail(err error) {
 	if err == nil || b.err != nil {
 		return
 	}
-	if !errors.Is(err, ErrDeviceFault) && !errors.Is(err, ErrOutOfMemory) && b.stream != 0 && b.libs != nil && b.libs.driver.cuStreamSynchronize != 0 {
+	if !errors.Is(err, ErrDeviceFault) && !errors.Is(err, ErrOutOfMemory) && b.capture == nil && b.stream != 0 && b.libs != nil && b.libs.driver.cuStreamSynchronize != 0 {
 		dr := &b.libs.driver
 		if f := dr.check("cuStreamSynchronize, after it", mustCall(dr.cuStreamSynchronize, b.stream)); errors.Is(f, ErrDeviceFault) {
 			err = fmt.Errorf("%w; %w", err, f)
@@ -30,6 +30,9 @@ func (b *Backend) Sync() error {
 }
 
 func (b *Backend) syncLocked() error {
+	if b.refuseCapture("Sync") {
+		return b.err
+	}
 	if b.err == nil && b.stream != 0 {
 		dr := &b.libs.driver
 		b.fail(dr.check("cuStreamSynchronize", mustCall(dr.cuStreamSynchronize, b.stream)))

@@ -113,6 +113,9 @@ func (b *Backend) launch(name string, gx, gy int, args ...any) {
 		default:
 			panic(fmt.Sprintf("cuda: kernel %s argument %d has unsupported type %T", name, i, a))
 		}
+		if kind == 'p' {
+			b.used(v)
+		}
 		b.argVals[i] = v
 		b.argPtrs[i] = uintptr(unsafe.Pointer(&b.argVals[i]))
 	}

@@ -76,6 +76,7 @@ func (b *Backend) gemm(transA, transB bool, m, n, k int, alpha float32, a uint64
 		}
 		return cublasOpN
 	}
+	b.used(a, bm, c)
 	b.fail(cb.check(fmt.Sprintf("cublasSgemm(m=%d n=%d k=%d)", m, n, k), mustCall(cb.sgemm, b.cublasHandle, op(transB), op(transA),
 		uintptr(n), uintptr(m), uintptr(k), uintptr(unsafe.Pointer(&alpha)), uintptr(bm), uintptr(ldb), uintptr(a), uintptr(lda),
 		uintptr(unsafe.Pointer(&beta)), uintptr(c), uintptr(ldc))))

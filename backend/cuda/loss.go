@@ -51,6 +51,15 @@ func (b *Backend) ntxentPlanLocked(rows, d int) *ntxentPlan {
 // over its half is computed in double, and dz = (G + G^T) zn pushed back
 // through the normalisation.
 func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Buffer) tensor.LossResult {
+	checkNTXent(n, d, tau, multilevel, z, dz)
+	b.enter()
+	defer b.leave()
+	defer b.wroteLocked(dz)
+	b.queueNTXentLocked(n, d, tau, multilevel, z, dz)
+	return b.readNTXentLocked(multilevel)
+}
+
+func checkNTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Buffer) {
 	rows := 2 * n
 	if n < 1 || d < 1 || z.Len() != rows*d || dz.Len() != rows*d {
 		panic(fmt.Sprintf("cuda: NTXent(n=%d, d=%d): z has %d, dz has %d elements, want %d", n, d, z.Len(), dz.Len(), rows*d))
@@ -61,20 +70,28 @@ func (b *Backend) NTXent(n, d int, tau float32, multilevel bool, z, dz tensor.Bu
 	if !(tau > 0) {
 		panic(fmt.Sprintf("cuda: NTXent: temperature %g must be positive", tau))
 	}
-	b.enter()
-	defer b.leave()
-	defer b.wroteLocked(dz)
-	nan := tensor.LossResult{Loss: math.NaN(), Full: math.NaN()}
+}
+
+// queueNTXentLocked queues the loss and its gradient, leaving the three
+// scalars (L_B and the halves' losses) in the scalars block.
+func (b *Backend) queueNTXentLocked(n, d int, tau float32, multilevel bool, z, dz tensor.Buffer) {
 	if b.err != nil {
-		return nan
+		return
 	}
+	rows := 2 * n
 	p := b.pairwiseLocked(rows, d, z, dz, func(p *ntxentPlan) {
 		b.launch("k_ntxent_rows", rows, 1, p.s, p.g, p.terms, rows, tau, multilevel)
 	})
 	if p == nil {
-		return nan
+		return
 	}
 	b.launch("k_ntxent_sum", 1, 1, p.terms, rows, multilevel, b.scalars+scalarNTXent)
+}
+
+// readNTXentLocked reads the scalars queueNTXentLocked left (NaN after a
+// failure).
+func (b *Backend) readNTXentLocked(multilevel bool) tensor.LossResult {
+	nan := tensor.LossResult{Loss: math.NaN(), Full: math.NaN()}
 	if b.err != nil {
 		return nan
 	}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/simclr-go/simclr/tensor"
@@ -22,6 +23,9 @@ type devBuf struct {
 func (d *devBuf) Len() int { return d.n }
 
 func (b *Backend) cuMemAlloc(bytes uint64) (uint64, error) {
+	if b.capture != nil {
+		return 0, fmt.Errorf("cuda: allocating a %s chunk: %w", human(bytes), errCaptureAlloc)
+	}
 	var p uint64
 	d := &b.libs.driver
 	if err := d.check(fmt.Sprintf("cuMemAlloc(%s)", human(bytes)), mustCall(d.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes))); err != nil {
@@ -92,6 +96,11 @@ func (b *Backend) Alloc(n int) tensor.Buffer {
 		return d
 	}
 	d.ptr = p
+	if b.refuseCapture("Alloc") {
+		// The memset would be recorded, not run: zeroed after the capture.
+		b.capture.zero = append(b.capture.zero, [2]uint64{p, uint64(n)})
+		return d
+	}
 	b.memsetLocked(p, n)
 	return d
 }
@@ -103,6 +112,10 @@ func (b *Backend) Free(x tensor.Buffer) {
 	}
 	b.enter()
 	defer b.leave()
+	if b.refuseCapture("Free") {
+		// Not zeroed after the capture: the address may be another's then.
+		b.capture.zero = slices.DeleteFunc(b.capture.zero, func(z [2]uint64) bool { return z[0] == d.ptr })
+	}
 	if d.ptr != 0 && b.arena != nil {
 		b.freedLocked(d)
 		b.arena.free(d.ptr)
@@ -129,7 +142,7 @@ func (b *Backend) Upload(dst tensor.Buffer, src []float32) {
 	b.enter()
 	defer b.leave()
 	defer b.wroteLocked(dst)
-	if b.err != nil {
+	if b.err != nil || b.refuseCapture("Upload (a copy from host memory)") {
 		return
 	}
 	dr := &b.libs.driver
@@ -159,6 +172,9 @@ func (b *Backend) Download(dst []float32, src tensor.Buffer) {
 
 // copyToHost copies bytes from the device to host memory and waits.
 func (b *Backend) copyToHost(dst unsafe.Pointer, src uint64, bytes int) {
+	if b.refuseCapture("a read of results to the host") {
+		return
+	}
 	dr := &b.libs.driver
 	b.fail(dr.check("cuMemcpyDtoHAsync", mustCall(dr.cuMemcpyDtoHAsync, uintptr(dst), uintptr(src), uintptr(bytes), b.stream)))
 	b.fail(dr.check("cuStreamSynchronize", mustCall(dr.cuStreamSynchronize, b.stream)))
@@ -168,6 +184,7 @@ func (b *Backend) memsetLocked(p uint64, n int) {
 	if n == 0 || b.err != nil {
 		return
 	}
+	b.used(p)
 	dr := &b.libs.driver
 	b.fail(dr.check("cuMemsetD32Async", mustCall(dr.cuMemsetD32Async, uintptr(p), 0, uintptr(n), b.stream)))
 }

@@ -46,6 +46,7 @@ func (b *Backend) Copy(dst, src tensor.Buffer) {
 	if b.err != nil {
 		return
 	}
+	b.used(b.ptr(dst), b.ptr(src))
 	dr := &b.libs.driver
 	b.fail(dr.check("cuMemcpyDtoDAsync", mustCall(dr.cuMemcpyDtoDAsync, uintptr(b.ptr(dst)), uintptr(b.ptr(src)), uintptr(n*4), b.stream)))
 }

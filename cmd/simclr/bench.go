@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -15,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/simclr-go/simclr/backend"
+	"github.com/simclr-go/simclr/backend/cuda"
+	"github.com/simclr-go/simclr/contrastive"
 	"github.com/simclr-go/simclr/model/resnet18"
 	"github.com/simclr-go/simclr/optim"
 	"github.com/simclr-go/simclr/tensor"
@@ -67,6 +70,10 @@ type benchResult struct {
 	// cores the process got.
 	CPUSecondsPerStep *float64 `json:"cpu_seconds_per_step"`
 	Loss              float64  `json:"loss"`
+	// GraphSteps says that every timed step was a replayed CUDA graph, as
+	// the trainer's queries of up to contrastive.DefaultGraphImages images
+	// on a GPU are (never with --op-times, which times each call).
+	GraphSteps bool `json:"graph_steps"`
 	// OpTimes is the step's time per operation (--op-times).
 	OpTimes []opTimeRow `json:"op_times,omitempty"`
 }
@@ -79,7 +86,10 @@ func newBenchCmd() *cobra.Command {
 		Long: `bench times --steps full SimCLR training steps (forward in training mode,
 NT-Xent loss, backward, SGD update) of the ResNet-18 with projection head on
 --images random images (2 views each, so 2 x images views), after one
-untimed warm-up step that plans the activations. It also times one
+untimed warm-up step that plans the activations. On a GPU, a step of up to
+32 images runs as the trainer runs it there: recorded once as a CUDA graph
+(a second warm-up step) and replayed (graph_steps in --json says the timed
+steps were replays). It also times one
 1024 x 1024 x 1024 SGEMM on the same backend, and reports the peak resident
 memory of the process.
 
@@ -151,13 +161,22 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 		// The step runs on the timing wrapper; the SGEMM check below does not.
 		timer = newOpTimer(b)
 	}
-	step, m, err := newBenchStep(b, timer, o)
+	step, m, graphed, err := newBenchStep(b, timer, o)
 	if err != nil {
 		return err
 	}
-	if _, err := step(); err != nil { // warm-up: plans the activations
-		return fmt.Errorf("bench: warm-up step on %s: %w", b.Name(), err)
+	// Warm-up: plans the activations; with graphs the second step is
+	// the one recorded.
+	warm := 1
+	if graphed {
+		warm = 2
 	}
+	for range warm {
+		if _, err := step(); err != nil {
+			return fmt.Errorf("bench: warm-up step on %s: %w", b.Name(), err)
+		}
+	}
+	replays0 := graphReplays(b)
 	if timer != nil {
 		timer.reset()
 	}
@@ -174,6 +193,7 @@ func runBench(stdout, stderr io.Writer, o benchOptions) error {
 		}
 	}
 	res.StepSeconds = time.Since(start).Seconds() / float64(o.steps)
+	res.GraphSteps = graphed && graphReplays(b)-replays0 == o.steps
 	if cpu1, ok := processCPUTime(); ok && cpuOK {
 		perStep := (cpu1 - cpu0).Seconds() / float64(o.steps)
 		res.CPUSecondsPerStep = &perStep
@@ -226,12 +246,25 @@ last loss       %.4f
 	return nil
 }
 
+// graphReplays is the number of step-graph replays of b so far (0 on a
+// backend without them).
+func graphReplays(b tensor.Backend) int {
+	if g, ok := b.(interface{ GraphStats() cuda.GraphStats }); ok {
+		return g.GraphStats().Replays
+	}
+	return 0
+}
+
 // newBenchStep builds the network, random inputs and optimizer of a bench
-// step on b (through timer when not nil) and returns the step.
-func newBenchStep(b tensor.Backend, timer *opTimer, o benchOptions) (func() (float64, error), *resnet18.Model, error) {
+// step on b (through timer when not nil) and returns the step and whether
+// its pass runs as a step graph (tensor.StepGraphs, at the trainer's
+// sizes).
+func newBenchStep(b tensor.Backend, timer *opTimer, o benchOptions) (func() (float64, error), *resnet18.Model, bool, error) {
 	if timer != nil {
 		b = timer
 	}
+	graphs, graphed := b.(tensor.StepGraphs)
+	graphed = graphed && o.images <= contrastive.DefaultGraphImages
 	cfg := resnet18.Config{Width: o.width, InputSize: o.inputSize}
 	m := resnet18.New(b, cfg, o.seed)
 	proj := m.Config().ProjDim
@@ -246,16 +279,29 @@ func newBenchStep(b tensor.Backend, timer *opTimer, o benchOptions) (func() (flo
 	dz := b.Alloc(views * proj)
 	opt, err := optim.New(b, m.Params(), optim.Config{Kind: optim.SGD, Momentum: 0.9, WeightDecay: 5e-4})
 	if err != nil {
-		return nil, nil, fmt.Errorf("bench: %w", err)
+		return nil, nil, false, fmt.Errorf("bench: %w", err)
 	}
 	step := func() (float64, error) {
-		z := m.Forward(x, views, true, true)
-		r := b.NTXent(o.images, proj, float32(o.tau), o.multilevel, z, dz)
-		m.Backward(dz)
+		var r tensor.LossResult
+		if graphed {
+			err := graphs.GraphStep("bench", func() {
+				z := m.Forward(x, views, true, true)
+				graphs.QueueNTXent(o.images, proj, float32(o.tau), o.multilevel, z, dz)
+				m.Backward(dz)
+			})
+			if err != nil {
+				return math.NaN(), err
+			}
+			r = graphs.ReadNTXent(o.multilevel)
+		} else {
+			z := m.Forward(x, views, true, true)
+			r = b.NTXent(o.images, proj, float32(o.tau), o.multilevel, z, dz)
+			m.Backward(dz)
+		}
 		opt.Step(0.01)
 		return r.Loss, b.Sync()
 	}
-	return step, m, nil
+	return step, m, graphed, nil
 }
 
 // timeSgemm times a 1024 x 1024 x 1024 matrix product on b (a bias-free

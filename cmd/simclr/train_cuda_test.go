@@ -165,6 +165,10 @@ func TestBenchAndLevelsOnCUDAEmulator(t *testing.T) {
 	if res.Device != "cuda" || !(res.StepSeconds > 0) || !(res.SgemmGFLOPSPerSec > 0) || res.Views != 4 {
 		t.Errorf("bench --device cuda: %+v", res)
 	}
+	// At 2 images the timed step is a replayed step graph, as in training.
+	if !res.GraphSteps {
+		t.Errorf("bench --device cuda at 2 images: graph_steps false, want the timed steps replayed graphs")
+	}
 	// bf16 (mixed precision) on the same device: the backend line says so.
 	var out16 bytes.Buffer
 	o16 := o

@@ -60,6 +60,27 @@ func (m *Model) UsePreviousHeadStatistics(on bool) {
 	}
 }
 
+// GraphState readies the model for a training-mode pass whose device work
+// is recorded once and replayed without calling Forward and Backward
+// (tensor.StepGraphs), and returns what of the model's host state, beyond
+// the views, the point and updateRunning, decides which work such a pass
+// queues: a comparable value for the graph's key. With group norm, the
+// head's first updating pass of an iteration starts its pending running
+// statistics from the running ones (nn.RunningNorm.ForwardTrain); that
+// copy is made here, outside the graph, so that every updating pass queues
+// the same work; and whether previous statistics exist decides which ones a
+// pass at x_{t-1} normalises with. With batch norm nothing does (nil).
+func (m *Model) GraphState(updateRunning bool) any {
+	if m.headIn == nil {
+		return nil
+	}
+	if updateRunning {
+		m.headIn.Pending(m.backend)
+	}
+	_, _, hasPrevious := m.headIn.Previous()
+	return hasPrevious
+}
+
 // HeadNorm is the group-norm head's running-statistics normalisation
 // (head.0), nil with batch norm.
 func (m *Model) HeadNorm() *nn.RunningNorm { return m.headIn }

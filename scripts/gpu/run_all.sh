@@ -28,19 +28,23 @@
 #   torch     benchmarks/pytorch_simclr_bench.py on the same sizes: tf32
 #             (float32 storage, as simclr's tf32), then PyTorch's fast path
 #             (bf16 autocast, channels-last)
+#   graphs    .gpu/cuda.test -test.bench GraphStep: the training step at
+#             2, 8 and 32 images, eager against recorded and replayed as a
+#             CUDA graph, in tf32 and bf16 (ms/step, replays/step)
 #   train     a short simclr train on CIFAR-10 (JPEG copy) on the GPU:
 #             lsgd, max-level 8, TRAIN_ITERS iterations, then the linear probe
 #   memcheck  compute-sanitizer memcheck on a few training steps
 #             (simclr train, tiny run) and a multilevel bench step
 #   gobench   .gpu/cuda.test -test.bench: per-convolution TFLOP/s, NTXent,
-#             ResNet-18 step in tf32 and fp32
+#             ResNet-18 step in tf32 and fp32 (not GraphStep: graphs has it)
 #   torch-compile  (not in the default list) the PyTorch reference with torch.compile
 #   paper-table    (not in the default list) scripts/gpu/paper_table.sh with
 #             the time left: the paper's table, as many runs as fit
 #
 # Usage: bash scripts/gpu/run_all.sh [STEP...]      (default: info to gobench)
 # Environment (all optional):
-#   RUN_BUDGET_S=480   overall deadline in seconds (560 when paper-table is
+#   GRAPH_BENCHTIME=50x  timed steps of each graphs benchmark
+#   RUN_BUDGET_S=540   overall deadline in seconds (560 when paper-table is
 #                      asked for; the tool stops a command at 600)
 #   BENCH_STEPS=20     timed steps per bench (simclr and PyTorch)
 #   BENCH_IMAGES="2 8 32 128 512"
@@ -75,14 +79,15 @@ CONVAPI_IMAGES=${CONVAPI_IMAGES:-"512 32"}
 CONVAPI_PRECISIONS=${CONVAPI_PRECISIONS:-bf16}
 CONVAPI_TUNE=${CONVAPI_TUNE:-8}
 TRAIN_ITERS=${TRAIN_ITERS:-300}
+GRAPH_BENCHTIME=${GRAPH_BENCHTIME:-50x}
 TRAIN_PROBE=${TRAIN_PROBE:-1}
 TABLE_PRECISION=${TABLE_PRECISION:-$BENCH_PRECISION}
 TABLE_ARGS=${TABLE_ARGS:-}
 
-all_steps="info devices parity bench convapi torch torch-compile train memcheck gobench paper-table"
+all_steps="info devices parity bench convapi torch graphs torch-compile train memcheck gobench paper-table"
 steps=("$@")
 if ((${#steps[@]} == 0)); then
-	steps=(info devices parity bench convapi torch train memcheck gobench)
+	steps=(info devices parity bench convapi torch graphs train memcheck gobench)
 fi
 for s in "${steps[@]}"; do
 	[[ " $all_steps " == *" $s "* ]] || {
@@ -90,12 +95,12 @@ for s in "${steps[@]}"; do
 		exit 2
 	}
 done
-# The default steps took about 4 minutes before convapi (on an H200 on
-# 2026-11-26: torch 23-29 s a precision, train 50 s, the rest a few seconds
-# each); convapi's six runs add one to two minutes, more where the backend
-# API's engines compile at run time; the paper's table takes whatever is
-# left of the device's 10 minutes.
-default_budget=480
+# The default steps took about 4 minutes before convapi and graphs (on an
+# H200 on 2026-11-26: torch 23-29 s a precision, train 50 s, the rest a few
+# seconds each); convapi's six runs add one to two minutes, more where the
+# backend API's engines compile at run time, and graphs is held to 90 s;
+# the paper's table takes whatever is left of the device's 10 minutes.
+default_budget=540
 [[ " ${steps[*]} " == *" paper-table "* ]] && default_budget=560
 RUN_BUDGET_S=${RUN_BUDGET_S:-$default_budget}
 deadline=$((SECONDS + RUN_BUDGET_S))
@@ -301,6 +306,18 @@ if want torch-compile; then
 	torch_bench torch-bf16-cl-compile 300 --precision "$BENCH_PRECISION" --amp bf16 --channels-last --compile
 fi
 
+# ---------------------------------------------------------------- graphs
+# Small steps eager against CUDA graphs (BenchmarkGraphStep): what the host's
+# overhead per call costs at MLMC's small levels, and what a graph saves.
+if want graphs; then
+	say "graphs: cuda.test -test.bench GraphStep, eager vs graph at 2, 8, 32 images"
+	graph_log=$gpu_work/graph_bench.log
+	: >"$graph_log"
+	(cd backend/cuda && guard graphs 90 "$graph_log" "${gocudatest[@]}" -test.run '^$' -test.bench '^BenchmarkGraphStep$' -test.benchtime "$GRAPH_BENCHTIME" -test.timeout=85s)
+	cat "$graph_log" >>"$OUT/cuda_test.log"
+	grep -E '^BenchmarkGraphStep' "$graph_log" | awk '{ for (i = 1; i <= NF; i++) if ($(i) == "ms/step" || $(i) == "replays/step") printf "%s %s  ", $(i-1), $(i); print "  " $1 }' | sed 's/^/  /' >>"$summary"
+fi
+
 # ---------------------------------------------------------------- train
 # The loaders read DIR/cifar10-jpeg/{train,test}/CLASS/*.jpg (data/datasets).
 data_dir=$gpu_work/data
@@ -415,7 +432,7 @@ fi
 # ---------------------------------------------------------------- gobench
 if want gobench; then
 	say "gobench: cuda.test -test.bench"
-	(cd backend/cuda && guard gobench 150 "$OUT/cuda_test.log" "${gocudatest[@]}" -test.run '^$' -test.bench . -test.benchtime 10x -test.timeout=140s)
+	(cd backend/cuda && guard gobench 150 "$OUT/cuda_test.log" "${gocudatest[@]}" -test.run '^$' -test.bench '^Benchmark(Conv|NTXent|ResNet18Step)$' -test.benchtime 10x -test.timeout=140s)
 fi
 
 # ---------------------------------------------------------------- paper-table

@@ -7,6 +7,8 @@
 // project's own kernels are compiled by the emulated NVRTC with the host
 // C++ compiler (behind csrc/kernel_shim.h) and run block by block with a
 // real barrier for __syncthreads; cuBLAS and cuDNN are reference loops.
+// Stream capture records what is queued on a capturing stream (launches,
+// copies, memsets, cuBLAS and cuDNN calls) and a graph launch replays it.
 // docs/gpu.md says what this proves and what it cannot.
 //
 // It builds on Linux and macOS (it loads what it compiles with dlopen);

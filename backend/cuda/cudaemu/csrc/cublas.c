@@ -44,6 +44,10 @@ typedef struct handle {
     u64 workspace, workspace_size;
     int (*device_range)(u64, u64);
     int (*sticky)(void); // the driver's sticky error of the current context
+    // The driver's recorder: on a capturing stream a product is recorded
+    // (its arguments by value, alpha and beta read now, as cuBLAS reads
+    // host-pointer scalars when it is called) and computed at each replay.
+    int (*enqueue)(u64 stream, int (*fn)(void*), const void* arg, size_t size);
 } handle;
 #define MAGIC 0xC0B1A5u
 
@@ -80,6 +84,7 @@ cublasStatus_t cublasCreate_v2(void** out) {
     p->magic = MAGIC;
     p->device_range = range;
     p->sticky = (int (*)(void))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_sticky");
+    p->enqueue = (int (*)(u64, int (*)(void*), const void*, size_t))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_enqueue");
     *out = p;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -186,6 +191,19 @@ static int matrix_ok(handle* p, const char* name, u64 ptr, int op, int rows, int
 static cublasStatus_t gemm(void* h, int ta, int tb, int m, int n, int k, const float* alpha, u64 A, int lda, u64 B, int ldb,
                            const float* beta, u64 C, int ldc, int abtype);
 
+// gemm_job is one product whose arguments were checked.
+typedef struct gemm_job {
+    int ta, tb, m, n, k;
+    float alpha, beta;
+    u64 A;
+    int lda;
+    u64 B;
+    int ldb;
+    u64 C;
+    int ldc, abtype, round;
+} gemm_job;
+static int gemm_run(void* arg);
+
 cublasStatus_t cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha, u64 A, int lda, u64 B, int ldb,
                               const float* beta, u64 C, int ldc) {
     return gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, CUDA_R_32F);
@@ -225,19 +243,30 @@ static cublasStatus_t gemm(void* h, int ta, int tb, int m, int n, int k, const f
     if (!matrix_ok(p, "C", C, CUBLAS_OP_N, m, n, ldc, 4) ||
         (k > 0 && (!matrix_ok(p, "A", A, ta, m, k, lda, unit) || !matrix_ok(p, "B", B, tb, k, n, ldb, unit))))
         return CUBLAS_STATUS_INVALID_VALUE;
-    float al = *alpha, be = *beta;
     // TF32 rounding applies to float inputs only (bf16 has fewer bits).
-    int round = p->math == CUBLAS_TF32_TENSOR_OP_MATH && abtype == CUDA_R_32F;
-    const void* a = (const void*)(uintptr_t)A;
-    const void* b = (const void*)(uintptr_t)B;
-    float* c = (float*)(uintptr_t)C;
+    gemm_job j = {ta, tb, m, n, k, *alpha, *beta, A, lda, B, ldb, C, ldc, abtype,
+                  p->math == CUBLAS_TF32_TENSOR_OP_MATH && abtype == CUDA_R_32F};
+    int rec = p->enqueue ? p->enqueue(p->stream, gemm_run, &j, sizeof j) : 0;
+    if (rec) return rec > 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+    return gemm_run(&j) ? CUBLAS_STATUS_ALLOC_FAILED : CUBLAS_STATUS_SUCCESS;
+}
+
+// gemm_run computes one checked product; nonzero when out of host memory.
+static int gemm_run(void* arg) {
+    const gemm_job* J = arg;
+    int ta = J->ta, tb = J->tb, m = J->m, n = J->n, k = J->k, lda = J->lda, ldb = J->ldb, ldc = J->ldc, abtype = J->abtype;
+    float al = J->alpha, be = J->beta;
+    int round = J->round;
+    const void* a = (const void*)(uintptr_t)J->A;
+    const void* b = (const void*)(uintptr_t)J->B;
+    float* c = (float*)(uintptr_t)J->C;
     // op(A) as a column-major m x k copy and op(B)'s column j as needed.
     float* oa = malloc(sizeof(float) * (size_t)m * (size_t)(k > 0 ? k : 1));
     float* acc = malloc(sizeof(float) * (size_t)m);
     if (!oa || !acc) {
         free(oa);
         free(acc);
-        return CUBLAS_STATUS_ALLOC_FAILED;
+        return 1;
     }
     for (int l = 0; l < k; l++)
         for (int i = 0; i < m; i++) {
@@ -258,5 +287,5 @@ static cublasStatus_t gemm(void* h, int ta, int tb, int m, int n, int k, const f
     }
     free(oa);
     free(acc);
-    return CUBLAS_STATUS_SUCCESS;
+    return 0;
 }

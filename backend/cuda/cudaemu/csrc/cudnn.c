@@ -40,6 +40,7 @@ enum {
     CUDNN_STATUS_BAD_PARAM_NULL_POINTER = 2002,
     CUDNN_STATUS_NOT_SUPPORTED = 3000,
     CUDNN_STATUS_INTERNAL_ERROR = 4000,
+    CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED = 4001,
     CUDNN_STATUS_EXECUTION_FAILED = 5000,
 };
 enum { CUDNN_TENSOR_NCHW = 0, CUDNN_TENSOR_NHWC = 1 };
@@ -76,6 +77,11 @@ typedef struct handle {
     u64 stream;
     int (*device_range)(u64, u64);
     int (*sticky)(void); // the driver's sticky error of the current context
+    // The driver's recorder and refusal for a capturing stream: a
+    // convolution is recorded (its descriptors and scalars by value) and
+    // computed at each replay; an algorithm search invalidates the capture.
+    int (*enqueue)(u64 stream, int (*fn)(void*), const void* arg, size_t size);
+    int (*unsupported)(u64 stream, const char* call);
 } handle;
 
 typedef struct tensor {
@@ -159,6 +165,8 @@ cudnnStatus_t cudnnCreate(void** out) {
     h->kind = K_HANDLE;
     h->device_range = range;
     h->sticky = (int (*)(void))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_sticky");
+    h->enqueue = (int (*)(u64, int (*)(void*), const void*, size_t))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_enqueue");
+    h->unsupported = (int (*)(u64, const char*))dlsym(RTLD_DEFAULT, "simclr_cuda_emu_capture_unsupported");
     *out = h;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -603,9 +611,24 @@ static void backward_filter_part(void* ctx, int lo, int hi) {
     free(lanes);
 }
 
-static cudnnStatus_t compute(int dir, const handle* h, const problem* p, int round, float alpha, float beta, u64 in1, u64 in2, u64 out);
+static cudnnStatus_t compute(int dir, const handle* h, const problem* p, int round, float alpha, float beta, u64 in1, u64 in2, u64 out,
+                             u64 ws, size_t need);
 
-// run checks one execution and computes out = alpha op + beta out.
+// run_job is one checked execution.
+typedef struct run_job {
+    int dir;
+    problem p;
+    conv cv;
+    size_t need;
+    u64 ws;
+    float alpha, beta;
+    u64 in1, in2, out;
+    int round;
+} run_job;
+static int run_exec(void* arg);
+
+// run checks one execution and computes out = alpha op + beta out (on a
+// capturing stream: records it).
 static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u64 ws, size_t ws_size, const float* alpha, const float* beta,
                          u64 in1, u64 in2, u64 out) {
     const char* what = dir_name[dir];
@@ -624,14 +647,15 @@ static cudnnStatus_t run(int dir, const handle* h, const problem* p, int algo, u
         return CUDNN_STATUS_BAD_PARAM;
     }
     if (!alpha || !beta) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
-    st = compute(dir, h, p, tensor_core(dir, algo, p->cv->math), *alpha, *beta, in1, in2, out);
-    if (st == CUDNN_STATUS_SUCCESS && need > 0) poison(ws, need); // the workspace holds nothing afterwards
-    return st;
+    return compute(dir, h, p, tensor_core(dir, algo, p->cv->math), *alpha, *beta, in1, in2, out, ws, need);
 }
 
 // compute checks the three buffers of one convolution and computes out =
-// alpha op + beta out, rounding the inputs to TF32 when round is set.
-static cudnnStatus_t compute(int dir, const handle* h, const problem* p, int round, float alpha, float beta, u64 in1, u64 in2, u64 out) {
+// alpha op + beta out, rounding the inputs to TF32 when round is set, and
+// leaves the need bytes of workspace at ws holding nothing (on a
+// capturing stream: records it).
+static cudnnStatus_t compute(int dir, const handle* h, const problem* p, int round, float alpha, float beta, u64 in1, u64 in2, u64 out,
+                             u64 ws, size_t need) {
     const char* what = dir_name[dir];
     cudnnStatus_t st;
     size_t nx = (size_t)p->N * p->C * p->H * p->W, nw = (size_t)p->K * p->C * p->R * p->S, ny = (size_t)p->N * p->K * p->OH * p->OW;
@@ -642,6 +666,20 @@ static cudnnStatus_t compute(int dir, const handle* h, const problem* p, int rou
     if ((st = check_buffer(h, what, "the first input", in1, n1, unit)) || (st = check_buffer(h, what, "the second input", in2, n2, unit)) ||
         (st = check_buffer(h, what, "the output", out, no, unit)))
         return st;
+    run_job j = {dir, *p, *p->cv, need, ws, alpha, beta, in1, in2, out, round};
+    int rec = h->enqueue ? h->enqueue(h->stream, run_exec, &j, sizeof j) : 0;
+    if (rec) return rec > 0 ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+    return run_exec(&j) ? CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED : CUDNN_STATUS_SUCCESS;
+}
+
+// run_exec computes one checked convolution; nonzero when out of host memory.
+static int run_exec(void* arg) {
+    run_job* J = arg;
+    J->p.cv = &J->cv; // the copy's own descriptor, wherever the job was copied to
+    const problem* p = &J->p;
+    int dir = J->dir, round = J->round;
+    size_t need = J->need, no = dir == FWD ? (size_t)p->N * p->K * p->OH * p->OW : dir == BWD_DATA ? (size_t)p->N * p->C * p->H * p->W : (size_t)p->K * p->C * p->R * p->S;
+    u64 in1 = J->in1, in2 = J->in2, out = J->out, ws = J->ws;
     // The arrays as (A, B, C, D): x (N, C, H, W), w (K, C, R, S), y (N, K, OH, OW).
     int xd[4] = {p->N, p->C, p->H, p->W}, wd[4] = {p->K, p->C, p->R, p->S}, yd[4] = {p->N, p->K, p->OH, p->OW};
     const int* d1 = dir == FWD ? xd : dir == BWD_DATA ? wd : xd;
@@ -652,15 +690,22 @@ static cudnnStatus_t compute(int dir, const handle* h, const problem* p, int rou
     float* a = copy_in(in1, p->dtype, f1, d1[0], d1[1], d1[2], d1[3], round);
     float* b = copy_in(in2, p->dtype, f2, d2[0], d2[1], d2[2], d2[3], round);
     float* acc = malloc(no * sizeof(float));
+    if (!a || !b || !acc) {
+        free(a);
+        free(b);
+        free(acc);
+        return 1;
+    }
     loop L = {p, a, b, acc};
     if (dir == FWD) par_for(p->N * p->K, forward_part, &L);
     else if (dir == BWD_DATA) par_for(p->N * p->C, backward_data_part, &L);
     else par_for(p->K * p->C, backward_filter_part, &L);
-    store_out(out, p->dtype, fO, dO[0], dO[1], dO[2], dO[3], acc, alpha, beta);
+    if (need > 0) poison(ws, need); // the workspace holds nothing afterwards
+    store_out(out, p->dtype, fO, dO[0], dO[1], dO[2], dO[3], acc, J->alpha, J->beta);
     free(a);
     free(b);
     free(acc);
-    return CUDNN_STATUS_SUCCESS;
+    return 0;
 }
 
 // ---- find, get, workspace sizes, the three runs ----
@@ -680,6 +725,7 @@ static cudnnStatus_t find_or_get(int dir, const void* h, const problem* p, int w
 // output buffer holds garbage afterwards, and so does the workspace.
 static cudnnStatus_t find_ex(int dir, const handle* h, const problem* p, u64 out, size_t nout, u64 ws, size_t ws_size, int want, int* got,
                              algo_perf* perf) {
+    if (h->unsupported && h->unsupported(h->stream, "cudnnFindConvolution*AlgorithmEx")) return CUDNN_STATUS_NOT_SUPPORTED;
     cudnnStatus_t st = check_buffer(h, dir_name[dir], "the output", out, nout, elem_size(p->dtype));
     if (st) return st;
     if (ws_size > 0 && (ws == 0 || !h->device_range(ws, ws_size))) {
@@ -1482,7 +1528,5 @@ cudnnStatus_t cudnnBackendExecute(void* hp, void* planp, void* packp) {
     u64 in1 = dir == FWD ? x : dir == BWD_DATA ? w : x;
     u64 in2 = dir == FWD ? w : y;
     u64 out = dir == FWD ? y : dir == BWD_DATA ? x : w;
-    st = compute(dir, h, &p, round, op->alpha, op->beta, in1, in2, out);
-    if (st == CUDNN_STATUS_SUCCESS && plan->ws > 0) poison(pack->workspace, plan->ws);
-    return st;
+    return compute(dir, h, &p, round, op->alpha, op->beta, in1, in2, out, plan->ws > 0 ? pack->workspace : 0, plan->ws);
 }

@@ -58,6 +58,10 @@ enum {
     CUDA_ERROR_INVALID_PC = 718,
     CUDA_ERROR_LAUNCH_FAILED = 719,
     CUDA_ERROR_NOT_SUPPORTED = 801,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,
+    CUDA_ERROR_CAPTURED_EVENT = 907,
     CUDA_ERROR_UNKNOWN = 999,
 };
 
@@ -198,6 +202,146 @@ static int valid_stream(u64 s) {
         if (streams[i] && (u64)(uintptr_t)streams[i] == s) ok = 1;
     pthread_mutex_unlock(&mu);
     return ok;
+}
+
+// ---- stream capture: the state a capturing stream records into ----
+//
+// cuStreamBeginCapture_v2 puts a stream in capture mode: work queued on it
+// from then on is recorded as nodes of a graph instead of running, as on a
+// GPU. The nodes are kernel launches (the arguments copied by value, as
+// the driver copies them), device-to-device copies, memsets, and the
+// emulated cuBLAS's and cuDNN's calls (host functions with their arguments
+// copied, through simclr_cuda_emu_enqueue). cuGraphLaunch replays the
+// nodes in order through the same calls, so every check of an eager call
+// (device ranges, the sticky fault) applies again at each replay. What a
+// GPU refuses in a capture (global mode) is refused here and invalidates
+// it: synchronising the capturing stream, copies to or from host memory on
+// it (all host memory here is pageable), cuMemAlloc and cuMemFree while a
+// capture is under way; cuStreamEndCapture then returns
+// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph.
+
+enum { NODE_KERNEL, NODE_COPY, NODE_SET, NODE_HOST };
+#define NODE_MAX_PARAMS 32
+
+typedef struct node {
+    int kind;
+    // NODE_KERNEL
+    u64 fn;
+    unsigned grid[3], block[3];
+    int nparams;
+    u64 vals[NODE_MAX_PARAMS];
+    // NODE_COPY (dst, src, n bytes) and NODE_SET (dst, value, n words)
+    u64 dst, src, n;
+    unsigned value;
+    // NODE_HOST
+    int (*host)(void*);
+    void* arg;
+    size_t arg_size;
+} node;
+
+typedef struct graph {
+    unsigned magic;
+    node* nodes;
+    int n, cap;
+} graph;
+#define GRAPH_MAGIC 0x6a7a0001u
+#define EXEC_MAGIC 0x6a7a0002u
+
+typedef struct capture {
+    graph* g;
+    int invalid;
+} capture;
+
+static capture* captures[MAX_STREAMS]; // by stream slot
+static int ncapturing;
+
+// stream_slot is the index of stream s in streams, or -1. Called with mu held.
+static int stream_slot(u64 s) {
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (streams[i] && (u64)(uintptr_t)streams[i] == s) return i;
+    return -1;
+}
+
+// capturing returns the capture of stream s, or NULL. Called with mu held.
+static capture* capturing(u64 s) {
+    int i = stream_slot(s);
+    return i < 0 ? NULL : captures[i];
+}
+
+static void graph_free(graph* g) {
+    if (!g) return;
+    for (int i = 0; i < g->n; i++) free(g->nodes[i].arg);
+    free(g->nodes);
+    g->magic = 0;
+    free(g);
+}
+
+// record appends nd to the capture of stream s; 0 when s is not
+// capturing, 1 when recorded, -1 when out of memory (the capture is then
+// invalid). Called with mu held.
+static int record(u64 s, const node* nd) {
+    capture* c = capturing(s);
+    if (!c) return 0;
+    if (c->invalid) return 1;
+    graph* g = c->g;
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 64;
+        node* more = realloc(g->nodes, (size_t)cap * sizeof(node));
+        if (!more) {
+            c->invalid = 1;
+            return -1;
+        }
+        g->nodes = more, g->cap = cap;
+    }
+    g->nodes[g->n++] = *nd;
+    return 1;
+}
+
+// refuse_in_capture invalidates the capture of stream s (or, when s is 0,
+// says whether any capture is under way, for the calls a global-mode
+// capture forbids everywhere) and reports whether the call must fail.
+static int refuse_in_capture(u64 s, const char* call) {
+    pthread_mutex_lock(&mu);
+    capture* c = s ? capturing(s) : NULL;
+    int refuse = s ? c != NULL : ncapturing > 0;
+    if (c) c->invalid = 1;
+    if (!s && refuse)
+        for (int i = 0; i < MAX_STREAMS; i++)
+            if (captures[i]) captures[i]->invalid = 1;
+    pthread_mutex_unlock(&mu);
+    if (refuse) emu_log("%s: not permitted while a stream is capturing (the capture is now invalid)", call);
+    return refuse;
+}
+
+// For the emulated cuBLAS and cuDNN: when stream s is capturing, record
+// fn with a copy of the size bytes at arg, to be called at each replay
+// (returning 0 on success), and return 1; return 0 when s is not
+// capturing (the caller runs the work now) and -1 when the record failed.
+__attribute__((visibility("default"))) int simclr_cuda_emu_enqueue(u64 s, int (*fn)(void*), const void* arg, size_t size) {
+    pthread_mutex_lock(&mu);
+    capture* c = capturing(s);
+    pthread_mutex_unlock(&mu);
+    if (!c) return 0;
+    node nd;
+    memset(&nd, 0, sizeof nd);
+    nd.kind = NODE_HOST;
+    nd.host = fn;
+    nd.arg = malloc(size ? size : 1);
+    if (!nd.arg) return -1;
+    memcpy(nd.arg, arg, size);
+    nd.arg_size = size;
+    pthread_mutex_lock(&mu);
+    int r = record(s, &nd);
+    pthread_mutex_unlock(&mu);
+    if (r != 1) free(nd.arg);
+    return r;
+}
+
+// For the emulated cuDNN: a call a capture cannot hold (an algorithm
+// search, which runs and times work) on a capturing stream invalidates
+// the capture; returns 1 when it did.
+__attribute__((visibility("default"))) int simclr_cuda_emu_capture_unsupported(u64 s, const char* call) {
+    return refuse_in_capture(s, call);
 }
 
 // ---- initialisation, devices, contexts ----
@@ -404,6 +548,12 @@ CUresult cuStreamDestroy_v2(u64 s) {
     pthread_mutex_lock(&mu);
     for (int i = 0; i < MAX_STREAMS; i++)
         if (streams[i] && (u64)(uintptr_t)streams[i] == s) {
+            if (captures[i]) {
+                graph_free(captures[i]->g);
+                free(captures[i]);
+                captures[i] = NULL;
+                ncapturing--;
+            }
             free(streams[i]);
             streams[i] = NULL;
             pthread_mutex_unlock(&mu);
@@ -422,6 +572,7 @@ CUresult cuStreamSynchronize(u64 s) {
         emu_log("cuStreamSynchronize(%#llx): not a stream", s);
         return CUDA_ERROR_INVALID_HANDLE;
     }
+    if (refuse_in_capture(s, "cuStreamSynchronize")) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     return CUDA_SUCCESS;
 }
 
@@ -436,6 +587,7 @@ CUresult cuMemAlloc_v2(u64* p, size_t bytes) {
     CUresult r = need_ctx("cuMemAlloc");
     if (r) return r;
     if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (refuse_in_capture(0, "cuMemAlloc")) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     long page = sysconf(_SC_PAGESIZE);
     size_t usable = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
     pthread_mutex_lock(&mu);
@@ -466,6 +618,7 @@ CUresult cuMemAlloc_v2(u64* p, size_t bytes) {
 CUresult cuMemFree_v2(u64 p) {
     CUresult r = need_ctx("cuMemFree");
     if (r) return r;
+    if (refuse_in_capture(0, "cuMemFree")) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     pthread_mutex_lock(&mu);
     for (int i = 0; i < nallocs; i++)
         if (allocs[i].base == p) {
@@ -510,6 +663,7 @@ CUresult cuMemcpyHtoDAsync_v2(u64 dst, const void* src, size_t n, u64 stream) {
     CUresult r = check_copy("cuMemcpyHtoDAsync", stream, dst, 0, 1, n);
     if (r) return r;
     if (n && !src) return CUDA_ERROR_INVALID_VALUE;
+    if (refuse_in_capture(stream, "cuMemcpyHtoDAsync from pageable memory")) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     memcpy((void*)(uintptr_t)dst, src, n);
     return CUDA_SUCCESS;
 }
@@ -518,6 +672,7 @@ CUresult cuMemcpyDtoHAsync_v2(void* dst, u64 src, size_t n, u64 stream) {
     CUresult r = check_copy("cuMemcpyDtoHAsync", stream, src, 0, 1, n);
     if (r) return r;
     if (n && !dst) return CUDA_ERROR_INVALID_VALUE;
+    if (refuse_in_capture(stream, "cuMemcpyDtoHAsync to pageable memory")) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     memcpy(dst, (void*)(uintptr_t)src, n);
     return CUDA_SUCCESS;
 }
@@ -525,6 +680,11 @@ CUresult cuMemcpyDtoHAsync_v2(void* dst, u64 src, size_t n, u64 stream) {
 CUresult cuMemcpyDtoDAsync_v2(u64 dst, u64 src, size_t n, u64 stream) {
     CUresult r = check_copy("cuMemcpyDtoDAsync", stream, dst, src, 2, n);
     if (r) return r;
+    node nd = {.kind = NODE_COPY, .dst = dst, .src = src, .n = n};
+    pthread_mutex_lock(&mu);
+    int rec = record(stream, &nd);
+    pthread_mutex_unlock(&mu);
+    if (rec) return rec > 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     memmove((void*)(uintptr_t)dst, (void*)(uintptr_t)src, n);
     return CUDA_SUCCESS;
 }
@@ -537,6 +697,11 @@ CUresult cuMemsetD32Async(u64 dst, unsigned int v, size_t n, u64 stream) {
         emu_log("cuMemsetD32Async: %#llx is not 4-byte aligned", dst);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    node nd = {.kind = NODE_SET, .dst = dst, .value = v, .n = n};
+    pthread_mutex_lock(&mu);
+    int rec = record(stream, &nd);
+    pthread_mutex_unlock(&mu);
+    if (rec) return rec > 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     unsigned int* p = (unsigned int*)(uintptr_t)dst;
     for (size_t i = 0; i < n; i++) p[i] = v;
     return CUDA_SUCCESS;
@@ -1007,6 +1172,18 @@ CUresult cuLaunchKernel(u64 f, unsigned gx, unsigned gy, unsigned gz, unsigned b
             return CUDA_ERROR_ILLEGAL_ADDRESS;
         }
     }
+    if (nparams > NODE_MAX_PARAMS) {
+        emu_log("cuLaunchKernel(%s): %zu parameters (the emulator records at most %d)", k->name, nparams, NODE_MAX_PARAMS);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    // On a capturing stream the launch is recorded with its arguments
+    // copied (8 bytes each: every kind the kernels take fits).
+    node nd = {.kind = NODE_KERNEL, .fn = f, .grid = {gx, gy, gz}, .block = {bx, by, bz}, .nparams = (int)nparams};
+    for (size_t i = 0; i < nparams; i++) memcpy(&nd.vals[i], params[i], k->kinds[i] == 'p' || k->kinds[i] == 'd' ? 8 : 4);
+    pthread_mutex_lock(&mu);
+    int rec = record(stream, &nd);
+    pthread_mutex_unlock(&mu);
+    if (rec) return rec > 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     launch_job j;
     memset(&j, 0, sizeof j);
     j.mod = fn->mod;
@@ -1031,5 +1208,164 @@ CUresult cuLaunchKernel(u64 f, unsigned gx, unsigned gy, unsigned gz, unsigned b
         fault_after_launch = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+// ---- graphs: capture, instantiate, launch ----
+
+CUresult cuStreamBeginCapture_v2(u64 s, int mode) {
+    CUresult r = need_ctx("cuStreamBeginCapture");
+    if (r) return r;
+    if (mode != 0) {
+        emu_log("cuStreamBeginCapture: mode %d (only CU_STREAM_CAPTURE_MODE_GLOBAL is emulated)", mode);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    pthread_mutex_lock(&mu);
+    int i = stream_slot(s);
+    if (i < 0) {
+        pthread_mutex_unlock(&mu);
+        emu_log("cuStreamBeginCapture(%#llx): not a stream the emulator can capture (the NULL stream cannot be)", s);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (captures[i]) {
+        pthread_mutex_unlock(&mu);
+        emu_log("cuStreamBeginCapture(%#llx): the stream is already capturing", s);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    capture* c = calloc(1, sizeof *c);
+    graph* g = calloc(1, sizeof *g);
+    if (!c || !g) {
+        pthread_mutex_unlock(&mu);
+        free(c);
+        free(g);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g->magic = GRAPH_MAGIC;
+    c->g = g;
+    captures[i] = c;
+    ncapturing++;
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(u64 s, u64* out) {
+    CUresult r = need_ctx("cuStreamEndCapture");
+    if (r) return r;
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    *out = 0;
+    pthread_mutex_lock(&mu);
+    int i = stream_slot(s);
+    capture* c = i < 0 ? NULL : captures[i];
+    if (!c) {
+        pthread_mutex_unlock(&mu);
+        emu_log("cuStreamEndCapture(%#llx): the stream is not capturing", s);
+        return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+    }
+    captures[i] = NULL;
+    ncapturing--;
+    pthread_mutex_unlock(&mu);
+    if (c->invalid) {
+        graph_free(c->g);
+        free(c);
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    *out = (u64)(uintptr_t)c->g;
+    free(c);
+    return CUDA_SUCCESS;
+}
+
+static graph* get_graph(u64 h, unsigned magic) {
+    graph* g = (graph*)(uintptr_t)h;
+    return g && g->magic == magic ? g : NULL;
+}
+
+// An executable graph is its own copy of the nodes.
+CUresult cuGraphInstantiateWithFlags(u64* out, u64 hg, unsigned long long flags) {
+    CUresult r = need_ctx("cuGraphInstantiateWithFlags");
+    if (r) return r;
+    graph* g = get_graph(hg, GRAPH_MAGIC);
+    if (!out || !g || flags != 0) return g ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+    graph* e = calloc(1, sizeof *e);
+    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->magic = EXEC_MAGIC;
+    e->nodes = malloc((size_t)(g->n ? g->n : 1) * sizeof(node));
+    if (!e->nodes) {
+        free(e);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    e->n = e->cap = g->n;
+    for (int i = 0; i < g->n; i++) {
+        e->nodes[i] = g->nodes[i];
+        if (g->nodes[i].kind == NODE_HOST) {
+            e->nodes[i].arg = malloc(g->nodes[i].arg_size ? g->nodes[i].arg_size : 1);
+            if (!e->nodes[i].arg) {
+                e->n = i;
+                graph_free(e);
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
+            memcpy(e->nodes[i].arg, g->nodes[i].arg, g->nodes[i].arg_size);
+        }
+    }
+    *out = (u64)(uintptr_t)e;
+    return CUDA_SUCCESS;
+}
+
+// cuGraphLaunch replays the nodes in order on s, each through the call
+// that queued it, so that the checks and faults of an eager call apply.
+CUresult cuGraphLaunch(u64 he, u64 s) {
+    CUresult r = need_ctx("cuGraphLaunch");
+    if (r) return r;
+    graph* e = get_graph(he, EXEC_MAGIC);
+    if (!e) {
+        emu_log("cuGraphLaunch: %#llx is not an executable graph", he);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&mu);
+    int cap = capturing(s) != NULL;
+    CUresult sticky = current->sticky;
+    pthread_mutex_unlock(&mu);
+    if (cap) {
+        emu_log("cuGraphLaunch: launching a graph into a capture is not emulated");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (sticky) return sticky;
+    for (int i = 0; i < e->n; i++) {
+        node* nd = &e->nodes[i];
+        switch (nd->kind) {
+        case NODE_KERNEL: {
+            void* ptrs[NODE_MAX_PARAMS];
+            for (int p = 0; p < nd->nparams; p++) ptrs[p] = &nd->vals[p];
+            r = cuLaunchKernel(nd->fn, nd->grid[0], nd->grid[1], nd->grid[2], nd->block[0], nd->block[1], nd->block[2], 0, s, ptrs, NULL);
+            break;
+        }
+        case NODE_COPY: r = cuMemcpyDtoDAsync_v2(nd->dst, nd->src, nd->n, s); break;
+        case NODE_SET: r = cuMemsetD32Async(nd->dst, nd->value, nd->n, s); break;
+        case NODE_HOST:
+            if (nd->host(nd->arg) != 0) {
+                emu_log("cuGraphLaunch: library node %d of %d failed", i, e->n);
+                r = CUDA_ERROR_LAUNCH_FAILED;
+                pthread_mutex_lock(&mu);
+                current->sticky = r;
+                pthread_mutex_unlock(&mu);
+            }
+            break;
+        }
+        if (r) return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(u64 he) {
+    graph* e = get_graph(he, EXEC_MAGIC);
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    graph_free(e);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(u64 hg) {
+    graph* g = get_graph(hg, GRAPH_MAGIC);
+    if (!g) return CUDA_ERROR_INVALID_HANDLE;
+    graph_free(g);
     return CUDA_SUCCESS;
 }

@@ -124,6 +124,9 @@ type Stage struct {
 	// end (null: none), BiasGap its part from the top level's bias.
 	GapEstimate nullable `json:"gap_estimate"`
 	BiasGap     nullable `json:"bias_gap"`
+	// TopBias is the bias of the stage's last L as the run's own draws
+	// of H^L read it (nil where its plan had no level above l_min).
+	TopBias *TopBias `json:"top_bias,omitempty"`
 	// Why says why the stage ended; Notes what happened on the way.
 	Why   string   `json:"why"`
 	Notes []string `json:"notes,omitempty"`
@@ -280,7 +283,7 @@ type runner struct {
 	kappa       float64 // the projected, preconditioned share of the noise
 	plan        *Plan
 	segments    []Segment
-	tap         *topTap // the top level's H^L draws since the stage or its L began
+	tap         *topTap // the top level's H^L draws since the stage or its L began, for the record
 	// ceiling is the smallest step the run has halved (0: none), above
 	// which raiseStep never goes.
 	ceiling    float64
@@ -581,6 +584,10 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 // its line.
 func (r *runner) endStage(st *Stage, k int, start int64) {
 	st.Step, st.Samples = r.step, r.used
+	if r.tap != nil && r.plan != nil && r.tap.level == r.plan.MaxLevel && r.tap.n > 0 {
+		tb := r.tap.read()
+		st.TopBias = &TopBias{Level: r.tap.level, Draws: tb.n, MeanSq: tb.y, SE: tb.se, Share: nullable(tb.share(r.plan.aG, r.plan.GradNorm)), Seen: tb.seen}
+	}
 	r.lastStage = r.used - start
 	r.logf("auto stage %d: target %.3g, %s L=%d, step %.3g, %d samples, gap estimate %s: %s\n",
 		k+1, st.Target, r.plan.Method, r.plan.MaxLevel, r.step, r.used, fmtGap(float64(st.GapEstimate)), st.Why)
@@ -619,7 +626,7 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	}
 	if p.MaxLevel > p.MinLevel {
 		hl := p.Kind.Method == mlmc.LSGD
-		if r.tap == nil || r.tap.level != p.MaxLevel || (r.tap.every > 0) != hl {
+		if r.tap == nil || r.tap.level != p.MaxLevel || (r.tap.every == topTapEveryLSGD) != hl {
 			r.tap = newTopTap(inst.Oracle, p.MaxLevel, len(r.x), hl)
 		}
 		r.tap.Oracle = inst.Oracle
@@ -688,10 +695,6 @@ const maxStationaryHalvings = 3
 // samples double: five cover a factor 32 of the run).
 const maxBlindMeasures = 5
 
-// maxTopRaises bounds how often a stage raises L on the bias its own
-// top-level draws show.
-const maxTopRaises = 2
-
 // maxHalvings bounds the safeguard's halvings in a run.
 const maxHalvings = 10
 
@@ -710,7 +713,6 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	p := r.plan
 	stageStart, replanned := r.used, r.used
 	r.tap = nil
-	topRaises := 0
 	n := 0
 	copy(r.avg, r.x)
 	goodAvg := slices.Clone(r.avg)
@@ -830,40 +832,6 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 		left *= safety
 		// The estimate of the gap: what is left of the optimisation, the
 		// bias, over F(x0) - F* estimated likewise.
-		if r.tap != nil && r.tap.level == p.MaxLevel {
-			// The top level's corrections the run drew: where their mean
-			// stands out of its noise, the bias of L they imply (Giles'
-			// estimate) bounds the gap from below, and where it alone
-			// takes half the stage's target, L is raised.
-			tb := r.tap.read()
-			if sh := tb.share(p.aG, p.GradNorm); tb.seen && sh > biasGap {
-				biasGap = sh
-				st.BiasGap = nullable(sh)
-				if sh > eps/2 && topRaises < maxTopRaises && p.MaxLevel < r.maxLevel() {
-					topRaises++
-					r.lFloor = max(r.lFloor, p.MaxLevel+1)
-					copy(r.x, r.avg)
-					n = 0
-					if np, err := r.measure(fmt.Sprintf("a re-plan at %d samples, the run's own H^%d showing a bias", r.used, p.MaxLevel), eps, pilot); err == nil {
-						if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
-							st.Notes = append(st.Notes, fmt.Sprintf("at %d samples %s: the bias of L = %d is a gap of %.3g, over half the stage's target: L raised to %d", r.used, tb.comment, p.MaxLevel, sh, np.MaxLevel))
-							r.plan, p, r.step = np, np, np.Step
-							r.lFloor = max(r.lFloor, np.MaxLevel)
-							st.Plans = append(st.Plans, np)
-							biasGap = np.BiasShare
-							if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
-								biasGap = 0
-							}
-							fPrev, sePrev = r.s.Score(r.avg)
-							hist, stalls = hist[:0], 0
-							r.tap = nil
-						}
-					}
-					prevEst = math.Inf(1)
-					continue
-				}
-			}
-		}
 		den := r.f0 - f + left
 		est := (left + biasGap*den) / den
 		fPrev, sePrev = f, se

@@ -7,45 +7,47 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 )
 
-// topTap watches the top level's corrections H^L that a run draws anyway
-// and keeps their running mean: Giles' estimate of the bias of L,
+// topTap watches the top level's corrections H^L of the draws a run makes
+// anyway and keeps their running mean: Giles' estimate of the bias of L,
 // |E H^L| / (2^a - 1) with a the rate at which |E H^l| falls, read off the
 // run rather than off a pilot's few draws at one point
-// (docs/definitions.md, section 11). An estimator adds each H^L into its
-// sum with a weight; the tap evaluates the draw once into its own vector,
-// keeps it and adds the weighted copy, so the run pays one vector sum per
-// top query. Where the plan's top queries are h^L (L-SGD), every every-th
-// one is also evaluated as H^L, an extra evaluation a 1/every share of
-// the run's.
+// (docs/definitions.md, section 11). It leaves the run's arithmetic as it
+// is: one top draw in every is evaluated a second time as H^L into the
+// tap's own vector (an extra evaluation of a 1/every share of the top
+// queries).
 type topTap struct {
 	mlmc.Oracle[[]float64]
-	level int
-	// every > 0: the top queries are h^L; one in every is also evaluated
-	// as H^L.
-	every, seen int
-	scratch     []float64
-	sum         []float64 // sum of the H^L draws
-	sq          float64   // sum of |H^L|^2
-	n           int
-	err         error
-	box         tapped // the top draw being evaluated, where none is held
+	level   int
+	every   int
+	seen    int
+	scratch []float64
+	sum     []float64 // sum of the H^L draws
+	sq      float64   // sum of |H^L|^2
+	n       int
+	err     error
+	box     tapped // the top draw being evaluated, where none is held
 }
 
 // tapped is a top-level draw, which the tap recognises in Eval.
 type tapped struct{ s mlmc.Sample }
 
 func newTopTap(o mlmc.Oracle[[]float64], level, dim int, hl bool) *topTap {
-	t := &topTap{Oracle: o, level: level, scratch: make([]float64, dim), sum: make([]float64, dim)}
+	t := &topTap{Oracle: o, level: level, scratch: make([]float64, dim), sum: make([]float64, dim), every: topTapEvery}
 	if hl {
-		t.every = topTapEvery
+		t.every = topTapEveryLSGD
 	}
 	return t
 }
 
-// topTapEvery is how often an L-SGD run's h^L draws are also evaluated as
-// H^L: one in 64, so that the extra evaluations (each about two of h^L's)
-// cost the run about 3%.
-const topTapEvery = 64
+// topTapEvery is how often a top-level correction H^L is evaluated again
+// for the tap: the top level's queries are a small share of an MLMC run's,
+// so one in 8 costs the run about 1%. Under L-SGD every query is at L (and
+// evaluates h^L, not H^L, which costs about two of them): one in 64, about
+// 3%.
+const (
+	topTapEvery     = 8
+	topTapEveryLSGD = 64
+)
 
 func (t *topTap) Draw(level int) (mlmc.Sample, int64, error) {
 	s, c, err := t.Oracle.Draw(level)
@@ -74,36 +76,18 @@ func (t *topTap) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	if !ok {
 		return t.Oracle.Eval(s, at, diff, alpha, out)
 	}
-	if at != mlmc.Current {
-		return t.Oracle.Eval(ts.s, at, diff, alpha, out)
+	if err := t.Oracle.Eval(ts.s, at, diff, alpha, out); err != nil || at != mlmc.Current || t.err != nil {
+		return err
 	}
-	if t.every > 0 {
-		// h^L for the run as it is; one draw in every also as H^L.
-		if err := t.Oracle.Eval(ts.s, at, diff, alpha, out); err != nil {
-			return err
-		}
-		if t.seen++; t.seen%t.every != 0 {
-			return nil
-		}
-		clear(t.scratch)
-		if err := t.Oracle.Eval(ts.s, mlmc.Current, true, 1, t.scratch); err != nil {
-			// The tap's own evaluation failing is no reason to stop
-			// the run: it stops watching.
-			t.err, t.every = err, 0
-			return nil
-		}
-		t.take()
+	if t.seen++; t.seen%t.every != 0 {
 		return nil
-	}
-	if !diff {
-		return t.Oracle.Eval(ts.s, at, diff, alpha, out)
 	}
 	clear(t.scratch)
 	if err := t.Oracle.Eval(ts.s, mlmc.Current, true, 1, t.scratch); err != nil {
-		return err
-	}
-	for i, v := range t.scratch {
-		out[i] += alpha * v
+		// The tap's own evaluation failing is no reason to stop the run:
+		// it stops watching.
+		t.err = err
+		return nil
 	}
 	t.take()
 	return nil
@@ -151,6 +135,20 @@ func (t *topTap) read() topBias {
 	b := topBias{n: t.n, y: y, se: se, seen: t.n >= minTopDraws && y > 2*se}
 	b.comment = fmt.Sprintf("|E H^%d|^2 = %.3g +- %.3g over %d draws of the run", t.level, y, se, t.n)
 	return b
+}
+
+// TopBias is a stage's reading of the bias of its top level L from the
+// run's own draws (Giles' estimate): MeanSq = |mean H^L|^2 - Var/n over
+// Draws draws, SE its standard error, Share the relative gap that bias
+// accounts for, (|E H^L| / (2^a - 1) / |grad F(x0)|)^2 (null without a
+// rate), Seen whether MeanSq stands out of its noise.
+type TopBias struct {
+	Level  int      `json:"level"`
+	Draws  int      `json:"draws"`
+	MeanSq float64  `json:"mean_sq"`
+	SE     float64  `json:"se"`
+	Share  nullable `json:"share"`
+	Seen   bool     `json:"seen"`
 }
 
 // share is the relative gap the reading's bias of L accounts for,

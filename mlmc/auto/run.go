@@ -125,7 +125,7 @@ type Stage struct {
 	GapEstimate nullable `json:"gap_estimate"`
 	BiasGap     nullable `json:"bias_gap"`
 	// TopBias is the bias of the stage's last L as the run's own draws
-	// of H^L read it (nil where its plan had no level above l_min).
+	// of H^L read it (nil where its plan drew none: L-SGD, or L = l_min).
 	TopBias *TopBias `json:"top_bias,omitempty"`
 	// Why says why the stage ended; Notes what happened on the way.
 	Why   string   `json:"why"`
@@ -624,10 +624,9 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("auto: make the oracle: %w", err)
 	}
-	if p.MaxLevel > p.MinLevel {
-		hl := p.Kind.Method == mlmc.LSGD
-		if r.tap == nil || r.tap.level != p.MaxLevel || (r.tap.every == topTapEveryLSGD) != hl {
-			r.tap = newTopTap(inst.Oracle, p.MaxLevel, len(r.x), hl)
+	if p.MaxLevel > p.MinLevel && p.Kind.Method != mlmc.LSGD {
+		if r.tap == nil || r.tap.level != p.MaxLevel {
+			r.tap = newTopTap(inst.Oracle, p.MaxLevel, len(r.x))
 		}
 		r.tap.Oracle = inst.Oracle
 		inst.Oracle = r.tap

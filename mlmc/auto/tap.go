@@ -7,47 +7,32 @@ import (
 	"github.com/simclr-go/simclr/mlmc"
 )
 
-// topTap watches the top level's corrections H^L of the draws a run makes
-// anyway and keeps their running mean: Giles' estimate of the bias of L,
-// |E H^L| / (2^a - 1) with a the rate at which |E H^l| falls, read off the
-// run rather than off a pilot's few draws at one point
-// (docs/definitions.md, section 11). It leaves the run's arithmetic as it
-// is: one top draw in every is evaluated a second time as H^L into the
-// tap's own vector (an extra evaluation of a 1/every share of the top
-// queries).
+// topTap watches the top level's corrections H^L of the draws an MLMC run
+// makes anyway and keeps their running mean: Giles' estimate of the bias
+// of L, |E H^L| / (2^a - 1) with a the rate at which |E H^l| falls, read
+// off the run rather than off a pilot's few draws at one point
+// (docs/definitions.md, section 11). An estimator adds each H^L into its
+// sum with a weight; the tap has the oracle evaluate the draw into the
+// tap's own vector, keeps it and adds the weighted copy, so the run pays
+// one vector sum per top query and the oracle evaluates each draw as
+// often as without the tap (an oracle's evaluation may move its state, as
+// a queue simulation's does). Under L-SGD no H^L is drawn: no tap.
 type topTap struct {
 	mlmc.Oracle[[]float64]
 	level   int
-	every   int
-	seen    int
 	scratch []float64
 	sum     []float64 // sum of the H^L draws
 	sq      float64   // sum of |H^L|^2
 	n       int
-	err     error
 	box     tapped // the top draw being evaluated, where none is held
 }
 
 // tapped is a top-level draw, which the tap recognises in Eval.
 type tapped struct{ s mlmc.Sample }
 
-func newTopTap(o mlmc.Oracle[[]float64], level, dim int, hl bool) *topTap {
-	t := &topTap{Oracle: o, level: level, scratch: make([]float64, dim), sum: make([]float64, dim), every: topTapEvery}
-	if hl {
-		t.every = topTapEveryLSGD
-	}
-	return t
+func newTopTap(o mlmc.Oracle[[]float64], level, dim int) *topTap {
+	return &topTap{Oracle: o, level: level, scratch: make([]float64, dim), sum: make([]float64, dim)}
 }
-
-// topTapEvery is how often a top-level correction H^L is evaluated again
-// for the tap: the top level's queries are a small share of an MLMC run's,
-// so one in 8 costs the run about 1%. Under L-SGD every query is at L (and
-// evaluates h^L, not H^L, which costs about two of them): one in 64, about
-// 3%.
-const (
-	topTapEvery     = 8
-	topTapEveryLSGD = 64
-)
 
 func (t *topTap) Draw(level int) (mlmc.Sample, int64, error) {
 	s, c, err := t.Oracle.Draw(level)
@@ -76,18 +61,15 @@ func (t *topTap) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	if !ok {
 		return t.Oracle.Eval(s, at, diff, alpha, out)
 	}
-	if err := t.Oracle.Eval(ts.s, at, diff, alpha, out); err != nil || at != mlmc.Current || t.err != nil {
-		return err
-	}
-	if t.seen++; t.seen%t.every != 0 {
-		return nil
+	if at != mlmc.Current || !diff {
+		return t.Oracle.Eval(ts.s, at, diff, alpha, out)
 	}
 	clear(t.scratch)
 	if err := t.Oracle.Eval(ts.s, mlmc.Current, true, 1, t.scratch); err != nil {
-		// The tap's own evaluation failing is no reason to stop the run:
-		// it stops watching.
-		t.err = err
-		return nil
+		return err
+	}
+	for i, v := range t.scratch {
+		out[i] += alpha * v
 	}
 	t.take()
 	return nil

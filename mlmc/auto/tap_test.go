@@ -9,26 +9,23 @@ import (
 
 // TestTopTapReadsTheBias: on mlmc.Synthetic, whose top-level correction
 // has the exact mean |E H^L| = Ma 2^(-a L) (2^a - 1) and whose bias of L is
-// exactly Ma 2^(-a L), the tap leaves the run's sum exactly as the oracle
-// alone makes it, reads |E H^L|^2 from one top draw in topTapEvery (one
-// h^L draw in topTapEveryLSGD under L-SGD, evaluated again as H^L) within
-// four of its standard errors (a normal deviation that large has
-// probability 6e-5), turns it into the bias share Giles' estimate gives,
-// and says no bias stands out where the levels have none.
+// exactly Ma 2^(-a L), the tap leaves the run's sum as the oracle alone
+// makes it (to rounding), reads |E H^L|^2 within four of its standard
+// errors (a normal deviation that large has probability 6e-5), turns it
+// into the bias share Giles' estimate gives, and says no bias stands out
+// where the levels have none.
 func TestTopTapReadsTheBias(t *testing.T) {
-	const dim, draws = 4, 16384
+	const dim, draws = 4, 4096
 	for _, tc := range []struct {
 		name   string
 		a, ma  float64
 		level  int
-		lsgd   bool
 		seen   bool
 		weight float64
 	}{
-		{"bias well above the noise", 0.5, 4, 3, false, true, 7},
-		{"bias near the noise", 1, 1.2, 4, false, true, 0.25},
-		{"no bias", 1, 0, 4, false, false, 3},
-		{"L-SGD", 0.5, 4, 3, true, true, 1},
+		{"bias well above the noise", 0.5, 4, 3, true, 7},
+		{"bias near the noise", 1, 0.6, 4, true, 0.25},
+		{"no bias", 1, 0, 4, false, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := mlmc.NewSynthetic(dim, tc.a, 1, 1, 7)
@@ -37,7 +34,7 @@ func TestTopTapReadsTheBias(t *testing.T) {
 			plain := mlmc.NewSynthetic(dim, tc.a, 1, 1, 7)
 			plain.Ma = tc.ma
 			copy(plain.X, plain.XStar)
-			tap := newTopTap(o, tc.level, dim, tc.lsgd)
+			tap := newTopTap(o, tc.level, dim)
 			got, want := make([]float64, dim), make([]float64, dim)
 			for range draws {
 				s, _, err := tap.Draw(tc.level)
@@ -45,23 +42,20 @@ func TestTopTapReadsTheBias(t *testing.T) {
 					t.Fatal(err)
 				}
 				ps, _, _ := plain.Draw(tc.level)
-				if err := tap.Eval(s, mlmc.Current, !tc.lsgd, tc.weight, got); err != nil {
+				if err := tap.Eval(s, mlmc.Current, true, tc.weight, got); err != nil {
 					t.Fatal(err)
 				}
 				tap.Release(s)
-				if err := plain.Eval(ps, mlmc.Current, !tc.lsgd, tc.weight, want); err != nil {
+				if err := plain.Eval(ps, mlmc.Current, true, tc.weight, want); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for i := range got {
-				if got[i] != want[i] {
+				if math.Abs(got[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
 					t.Fatalf("the run's sum through the tap %v; the oracle's own %v", got, want)
 				}
 			}
-			wantN := draws / topTapEvery
-			if tc.lsgd {
-				wantN = draws / topTapEveryLSGD
-			}
+			wantN := draws
 			b := tap.read()
 			mean := tc.ma * math.Exp2(-tc.a*float64(tc.level)) * (math.Exp2(tc.a) - 1)
 			if b.n != wantN || math.Abs(b.y-mean*mean) > 4*b.se || b.seen != tc.seen {

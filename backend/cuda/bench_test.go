@@ -12,6 +12,7 @@ import (
 
 	"github.com/simclr-go/simclr/backend/cuda"
 	"github.com/simclr-go/simclr/model/resnet18"
+	"github.com/simclr-go/simclr/nn"
 	"github.com/simclr-go/simclr/tensor"
 )
 
@@ -103,6 +104,33 @@ func BenchmarkConv(b *testing.B) {
 }
 
 // freeAll returns benchmark buffers to the shared backend's arena.
+// benchStep is what a training-step benchmark holds: a full-width
+// ResNet-18 at 32x32, the views of images images, the loss's gradient and
+// the optimiser's momentum.
+type benchStep struct {
+	g          *cuda.Backend
+	m          *resnet18.Model
+	x, dz, mom tensor.Buffer
+	p          *nn.Params
+	views      int
+}
+
+const benchProjDim = 128
+
+var benchSGD = tensor.SGDConfig{LR: 0.01, Momentum: 0.9, WeightDecay: 5e-4}
+
+func newBenchStep(g *cuda.Backend, images int) *benchStep {
+	m := resnet18.New(g, resnet18.Config{Width: 1, ProjDim: benchProjDim, InputSize: 32}, 1)
+	views := 2 * images
+	p := m.Params()
+	return &benchStep{g: g, m: m, x: g.Alloc(views * 3 * 32 * 32), dz: g.Alloc(views * benchProjDim), mom: g.Alloc(p.Len()), p: p, views: views}
+}
+
+func (s *benchStep) free() {
+	freeAll(s.g, s.x, s.dz, s.mom)
+	s.m.Free()
+}
+
 func freeAll(g *cuda.Backend, bufs ...tensor.Buffer) {
 	for _, x := range bufs {
 		g.Free(x)
@@ -136,20 +164,14 @@ func BenchmarkResNet18Step(b *testing.B) {
 		g := openBench(b, v.precision, v.convAPI)
 		for _, images := range []int{64, 256, 512} {
 			b.Run(fmt.Sprintf("%s/images=%d", v.name(), images), func(b *testing.B) {
-				cfg := resnet18.Config{Width: 1, ProjDim: 128, InputSize: 32}
-				m := resnet18.New(g, cfg, 1)
-				defer m.Free()
-				views := 2 * images
-				x := g.Alloc(views * 3 * 32 * 32)
-				dz := g.Alloc(views * cfg.ProjDim)
-				p := m.Params()
-				mom := g.Alloc(p.Len())
-				defer freeAll(g, x, dz, mom)
+				st := newBenchStep(g, images)
+				defer st.free()
+				m, x, dz, p, mom, views := st.m, st.x, st.dz, st.p, st.mom, st.views
 				step := func() {
 					z := m.Forward(x, views, true, true)
-					g.NTXent(images, cfg.ProjDim, 0.5, false, z, dz)
+					g.NTXent(images, benchProjDim, 0.5, false, z, dz)
 					m.Backward(dz)
-					g.SGDStep(tensor.SGDConfig{LR: 0.01, Momentum: 0.9, WeightDecay: 5e-4}, p.Flat(), p.Grad(), mom)
+					g.SGDStep(benchSGD, p.Flat(), p.Grad(), mom)
 				}
 				step()
 				if err := g.Sync(); err != nil {
@@ -188,18 +210,12 @@ func BenchmarkGraphStep(b *testing.B) {
 					mode = "graph"
 				}
 				b.Run(fmt.Sprintf("%s/images=%d/%s", precision, images, mode), func(b *testing.B) {
-					cfg := resnet18.Config{Width: 1, ProjDim: 128, InputSize: 32}
-					m := resnet18.New(g, cfg, 1)
-					defer m.Free()
-					views := 2 * images
-					x := g.Alloc(views * 3 * 32 * 32)
-					dz := g.Alloc(views * cfg.ProjDim)
-					p := m.Params()
-					mom := g.Alloc(p.Len())
-					defer freeAll(g, x, dz, mom)
+					st := newBenchStep(g, images)
+					defer st.free()
+					m, x, dz, p, mom, views := st.m, st.x, st.dz, st.p, st.mom, st.views
 					pass := func() {
 						z := m.Forward(x, views, true, true)
-						g.QueueNTXent(images, cfg.ProjDim, 0.5, false, z, dz)
+						g.QueueNTXent(images, benchProjDim, 0.5, false, z, dz)
 						m.Backward(dz)
 					}
 					key := fmt.Sprintf("bench images=%d", images)
@@ -212,7 +228,7 @@ func BenchmarkGraphStep(b *testing.B) {
 							pass()
 						}
 						g.ReadNTXent(false)
-						g.SGDStep(tensor.SGDConfig{LR: 0.01, Momentum: 0.9, WeightDecay: 5e-4}, p.Flat(), p.Grad(), mom)
+						g.SGDStep(benchSGD, p.Flat(), p.Grad(), mom)
 					}
 					// Eager, recorded, first replay: all before the clock.
 					for range 3 {

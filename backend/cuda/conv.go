@@ -312,6 +312,9 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	if p == nil {
 		return
 	}
+	if b.convAPI != ConvAPILegacy && b.refuseCapture("cuDNN's backend API (convolution "+s.String()+")") {
+		return
+	}
 	xp, wp, yp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(y))
 	if b.bf16 {
 		xp = uintptr(b.toBF16NHWC(bf16ConvIn, b.ptr(x), s.N, s.C, s.H*s.W))
@@ -320,9 +323,6 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 		if b.err != nil {
 			return
 		}
-	}
-	if b.convAPI != ConvAPILegacy && b.refuseCapture("cuDNN's backend API (convolution "+s.String()+")") {
-		return
 	}
 	if g := b.graphPlanLocked(p, dirForward, s, [3]uintptr{xp, wp, yp}); g != nil {
 		b.runGraph(g, dirForward, s, xp, wp, yp)
@@ -390,6 +390,9 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 	if p == nil {
 		return
 	}
+	if b.convAPI != ConvAPILegacy && b.refuseCapture("cuDNN's backend API (convolution "+s.String()+")") {
+		return
+	}
 	xp, wp, dyp, dwp := uintptr(b.ptr(x)), uintptr(b.ptr(w)), uintptr(b.ptr(dy)), uintptr(b.ptr(dw))
 	if b.bf16 {
 		// dy in bf16 and the filter's cached copy first; x is converted
@@ -408,9 +411,6 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 			if b.err != nil {
 				return
 			}
-		}
-		if b.convAPI != ConvAPILegacy && b.refuseCapture("cuDNN's backend API (convolution "+s.String()+")") {
-			return
 		}
 		if g := b.graphPlanLocked(p, dirBackwardData, s, [3]uintptr{dxp, wp, dyp}); g != nil {
 			b.runGraph(g, dirBackwardData, s, dxp, wp, dyp)
@@ -431,9 +431,6 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 		if b.err != nil {
 			return
 		}
-	}
-	if b.convAPI != ConvAPILegacy && b.refuseCapture("cuDNN's backend API (convolution "+s.String()+")") {
-		return
 	}
 	if g := b.graphPlanLocked(p, dirBackwardFilter, s, [3]uintptr{xp, dwp, dyp}); g != nil {
 		b.runGraph(g, dirBackwardFilter, s, xp, dwp, dyp)

@@ -184,6 +184,10 @@ func (b *Backend) captureStep(key any, g *stepGraph, step func()) bool {
 			c.refused = "an earlier device failure"
 		}
 		g.refused = c.refused
+		// The bf16 weight conversions recorded in the discarded capture
+		// never ran, yet marked their copies current: the eager rerun
+		// converts again.
+		b.staleAllLocked()
 		b.graphStats.Refused[key] = g.refused
 		b.graphStats.Eager++
 		b.leave()

@@ -347,3 +347,59 @@ func TestGraphStepAllocationBeyondTheArenaFails(t *testing.T) {
 	}
 	t.Fatal("a step that grew the arena while recorded did not fail")
 }
+
+// TestRefusedCaptureKeepsBF16WeightsCurrent: a capture that is refused
+// after the step converted its weights to bf16 (a host read of the loss
+// inside the step; cuDNN's backend API, which is never recorded) recorded
+// conversions that never ran; the eager rerun must convert again, so that
+// in bf16 a refused graph step trains as the eager one does, bit for bit,
+// step after step of SGD.
+func TestRefusedCaptureKeepsBF16WeightsCurrent(t *testing.T) {
+	for _, tc := range []struct {
+		name, api string
+		hostRead  bool // the step reads its loss to the host (NTXent)
+	}{
+		{"loss read inside the step", cuda.ConvAPILegacy, true},
+		{"backend API convolutions", cuda.ConvAPIGraph, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := openCUDA(t, cuda.Options{Precision: "bf16", ConvAPI: tc.api})
+			defer g.Close()
+			cfg := graphCfg(resnet18.NormBatch)
+			rng := rand.New(rand.NewPCG(5, 7))
+			const images = 2
+			eager := newGraphRig(g, cfg, 5, images)
+			graph := newGraphRig(g, cfg, 5, images)
+			run := func(r *graphRig, views []float32, graphed bool) float64 {
+				if !tc.hostRead {
+					return r.query(t, views, false, graphed).Loss
+				}
+				r.g.Upload(r.x, views)
+				var res tensor.LossResult
+				pass := func() {
+					z := r.m.Forward(r.x, 2*images, true, true)
+					res = r.g.NTXent(images, cfg.ProjDim, 0.5, false, z, r.dz)
+					r.m.Backward(r.dz)
+				}
+				if !graphed {
+					pass()
+				} else if err := r.g.GraphStep("refused", pass); err != nil {
+					t.Fatal(err)
+				}
+				return res.Loss
+			}
+			for it := range 3 {
+				views := randomViews(rng, 2*images*eager.m.InputLen())
+				le, lg := run(eager, views, false), run(graph, views, true)
+				what := fmt.Sprintf("iteration %d", it)
+				sameLoss(t, g, what+" loss", le, lg)
+				sameBits(t, g, what+" gradient", eager.m.Params().Grad(), graph.m.Params().Grad())
+				eager.sgd()
+				graph.sgd()
+			}
+			if st := g.GraphStats(); st.Replays != 0 || len(st.Refused) == 0 {
+				t.Errorf("graph stats %+v: want every capture refused, none replayed", st)
+			}
+		})
+	}
+}

@@ -224,7 +224,11 @@ func replay(p *sgd.Problem, segs []auto.Segment) (time.Duration, error) {
 			}
 			return sgd.Continue
 		})
-		res, err := sgd.Minimize(p, inst, sg.Method, sgd.Constant(sg.Step), sgd.Settings{X: slices.Clone(sg.Start), Budget: sg.Until, Base: sg.Base, Average: &sgd.Average{X: slices.Clone(sg.Start)}}, stop)
+		set := sgd.Settings{X: slices.Clone(sg.Start), Budget: sg.Until, Base: sg.Base}
+		if !sg.Probe {
+			set.Average = &sgd.Average{X: slices.Clone(sg.Start)}
+		}
+		res, err := sgd.Minimize(p, inst, sg.Method, sgd.Constant(sg.Step), set, stop)
 		if err != nil {
 			return 0, err
 		}
@@ -234,4 +238,32 @@ func replay(p *sgd.Problem, segs []auto.Segment) (time.Duration, error) {
 		total += cpuTime() - start
 	}
 	return total, nil
+}
+
+// TestSegmentsReplay: auto's Segments are every estimator run and pilot of
+// the run: replayed in order on the problem, each estimator run takes the
+// iterations the run took (replay fails otherwise), and the pilots' and
+// runs' samples add up to the run's.
+func TestSegmentsReplay(t *testing.T) {
+	tk := toyTask(t, 100_000)
+	p := tk.problem(oracleMaxLevel)
+	res, err := auto.Run(&p.Problem, auto.Settings{Target: auto.Target{Gap: 1e-2, Budget: 100_000}, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay(&p.Problem, res.Segments); err != nil {
+		t.Fatal(err)
+	}
+	pilots, probes := 0, 0
+	for _, sg := range res.Segments {
+		switch {
+		case sg.Pilot != nil:
+			pilots++
+		case sg.Probe:
+			probes++
+		}
+	}
+	if pilots == 0 || probes == 0 || len(res.Segments) == pilots+probes {
+		t.Errorf("%d segments, %d pilots, %d step probes: want all three kinds", len(res.Segments), pilots, probes)
+	}
 }

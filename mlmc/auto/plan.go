@@ -202,6 +202,9 @@ type Plan struct {
 	// costs are C_l on MinLevel..MaxLevel, measured or extrapolated, for
 	// the step rule's cost per iteration at lower levels.
 	costs []float64
+	// biasScale is the factor the run's earlier stages put on the fit's
+	// bias share when the plan was made (1: none).
+	biasScale float64
 }
 
 // Reasons says why each part of a Plan is what it is.

@@ -183,7 +183,8 @@ type Result struct {
 	Reached, Diverged bool
 	Record            *Record
 	// Segments are what the run drew samples for, in order: every run of
-	// an estimator and every pilot. Replaying them without auto's
+	// an estimator (the step search's and step checks' short runs
+	// included) and every pilot. Replaying them without auto's
 	// decisions prices auto's own computing (examples/dro's
 	// BenchmarkAutoOwnShare does).
 	Segments []Segment
@@ -191,8 +192,9 @@ type Result struct {
 
 // Segment is one part of a run: an estimator run from Start for
 // Iterations steps of Step (on the problem's oracle made with OracleSeed,
-// within the samples Base..Until), or, where Pilot is set, a pilot
-// measurement.
+// within the samples Base..Until; the driver averaging its iterates unless
+// Probe: a step candidate's or a step check's short run), or, where Pilot
+// is set, a pilot measurement.
 type Segment struct {
 	Method      sgd.Method
 	Step        float64
@@ -200,6 +202,7 @@ type Segment struct {
 	OracleSeed  uint64
 	Base, Until int64
 	Iterations  int
+	Probe       bool
 	Pilot       *Measurement
 }
 
@@ -257,6 +260,14 @@ func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 		}
 		if r.done {
 			break
+		}
+	}
+	if r.rec.Stopped == "" {
+		// An error, or a stage before the last that reached its target
+		// as the budget ran out.
+		r.rec.Stopped = fmt.Sprintf("the budget of %d samples ran out with the gap estimate at %s", r.s.Target.Budget, fmtGap(float64(r.rec.GapEstimate)))
+		if n := len(r.rec.Stages); n > 0 && strings.HasPrefix(r.rec.Stages[n-1].Why, "error: ") {
+			r.rec.Stopped = r.rec.Stages[n-1].Why
 		}
 	}
 	res := &Result{X: r.avg, Iterations: r.iters, Cost: r.cost, Samples: r.used, Reached: r.reached, Diverged: r.diverged, Record: r.rec, Segments: r.segments}
@@ -365,8 +376,13 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 	// |grad F(x0)| sqrt(biasScale) times smaller.
 	scale := max(r.biasScale, 1)
 	p, err := ChooseFrom(m.Report, at, m.Samples, r.gradNorm0/math.Sqrt(scale), t, rules, inst.Oracle.MaxLevel(), r.lFloor)
-	if err == nil && scale > 1 {
-		p.Reasons.L += fmt.Sprintf("; that |grad F(x0)| is the measured one over sqrt(%.3g): an earlier plan's run was stationary at %.3g times the bias share its fit predicted", scale, scale)
+	if err == nil {
+		// The record holds the measured |grad F(x0)|; the plan keeps the
+		// scale its bias share was taken with.
+		p.GradNorm, p.biasScale = r.gradNorm0, scale
+		if scale > 1 {
+			p.Reasons.L += fmt.Sprintf("; that |grad F(x0)| is the measured one over sqrt(%.3g): an earlier plan's run was stationary at %.3g times the bias share its fit predicted", scale, scale)
+		}
 	}
 	return p, err
 }
@@ -754,6 +770,10 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			r.done = true
 			return
 		}
+		if r.used == before {
+			// Nothing drawn (the budget is spent): no checkpoint to score.
+			break
+		}
 		stepSum += r.step * float64(r.iters-itBefore)
 		f, se := r.s.Score(r.avg)
 		if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f > r.f0 {
@@ -964,13 +984,19 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			// new plan's step starts from the step before them, not from
 			// one 2^3 times smaller that crawls towards the new L's
 			// lower floor.
-			r.step = stepForRaise(r.step, unhalved, fUnhalved, f, noise)
-			// The fit of the bias put L's share of the gap at BiasShare;
-			// the run, stationary at est, shows it larger: later plans
-			// scale their fitted bias share by the ratio.
-			r.biasScale = max(r.biasScale, biasScaleSeen(p.BiasShare, est))
+			from := stepForRaise(r.step, unhalved, fUnhalved, f, noise)
+			// The fit of the bias put L's share of the gap at BiasShare
+			// (times the scale the plan was made with); the run,
+			// stationary at est, shows it larger: later plans scale their
+			// fitted bias share by the ratio.
+			r.biasScale = max(r.biasScale, max(p.biasScale, 1)*biasScaleSeen(p.BiasShare, est))
 			if np, err := r.measure(fmt.Sprintf("a re-plan at %d samples, the stage stationary above its target", r.used), eps, pilot); err == nil {
-				if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
+				halved := r.step
+				r.step = from
+				if err := r.recheckStep(np, pilot/2, eps, false); err != nil {
+					// The old plan runs on at the step it had.
+					r.step = halved
+				} else {
 					if np.Step != r.step {
 						restartRaise()
 					}
@@ -1253,10 +1279,12 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 		if err != nil {
 			return fmt.Errorf("auto: step rule: make the oracle: %w", err)
 		}
-		res, err := sgd.Minimize(r.p, inst, sgd.Method{Kind: p.Kind, Config: p.configAt(ls, seed)}, sgd.Constant(g), sgd.Settings{X: r.x, Budget: share - worst})
+		m := sgd.Method{Kind: p.Kind, Config: p.configAt(ls, seed)}
+		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(g), sgd.Settings{X: r.x, Budget: share - worst})
 		if err != nil {
 			return fmt.Errorf("auto: step rule: %w", err)
 		}
+		r.segments = append(r.segments, Segment{Method: m, Step: g, Start: slices.Clone(r.x), OracleSeed: seed, Until: share - worst, Iterations: res.Iterations, Probe: true})
 		spent += res.Drawn
 		sc := StepScore{Step: g, Value: math.Inf(1), Iterations: res.Iterations}
 		if !res.Diverged {
@@ -1325,14 +1353,17 @@ func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) err
 	r.capStep(p, r.f0-f)
 	ls, worst, _ := p.stepLevel(budget / 4)
 	for range maxHalvings {
-		inst, err := r.p.NewOracle(r.seed(0xc4ec))
+		oracleSeed := r.seed(0xc4ec)
+		inst, err := r.p.NewOracle(oracleSeed)
 		if err != nil {
 			return fmt.Errorf("auto: step check: make the oracle: %w", err)
 		}
-		res, err := sgd.Minimize(r.p, inst, sgd.Method{Kind: p.Kind, Config: p.configAt(ls, r.seed(0xc4ed))}, sgd.Constant(p.Step), sgd.Settings{X: r.x, Budget: budget/4 - worst})
+		m := sgd.Method{Kind: p.Kind, Config: p.configAt(ls, r.seed(0xc4ed))}
+		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(p.Step), sgd.Settings{X: r.x, Budget: budget/4 - worst})
 		if err != nil {
 			return fmt.Errorf("auto: step check: %w", err)
 		}
+		r.segments = append(r.segments, Segment{Method: m, Step: p.Step, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Until: budget/4 - worst, Iterations: res.Iterations, Probe: true})
 		r.used += res.Drawn
 		r.pilot += res.Drawn
 		// Only a rise far beyond the noise counts: near the optimum a short

@@ -1,7 +1,6 @@
 package auto
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/simclr-go/simclr/mlmc"
@@ -90,10 +89,9 @@ func (t *topTap) take() {
 // error; seen says y stands out of its noise (more than twice it, with at
 // least minTopDraws draws).
 type topBias struct {
-	n       int
-	y, se   float64
-	seen    bool
-	comment string
+	n     int
+	y, se float64
+	seen  bool
 }
 
 // minTopDraws is the fewest H^L draws a reading of the top level's bias
@@ -114,9 +112,7 @@ func (t *topTap) read() topBias {
 	y := m2 - v/k
 	// Var |mean|^2 <= 2 V^2/n^2 + 4 |E Y|^2 V/n (as the pilots' bias fit).
 	se := math.Sqrt(2*v*v/(k*k) + 4*math.Max(y, 0)*v/k)
-	b := topBias{n: t.n, y: y, se: se, seen: t.n >= minTopDraws && y > 2*se}
-	b.comment = fmt.Sprintf("|E H^%d|^2 = %.3g +- %.3g over %d draws of the run", t.level, y, se, t.n)
-	return b
+	return topBias{n: t.n, y: y, se: se, seen: t.n >= minTopDraws && y > 2*se}
 }
 
 // TopBias is a stage's reading of the bias of its top level L from the

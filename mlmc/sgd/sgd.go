@@ -279,6 +279,9 @@ func NewRun(p *Problem, inst Instance, m Method, sched Schedule, s Settings, rec
 	if x0 == nil {
 		x0 = p.X0
 	}
+	if s.Average != nil && len(s.Average.X) != len(x0) {
+		return nil, fmt.Errorf("sgd: Settings.Average holds %d coordinates, the iterate %d: give it a vector of the iterate's length", len(s.Average.X), len(x0))
+	}
 	ops := mlmc.Float64Ops{Dim: len(x0)}
 	e, err := mlmc.New(m.Kind, m.Config, ops, inst.Oracle)
 	if err != nil {

@@ -273,3 +273,13 @@ func TestAverage(t *testing.T) {
 		})
 	}
 }
+
+// TestAverageOfAnotherLength: an Average whose vector is not the
+// iterate's length is one clear error, not a panic or a partial average.
+func TestAverageOfAnotherLength(t *testing.T) {
+	p, inst := exactProblem(1)
+	_, err := Minimize(p, inst, lsgd, Constant(0.5), Settings{Budget: 3, Average: &Average{X: make([]float64, 2)}})
+	if err == nil || !strings.Contains(err.Error(), "Settings.Average") {
+		t.Fatalf("error %v; want one naming Settings.Average", err)
+	}
+}

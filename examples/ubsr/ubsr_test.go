@@ -268,8 +268,8 @@ func TestCPUModel(t *testing.T) {
 // bias held, stationary above their target, go deeper with the step they
 // had before the stationarity test halved it, and later plans scale their
 // bias share by what the run found. Fixed seeds 1..10, so the count is
-// deterministic (no flake); the rule before reached 1% in 4 of them, this
-// one in 8, and the test asks for at least 6.
+// deterministic (no flake): 8 of them reach 1%, and the test asks for at
+// least 6 (without those two rules, 4 do).
 func TestAutoQuadraticHingeReaches(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ten runs of 2^22 samples")

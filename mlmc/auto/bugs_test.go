@@ -271,7 +271,7 @@ func TestStepRecheckedAfterChange(t *testing.T) {
 // TestSpentBudgetEndsRun: a measurement within a stage (a re-plan's
 // pilot) can spend the rest of the budget; the next chunk then has no
 // samples to run and must end the run, or the stage's loop scores the same
-// point for ever (as a raw-target regression's 0.1% run once did).
+// point for ever.
 func TestSpentBudgetEndsRun(t *testing.T) {
 	for _, tc := range []struct {
 		name       string

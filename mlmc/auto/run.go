@@ -602,7 +602,12 @@ func (r *runner) endStage(st *Stage, k int, start int64) {
 	st.Step, st.Samples = r.step, r.used
 	if r.tap != nil && r.plan != nil && r.tap.level == r.plan.MaxLevel && r.tap.n > 0 {
 		tb := r.tap.read()
-		st.TopBias = &TopBias{Level: r.tap.level, Draws: tb.n, MeanSq: tb.y, SE: tb.se, Share: nullable(tb.share(r.plan.aG, r.plan.GradNorm)), Seen: tb.seen}
+		share := math.NaN()
+		if !math.IsInf(r.plan.intercept, -1) {
+			// A plan without a bias fit holds a placeholder rate.
+			share = tb.share(r.plan.aG, r.plan.GradNorm)
+		}
+		st.TopBias = &TopBias{Level: r.tap.level, Draws: tb.n, MeanSq: tb.y, SE: tb.se, Share: nullable(share), Seen: tb.seen}
 	}
 	r.lastStage = r.used - start
 	r.logf("auto stage %d: target %.3g, %s L=%d, step %.3g, %d samples, gap estimate %s: %s\n",

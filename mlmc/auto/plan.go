@@ -567,6 +567,8 @@ type biasFit struct {
 	ls, ys, ws []float64
 	l1         float64
 	grid       []float64 // a on the grid
+	half       []float64 // 2^-a at each a
+	bestIndex  int       // the grid's least chi^2
 	amp, ase   []float64 // A and its standard error at each a
 	chi2       []float64
 	best, se   float64 // the best a and half the width of chi^2 <= min + 1
@@ -596,16 +598,15 @@ func (f *biasFit) bias(L int) float64 {
 	if f.zeroFrom > 0 && L >= f.zeroFrom-1 {
 		return f.tail(L)
 	}
-	minChi := math.Inf(1)
-	for _, c := range f.chi2 {
-		minChi = math.Min(minChi, c)
-	}
+	minChi := f.chi2[f.bestIndex]
+	n := L + 1 - int(f.l1)
 	worst := 0.0
 	for i, a := range f.grid {
 		if a < f.low || f.chi2[i] > minChi+4 {
 			continue
 		}
-		b := math.Sqrt(math.Max(f.amp[i], 0)+2*f.ase[i]) * math.Exp2(-a*(float64(L+1)-f.l1)) / (1 - math.Exp2(-a))
+		h := f.half[i] // 2^-a
+		b := math.Sqrt(math.Max(f.amp[i], 0)+2*f.ase[i]) * powInt(h, n) / (1 - h)
 		worst = math.Max(worst, b)
 	}
 	if worst == 0 && !(f.ampUp(f.low) == 0) {
@@ -615,6 +616,21 @@ func (f *biasFit) bias(L int) float64 {
 		worst = math.Sqrt(f.ampUp(a)) * math.Exp2(-a*(float64(L+1)-f.l1)) / (1 - math.Exp2(-a))
 	}
 	return worst
+}
+
+// powInt is x^n by squaring.
+func powInt(x float64, n int) float64 {
+	if n < 0 {
+		return 1 / powInt(x, -n)
+	}
+	p := 1.0
+	for ; n > 0; n >>= 1 {
+		if n&1 == 1 {
+			p *= x
+		}
+		x *= x
+	}
+	return p
 }
 
 // fitBias fits the levels' means (levels above the minimum) with the
@@ -651,14 +667,21 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 	const step = 0.01
 	xs := make([]float64, f.n) // 2^(-2 a (l - l1)) at each level, for one a
 	// The grid's 501 rates in one allocation per slice: a fit runs at
-	// every measurement, and its garbage is auto's own cost.
+	// every measurement, and its garbage and its powers are auto's own
+	// cost (the levels are whole numbers: each power is the last one's
+	// times 2^(-2a) per level, not an exponential of its own).
 	const points = 501
 	f.grid, f.amp = make([]float64, 0, points), make([]float64, 0, points)
 	f.ase, f.chi2 = make([]float64, 0, points), make([]float64, 0, points)
+	f.half = make([]float64, 0, points)
 	for a := -1.0; a <= 4+step/2; a += step {
+		h := math.Exp2(-a)
 		var sff, syf float64
+		x, at := 1.0, f.l1
 		for i, l := range f.ls {
-			x := math.Exp2(-2 * a * (l - f.l1))
+			for ; at < l; at++ {
+				x *= h * h
+			}
 			xs[i] = x
 			sff += f.ws[i] * x * x
 			syf += f.ws[i] * f.ys[i] * x
@@ -670,6 +693,7 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 			chi += f.ws[i] * r * r
 		}
 		f.grid = append(f.grid, a)
+		f.half = append(f.half, h)
 		f.amp = append(f.amp, amp)
 		f.ase = append(f.ase, 1/math.Sqrt(sff))
 		f.chi2 = append(f.chi2, chi)
@@ -680,7 +704,7 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 			bi = i
 		}
 	}
-	f.best = f.grid[bi]
+	f.best, f.bestIndex = f.grid[bi], bi
 	lo, hi := f.best, f.best
 	for i, c := range f.chi2 {
 		if c <= f.chi2[bi]+1 {

@@ -1,6 +1,7 @@
 package auto
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -356,6 +357,11 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 		inst.At(r.x, r.x)
 	}
 	ops := mlmc.Float64Ops{Dim: len(r.x)}
+	if r.used == 0 {
+		if p, err := r.glance(at, eps, oracleSeed^0x61a9ce, ops); p != nil || err != nil {
+			return p, err
+		}
+	}
 	m, err := Measure(inst.Oracle, ops, r.s.MinLevel, budget, r.s.MinDraws, r.seed(0x5eed))
 	r.used += m.Samples
 	r.pilot += m.Samples
@@ -385,6 +391,47 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 		}
 	}
 	return p, err
+}
+
+// glance looks at x0 before the first measurement: half the pilot's
+// draws at the three cheapest levels, enough to tell a start where every
+// H^l vanishes (a user's x0 = 0 often is one: no bias can be seen there,
+// and the plan is L-SGD at the minimum level until the levels are
+// measured again away from it), which a full measurement would only
+// confirm at twice the cost. Elsewhere it returns no plan, and the full
+// measurement follows on draws of its own: the glance's samples are
+// counted and its H^l are not pooled with the measurement's.
+func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Float64Ops) (*Plan, error) {
+	top := r.s.MinLevel + 2
+	inst, err := r.p.NewOracle(oracleSeed)
+	if err != nil {
+		return nil, fmt.Errorf("auto: make the oracle: %w", err)
+	}
+	if m := inst.Oracle.MaxLevel(); m != mlmc.Unbounded && m < top {
+		return nil, nil
+	}
+	if inst.At != nil {
+		inst.At(r.x, r.x)
+	}
+	co := &counting[[]float64]{Oracle: inst.Oracle}
+	rep, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: r.s.MinLevel, MaxLevel: top, Draws: max(3, r.s.MinDraws/2), Seed: oracleSeed ^ 0x5eed})
+	r.used += co.samples
+	r.pilot += co.samples
+	if err != nil {
+		return nil, fmt.Errorf("auto: a glance at x0: %w", err)
+	}
+	m := Measurement{Report: rep, Samples: co.samples, Queries: reportQueries(rep)}
+	r.segments = append(r.segments, Segment{Pilot: &m, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used - m.Samples, Until: r.used})
+	gradNorm := GradNorm(rep)
+	p, err := ChooseFrom(rep, at, m.Samples, gradNorm, Target{Gap: eps, Budget: r.s.Target.Budget}, r.s.Rules, inst.Oracle.MaxLevel(), r.lFloor)
+	if err != nil || !p.Degenerate {
+		return nil, nil
+	}
+	r.gradNorm0 = gradNorm
+	if math.IsNaN(r.kappa) || r.kappa == 0 {
+		r.kappa = r.noiseShare(inst, ops)
+	}
+	return p, nil
 }
 
 // noiseShare is the share of the gradient noise that sets the noise floor:
@@ -1274,10 +1321,21 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 	}
 	p.StepLevel = ls
 	x, prev := slices.Clone(r.x), slices.Clone(r.x)
+	// Largest first: on the same draws a short run's end falls as the
+	// step grows towards the best and rises again beyond it, so once two
+	// smaller candidates in a row end clearly (beyond the ties' 2 s.e.)
+	// above the best so far, the smaller ones, which move less still,
+	// cannot win: they are not run.
+	steps = slices.Clone(steps)
+	slices.SortFunc(steps, func(a, b float64) int { return cmp.Compare(b, a) })
 	ends := make([][]float64, len(steps))
 	seed := r.seed(0x57e9)
 	var spent int64
+	worse := 0
 	for ci, g := range steps {
+		if worse == stepsPastBest {
+			break
+		}
 		copy(x, r.x)
 		copy(prev, r.x)
 		inst, err := r.p.NewOracle(seed)
@@ -1300,15 +1358,20 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 			ends[ci] = res.X
 		}
 		p.Steps = append(p.Steps, sc)
+		worse = 0
+		if best := bestStep(p.Steps); best >= 0 {
+			for _, s := range p.Steps[best+1:] {
+				if s.Value-p.Steps[best].Value > 2*math.Max(s.SE, p.Steps[best].SE) {
+					worse++
+				} else {
+					worse = 0
+				}
+			}
+		}
 	}
 	r.used += spent
 	r.pilot += spent
-	best := -1
-	for i, sc := range p.Steps {
-		if !math.IsInf(sc.Value, 1) && (best < 0 || sc.Value < p.Steps[best].Value) {
-			best = i
-		}
-	}
+	best := bestStep(p.Steps)
 	if best < 0 {
 		return &Error{Measurement: fmt.Sprintf("every step candidate (%.3g .. %.3g) diverged within %d samples", slices.Max(steps), slices.Min(steps), share),
 			Change: "give smaller step candidates"}
@@ -1322,7 +1385,10 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 	}
 	p.Step = p.Steps[pick].Step / math.Sqrt(10)
 	p.Reasons.Step = fmt.Sprintf("a factor sqrt(10) below %.3g, the lowest objective after %d samples with each of %d candidates on the same draws (%.4g at step %.3g; ties within 2 s.e. go to the smaller step)",
-		p.Steps[pick].Step, share, len(steps), p.Steps[best].Value, p.Steps[best].Step)
+		p.Steps[pick].Step, share, len(p.Steps), p.Steps[best].Value, p.Steps[best].Step)
+	if len(p.Steps) < len(steps) {
+		p.Reasons.Step += fmt.Sprintf("; the %d smaller candidates were not run: the %d below the best ended clearly above it", len(steps)-len(p.Steps), stepsPastBest)
+	}
 	if ls < p.MaxLevel {
 		p.Reasons.Step += fmt.Sprintf("; the candidates ran on levels %d..%d, not %d..%d, to fit %d iterations each", p.MinLevel, ls, p.MinLevel, p.MaxLevel, minStepIters)
 	}
@@ -1335,6 +1401,21 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 	copy(r.x, ends[best])
 	copy(r.avg, r.x)
 	return nil
+}
+
+// stepsPastBest is how many candidates in a row, each smaller than the
+// best so far and clearly above it, end the step search.
+const stepsPastBest = 2
+
+// bestStep is the index of the lowest finite score, -1 without one.
+func bestStep(scores []StepScore) int {
+	best := -1
+	for i, sc := range scores {
+		if !math.IsInf(sc.Value, 1) && (best < 0 || sc.Value < scores[best].Value) {
+			best = i
+		}
+	}
+	return best
 }
 
 // recheckStep checks the last stage's step for a new method (another

@@ -1,0 +1,132 @@
+package auto
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// TestGlanceAtDegenerateStart: at a start where every H^l vanishes the
+// first plan is degenerate, as a full measurement would say, at no more
+// than half the full measurement's samples; where the H^l do not vanish
+// the glance makes no plan and the full measurement follows, its samples
+// counted beside the glance's.
+func TestGlanceAtDegenerateStart(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		degenerate bool
+	}{
+		{"every H^l vanishes at x0", true},
+		{"a bias to see at x0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := vanishingProblem()
+			if !tc.degenerate {
+				p = synthetic(3, 1, 2, 1, nil)
+			}
+			s, _ := Settings{Target: Target{Gap: 0.01, Budget: 4_000_000}, Seed: 5}.withDefaults()
+			r := newTestRunner(p, s)
+			budget := r.pilotBudget(0) / 2
+			plan, err := r.measure("x0", 0.1, budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Degenerate != tc.degenerate {
+				t.Fatalf("degenerate %v, want %v: %s", plan.Degenerate, tc.degenerate, plan)
+			}
+			// The full measurement at x0, on its own oracle.
+			inst, err := p.NewOracle(99)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst.At(p.X0, p.X0)
+			full, err := Measure(inst.Oracle, mlmc.Float64Ops{Dim: len(p.X0)}, 0, budget, s.MinDraws, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.segments) == 0 || r.segments[0].Pilot == nil {
+				t.Fatalf("the glance is not a pilot segment: %+v", r.segments)
+			}
+			glance := r.segments[0].Pilot.Samples
+			if tc.degenerate {
+				if len(r.segments) != 1 || 2*glance > full.Samples || r.used != glance || plan.Samples != glance {
+					t.Errorf("%d segments; the glance drew %d samples (the plan says %d, the run counted %d), want one segment of at most half the full measurement's %d",
+						len(r.segments), glance, plan.Samples, r.used, full.Samples)
+				}
+				if r.gradNorm0 <= 0 {
+					t.Errorf("|grad F(x0)| = %g after a degenerate glance, want the glance's reading", r.gradNorm0)
+				}
+				return
+			}
+			if len(r.segments) != 2 || r.used != glance+plan.Samples || plan.Samples < full.Samples/2 {
+				t.Errorf("%d segments, %d samples counted, the glance %d and the plan's measurement %d (a full one draws %d): want the glance and a full measurement, both counted",
+					len(r.segments), r.used, glance, plan.Samples, full.Samples)
+			}
+		})
+	}
+}
+
+// TestStepSearchStopsPastBest: the step search runs its candidates from the
+// largest and stops after two in a row end clearly above the best; run on
+// the same draws with the same share each, every candidate it did not run
+// ends clearly above the best, so it would not have won or tied.
+func TestStepSearchStopsPastBest(t *testing.T) {
+	p := synthetic(3, 1, 2, 1, nil)
+	s, _ := Settings{Target: Target{Gap: 0.01, Budget: 1_000_000}, Seed: 2}.withDefaults()
+	const budget = 13 * 400
+	search := func(steps []float64, budget int64) *Plan {
+		r := newTestRunner(p, s)
+		plan, err := r.measure("x0", 0.1, 2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.chooseStep(plan, steps, budget, 0.1); err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	// Ascending, to check the search sorts them.
+	steps := slices.Clone(s.Steps)
+	slices.Reverse(steps)
+	plan := search(steps, budget)
+	ran := len(plan.Steps)
+	if ran == len(steps) {
+		t.Fatalf("all %d candidates ran: %+v", ran, plan.Steps)
+	}
+	for i := 1; i < ran; i++ {
+		if plan.Steps[i].Step >= plan.Steps[i-1].Step {
+			t.Fatalf("candidate %d (%.3g) after %.3g: want the largest first", i, plan.Steps[i].Step, plan.Steps[i-1].Step)
+		}
+	}
+	best := bestStep(plan.Steps)
+	clearly := func(sc StepScore) bool {
+		return sc.Value-plan.Steps[best].Value > 2*max(sc.SE, plan.Steps[best].SE)
+	}
+	if best > ran-1-stepsPastBest || !clearly(plan.Steps[ran-1]) || !clearly(plan.Steps[ran-2]) {
+		t.Errorf("stopped after %+v with the best at %d: want two clearly worse in a row last", plan.Steps, best)
+	}
+	rest := s.Steps[ran:] // s.Steps is descending
+	others := search(rest, budget/13*int64(len(rest)))
+	for _, sc := range others.Steps {
+		if !clearly(sc) {
+			t.Errorf("candidate %.3g, not run, ends at %.6g, not clearly above the best %.6g (step %.3g)",
+				sc.Step, sc.Value, plan.Steps[best].Value, plan.Steps[best].Step)
+		}
+	}
+}
+
+// TestBiasFitPowers: the fit's powers, built level by level and by
+// squaring, agree with 2^(-a n) to rounding over the grid's rates and the
+// levels a plan reaches, below the first fitted level included.
+func TestBiasFitPowers(t *testing.T) {
+	for _, a := range []float64{-1, -0.37, 0, 0.01, 0.5, 1.23, 4} {
+		for n := -3; n <= 40; n++ {
+			got, want := powInt(math.Exp2(-a), n), math.Exp2(-a*float64(n))
+			if math.Abs(got-want) > 1e-13*want {
+				t.Errorf("powInt(2^-%g, %d) = %.17g, want %.17g", a, n, got, want)
+			}
+		}
+	}
+}

@@ -418,7 +418,8 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 	r.used += co.samples
 	r.pilot += co.samples
 	if err != nil {
-		return nil, fmt.Errorf("auto: a glance at x0: %w", err)
+		// Its samples are spent; the full measurement says what is wrong.
+		return nil, nil
 	}
 	m := Measurement{Report: rep, Samples: co.samples, Queries: reportQueries(rep)}
 	r.segments = append(r.segments, Segment{Pilot: &m, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used - m.Samples, Until: r.used})

@@ -576,14 +576,7 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		kept.At, kept.Steps = at+" (kept)", nil
 		plan, err = &kept, nil
 	} else {
-		// The first measurement once more, on other draws and twice the
-		// samples, before giving up: the first pilot is kept small, so
-		// that a loose target on a cheap problem does not pay for more.
-		for errors.As(err, &ae) && r.used+2*budget < r.s.Target.Budget/10 {
-			st.Notes = append(st.Notes, "measured again with twice the samples: "+err.Error())
-			budget *= 2
-			plan, err = r.measure(at, eps, budget/2)
-		}
+		plan, err = r.measureAgain(st, plan, err, at, eps, &budget)
 	}
 	if err != nil {
 		return err
@@ -631,7 +624,9 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 			break
 		}
 		st.Notes = append(st.Notes, fmt.Sprintf("every H^l vanished at %s: measured again at %d samples", plan.At, r.used))
-		plan, err = r.measure(fmt.Sprintf("a probe after a degenerate start, %d samples", r.used), eps, budget/2)
+		at := fmt.Sprintf("a probe after a degenerate start, %d samples", r.used)
+		plan, err = r.measure(at, eps, budget/2)
+		plan, err = r.measureAgain(st, plan, err, at, eps, &budget)
 		if err != nil {
 			return err
 		}
@@ -642,6 +637,21 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 	}
 	r.endStage(st, k, start)
 	return nil
+}
+
+// measureAgain repeats a measurement that failed with an *Error on other
+// draws and twice the samples (budget doubled), while the pilot stays
+// within a tenth of the run's budget, before giving up: the first pilot
+// is kept small, so that a loose target on a cheap problem does not pay
+// for more (a glance that found x0 degenerate measured less still).
+func (r *runner) measureAgain(st *Stage, plan *Plan, err error, at string, eps float64, budget *int64) (*Plan, error) {
+	var ae *Error
+	for errors.As(err, &ae) && r.used+2*(*budget) < r.s.Target.Budget/10 {
+		st.Notes = append(st.Notes, "measured again with twice the samples: "+err.Error())
+		*budget *= 2
+		plan, err = r.measure(at, eps, *budget/2)
+	}
+	return plan, err
 }
 
 // endStage records where stage k, begun at start samples, ended and logs
@@ -701,14 +711,17 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 		inst.Oracle = r.tap
 	}
 	step := r.step
-	seg := Segment{Method: r.method(p), Step: step, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used, Until: until}
+	// A chunk ends after the step whose samples reach until, not at an
+	// estimate beyond it, which the driver would draw and drop: only the
+	// run's budget is a hard limit.
+	seg := Segment{Method: r.method(p), Step: step, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used, Until: r.s.Target.Budget}
 	avg := &sgd.Average{N: *n, X: r.avg}
 	stop := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
 		if op == sgd.Stepped {
 			r.iters++
 			r.cost = loc.Cost
 			r.relay.Send(op, r.iters, loc.Cost, r.avg, true)
-			if iters > 0 && loc.Iter >= iters {
+			if iters > 0 && loc.Iter >= iters || loc.Cost >= until {
 				return sgd.Stop
 			}
 			return sgd.Continue
@@ -716,7 +729,7 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 		r.relay.Send(op, r.iters, loc.Cost, r.avg, false)
 		return sgd.Continue
 	})
-	res, err := sgd.Minimize(r.p, inst, seg.Method, sgd.Constant(step), sgd.Settings{X: r.x, Budget: until, Base: r.used, Average: avg}, stop)
+	res, err := sgd.Minimize(r.p, inst, seg.Method, sgd.Constant(step), sgd.Settings{X: r.x, Budget: r.s.Target.Budget, Base: r.used, Average: avg}, stop)
 	*n = avg.N
 	if err != nil {
 		return false, fmt.Errorf("auto: %w", err)
@@ -1344,11 +1357,11 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 			return fmt.Errorf("auto: step rule: make the oracle: %w", err)
 		}
 		m := sgd.Method{Kind: p.Kind, Config: p.configAt(ls, seed)}
-		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(g), sgd.Settings{X: r.x, Budget: share - worst})
+		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(g), sgd.Settings{X: r.x, Budget: share}, stopAt(share-worst))
 		if err != nil {
 			return fmt.Errorf("auto: step rule: %w", err)
 		}
-		r.segments = append(r.segments, Segment{Method: m, Step: g, Start: slices.Clone(r.x), OracleSeed: seed, Until: share - worst, Iterations: res.Iterations, Probe: true})
+		r.segments = append(r.segments, Segment{Method: m, Step: g, Start: slices.Clone(r.x), OracleSeed: seed, Until: share, Iterations: res.Iterations, Probe: true})
 		spent += res.Drawn
 		sc := StepScore{Step: g, Value: math.Inf(1), Iterations: res.Iterations}
 		if !res.Diverged {
@@ -1404,6 +1417,18 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 	return nil
 }
 
+// stopAt ends a short run after the step whose samples reach until: the
+// run's budget is until plus the costliest iteration, and no estimate
+// beyond it is drawn and dropped.
+func stopAt(until int64) sgd.Recorder {
+	return sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
+		if op == sgd.Stepped && loc.Cost >= until {
+			return sgd.Stop
+		}
+		return sgd.Continue
+	})
+}
+
 // stepsPastBest is how many candidates in a row, each smaller than the
 // best so far and clearly above it, end the step search.
 const stepsPastBest = 2
@@ -1446,11 +1471,11 @@ func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) err
 			return fmt.Errorf("auto: step check: make the oracle: %w", err)
 		}
 		m := sgd.Method{Kind: p.Kind, Config: p.configAt(ls, r.seed(0xc4ed))}
-		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(p.Step), sgd.Settings{X: r.x, Budget: budget/4 - worst})
+		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(p.Step), sgd.Settings{X: r.x, Budget: budget / 4}, stopAt(budget/4-worst))
 		if err != nil {
 			return fmt.Errorf("auto: step check: %w", err)
 		}
-		r.segments = append(r.segments, Segment{Method: m, Step: p.Step, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Until: budget/4 - worst, Iterations: res.Iterations, Probe: true})
+		r.segments = append(r.segments, Segment{Method: m, Step: p.Step, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Until: budget / 4, Iterations: res.Iterations, Probe: true})
 		r.used += res.Drawn
 		r.pilot += res.Drawn
 		// Only a rise far beyond the noise counts: near the optimum a short

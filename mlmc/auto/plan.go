@@ -205,6 +205,9 @@ type Plan struct {
 	// biasScale is the factor the run's earlier stages put on the fit's
 	// bias share when the plan was made (1: none).
 	biasScale float64
+	// uncapped is the step before the variance cap lowered it (0 where
+	// it did not): what the plan's noise alone held it below.
+	uncapped float64
 }
 
 // Reasons says why each part of a Plan is what it is.

@@ -1462,6 +1462,18 @@ func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) err
 		p.Step = 10 * r.step
 		p.Reasons.Step = fmt.Sprintf("the last step %.3g, re-checked where the run is: up to 10 times it within the variance cap", r.step)
 	}
+	if old := r.plan; old != nil && old.uncapped > r.step {
+		// The last step was held down by the last plan's own noise (the
+		// variance cap): a plan whose estimates are less noisy affords a
+		// step larger in proportion at the same noise floor, up to the
+		// step the cap lowered, the rest of the check as for any step.
+		vOld, vNew := r.noiseVar(old), r.noiseVar(p)
+		if g := math.Min(old.uncapped, r.step*vOld/vNew); vNew > 0 && g > p.Step {
+			p.Reasons.Step = fmt.Sprintf("the last step %.3g, which the last plan's variance cap set, raised to %.3g: this plan's predicted variance %.3g is %.3g times below the last's (the same noise floor), at most the step before that cap, %.3g",
+				r.step, g, vNew, vOld/vNew, old.uncapped)
+			p.Step = g
+		}
+	}
 	r.capStep(p, r.f0-f)
 	ls, worst, _ := p.stepLevel(budget / 4)
 	for range maxHalvings {
@@ -1521,6 +1533,7 @@ func (r *runner) capStep(p *Plan, drop float64) {
 	}
 	p.Reasons.Step += fmt.Sprintf("; capped from %.3g to %.3g so that its noise floor (step x Var / 4, Var = %.3g the predicted variance of the estimates' moving part) is at most %g of (F(x0) - F) x the gap the stage started from, %.4g",
 		p.Step, 2*capShare*drop/v, v, capShare, drop)
+	p.uncapped = max(p.uncapped, p.Step)
 	p.Step = 2 * capShare * drop / v
 }
 

@@ -130,3 +130,41 @@ func TestBiasFitPowers(t *testing.T) {
 		}
 	}
 }
+
+// TestStepRaisedAfterCap: a step the last plan's variance cap held down
+// rises for a new plan in proportion to how much less noisy its
+// estimates are predicted to be (the same noise floor), up to the step
+// before that cap; a step no cap lowered, or a noisier new plan, keeps
+// the last step.
+func TestStepRaisedAfterCap(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		uncapped, varRatio float64
+		want               float64
+	}{
+		{"capped, 50 times less noise", 0.1, 50, 0.05},
+		{"capped, 500 times less noise: up to the uncapped step", 0.1, 500, 0.1},
+		{"not capped", 0, 50, 0.001},
+		{"capped, a noisier plan", 0.1, 0.5, 0.001},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := synthetic(3, 1, 2, 1, nil)
+			s, _ := Settings{Target: Target{Gap: 0.01, Budget: 4_000_000}, Seed: 4}.withDefaults()
+			r := newTestRunner(p, s)
+			np, err := r.measure("x0", 0.1, 20_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := *np
+			old.Predicted = []MethodCost{{Method: old.Method, Var: tc.varRatio * np.predictedVar()}}
+			old.uncapped = tc.uncapped
+			r.plan, r.step = &old, 0.001
+			if err := r.recheckStep(np, 20_000, 0.1, false); err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(np.Step-tc.want) > 1e-12*tc.want {
+				t.Errorf("step %.6g, want %.6g: %s", np.Step, tc.want, np.Reasons.Step)
+			}
+		})
+	}
+}

@@ -17,7 +17,11 @@ pilots. Pricing (studies/auto/results/pricing-*.jsonl) has no tuning record besi
 it and is printed alone. Then the target's verdict over the pairs where the
 comparator reached the gap in at least half its trials, the pairs no tuned
 setting reaches apart, and how often auto's own gap estimate held where it
-claimed the target.
+claimed the target. Where the comparator needs more than a third of the
+study's budget, auto is held to the target's 3x by the budget rather than by
+its cost: those problems are run again with three times the budget
+(budget3x-*.jsonl), printed in their own tables, and a second verdict takes
+those pairs from them.
 """
 import glob
 import gzip
@@ -118,9 +122,10 @@ def why_missed(m, i):
 
 
 PAIRS = []
+PAIRS3X = []
 
 
-def table(title, pattern, grid_of):
+def table(title, pattern, grid_of, pairs=PAIRS):
     print(f"### {title}\n")
     print("| problem | gap | auto | trials reached | comparator (tuning seeds' choice) | its median | reached | auto / comparator | estimate held where claimed |")
     print("|---|---|---:|---|---|---:|---|---:|---|")
@@ -139,8 +144,8 @@ def table(title, pattern, grid_of):
         cname = setting(best["setting"]) if best else "— (no setting reaches it)"
         print(f"| {a['problem']} | {gap:g} | {fmt(p['median'])} | {p['trials_reached']}/{a['trials']} | {cname} | "
               f"{fmt(cp['median']) if cp else '—'} | {cp['trials_reached'] if cp else 0}/{grid['trials']} | {fmt(ratio)} | {h}/{n} |")
-        PAIRS.append(dict(problem=a["problem"], gap=gap, auto=p, comp=cp, trials=grid["trials"], ratio=ratio,
-                          why=why_missed(m, i), held=(h, n)))
+        pairs.append(dict(problem=a["problem"], gap=gap, auto=p, comp=cp, trials=grid["trials"], ratio=ratio,
+                          why=why_missed(m, i), held=(h, n), budget=grid["budget"]))
     print()
 
 
@@ -182,6 +187,24 @@ def pricing():
     print()
 
 
+def bound(q):
+    """Whether the comparator's median needs more than a third of the budget."""
+    return q["comp"] is not None and q["comp"]["median"] is not None and 3 * q["comp"]["median"] > q["budget"]
+
+
+def summary(pairs):
+    held_pairs = [q for q in pairs if q["comp"] and q["comp"]["trials_reached"] * 2 >= q["trials"]]
+    ratios = [q["ratio"] for q in held_pairs if q["ratio"] is not None]
+    ok8 = [q for q in held_pairs if q["auto"]["trials_reached"] >= 8]
+    out = f"pairs: {len(held_pairs)}; auto reaches the gap in at least 8 of 10 trials in {len(ok8)}"
+    if ratios:
+        out += f"; median of auto / comparator {statistics.median(ratios):.2f} (target <= 2), largest {max(ratios):.2f} (target <= 3)"
+    missing = [q for q in held_pairs if q["ratio"] is None]
+    if missing:
+        out += "; auto's median trial did not reach the gap in " + ", ".join(f"{q['problem']} {q['gap']:g}" for q in missing)
+    return out
+
+
 def verdict():
     print("### The target over the pairs the comparator reaches in at least half its trials\n")
     held_pairs = [q for q in PAIRS if q["comp"] and q["comp"]["trials_reached"] * 2 >= q["trials"]]
@@ -199,6 +222,17 @@ def verdict():
     print(f"- auto's own gap estimate held in {h} of the {n} trials where it claimed the target and stopped")
     print(f"- apart (the comparator reaches it in fewer than half its trials, or no setting does): " +
           (", ".join(f"{q['problem']} {q['gap']:g}" for q in apart) or "none"))
+    if PAIRS3X:
+        again = {(q["problem"], q["gap"]): q for q in PAIRS3X}
+        bounded = [q for q in PAIRS if bound(q)]
+        taken = [again.get((q["problem"], q["gap"]), q) if bound(q) else q for q in PAIRS]
+        print(f"- budget-bound pairs (the comparator's median above a third of the budget): " +
+              (", ".join(f"{q['problem']} {q['gap']:g}" for q in bounded) or "none"))
+        print(f"- at the study's budget: {summary(PAIRS)}")
+        print(f"- the budget-bound pairs from the runs with three times the budget: {summary(taken)}")
+        h3 = sum(q["held"][0] for q in PAIRS3X)
+        n3 = sum(q["held"][1] for q in PAIRS3X)
+        print(f"- in the runs with three times the budget, auto's own gap estimate held in {h3} of the {n3} trials where it claimed the target and stopped")
     print("\nWhy auto missed, from its records (trials that did not reach the gap, by how the run ended; the first stall warning):\n")
     for q in PAIRS:
         counts, warn = q["why"]
@@ -210,5 +244,8 @@ def verdict():
 if __name__ == "__main__":
     table("DRO (linear, exact F*)", "dro-*.jsonl", dro_grid)
     table("Shortfall risk (gaussian-3)", "ubsr-*.jsonl", ubsr_grid)
+    if results("budget3x-*.jsonl"):
+        table("DRO at three times the budget (1,200,000 samples)", "budget3x-dro-*.jsonl", dro_grid, PAIRS3X)
+        table("Shortfall risk at three times the budget (12,582,912 samples)", "budget3x-ubsr-*.jsonl", ubsr_grid, PAIRS3X)
     pricing()
     verdict()

@@ -116,7 +116,7 @@ func runAuto(ins []*instance, s settings, w io.Writer) error {
 		defer f.Close()
 		js = f
 	}
-	pr := experiment.Protocol{Targets: targets, Budget: s.Budget, Trials: s.Trials, Workers: s.Workers}
+	pr := experiment.Protocol{Targets: targets, Budget: s.Budget, Trials: s.Trials, FirstSeed: s.FirstSeed, Workers: s.Workers}
 	for _, in := range ins {
 		in.print(w)
 		p := in.problem()

@@ -53,11 +53,14 @@ type settings struct {
 	JSON           string
 	// Run runs the experiment: tuning on seeds 1001-1003, then Trials
 	// reported trials of each family's chosen settings.
-	Run     bool
-	Budget  int64
-	Trials  int
-	Workers int
-	Grid    string
+	Run    bool
+	Budget int64
+	Trials int
+	// FirstSeed is the first reported trial's seed (the trials run seeds
+	// FirstSeed, FirstSeed+1, ...).
+	FirstSeed uint64
+	Workers   int
+	Grid      string
 	// Methods is --methods, Kinds the estimators it names.
 	Methods string
 	Kinds   []mlmc.Kind
@@ -100,6 +103,7 @@ func parse(args []string) (settings, error) {
 	fs.BoolVar(&s.Run, "run", false, "run the experiment: tune every estimator, report its trials, fit the complexity exponents")
 	fs.Int64Var(&s.Budget, "budget", 1<<21, "samples per run")
 	fs.IntVar(&s.Trials, "trials", 10, "reported trials per chosen setting")
+	fs.Uint64Var(&s.FirstSeed, "first-seed", 1, "the reported trials' seeds are first-seed, first-seed+1, ... (other seeds than the default 1..trials to check a change on trials it was not tuned on)")
 	fs.IntVar(&s.Workers, "workers", 2, "runs at a time")
 	fs.StringVar(&s.Grid, "grid", "paper", "tuning grid: paper (L = 0..10, steps 4..0.25, two schedules, D1 = 1, 10) small (L = 6, 8, 10, steps 2, 1, 0.5 decaying with t0 = 300, D1 = 10) or long (L = 10..13, steps 2, 1, 0.5 decaying with t0 = 10, D1 = 10: for budgets that reach gaps below 0.1%)")
 	fs.StringVar(&s.Methods, "methods", "all", "estimators to run: all, or a comma-separated list of mlmc names (lsgd, rtmlmc, vr-rtmlmc, ...) or table names (L-SGD, VR RT-MLMC, ...)")
@@ -174,6 +178,9 @@ func parse(args []string) (settings, error) {
 	}
 	if s.ReferenceFloor > 0 && (s.Instance != "student-t-20" || s.Run || s.Levels || s.Auto) {
 		return s, fmt.Errorf("--reference-floor goes alone with --instance student-t-20 (the one instance scored on a sample objective), without --run, --levels or --method")
+	}
+	if s.FirstSeed < 1 {
+		return s, fmt.Errorf("--first-seed 0: seeds start at 1")
 	}
 	if (s.Run || s.Auto) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)

@@ -60,7 +60,7 @@ func runExperiment(in *instance, s settings, g experiment.Grid, kinds []mlmc.Kin
 	}
 	lv.print(w)
 	p := in.problem()
-	pr := experiment.Protocol{Targets: s.Targets, Budget: s.Budget, Trials: s.Trials, Workers: s.Workers}
+	pr := experiment.Protocol{Targets: s.Targets, Budget: s.Budget, Trials: s.Trials, FirstSeed: s.FirstSeed, Workers: s.Workers}
 	for i := range s.TuningSeeds {
 		pr.TuningSeeds = append(pr.TuningSeeds, 1001+uint64(i))
 	}

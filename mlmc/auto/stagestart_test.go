@@ -1,0 +1,111 @@
+package auto
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/sgd"
+)
+
+// TestNextStageStartsAtAnswer: a stage's answer is the average of its
+// iterates, the point the recorders read when it ends; the next stage
+// measures its levels and runs from there, not from the last iterate,
+// which sits at the step's noise floor above the average (it threw the
+// run's answer back by the floor at every change of stage).
+func TestNextStageStartsAtAnswer(t *testing.T) {
+	p := synthetic(4, 1, 2, 1, func(s *mlmc.Synthetic) { s.Mb = 0.01 })
+	type point struct {
+		cost int64
+		x    []float64
+	}
+	var read []point
+	rec := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
+		if op == sgd.Stepped {
+			read = append(read, point{loc.Cost, slices.Clone(loc.X)})
+		}
+		return sgd.Continue
+	})
+	res, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 2_000_000}, Seed: 3}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for k := 1; k < len(res.Record.Stages); k++ {
+		end := res.Record.Stages[k-1].Samples
+		// The answer when stage k-1 ended: the last average read at or
+		// before its samples.
+		var answer []float64
+		for _, pt := range read {
+			if pt.cost <= end {
+				answer = pt.x
+			}
+		}
+		// Stage k's first measurement (or, without a pilot, its first
+		// chunk) begins where stage k-1 ended.
+		i := slices.IndexFunc(res.Segments, func(s Segment) bool { return !s.Probe && s.Base == end })
+		if answer == nil || i < 0 {
+			continue
+		}
+		checked++
+		if start := res.Segments[i].Start; !slices.Equal(start, answer) {
+			t.Errorf("stage %d starts at %v; stage %d's answer (the average of its iterates) was %v", k+1, start, k, answer)
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("no change of stage to check:\n%s", res.Record.Summary())
+	}
+}
+
+// TestCeilingBelongsToItsPlan: the step-too-small test never raises the
+// step to one the run has halved while the plan runs on, but a plan with
+// another L clears that ceiling: the halving told of the noise floor (or
+// the bias) of the last plan's estimator, and a deeper L's estimator has
+// its floor at another step. Kept, a ceiling set while the first plan's
+// iterates settled held every later plan's step below it for the rest of
+// the run.
+func TestCeilingBelongsToItsPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		deeper int
+		raised bool
+	}{
+		{"the same method and L: the halving holds", 0, false},
+		{"L two levels deeper: the halving no longer holds", 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := synthetic(4, 1, 2, 1, nil)
+			s, _ := Settings{Target: Target{Gap: 1e-2, Budget: 4_000_000}, Seed: 5}.withDefaults()
+			r := newTestRunner(p, s)
+			first, err := r.measure("x0", 0.1, 40_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first.Step = 0.01
+			r.plan, r.step = first, first.Step
+			// The stationarity test halved 0.02 to 0.01.
+			r.lowerCeiling(0.02)
+			next := *first
+			if tc.deeper > 0 {
+				r.lFloor = first.MaxLevel + tc.deeper
+				np, err := r.measure("a re-plan", 0.1, 40_000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				next = *np
+			}
+			if err := r.recheckStep(&next, 40_000, 0.1, false); err != nil {
+				t.Fatal(err)
+			}
+			if next.Step*3.2 < 0.02 {
+				t.Fatalf("the re-checked step %g is too small for this test: a raise would stay below the ceiling 0.02 anyway", next.Step)
+			}
+			r.plan, r.step = &next, next.Step
+			// A window in which the run descended at every checkpoint while
+			// its gap estimate fell from 0.6 only to 0.5.
+			if got := r.raiseStep(true, 0.5, 0.6); got != tc.raised {
+				t.Errorf("%s L=%d after %s L=%d, step %g, ceiling %g: raised %v, want %v", next.Method, next.MaxLevel, first.Method, first.MaxLevel, next.Step, r.ceiling, got, tc.raised)
+			}
+		})
+	}
+}

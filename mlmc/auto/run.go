@@ -668,11 +668,6 @@ func (r *runner) endStage(st *Stage, k int, start int64) {
 		st.TopBias = &TopBias{Level: r.tap.level, Draws: tb.n, MeanSq: tb.y, SE: tb.se, Share: nullable(share), Seen: tb.seen}
 	}
 	r.lastStage = r.used - start
-	// The stage's answer is the average of its iterates, not its last
-	// iterate, which sits at the step's noise floor above it (on a flat
-	// objective, a large share of the gap): the next stage measures the
-	// levels and runs from the answer, as the recorders read it.
-	copy(r.x, r.avg)
 	r.logf("auto stage %d: target %.3g, %s L=%d, step %.3g, %d samples, gap estimate %s: %s\n",
 		k+1, st.Target, r.plan.Method, r.plan.MaxLevel, r.step, r.used, fmtGap(float64(st.GapEstimate)), st.Why)
 }
@@ -1031,13 +1026,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 		} else {
 			stalls = 0
 		}
-		// A halving after which F at the average has not fallen beyond its
-		// noise did not meet the step's noise floor (halving the step
-		// halves the floor of the iterates, and their average follows):
-		// what holds the run is the bias of L, and more halvings only
-		// crawl. L is raised at once where it can be.
-		futile := stalls == 2 && halvingsFutile(unhalved, fUnhalved, f, noise) && p.MaxLevel+2 <= r.maxLevel()
-		if stalls == 2 && st.Halvings-halvings < maxStationaryHalvings && !futile {
+		if stalls == 2 && st.Halvings-halvings < maxStationaryHalvings {
 			// At the noise floor and no longer improving at two
 			// checkpoints in a row: halve the step, and the floor with it
 			// (a stationarity test).
@@ -1050,12 +1039,11 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			hist, stalls = hist[:0], 0
 			restartRaise()
 		} else if stalls == 2 && p.MaxLevel+2 <= r.maxLevel() {
-			// Stationary after every halving the stage allows, or after
-			// futile ones, its target not reached: what is left is the
-			// bias of L, which the measurement's noise hid. Two levels
-			// deeper, measured again, the step re-checked (Giles' test of
-			// the bias, read off the run rather than off the pilot's noisy
-			// means).
+			// Stationary after every halving the stage allows, its target
+			// not reached: what is left is the bias of L, which the
+			// measurement's noise hid. Two levels deeper, measured again,
+			// the step re-checked (Giles' test of the bias, read off the
+			// run rather than off the pilot's noisy means).
 			r.lFloor = max(r.lFloor, p.MaxLevel+2)
 			// Halvings that did not lower F at the average beyond its
 			// noise did not meet the step's noise floor: the check of the
@@ -1069,7 +1057,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			// fitted bias share by the ratio.
 			r.biasScale = max(r.biasScale, max(p.biasScale, 1)*biasScaleSeen(p.BiasShare, est))
 			if np, err := r.measure(fmt.Sprintf("a re-plan at %d samples, the stage stationary above its target", r.used), eps, pilot); err == nil {
-				halved, made := r.step, st.Halvings-halvings
+				halved := r.step
 				r.step = from
 				if err := r.recheckStep(np, pilot/2, eps, false); err != nil {
 					// The old plan runs on at the step it had.
@@ -1081,7 +1069,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 					r.plan, p, r.step = np, np, np.Step
 					r.lFloor = max(r.lFloor, np.MaxLevel)
 					st.Plans = append(st.Plans, np)
-					st.Notes = append(st.Notes, fmt.Sprintf("stationary above the target at %d samples after %d halvings: L raised to %d", r.used, made, np.MaxLevel))
+					st.Notes = append(st.Notes, fmt.Sprintf("stationary above the target at %d samples after %d halvings: L raised to %d", r.used, maxStationaryHalvings, np.MaxLevel))
 					biasGap = np.BiasShare
 					if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
 						biasGap = 0
@@ -1162,18 +1150,10 @@ func (r *runner) raiseStep(moving bool, est, est0 float64) bool {
 // halvings did not meet the step's noise floor, and a step 2^3 times too
 // small would crawl towards the new L's lower floor. Otherwise step.
 func stepForRaise(step, unhalved, fUnhalved, f, noise float64) float64 {
-	if halvingsFutile(unhalved, fUnhalved, f, noise) {
+	if unhalved > 0 && f >= fUnhalved-noise {
 		return unhalved
 	}
 	return step
-}
-
-// halvingsFutile says whether the stationarity test's halvings since the
-// plan last changed (from the step unhalved; 0: none) left F at the
-// average, fUnhalved before them and f now, where it was: not lower beyond
-// its noise. Then they did not meet the step's noise floor.
-func halvingsFutile(unhalved, fUnhalved, f, noise float64) bool {
-	return unhalved > 0 && f >= fUnhalved-noise
 }
 
 // biasScaleSeen is how many times a plan's fitted bias share the run

@@ -1,61 +1,6 @@
 package auto
 
-import (
-	"slices"
-	"testing"
-
-	"github.com/simclr-go/simclr/mlmc"
-	"github.com/simclr-go/simclr/mlmc/sgd"
-)
-
-// TestNextStageStartsAtAnswer: a stage's answer is the average of its
-// iterates, the point the recorders read when it ends; the next stage
-// measures its levels and runs from there, not from the last iterate,
-// which sits at the step's noise floor above the average (it threw the
-// run's answer back by the floor at every change of stage).
-func TestNextStageStartsAtAnswer(t *testing.T) {
-	p := synthetic(4, 1, 2, 1, func(s *mlmc.Synthetic) { s.Mb = 0.01 })
-	type point struct {
-		cost int64
-		x    []float64
-	}
-	var read []point
-	rec := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
-		if op == sgd.Stepped {
-			read = append(read, point{loc.Cost, slices.Clone(loc.X)})
-		}
-		return sgd.Continue
-	})
-	res, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 2_000_000}, Seed: 3}, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	for k := 1; k < len(res.Record.Stages); k++ {
-		end := res.Record.Stages[k-1].Samples
-		// The answer when stage k-1 ended: the last average read at or
-		// before its samples.
-		var answer []float64
-		for _, pt := range read {
-			if pt.cost <= end {
-				answer = pt.x
-			}
-		}
-		// Stage k's first measurement (or, without a pilot, its first
-		// chunk) begins where stage k-1 ended.
-		i := slices.IndexFunc(res.Segments, func(s Segment) bool { return !s.Probe && s.Base == end })
-		if answer == nil || i < 0 {
-			continue
-		}
-		checked++
-		if start := res.Segments[i].Start; !slices.Equal(start, answer) {
-			t.Errorf("stage %d starts at %v; stage %d's answer (the average of its iterates) was %v", k+1, start, k, answer)
-		}
-	}
-	if checked == 0 {
-		t.Fatalf("no change of stage to check:\n%s", res.Record.Summary())
-	}
-}
+import "testing"
 
 // TestCeilingBelongsToItsPlan: the step-too-small test never raises the
 // step to one the run has halved while the plan runs on, but a plan with

@@ -228,17 +228,15 @@ func replay(p *sgd.Problem, segs []auto.Segment) (time.Duration, error) {
 			total += cpuTime() - start
 			continue
 		}
-		stop := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
-			if op == sgd.Stepped && loc.Iter >= sg.Iterations {
-				return sgd.Stop
-			}
-			return sgd.Continue
-		})
-		set := sgd.Settings{X: slices.Clone(sg.Start), Budget: sg.Until, Base: sg.Base}
+		if sg.Iterations == 0 {
+			total += cpuTime() - start
+			continue
+		}
+		set := sgd.Settings{X: slices.Clone(sg.Start), Budget: sg.Until, Base: sg.Base, Iterations: sg.Iterations}
 		if !sg.Probe {
 			set.Average = &sgd.Average{X: slices.Clone(sg.Start)}
 		}
-		res, err := sgd.Minimize(p, inst, sg.Method, sgd.Constant(sg.Step), set, stop)
+		res, err := sgd.Minimize(p, inst, sg.Method, sgd.Constant(sg.Step), set)
 		if err != nil {
 			return 0, err
 		}

@@ -716,20 +716,24 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	// run's budget is a hard limit.
 	seg := Segment{Method: r.method(p), Step: step, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used, Until: r.s.Target.Budget}
 	avg := &sgd.Average{N: *n, X: r.avg}
-	stop := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
-		if op == sgd.Stepped {
-			r.iters++
-			r.cost = loc.Cost
-			r.relay.Send(op, r.iters, loc.Cost, r.avg, true)
-			if iters > 0 && loc.Iter >= iters || loc.Cost >= until {
-				return sgd.Stop
+	iters0 := r.iters
+	var recs []sgd.Recorder
+	if len(r.relay.Recs) > 0 {
+		// A query can cost a few hundred nanoseconds: without recorders
+		// to tell, the driver runs without a call per step.
+		recs = append(recs, sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
+			if op == sgd.Stepped {
+				r.iters = iters0 + loc.Iter
 			}
+			r.relay.Send(op, r.iters, loc.Cost, r.avg, op == sgd.Stepped)
 			return sgd.Continue
-		}
-		r.relay.Send(op, r.iters, loc.Cost, r.avg, false)
-		return sgd.Continue
-	})
-	res, err := sgd.Minimize(r.p, inst, seg.Method, sgd.Constant(step), sgd.Settings{X: r.x, Budget: r.s.Target.Budget, Base: r.used, Average: avg}, stop)
+		}))
+	}
+	res, err := sgd.Minimize(r.p, inst, seg.Method, sgd.Constant(step), sgd.Settings{X: r.x, Budget: r.s.Target.Budget, Base: r.used, Average: avg, StopAt: until, Iterations: iters}, recs...)
+	r.iters = iters0 + res.Iterations
+	if res.Iterations > 0 {
+		r.cost = res.Cost
+	}
 	*n = avg.N
 	if err != nil {
 		return false, fmt.Errorf("auto: %w", err)
@@ -1372,7 +1376,7 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 			return fmt.Errorf("auto: step rule: make the oracle: %w", err)
 		}
 		m := sgd.Method{Kind: p.Kind, Config: p.configAt(ls, seed)}
-		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(g), sgd.Settings{X: r.x, Budget: share}, stopAt(share-worst))
+		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(g), sgd.Settings{X: r.x, Budget: share, StopAt: share - worst})
 		if err != nil {
 			return fmt.Errorf("auto: step rule: %w", err)
 		}
@@ -1432,18 +1436,6 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 	return nil
 }
 
-// stopAt ends a short run after the step whose samples reach until: the
-// run's budget is until plus the costliest iteration, and no estimate
-// beyond it is drawn and dropped.
-func stopAt(until int64) sgd.Recorder {
-	return sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
-		if op == sgd.Stepped && loc.Cost >= until {
-			return sgd.Stop
-		}
-		return sgd.Continue
-	})
-}
-
 // stepsPastBest is how many candidates in a row, each smaller than the
 // best so far and clearly above it, end the step search.
 const stepsPastBest = 2
@@ -1499,7 +1491,7 @@ func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) err
 			return fmt.Errorf("auto: step check: make the oracle: %w", err)
 		}
 		m := sgd.Method{Kind: p.Kind, Config: p.configAt(ls, r.seed(0xc4ed))}
-		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(p.Step), sgd.Settings{X: r.x, Budget: budget / 4}, stopAt(budget/4-worst))
+		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(p.Step), sgd.Settings{X: r.x, Budget: budget / 4, StopAt: budget/4 - worst})
 		if err != nil {
 			return fmt.Errorf("auto: step check: %w", err)
 		}

@@ -200,6 +200,13 @@ type Settings struct {
 	// Average, when set, takes in every iterate after its step, before
 	// the recorders hear of it (it may carry on from an earlier run).
 	Average *Average
+	// StopAt, when positive, ends the run after the step whose cost (Base
+	// included) reaches it: a run in chunks takes the step of every
+	// estimate it draws, where one that Budget stops draws an estimate
+	// and drops it.
+	StopAt int64
+	// Iterations, when positive, ends the run after that many steps.
+	Iterations int
 }
 
 // Average is the weighted average of the iterates x_1..x_N that Add has
@@ -377,7 +384,7 @@ func (r *Run) Next() (bool, error) {
 	case !Finite(x) || st == Diverge:
 		res.Diverged = true
 		return false, nil
-	case st == Stop:
+	case st == Stop || r.s.StopAt > 0 && cost >= r.s.StopAt || r.s.Iterations > 0 && loc.Iter >= r.s.Iterations:
 		res.Stopped = true
 		return false, nil
 	}

@@ -47,21 +47,28 @@ func TestMinimizeByHand(t *testing.T) {
 		budget    int64
 		precond   float64 // 0: none
 		clampAt   float64 // 0: no projection
+		stopAt    int64   // 0: none
+		iters     int     // 0: no limit
 		wantX     float64
 		wantIters int
 		wantCost  int64
 		wantDrawn int64
 	}{
 		// x_t = 0.5^t; 10 iterations of 1 sample.
-		{"constant step", 1, Constant(0.5), 10, 0, 0, math.Pow(0.5, 10), 10, 10, 11},
+		{"constant step", 1, Constant(0.5), 10, 0, 0, 0, 0, math.Pow(0.5, 10), 10, 10, 11},
 		// 2 samples a draw: the 4th estimate (cost 8) passes 7 and is not taken.
-		{"budget between draws", 2, Constant(0.5), 7, 0, 0, 0.125, 3, 6, 8},
+		{"budget between draws", 2, Constant(0.5), 7, 0, 0, 0, 0, 0.125, 3, 6, 8},
+		// Stopped after the step whose cost reaches 7: the 4th (cost 8) is
+		// taken, no estimate is drawn beyond it.
+		{"stop at a cost", 2, Constant(0.5), 100, 0, 0, 7, 0, 0.0625, 4, 8, 8},
+		// Stopped after 3 steps, no estimate drawn beyond them.
+		{"stop after iterations", 1, Constant(0.5), 100, 0, 0, 0, 3, 0.125, 3, 3, 3},
 		// step_t = 0.5/(1 + t): x = 1 x 0.5 x 0.75 x (1 - 1/6).
-		{"decaying step", 1, Decay{Step0: 0.5, T0: 1}, 3, 0, 0, 0.5 * 0.75 * (1 - 1.0/6), 3, 3, 4},
+		{"decaying step", 1, Decay{Step0: 0.5, T0: 1}, 3, 0, 0, 0, 0, 0.5 * 0.75 * (1 - 1.0/6), 3, 3, 4},
 		// d = 2 with step 0.25 is step 0.5.
-		{"preconditioned", 1, Constant(0.25), 4, 2, 0, 0.0625, 4, 4, 5},
+		{"preconditioned", 1, Constant(0.25), 4, 2, 0, 0, 0, 0.0625, 4, 4, 5},
 		// Projected onto x >= 0.2: 0.5, 0.25, then 0.2 for good.
-		{"projected", 1, Constant(0.5), 6, 0, 0.2, 0.2, 6, 6, 7},
+		{"projected", 1, Constant(0.5), 6, 0, 0.2, 0, 0, 0.2, 6, 6, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, inst := exactProblem(tc.cost)
@@ -71,11 +78,11 @@ func TestMinimizeByHand(t *testing.T) {
 			if tc.clampAt > 0 {
 				p.Project = func(x []float64) { x[0] = math.Max(x[0], tc.clampAt) }
 			}
-			res, err := Minimize(p, inst, lsgd, tc.sched, Settings{Budget: tc.budget, Value: value})
+			res, err := Minimize(p, inst, lsgd, tc.sched, Settings{Budget: tc.budget, Value: value, StopAt: tc.stopAt, Iterations: tc.iters})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if math.Abs(res.X[0]-tc.wantX) > 1e-15 || res.Iterations != tc.wantIters || res.Cost != tc.wantCost || res.Drawn != tc.wantDrawn || res.Diverged || res.Stopped {
+			if math.Abs(res.X[0]-tc.wantX) > 1e-15 || res.Iterations != tc.wantIters || res.Cost != tc.wantCost || res.Drawn != tc.wantDrawn || res.Diverged || res.Stopped != (tc.stopAt > 0 || tc.iters > 0) {
 				t.Errorf("x %v after %d iterations, cost %d, drawn %d (diverged %v, stopped %v); want %v, %d, %d, %d",
 					res.X[0], res.Iterations, res.Cost, res.Drawn, res.Diverged, res.Stopped, tc.wantX, tc.wantIters, tc.wantCost, tc.wantDrawn)
 			}

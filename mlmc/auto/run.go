@@ -422,10 +422,27 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 		return nil, nil
 	}
 	m := Measurement{Report: rep, Samples: co.samples, Queries: reportQueries(rep)}
+	seg := len(r.segments)
 	r.segments = append(r.segments, Segment{Pilot: &m, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used - m.Samples, Until: r.used})
-	gradNorm := GradNorm(rep)
-	p, err := ChooseFrom(rep, at, m.Samples, gradNorm, Target{Gap: eps, Budget: r.s.Target.Budget}, r.s.Rules, inst.Oracle.MaxLevel(), r.lFloor)
+	t := Target{Gap: eps, Budget: r.s.Target.Budget}
+	p, err := ChooseFrom(rep, at, m.Samples, GradNorm(rep), t, r.s.Rules, inst.Oracle.MaxLevel(), r.lFloor)
 	if err != nil || !p.Degenerate {
+		return nil, nil
+	}
+	// |grad F(x0)| scales every later plan's bias share (squared): read
+	// on twice the pilot's minimum draws of the cheapest level, not on
+	// the glance's few of its top one.
+	before := co.samples
+	gradNorm, err := gradNormAt(co, r.s.MinLevel, 2*r.s.MinDraws, len(r.x))
+	r.used += co.samples - before
+	r.pilot += co.samples - before
+	m.Samples = co.samples
+	m.Queries = append(m.Queries, LevelQueries{Level: r.s.MinLevel, Draws: 2 * r.s.MinDraws})
+	r.segments[seg].Until = r.used
+	if err != nil || !(gradNorm > 0) {
+		return nil, nil
+	}
+	if p, err = ChooseFrom(rep, at, m.Samples, gradNorm, t, r.s.Rules, inst.Oracle.MaxLevel(), r.lFloor); err != nil || !p.Degenerate {
 		return nil, nil
 	}
 	r.gradNorm0 = gradNorm
@@ -433,6 +450,36 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 		r.kappa = r.noiseShare(inst, ops)
 	}
 	return p, nil
+}
+
+// gradNormAt is |mean h^level|^2 - Var/n over n draws of o, square-rooted
+// (an estimate of |grad F| at o's point without the noise's upward bias).
+func gradNormAt(o mlmc.Oracle[[]float64], level, n, dim int) (float64, error) {
+	sum, g := make([]float64, dim), make([]float64, dim)
+	sq := 0.0
+	for range n {
+		s, _, err := o.Draw(level)
+		if err != nil {
+			return 0, err
+		}
+		clear(g)
+		err = o.Eval(s, mlmc.Current, false, 1, g)
+		o.Release(s)
+		if err != nil {
+			return 0, err
+		}
+		for i, v := range g {
+			sum[i] += v
+			sq += v * v
+		}
+	}
+	k := float64(n)
+	m2 := 0.0
+	for _, v := range sum {
+		m2 += (v / k) * (v / k)
+	}
+	v := math.Max((sq-k*m2)/(k-1), 0)
+	return math.Sqrt(math.Max(m2-v/k, 0)), nil
 }
 
 // noiseShare is the share of the gradient noise that sets the noise floor:

@@ -430,14 +430,16 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 		return nil, nil
 	}
 	// |grad F(x0)| scales every later plan's bias share (squared): read
-	// on twice the pilot's minimum draws of the cheapest level, not on
-	// the glance's few of its top one.
+	// on the pilot's minimum draws of the glance's top level, the least
+	// biased it measured (where the H^l vanish only in the draws made, as
+	// at a queue's empty start, the levels are not one), not on the
+	// glance's half of them.
 	before := co.samples
-	gradNorm, err := gradNormAt(co, r.s.MinLevel, 2*r.s.MinDraws, len(r.x))
+	gradNorm, err := gradNormAt(co, top, r.s.MinDraws, len(r.x))
 	r.used += co.samples - before
 	r.pilot += co.samples - before
 	m.Samples = co.samples
-	m.Queries = append(m.Queries, LevelQueries{Level: r.s.MinLevel, Draws: 2 * r.s.MinDraws})
+	m.Queries = append(m.Queries, LevelQueries{Level: top, Draws: r.s.MinDraws})
 	r.segments[seg].Until = r.used
 	if err != nil || !(gradNorm > 0) {
 		return nil, nil

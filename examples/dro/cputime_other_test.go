@@ -6,6 +6,9 @@ import "time"
 
 var clockStart = time.Now()
 
-// cpuTime falls back to the wall clock where the process's CPU time is not
-// at hand.
-func cpuTime() time.Duration { return time.Since(clockStart) }
+// readClocks falls back to the wall clock, for both, where the CPU clocks
+// are not at hand.
+func readClocks() cpuClocks {
+	d := time.Since(clockStart)
+	return cpuClocks{d, d}
+}

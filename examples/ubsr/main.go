@@ -182,6 +182,10 @@ func parse(args []string) (settings, error) {
 	if s.FirstSeed < 1 {
 		return s, fmt.Errorf("--first-seed 0: seeds start at 1")
 	}
+	if last := s.FirstSeed + uint64(max(s.Trials, 1)) - 1; s.FirstSeed <= 1000+uint64(max(s.TuningSeeds, 1)) && last >= 1001 {
+		return s, fmt.Errorf("--first-seed %d with --trials %d: the reported seeds %d..%d meet the tuning seeds 1001..%d; give seeds below 1001 or above %d",
+			s.FirstSeed, s.Trials, s.FirstSeed, last, 1000+max(s.TuningSeeds, 1), 1000+max(s.TuningSeeds, 1))
+	}
 	if (s.Run || s.Auto) && (s.Budget < 1 || s.Trials < 1 || s.Workers < 1) {
 		return s, fmt.Errorf("--budget %d, --trials %d, --workers %d: each must be positive", s.Budget, s.Trials, s.Workers)
 	}

@@ -47,6 +47,9 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--instance", "student-t-20", "--reference-floor", "-1"}, "--reference-floor -1"},
 		{[]string{"--reference-floor", "2"}, "--reference-floor goes alone with --instance student-t-20"},
 		{[]string{"--instance", "student-t-20", "--reference-floor", "2", "--levels"}, "--reference-floor goes alone"},
+		{[]string{"--method", "auto", "--first-seed", "0"}, "--first-seed 0"},
+		{[]string{"--method", "auto", "--first-seed", "995"}, "meet the tuning seeds 1001..1003"},
+		{[]string{"--method", "auto", "--first-seed", "1002", "--trials", "1"}, "meet the tuning seeds"},
 	} {
 		if _, err := parse(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)

@@ -1,6 +1,7 @@
 package auto
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -325,5 +326,46 @@ func TestStepTooSmallRaised(t *testing.T) {
 		if f, _ := p.Objective(res.X); f/f0 > 0.01 {
 			t.Errorf("seed %d: final gap %.3g, want at most 0.01:\n%s", seed, f/f0, res.Record.Summary())
 		}
+	}
+}
+
+// failingAfter is mlmc.Synthetic whose draws fail after a number of them
+// across the run's oracles: an oracle that breaks mid-run.
+type failingAfter struct {
+	*mlmc.Synthetic
+	left *int
+}
+
+func (f failingAfter) Draw(l int) (mlmc.Sample, int64, error) {
+	if *f.left <= 0 {
+		return nil, 0, errors.New("the oracle broke")
+	}
+	*f.left--
+	return f.Synthetic.Draw(l)
+}
+
+// TestOracleErrorMidRun: an oracle error in the middle of a stage ends
+// the run, not the process: the run returns its answer so far, and its
+// record says why it stopped.
+func TestOracleErrorMidRun(t *testing.T) {
+	p := synthetic(3, 1, 2, 1, nil)
+	left := 10_000
+	inner := p.NewOracle
+	p.NewOracle = func(seed uint64) (sgd.Instance, error) {
+		inst, err := inner(seed)
+		if err != nil {
+			return inst, err
+		}
+		inst.Oracle = failingAfter{inst.Oracle.(*mlmc.Synthetic), &left}
+		return inst, nil
+	}
+	// Past the pilots and the step search (about 3,000 samples here), in
+	// the first stage's run.
+	res, err := Run(p, Settings{Target: Target{Gap: 1e-3, Budget: 4_000_000}, Seed: 1})
+	if err != nil {
+		t.Fatalf("error %v, want the run's answer so far with the oracle's error in its record", err)
+	}
+	if !strings.Contains(res.Record.Stopped, "the oracle broke") {
+		t.Errorf("the run stopped because %q, want the oracle's error", res.Record.Stopped)
 	}
 }

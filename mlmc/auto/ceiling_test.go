@@ -54,3 +54,30 @@ func TestCeilingBelongsToItsPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedTakeOverKeepsCeiling: a step rule that fails for a new plan
+// (here every candidate's share too small to run) leaves the last plan
+// running, and its ceiling with it.
+func TestFailedTakeOverKeepsCeiling(t *testing.T) {
+	p := synthetic(4, 1, 2, 1, nil)
+	s, _ := Settings{Target: Target{Gap: 1e-2, Budget: 4_000_000}, Seed: 5}.withDefaults()
+	r := newTestRunner(p, s)
+	first, err := r.measure("x0", 0.1, 40_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Step = 0.01
+	r.plan, r.step = first, first.Step
+	r.lowerCeiling(0.02)
+	r.lFloor = first.MaxLevel + 2
+	np, err := r.measure("a re-plan", 0.1, 40_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.chooseStep(np, s.Steps, 10, 0.1); err == nil {
+		t.Fatal("a step search of 10 samples succeeded: the test needs it to fail")
+	}
+	if r.ceiling != 0.02 {
+		t.Errorf("ceiling %g after the failed step search, want the last plan's 0.02", r.ceiling)
+	}
+}

@@ -193,9 +193,12 @@ type Result struct {
 
 // Segment is one part of a run: an estimator run from Start for
 // Iterations steps of Step (on the problem's oracle made with OracleSeed,
-// within the samples Base..Until; the driver averaging its iterates unless
-// Probe: a step candidate's or a step check's short run), or, where Pilot
-// is set, a pilot measurement.
+// from Base samples on with Until the budget it ran under (the driver's
+// hard limit; the run ended by its iterations before it); the driver
+// averaging its iterates unless Probe: a step candidate's or a step
+// check's short run), or, where Pilot is set, a pilot measurement (a
+// glance at x0 whose measurement failed holds its samples, not its
+// queries).
 type Segment struct {
 	Method      sgd.Method
 	Step        float64
@@ -346,7 +349,9 @@ func (r *runner) pilotBudget(k int) int64 {
 }
 
 // measure measures the levels at x within budget samples and makes the
-// plan for target gap eps, its L at least the floor.
+// plan for target gap eps, its L at least the floor. The run's first
+// measurement glances at x0 first and, where every H^l vanishes there,
+// returns the glance's plan.
 func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 	oracleSeed := r.seed(0x91107)
 	inst, err := r.p.NewOracle(oracleSeed)
@@ -397,8 +402,10 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 // draws at the three cheapest levels, enough to tell a start where every
 // H^l vanishes (a user's x0 = 0 often is one: no bias can be seen there,
 // and the plan is L-SGD at the minimum level until the levels are
-// measured again away from it), which a full measurement would only
-// confirm at twice the cost. Elsewhere it returns no plan, and the full
+// measured again away from it) at less than a full measurement's cost.
+// The verdict rests on the two corrections it draws, not on the dozen
+// levels a measurement may reach; it is never final, as no degenerate
+// verdict is: the levels are measured again after the step search. Elsewhere it returns no plan, and the full
 // measurement follows on draws of its own: the glance's samples are
 // counted and its H^l are not pooled with the measurement's.
 func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Float64Ops) (*Plan, error) {
@@ -419,6 +426,7 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 	r.pilot += co.samples
 	if err != nil {
 		// Its samples are spent; the full measurement says what is wrong.
+		r.segments = append(r.segments, Segment{Pilot: &Measurement{Samples: co.samples}, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used - co.samples, Until: r.used})
 		return nil, nil
 	}
 	m := Measurement{Report: rep, Samples: co.samples, Queries: reportQueries(rep)}
@@ -733,10 +741,10 @@ func (r *runner) method(p *Plan) sgd.Method {
 	return sgd.Method{Kind: p.Kind, Config: p.Config(r.seed(0xe57))}
 }
 
-// chunk runs the plan from r.x for at most until samples (and at most
-// iters iterations when positive) on a fresh oracle, passing each step's
-// average of the stage's iterates on; it returns whether the iterate
-// stayed finite.
+// chunk runs the plan from r.x until the step whose samples reach until
+// (or iters iterations when positive; never past the run's budget) on a
+// fresh oracle, passing each step's average of the stage's iterates on;
+// it returns whether the iterate stayed finite.
 func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	until = min(until, r.s.Target.Budget)
 	if r.used >= until {
@@ -779,13 +787,13 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 		}))
 	}
 	res, err := sgd.Minimize(r.p, inst, seg.Method, sgd.Constant(step), sgd.Settings{X: r.x, Budget: r.s.Target.Budget, Base: r.used, Average: avg, StopAt: until, Iterations: iters}, recs...)
-	r.iters = iters0 + res.Iterations
-	if res.Iterations > 0 {
-		r.cost = res.Cost
-	}
 	*n = avg.N
 	if err != nil {
 		return false, fmt.Errorf("auto: %w", err)
+	}
+	r.iters = iters0 + res.Iterations
+	if res.Iterations > 0 {
+		r.cost = res.Cost
 	}
 	seg.Iterations = res.Iterations
 	r.segments = append(r.segments, seg)
@@ -1155,10 +1163,18 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 // level's inner samples double; the stationarity test's halvings that
 // end in a deeper L were the bias's doing, not the step's). Left in place,
 // a ceiling set while the first plan's iterates settled holds every later
-// plan's step below it for the rest of the run.
-func (r *runner) takeOver(p *Plan) {
+// plan's step below it for the rest of the run. The function it returns,
+// deferred with the step rule's error, puts the ceiling back where the
+// rule failed: the last plan then runs on, and its ceiling with it.
+func (r *runner) takeOver(p *Plan) func(*error) {
+	saved := r.ceiling
 	if r.plan == nil || p.Kind != r.plan.Kind || p.MaxLevel != r.plan.MaxLevel {
 		r.ceiling = 0
+	}
+	return func(err *error) {
+		if *err != nil {
+			r.ceiling = saved
+		}
 	}
 }
 
@@ -1178,7 +1194,8 @@ func (r *runner) lowerCeiling(step float64) {
 // slowest rate auto assumes (the gap as 1/samples) without reaching its
 // noise floor, which a smaller step's noise floor would not explain: the
 // step is what holds it. It is raised a notch of the step grid (a factor
-// sqrt(10)), never to or above a step the run has halved; where the raise
+// sqrt(10)), never to or above a step the run has halved since its plan
+// took over; where the raise
 // is too much, the stationarity test or the safeguard halve it. The step
 // search scores its candidates on a few dozen iterations, where a
 // transient of the first steps (the objective first rising at the steps
@@ -1348,7 +1365,8 @@ func (p *Plan) configAt(ls int, seed uint64) mlmc.Config {
 // chooseStep is the step rule, run for every new method: from the current
 // x, each candidate runs the plan's estimator on the same draws for an
 // equal share of budget samples and is scored by the objective where it
-// ends; the lowest score wins, ties within twice their standard error
+// ends (the largest first; scoreSteps stops where smaller ones cannot
+// win); the lowest score wins, ties within twice their standard error
 // going to the smaller step, and the step is one notch (a factor
 // sqrt(10)) below it, since a short run favours steps too large for a
 // long one. Then the variance cap: the step's noise floor, step x Var / 4
@@ -1356,8 +1374,8 @@ func (p *Plan) configAt(ls int, seed uint64) mlmc.Config {
 // estimates (noiseVar), is at most eps x the drop the candidates
 // measured. The run continues from where the winning candidate ended:
 // its samples are spent.
-func (r *runner) chooseStep(p *Plan, steps []float64, budget int64, eps float64) error {
-	r.takeOver(p)
+func (r *runner) chooseStep(p *Plan, steps []float64, budget int64, eps float64) (err error) {
+	defer r.takeOver(p)(&err)
 	fx, _ := r.s.Score(r.x)
 	from := slices.Clone(r.x)
 	for try := 0; ; try++ {
@@ -1386,6 +1404,14 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64, eps float64)
 
 // scoreSteps runs and scores the step candidates (chooseStep).
 func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64) error {
+	// Largest first: on the same draws a short run's end falls as the
+	// step grows towards the best and rises again beyond it, so once two
+	// smaller candidates in a row end clearly (beyond the ties' 2 s.e.)
+	// above the best so far, the smaller ones, which move less still,
+	// cannot win: they are not run.
+	steps = slices.Clone(steps)
+	slices.SortFunc(steps, func(a, b float64) int { return cmp.Compare(b, a) })
+	p.Steps = p.Steps[:0]
 	share := budget / int64(len(steps))
 	ls, worst, ok := p.stepLevel(share)
 	if !ok {
@@ -1403,19 +1429,12 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 	}
 	p.StepLevel = ls
 	x, prev := slices.Clone(r.x), slices.Clone(r.x)
-	// Largest first: on the same draws a short run's end falls as the
-	// step grows towards the best and rises again beyond it, so once two
-	// smaller candidates in a row end clearly (beyond the ties' 2 s.e.)
-	// above the best so far, the smaller ones, which move less still,
-	// cannot win: they are not run.
-	steps = slices.Clone(steps)
-	slices.SortFunc(steps, func(a, b float64) int { return cmp.Compare(b, a) })
 	ends := make([][]float64, len(steps))
 	seed := r.seed(0x57e9)
 	var spent int64
 	worse := 0
 	for ci, g := range steps {
-		if worse == stepsPastBest {
+		if worse >= stepsPastBest {
 			break
 		}
 		copy(x, r.x)
@@ -1425,7 +1444,7 @@ func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64)
 			return fmt.Errorf("auto: step rule: make the oracle: %w", err)
 		}
 		m := sgd.Method{Kind: p.Kind, Config: p.configAt(ls, seed)}
-		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(g), sgd.Settings{X: r.x, Budget: share, StopAt: share - worst})
+		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(g), sgd.Settings{X: r.x, Budget: share, StopAt: max(share-worst, 1)})
 		if err != nil {
 			return fmt.Errorf("auto: step rule: %w", err)
 		}
@@ -1508,8 +1527,8 @@ func bestStep(scores []StepScore) int {
 // ten times F(x0) - F (near the optimum a short run's last iterate sits at
 // its noise floor, above F), the run continuing from where the last check
 // ended.
-func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) error {
-	r.takeOver(p)
+func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) (err error) {
+	defer r.takeOver(p)(&err)
 	p.Step = r.step
 	p.Reasons.Step = fmt.Sprintf("the last step %.3g, re-checked for the new method", r.step)
 	f, _ := r.s.Score(r.x)
@@ -1540,7 +1559,7 @@ func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) err
 			return fmt.Errorf("auto: step check: make the oracle: %w", err)
 		}
 		m := sgd.Method{Kind: p.Kind, Config: p.configAt(ls, r.seed(0xc4ed))}
-		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(p.Step), sgd.Settings{X: r.x, Budget: budget / 4, StopAt: budget/4 - worst})
+		res, err := sgd.Minimize(r.p, inst, m, sgd.Constant(p.Step), sgd.Settings{X: r.x, Budget: budget / 4, StopAt: max(budget/4-worst, 1)})
 		if err != nil {
 			return fmt.Errorf("auto: step check: %w", err)
 		}
@@ -1557,6 +1576,11 @@ func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) err
 			return nil
 		}
 		p.Step /= 2
+		// Halved for instability, not noise: a later plan's raise (the
+		// uncapped rule) never climbs back above it.
+		if p.uncapped > p.Step {
+			p.uncapped = p.Step
+		}
 		p.Reasons.Step += fmt.Sprintf("; halved to %.3g: a short run left F's domain or rose above F(x0)", p.Step)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package auto
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"testing"
@@ -75,7 +76,7 @@ func TestGlanceAtDegenerateStart(t *testing.T) {
 func TestStepSearchStopsPastBest(t *testing.T) {
 	p := synthetic(3, 1, 2, 1, nil)
 	s, _ := Settings{Target: Target{Gap: 0.01, Budget: 1_000_000}, Seed: 2}.withDefaults()
-	const budget = 13 * 400
+	budget := int64(len(s.Steps)) * 400
 	search := func(steps []float64, budget int64) *Plan {
 		r := newTestRunner(p, s)
 		plan, err := r.measure("x0", 0.1, 2000)
@@ -107,8 +108,10 @@ func TestStepSearchStopsPastBest(t *testing.T) {
 	if best > ran-1-stepsPastBest || !clearly(plan.Steps[ran-1]) || !clearly(plan.Steps[ran-2]) {
 		t.Errorf("stopped after %+v with the best at %d: want two clearly worse in a row last", plan.Steps, best)
 	}
-	rest := s.Steps[ran:] // s.Steps is descending
-	others := search(rest, budget/13*int64(len(rest)))
+	desc := slices.Clone(s.Steps)
+	slices.SortFunc(desc, func(a, b float64) int { return cmp.Compare(b, a) })
+	rest := desc[ran:]
+	others := search(rest, budget/int64(len(desc))*int64(len(rest)))
 	for _, sc := range others.Steps {
 		if !clearly(sc) {
 			t.Errorf("candidate %.3g, not run, ends at %.6g, not clearly above the best %.6g (step %.3g)",
@@ -146,6 +149,8 @@ func TestStepRaisedAfterCap(t *testing.T) {
 		{"capped, 500 times less noise: up to the uncapped step", 0.1, 500, 0.1},
 		{"not capped", 0, 50, 0.001},
 		{"capped, a noisier plan", 0.1, 0.5, 0.001},
+		{"capped, the last plan's variance unknown", 0.1, math.NaN(), 0.001},
+		{"capped, the last plan's variance zero", 0.1, 0, 0.001},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := synthetic(3, 1, 2, 1, nil)

@@ -63,6 +63,9 @@ func TestMinimizeByHand(t *testing.T) {
 		{"stop at a cost", 2, Constant(0.5), 100, 0, 0, 7, 0, 0.0625, 4, 8, 8},
 		// Stopped after 3 steps, no estimate drawn beyond them.
 		{"stop after iterations", 1, Constant(0.5), 100, 0, 0, 0, 3, 0.125, 3, 3, 3},
+		// StopAt above the budget: the budget ends the run first, as
+		// without it (the 4th estimate, cost 8, passes 7 and is dropped).
+		{"stop beyond the budget", 2, Constant(0.5), 7, 0, 0, 50, 0, 0.125, 3, 6, 8},
 		// step_t = 0.5/(1 + t): x = 1 x 0.5 x 0.75 x (1 - 1/6).
 		{"decaying step", 1, Decay{Step0: 0.5, T0: 1}, 3, 0, 0, 0, 0, 0.5 * 0.75 * (1 - 1.0/6), 3, 3, 4},
 		// d = 2 with step 0.25 is step 0.5.
@@ -82,7 +85,7 @@ func TestMinimizeByHand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if math.Abs(res.X[0]-tc.wantX) > 1e-15 || res.Iterations != tc.wantIters || res.Cost != tc.wantCost || res.Drawn != tc.wantDrawn || res.Diverged || res.Stopped != (tc.stopAt > 0 || tc.iters > 0) {
+			if math.Abs(res.X[0]-tc.wantX) > 1e-15 || res.Iterations != tc.wantIters || res.Cost != tc.wantCost || res.Drawn != tc.wantDrawn || res.Diverged || res.Stopped != (tc.stopAt > 0 && tc.stopAt <= tc.budget || tc.iters > 0) {
 				t.Errorf("x %v after %d iterations, cost %d, drawn %d (diverged %v, stopped %v); want %v, %d, %d, %d",
 					res.X[0], res.Iterations, res.Cost, res.Drawn, res.Diverged, res.Stopped, tc.wantX, tc.wantIters, tc.wantCost, tc.wantDrawn)
 			}
@@ -288,5 +291,19 @@ func TestAverageOfAnotherLength(t *testing.T) {
 	_, err := Minimize(p, inst, lsgd, Constant(0.5), Settings{Budget: 3, Average: &Average{X: make([]float64, 2)}})
 	if err == nil || !strings.Contains(err.Error(), "Settings.Average") {
 		t.Fatalf("error %v; want one naming Settings.Average", err)
+	}
+}
+
+// TestStopAtCountsBase: StopAt is a cost with Base in it, as Budget is: a
+// run that carries on from 10 samples spent and stops at 13 takes the
+// three steps of one sample that reach it.
+func TestStopAtCountsBase(t *testing.T) {
+	p, inst := exactProblem(1)
+	res, err := Minimize(p, inst, lsgd, Constant(0.5), Settings{Budget: 100, Base: 10, StopAt: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Iterations != 3 || res.Cost != 13 || res.Drawn != 13 || !res.Stopped {
+		t.Errorf("%d iterations, cost %d, drawn %d, stopped %v; want 3, 13, 13, true", res.Iterations, res.Cost, res.Drawn, res.Stopped)
 	}
 }

@@ -121,8 +121,11 @@ func TestStepSearchStopsPastBest(t *testing.T) {
 }
 
 // TestBiasFitPowers: the fit's powers, built level by level and by
-// squaring, agree with 2^(-a n) to rounding over the grid's rates and the
-// levels a plan reaches, below the first fitted level included.
+// squaring, agree to rounding with 2^(-a n) over the grid's rates; and the
+// fit of levels 1..8 (level 4's variance not finite, so a gap in the
+// levels fitted) gives the amplitudes and bias bounds of the formulas
+// with an exponential per level, A(a) = sum w y x / sum w x^2 with
+// x = 2^(-2a(l - l1)), and sqrt(A_up) 2^(-a(L + 1 - l1)) / (1 - 2^-a).
 func TestBiasFitPowers(t *testing.T) {
 	for _, a := range []float64{-1, -0.37, 0, 0.01, 0.5, 1.23, 4} {
 		for n := -3; n <= 40; n++ {
@@ -130,6 +133,42 @@ func TestBiasFitPowers(t *testing.T) {
 			if math.Abs(got-want) > 1e-13*want {
 				t.Errorf("powInt(2^-%g, %d) = %.17g, want %.17g", a, n, got, want)
 			}
+		}
+	}
+	var levels []mlmc.LevelStat
+	for l := 1; l <= 8; l++ {
+		v := 4 * math.Exp2(-1.5*float64(l))
+		if l == 4 {
+			v = math.Inf(1)
+		}
+		levels = append(levels, mlmc.LevelStat{Level: l, Draws: 64, MeanNorm: 0.8 * math.Exp2(-0.9*float64(l)) * (1 + 0.1*math.Sin(float64(l))), Var: v})
+	}
+	f, err := fitBias(levels, 1.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range f.grid {
+		var sff, syf float64
+		for k, l := range f.ls {
+			x := math.Exp2(-2 * a * (l - f.l1))
+			sff += f.ws[k] * x * x
+			syf += f.ws[k] * f.ys[k] * x
+		}
+		if want := math.Max(syf/sff, 0); math.Abs(f.amp[i]-want) > 1e-12*math.Max(want, 1e-300) {
+			t.Fatalf("a = %.2f: amplitude %.17g, want %.17g", a, f.amp[i], want)
+		}
+	}
+	minChi := slices.Min(f.chi2)
+	for L := 0; L <= 12; L++ {
+		want := 0.0
+		for i, a := range f.grid {
+			if a < f.low || f.chi2[i] > minChi+4 {
+				continue
+			}
+			want = math.Max(want, math.Sqrt(math.Max(f.amp[i], 0)+2*f.ase[i])*math.Exp2(-a*(float64(L+1)-f.l1))/(1-math.Exp2(-a)))
+		}
+		if got := f.bias(L); want == 0 || math.Abs(got-want) > 1e-12*want {
+			t.Errorf("bias(%d) = %.17g, want %.17g", L, got, want)
 		}
 	}
 }

@@ -19,17 +19,7 @@ func TestCeilingBelongsToItsPlan(t *testing.T) {
 		{"L two levels deeper: the halving no longer holds", 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := synthetic(4, 1, 2, 1, nil)
-			s, _ := Settings{Target: Target{Gap: 1e-2, Budget: 4_000_000}, Seed: 5}.withDefaults()
-			r := newTestRunner(p, s)
-			first, err := r.measure("x0", 0.1, 40_000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first.Step = 0.01
-			r.plan, r.step = first, first.Step
-			// The stationarity test halved 0.02 to 0.01.
-			r.lowerCeiling(0.02)
+			r, first := halvedRunner(t)
 			next := *first
 			if tc.deeper > 0 {
 				r.lFloor = first.MaxLevel + tc.deeper
@@ -59,9 +49,26 @@ func TestCeilingBelongsToItsPlan(t *testing.T) {
 // (here every candidate's share too small to run) leaves the last plan
 // running, and its ceiling with it.
 func TestFailedTakeOverKeepsCeiling(t *testing.T) {
-	p := synthetic(4, 1, 2, 1, nil)
+	r, first := halvedRunner(t)
+	r.lFloor = first.MaxLevel + 2
+	np, err := r.measure("a re-plan", 0.1, 40_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.chooseStep(np, r.s.Steps, 10, 0.1); err == nil {
+		t.Fatal("a step search of 10 samples succeeded: the test needs it to fail")
+	}
+	if r.ceiling != 0.02 {
+		t.Errorf("ceiling %g after the failed step search, want the last plan's 0.02", r.ceiling)
+	}
+}
+
+// halvedRunner is a runner on a synthetic problem whose plan, measured at
+// x0, runs at step 0.01 after the stationarity test halved 0.02.
+func halvedRunner(t *testing.T) (*runner, *Plan) {
+	t.Helper()
 	s, _ := Settings{Target: Target{Gap: 1e-2, Budget: 4_000_000}, Seed: 5}.withDefaults()
-	r := newTestRunner(p, s)
+	r := newTestRunner(synthetic(4, 1, 2, 1, nil), s)
 	first, err := r.measure("x0", 0.1, 40_000)
 	if err != nil {
 		t.Fatal(err)
@@ -69,15 +76,5 @@ func TestFailedTakeOverKeepsCeiling(t *testing.T) {
 	first.Step = 0.01
 	r.plan, r.step = first, first.Step
 	r.lowerCeiling(0.02)
-	r.lFloor = first.MaxLevel + 2
-	np, err := r.measure("a re-plan", 0.1, 40_000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.chooseStep(np, s.Steps, 10, 0.1); err == nil {
-		t.Fatal("a step search of 10 samples succeeded: the test needs it to fail")
-	}
-	if r.ceiling != 0.02 {
-		t.Errorf("ceiling %g after the failed step search, want the last plan's 0.02", r.ceiling)
-	}
+	return r, first
 }

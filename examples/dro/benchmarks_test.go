@@ -145,9 +145,10 @@ func sameFloats(a, b []*float64) bool {
 // the process's clock, which also counts the collector's background work
 // on other threads (auto makes more garbage than the replay, so the
 // thread's clock reads its share a little low, the process's, which
-// other work on the machine moves more, a little high). Two sizes: the study's data sets' (400 rows, 8 features) and a
-// tenth of it (50 rows, 2 features), where a query is so cheap that
-// auto's fixed work per measurement weighs most.
+// other work on the machine moves more, a little high). Two sizes: the
+// study's data sets' (400 rows, 8 features) and a smaller problem (50
+// rows, 2 features), where a query is so cheap that auto's fixed work
+// per measurement weighs most.
 func BenchmarkAutoOwnShare(b *testing.B) {
 	for _, size := range []struct{ rows, feats int }{{50, 2}, {400, 8}} {
 		b.Run(fmt.Sprintf("rows=%d,features=%d", size.rows, size.feats), func(b *testing.B) {

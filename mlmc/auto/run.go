@@ -405,9 +405,10 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 // measured again away from it) at less than a full measurement's cost.
 // The verdict rests on the two corrections it draws, not on the dozen
 // levels a measurement may reach; it is never final, as no degenerate
-// verdict is: the levels are measured again after the step search. Elsewhere it returns no plan, and the full
-// measurement follows on draws of its own: the glance's samples are
-// counted and its H^l are not pooled with the measurement's.
+// verdict is: the levels are measured again after the step search.
+// Elsewhere it returns no plan, and the full measurement follows on draws
+// of its own: the glance's samples are counted and its H^l are not pooled
+// with the measurement's.
 func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Float64Ops) (*Plan, error) {
 	top := r.s.MinLevel + 2
 	inst, err := r.p.NewOracle(oracleSeed)
@@ -1195,8 +1196,8 @@ func (r *runner) lowerCeiling(step float64) {
 // noise floor, which a smaller step's noise floor would not explain: the
 // step is what holds it. It is raised a notch of the step grid (a factor
 // sqrt(10)), never to or above a step the run has halved since its plan
-// took over; where the raise
-// is too much, the stationarity test or the safeguard halve it. The step
+// took over; where the raise is too much, the stationarity test or the
+// safeguard halve it. The step
 // search scores its candidates on a few dozen iterations, where a
 // transient of the first steps (the objective first rising at the steps
 // that serve a long run) can make it choose a step orders of magnitude
@@ -1365,8 +1366,8 @@ func (p *Plan) configAt(ls int, seed uint64) mlmc.Config {
 // chooseStep is the step rule, run for every new method: from the current
 // x, each candidate runs the plan's estimator on the same draws for an
 // equal share of budget samples and is scored by the objective where it
-// ends (the largest first; scoreSteps stops where smaller ones cannot
-// win); the lowest score wins, ties within twice their standard error
+// ends (the largest first; scoreSteps stops where smaller ones are not
+// expected to win); the lowest score wins, ties within twice their standard error
 // going to the smaller step, and the step is one notch (a factor
 // sqrt(10)) below it, since a short run favours steps too large for a
 // long one. Then the variance cap: the step's noise floor, step x Var / 4
@@ -1404,11 +1405,12 @@ func (r *runner) chooseStep(p *Plan, steps []float64, budget int64, eps float64)
 
 // scoreSteps runs and scores the step candidates (chooseStep).
 func (r *runner) scoreSteps(p *Plan, steps []float64, budget int64, eps float64) error {
-	// Largest first: on the same draws a short run's end falls as the
-	// step grows towards the best and rises again beyond it, so once two
-	// smaller candidates in a row end clearly (beyond the ties' 2 s.e.)
-	// above the best so far, the smaller ones, which move less still,
-	// cannot win: they are not run.
+	// Largest first: on the same draws a short run's end usually rises as
+	// the step shrinks below the best, so once two smaller candidates in
+	// a row end clearly (beyond the ties' 2 s.e.; a diverged one counts)
+	// above the best so far, the smaller ones, which move less still, are
+	// not expected to win and are not run (a heuristic: where the ends
+	// are not unimodal in the step, a better small step is missed).
 	steps = slices.Clone(steps)
 	slices.SortFunc(steps, func(a, b float64) int { return cmp.Compare(b, a) })
 	p.Steps = p.Steps[:0]

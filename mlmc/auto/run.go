@@ -644,7 +644,18 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		if r.s.Step > 0 && r.step == 0 {
 			r.step, plan.Reasons.Step = r.s.Step, "given"
 		} else if changed && r.step == 0 {
-			if err := r.chooseStep(plan, r.s.Steps, budget/2, eps); err != nil {
+			// A step search whose candidates cannot run their iterations
+			// (a glance that found x0 degenerate spent less than a
+			// measurement, so the budget did not grow with a failed one)
+			// runs again with twice the samples, as a measurement does.
+			err := r.chooseStep(plan, r.s.Steps, budget/2, eps)
+			for ae := (*Error)(nil); errors.As(err, &ae) && r.used+2*budget < r.s.Target.Budget/10; {
+				st.Notes = append(st.Notes, "searched the step again with twice the samples: "+err.Error())
+				budget *= 2
+				plan.Steps, plan.Reasons.Step = nil, ""
+				err = r.chooseStep(plan, r.s.Steps, budget/2, eps)
+			}
+			if err != nil {
 				return err
 			}
 			r.step = plan.Step

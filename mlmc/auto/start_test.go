@@ -241,3 +241,18 @@ func TestGradNormAt(t *testing.T) {
 		t.Errorf("mean of |grad F|^2 readings %.4f, want %.4f within 0.026", got, want)
 	}
 }
+
+// TestSmallBudgetDegenerateStart: with a budget so small that the step
+// search's share after a degenerate glance cannot run its candidates'
+// iterations, the search runs again with twice the samples, as a failed
+// measurement does, instead of ending the run.
+func TestSmallBudgetDegenerateStart(t *testing.T) {
+	p := vanishingProblem()
+	res, err := Run(p, Settings{Target: Target{Gap: 0.1, Budget: 20_000}, Seed: 2})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if !res.Record.Stages[0].Plans[0].Degenerate {
+		t.Fatalf("the first plan is not degenerate: the test needs a degenerate glance")
+	}
+}

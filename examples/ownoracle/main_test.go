@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/simclr-go/simclr/mlmc/auto"
 	"math"
 	"regexp"
 	"strconv"
@@ -148,5 +149,31 @@ func BenchmarkEveryIterate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestAutoClaimsNotFromTheFirstStage: on this problem, seed 1's first
+// stage ends with its gap estimate already below the 1% target after a
+// few thousand samples while the true gap is near 3%; the run must not
+// take that estimate for the last stage's and stop: the last stage runs,
+// and wherever the run claims the target, the true gap is within it.
+func TestAutoClaimsNotFromTheFirstStage(t *testing.T) {
+	p := newRegression(200, 4, 1)
+	xStar := p.Optimum()
+	f0, fStar := p.Objective(make([]float64, p.Dim())), p.Objective(xStar)
+	ap := p.sgdProblem()
+	res, err := auto.Run(&ap, auto.Settings{Target: auto.Target{Gap: 0.01, Budget: 200_000}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, st := range res.Record.Stages {
+		if !strings.HasPrefix(st.Why, "skipped") {
+			ran++
+		}
+	}
+	gap := (p.Objective(res.X) - fStar) / (f0 - fStar)
+	if res.Record.Claimed() && (ran < 2 || gap > 0.01) {
+		t.Errorf("claimed the target after %d stage(s) run, at a true gap of %.3g: %s", ran, gap, res.Record.Summary())
 	}
 }

@@ -246,8 +246,13 @@ func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 	}
 	r.relay.Send(sgd.Estimated, 0, 0, r.avg, true)
 	targets := s.StageTargets()
+	ran := 0 // the stages run, not skipped
 	for k, eps := range targets {
-		if g := float64(r.rec.GapEstimate); k > 0 && g <= eps {
+		// The last stage is skipped only on the estimate of a stage after
+		// the first: the first has no earlier stage's step sum to be held
+		// to (minSum), and a short first stage's small drops can read as
+		// a gap far below the true one.
+		if g := float64(r.rec.GapEstimate); k > 0 && g <= eps && (k < len(targets)-1 || ran > 1) {
 			// The last stage's estimate is already below this one's
 			// target: nothing to measure here.
 			st := &Stage{Target: eps, GapEstimate: nullable(g), BiasGap: nullable(math.NaN()), Samples: r.used, Step: r.step,
@@ -259,6 +264,7 @@ func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 			}
 			continue
 		}
+		ran++
 		if err := r.stage(k, eps, k == len(targets)-1); err != nil {
 			return nil, err
 		}

@@ -640,7 +640,10 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		kept.At, kept.Steps = at+" (kept)", nil
 		plan, err = &kept, nil
 	} else {
-		plan, err = r.measureAgain(st, plan, err, at, eps, &budget)
+		err = r.doubled(st, "measured", err, &budget, func(half int64) (err error) {
+			plan, err = r.measure(at, eps, half)
+			return err
+		})
 	}
 	if err != nil {
 		return err
@@ -655,12 +658,10 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 			// measurement, so the budget did not grow with a failed one)
 			// runs again with twice the samples, as a measurement does.
 			err := r.chooseStep(plan, r.s.Steps, budget/2, eps)
-			for ae := (*Error)(nil); errors.As(err, &ae) && r.used+2*budget < r.s.Target.Budget/10; {
-				st.Notes = append(st.Notes, "searched the step again with twice the samples: "+err.Error())
-				budget *= 2
+			err = r.doubled(st, "searched the step", err, &budget, func(half int64) error {
 				plan.Steps, plan.Reasons.Step = nil, ""
-				err = r.chooseStep(plan, r.s.Steps, budget/2, eps)
-			}
+				return r.chooseStep(plan, r.s.Steps, half, eps)
+			})
 			if err != nil {
 				return err
 			}
@@ -701,7 +702,10 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		st.Notes = append(st.Notes, fmt.Sprintf("every H^l vanished at %s: measured again at %d samples", plan.At, r.used))
 		at := fmt.Sprintf("a probe after a degenerate start, %d samples", r.used)
 		plan, err = r.measure(at, eps, budget/2)
-		plan, err = r.measureAgain(st, plan, err, at, eps, &budget)
+		err = r.doubled(st, "measured", err, &budget, func(half int64) (err error) {
+			plan, err = r.measure(at, eps, half)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -714,19 +718,20 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 	return nil
 }
 
-// measureAgain repeats a measurement that failed with an *Error on other
-// draws and twice the samples (budget doubled), while the pilot stays
-// within a tenth of the run's budget, before giving up: the first pilot
-// is kept small, so that a loose target on a cheap problem does not pay
-// for more (a glance that found x0 degenerate measured less still).
-func (r *runner) measureAgain(st *Stage, plan *Plan, err error, at string, eps float64, budget *int64) (*Plan, error) {
+// doubled repeats what failed with an *Error (err, its first try) on
+// twice the samples (budget doubled, f given half of it, as the first
+// try was), while the pilot stays within a tenth of the run's budget,
+// before giving up: the first pilot is kept small, so that a loose target
+// on a cheap problem does not pay for more. what names the repeated work
+// in the stage's notes.
+func (r *runner) doubled(st *Stage, what string, err error, budget *int64, f func(half int64) error) error {
 	var ae *Error
 	for errors.As(err, &ae) && r.used+2*(*budget) < r.s.Target.Budget/10 {
-		st.Notes = append(st.Notes, "measured again with twice the samples: "+err.Error())
+		st.Notes = append(st.Notes, what+" again with twice the samples: "+err.Error())
 		*budget *= 2
-		plan, err = r.measure(at, eps, *budget/2)
+		err = f(*budget / 2)
 	}
-	return plan, err
+	return err
 }
 
 // endStage records where stage k, begun at start samples, ended and logs

@@ -185,9 +185,8 @@ func BenchmarkResNet18Step(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(views*b.N)/b.Elapsed().Seconds(), "views/s")
-				inUse, peak, reserved := g.MemoryInUse()
+				_, peak, _ := g.MemoryInUse()
 				b.ReportMetric(float64(peak)/(1<<20), "peakMiB")
-				_, _ = inUse, reserved
 			})
 		}
 	}

@@ -17,10 +17,8 @@ import (
 type convPlan struct {
 	x, y, w                     uintptr // tensor and filter descriptors
 	convFwd, convBwdD, convBwdF uintptr
-	fwdAlgo, bwdDAlgo, bwdFAlgo int
-	fwdWS, bwdDWS, bwdFWS       uint64
-	fwdFound, bwdDFound         bool
-	bwdFFound                   bool
+	// The legacy API's algorithm of each direction, chosen on first use.
+	fwd, bwdD, bwdF legacyAlgo
 	// graph holds the backend API's plan of each direction (convgraph.go);
 	// graphFailed marks a direction that runs on the legacy API instead.
 	graph       [3]*graphPlan
@@ -334,38 +332,63 @@ func (b *Backend) Conv2dForward(s tensor.ConvShape, x, w, y tensor.Buffer) {
 	}
 }
 
-// forwardLegacy runs the forward convolution of plan p on cuDNN's legacy
-// API, choosing its algorithm on first use.
-func (b *Backend) forwardLegacy(p *convPlan, s tensor.ConvShape, xp, wp, yp uintptr) {
-	c := &b.libs.cudnn
-	h := b.cudnnHandle
-	if !p.fwdFound && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
+// legacyAlgo is one direction's algorithm on cuDNN's legacy API and its
+// workspace, chosen on first use.
+type legacyAlgo struct {
+	algo  int
+	ws    uint64
+	found bool
+}
+
+// runLegacy runs one direction of a convolution on cuDNN's legacy API:
+// it chooses the direction's algorithm on first use (pickAlgo with find,
+// get and wsSize; a captured step may not search, so it refuses the
+// capture), then calls run with the algorithm and its workspace. what
+// names the direction for the search, call the cuDNN function for an
+// error; bufs are the device buffers the call reads and writes.
+func (b *Backend) runLegacy(a *legacyAlgo, what, call string, s tensor.ConvShape, conv uintptr, algos int,
+	find func(ws, wsBytes uint64, raw []byte, count *int32) uintptr,
+	get func(raw []byte, count *int32) uintptr,
+	wsSize func(algo int32, size *uint64) uintptr,
+	run func(algo int, ws, wsBytes uint64) uintptr, bufs ...uint64) {
+	if !a.found && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
 		return
 	}
-	if !p.fwdFound {
-		p.fwdAlgo, p.fwdWS = b.pickAlgo("forward", s, p.convFwd, cudnnFwdAlgoCount,
-			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
-				return mustCall(c.findFwdEx, h, p.x, xp, p.w, wp, p.convFwd, p.y, yp, cudnnMaxAlgosRequested,
-					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
-			},
-			func(raw []byte, count *int32) uintptr {
-				return mustCall(c.getFwdV7, h, p.x, p.w, p.convFwd, p.y, cudnnMaxAlgosRequested,
-					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
-			},
-			func(algo int32, size *uint64) uintptr {
-				return mustCall(c.fwdWorkspaceSize, h, p.x, p.w, p.convFwd, p.y, uintptr(algo), uintptr(unsafe.Pointer(size)))
-			})
-		p.fwdFound = b.err == nil
+	if !a.found {
+		a.algo, a.ws = b.pickAlgo(what, s, conv, algos, find, get, wsSize)
+		a.found = b.err == nil
 	}
 	if b.err != nil {
 		return
 	}
-	ws := b.workspaceLocked(p.fwdWS)
-	b.used(uint64(xp), uint64(wp), uint64(yp), ws)
-	one, zero := float32(1), float32(0)
-	b.fail(c.check("cudnnConvolutionForward for "+s.String(), mustCall(c.convFwd, h, uintptr(unsafe.Pointer(&one)),
-		p.x, xp, p.w, wp, p.convFwd, uintptr(p.fwdAlgo), uintptr(ws), uintptr(p.fwdWS), uintptr(unsafe.Pointer(&zero)), p.y, yp)))
+	ws := b.workspaceLocked(a.ws)
+	b.used(append(bufs, ws)...)
+	b.fail(b.libs.cudnn.check(call+" for "+s.String(), run(a.algo, ws, a.ws)))
 	b.convCalls.legacy++
+}
+
+// forwardLegacy runs the forward convolution of plan p on cuDNN's legacy
+// API.
+func (b *Backend) forwardLegacy(p *convPlan, s tensor.ConvShape, xp, wp, yp uintptr) {
+	c := &b.libs.cudnn
+	h := b.cudnnHandle
+	b.runLegacy(&p.fwd, "forward", "cudnnConvolutionForward", s, p.convFwd, cudnnFwdAlgoCount,
+		func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
+			return mustCall(c.findFwdEx, h, p.x, xp, p.w, wp, p.convFwd, p.y, yp, cudnnMaxAlgosRequested,
+				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
+		},
+		func(raw []byte, count *int32) uintptr {
+			return mustCall(c.getFwdV7, h, p.x, p.w, p.convFwd, p.y, cudnnMaxAlgosRequested,
+				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+		},
+		func(algo int32, size *uint64) uintptr {
+			return mustCall(c.fwdWorkspaceSize, h, p.x, p.w, p.convFwd, p.y, uintptr(algo), uintptr(unsafe.Pointer(size)))
+		},
+		func(algo int, ws, wsBytes uint64) uintptr {
+			one, zero := float32(1), float32(0)
+			return mustCall(c.convFwd, h, uintptr(unsafe.Pointer(&one)),
+				p.x, xp, p.w, wp, p.convFwd, uintptr(algo), uintptr(ws), uintptr(wsBytes), uintptr(unsafe.Pointer(&zero)), p.y, yp)
+		}, uint64(xp), uint64(wp), uint64(yp))
 }
 
 // Conv2dBackward: given dy (N,K,OH,OW), writes dx (N,C,H,W) unless dx is
@@ -443,71 +466,51 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 }
 
 // backwardDataLegacy runs the data gradient of plan p on cuDNN's legacy
-// API, choosing its algorithm on first use.
+// API.
 func (b *Backend) backwardDataLegacy(p *convPlan, s tensor.ConvShape, wp, dyp, dxp uintptr) {
 	c := &b.libs.cudnn
 	h := b.cudnnHandle
-	one, zero := float32(1), float32(0)
-	if !p.bwdDFound && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
-		return
-	}
-	if !p.bwdDFound {
-		p.bwdDAlgo, p.bwdDWS = b.pickAlgo("backward-data", s, p.convBwdD, cudnnBwdDataAlgoCount,
-			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
-				return mustCall(c.findBwdDataEx, h, p.w, wp, p.y, dyp, p.convBwdD, p.x, dxp, cudnnMaxAlgosRequested,
-					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
-			},
-			func(raw []byte, count *int32) uintptr {
-				return mustCall(c.getBwdDataV7, h, p.w, p.y, p.convBwdD, p.x, cudnnMaxAlgosRequested,
-					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
-			},
-			func(algo int32, size *uint64) uintptr {
-				return mustCall(c.bwdDataWorkspaceSize, h, p.w, p.y, p.convBwdD, p.x, uintptr(algo), uintptr(unsafe.Pointer(size)))
-			})
-		p.bwdDFound = b.err == nil
-	}
-	if b.err != nil {
-		return
-	}
-	ws := b.workspaceLocked(p.bwdDWS)
-	b.used(uint64(wp), uint64(dyp), uint64(dxp), ws)
-	b.fail(c.check("cudnnConvolutionBackwardData for "+s.String(), mustCall(c.convBwdData, h, uintptr(unsafe.Pointer(&one)),
-		p.w, wp, p.y, dyp, p.convBwdD, uintptr(p.bwdDAlgo), uintptr(ws), uintptr(p.bwdDWS), uintptr(unsafe.Pointer(&zero)), p.x, dxp)))
-	b.convCalls.legacy++
+	b.runLegacy(&p.bwdD, "backward-data", "cudnnConvolutionBackwardData", s, p.convBwdD, cudnnBwdDataAlgoCount,
+		func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
+			return mustCall(c.findBwdDataEx, h, p.w, wp, p.y, dyp, p.convBwdD, p.x, dxp, cudnnMaxAlgosRequested,
+				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
+		},
+		func(raw []byte, count *int32) uintptr {
+			return mustCall(c.getBwdDataV7, h, p.w, p.y, p.convBwdD, p.x, cudnnMaxAlgosRequested,
+				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+		},
+		func(algo int32, size *uint64) uintptr {
+			return mustCall(c.bwdDataWorkspaceSize, h, p.w, p.y, p.convBwdD, p.x, uintptr(algo), uintptr(unsafe.Pointer(size)))
+		},
+		func(algo int, ws, wsBytes uint64) uintptr {
+			one, zero := float32(1), float32(0)
+			return mustCall(c.convBwdData, h, uintptr(unsafe.Pointer(&one)),
+				p.w, wp, p.y, dyp, p.convBwdD, uintptr(algo), uintptr(ws), uintptr(wsBytes), uintptr(unsafe.Pointer(&zero)), p.x, dxp)
+		}, uint64(wp), uint64(dyp), uint64(dxp))
 }
 
 // backwardFilterLegacy runs the filter gradient of plan p on cuDNN's
-// legacy API, choosing its algorithm on first use.
+// legacy API.
 func (b *Backend) backwardFilterLegacy(p *convPlan, s tensor.ConvShape, xp, dyp, dwp uintptr) {
 	c := &b.libs.cudnn
 	h := b.cudnnHandle
-	one, zero := float32(1), float32(0)
-	if !p.bwdFFound && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
-		return
-	}
-	if !p.bwdFFound {
-		p.bwdFAlgo, p.bwdFWS = b.pickAlgo("backward-filter", s, p.convBwdF, cudnnBwdFilterAlgoCount,
-			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
-				return mustCall(c.findBwdFilterEx, h, p.x, xp, p.y, dyp, p.convBwdF, p.w, dwp, cudnnMaxAlgosRequested,
-					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
-			},
-			func(raw []byte, count *int32) uintptr {
-				return mustCall(c.getBwdFilterV7, h, p.x, p.y, p.convBwdF, p.w, cudnnMaxAlgosRequested,
-					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
-			},
-			func(algo int32, size *uint64) uintptr {
-				return mustCall(c.bwdFilterWorkspaceSz, h, p.x, p.y, p.convBwdF, p.w, uintptr(algo), uintptr(unsafe.Pointer(size)))
-			})
-		p.bwdFFound = b.err == nil
-	}
-	if b.err != nil {
-		return
-	}
-	ws := b.workspaceLocked(p.bwdFWS)
-	b.used(uint64(xp), uint64(dyp), uint64(dwp), ws)
-	b.fail(c.check("cudnnConvolutionBackwardFilter for "+s.String(), mustCall(c.convBwdFilter, h, uintptr(unsafe.Pointer(&one)),
-		p.x, xp, p.y, dyp, p.convBwdF, uintptr(p.bwdFAlgo), uintptr(ws), uintptr(p.bwdFWS), uintptr(unsafe.Pointer(&zero)), p.w, dwp)))
-	b.convCalls.legacy++
+	b.runLegacy(&p.bwdF, "backward-filter", "cudnnConvolutionBackwardFilter", s, p.convBwdF, cudnnBwdFilterAlgoCount,
+		func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
+			return mustCall(c.findBwdFilterEx, h, p.x, xp, p.y, dyp, p.convBwdF, p.w, dwp, cudnnMaxAlgosRequested,
+				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
+		},
+		func(raw []byte, count *int32) uintptr {
+			return mustCall(c.getBwdFilterV7, h, p.x, p.y, p.convBwdF, p.w, cudnnMaxAlgosRequested,
+				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+		},
+		func(algo int32, size *uint64) uintptr {
+			return mustCall(c.bwdFilterWorkspaceSz, h, p.x, p.y, p.convBwdF, p.w, uintptr(algo), uintptr(unsafe.Pointer(size)))
+		},
+		func(algo int, ws, wsBytes uint64) uintptr {
+			one, zero := float32(1), float32(0)
+			return mustCall(c.convBwdFilter, h, uintptr(unsafe.Pointer(&one)),
+				p.x, xp, p.y, dyp, p.convBwdF, uintptr(algo), uintptr(ws), uintptr(wsBytes), uintptr(unsafe.Pointer(&zero)), p.w, dwp)
+		}, uint64(xp), uint64(dyp), uint64(dwp))
 }
 
 func checkConv(op string, s tensor.ConvShape, x, w, y tensor.Buffer) {

@@ -256,3 +256,47 @@ func BenchmarkGraphStep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStageOne times the layers of ResNet-18's first stage one by one
+// at 512 images (1,024 views of 64 channels, 32x32), where a step spends
+// most of its time: the convolution (forward and both gradients), the
+// training-mode batch norm with residual add and ReLU, its backward pass,
+// and the ReLU's backward pass. Set against a step's time, it says how much
+// of the step the convolutions take and how much the fp32 layers between
+// them.
+func BenchmarkStageOne(b *testing.B) {
+	const views, c, hw = 1024, 64, 32
+	s := tensor.ConvShape{N: views, C: c, H: hw, W: hw, K: c, R: 3, S: 3, Stride: 1, Pad: 1}
+	bn := tensor.BNShape{N: views, C: c, HW: hw * hw, Eps: 1e-5, Momentum: 0.1}
+	for _, precision := range []string{"tf32", "bf16"} {
+		g := openBench(b, precision, cuda.ConvAPILegacy)
+		n := s.InLen()
+		x, y, dy, dx := g.Alloc(n), g.Alloc(n), g.Alloc(n), g.Alloc(n)
+		w, dw := g.Alloc(s.WeightLen()), g.Alloc(s.WeightLen())
+		gamma, beta, mean, inv, rm, rv, dg, db := g.Alloc(c), g.Alloc(c), g.Alloc(c), g.Alloc(c), g.Alloc(c), g.Alloc(c), g.Alloc(c), g.Alloc(c)
+		for _, l := range []struct {
+			name string
+			run  func()
+		}{
+			{"conv", func() { g.Conv2dForward(s, x, w, y); g.Conv2dBackward(s, x, w, dy, dx, dw) }},
+			{"bn-add-relu", func() { g.BatchNormAddReLUForwardTrain(bn, x, gamma, beta, dy, y, mean, inv, rm, rv) }},
+			{"bn-backward", func() { g.BatchNormBackward(bn, x, dy, gamma, mean, inv, dx, dg, db) }},
+			{"relu-backward", func() { g.ReLUBackward(y, dy, dy) }},
+		} {
+			b.Run(precision+"/"+l.name, func(b *testing.B) {
+				l.run() // plans and algorithm searches outside the timing
+				if err := g.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					l.run()
+				}
+				if err := g.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		freeAll(g, x, y, dy, dx, w, dw, gamma, beta, mean, inv, rm, rv, dg, db)
+	}
+}

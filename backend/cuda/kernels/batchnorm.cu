@@ -3,6 +3,70 @@
 // Launched from batchnorm.go (the CPU counterpart is backend/cpu/batchnorm.go); kernels.go joins
 // this file into one NVRTC program after prelude.cu.
 
+// The element-wise kernels walk x grid-stride and need each element's
+// channel, (i / HW) % C; the reductions walk one channel's N*HW values and
+// need each one's image and position. A 64-bit division per element costs
+// more than the memory traffic of these kernels, so each thread divides
+// once and then carries its indices along its fixed stride (chan_walk,
+// plane_walk): the same elements in the same order, so the same sums.
+
+// chan_walk tracks c = (i / HW) % C for i advancing by a fixed step: r is
+// i % HW, and dr, dc the step's position and channel increments.
+struct chan_walk {
+    int r, c, dr, dc, HW, C;
+};
+
+__device__ __forceinline__ chan_walk chan_walk_start(long long i, long long step, int HW, int C) {
+    chan_walk w;
+    w.HW = HW;
+    w.C = C;
+    w.r = (int)(i % HW);
+    w.c = (int)((i / HW) % C);
+    w.dr = (int)(step % HW);
+    w.dc = (int)((step / HW) % C);
+    return w;
+}
+
+__device__ __forceinline__ void chan_walk_next(chan_walk* w) {
+    w->r += w->dr;
+    w->c += w->dc;
+    if (w->r >= w->HW) {
+        w->r -= w->HW;
+        w->c++;
+    }
+    if (w->c >= w->C) w->c -= w->C;
+}
+
+// plane_walk tracks j = n * HW + p (the image and position of one
+// channel's j-th value) for j advancing by BLOCK; idx is the value's place
+// in x (N,C,HW), (n * C + c) * HW + p.
+struct plane_walk {
+    long long idx;
+    int p, dp, dn, HW, C;
+};
+
+__device__ __forceinline__ plane_walk plane_walk_start(long long j, int c, int HW, int C) {
+    plane_walk w;
+    long long n = j / HW;
+    w.p = (int)(j - n * HW);
+    w.idx = (n * C + c) * HW + w.p;
+    w.dp = BLOCK % HW;
+    w.dn = BLOCK / HW;
+    w.HW = HW;
+    w.C = C;
+    return w;
+}
+
+__device__ __forceinline__ void plane_walk_next(plane_walk* w) {
+    long long dn = w->dn;
+    w->p += w->dp;
+    if (w->p >= w->HW) {
+        w->p -= w->HW;
+        dn++;
+    }
+    w->idx += dn * w->C * w->HW + w->dp - (dn > w->dn ? w->HW : 0);
+}
+
 // k_bn_partial: block (s, c) of a (splits, C) grid sums x and x^2 over its
 // share of channel c's N*HW values: partial[(c*splits+s)*2 + {0,1}].
 extern "C" __global__ void k_bn_partial(const float* x, int N, int C, int HW, int splits, double* partial) {
@@ -11,9 +75,9 @@ extern "C" __global__ void k_bn_partial(const float* x, int N, int C, int HW, in
     long long m = (long long)N * HW;
     long long lo = m * s / splits, hi = m * (s + 1) / splits;
     double sum = 0, sq = 0;
-    for (long long j = lo + threadIdx.x; j < hi; j += BLOCK) {
-        long long n = j / HW, p = j - n * HW;
-        double v = x[(n * C + c) * HW + p];
+    plane_walk w = plane_walk_start(lo + threadIdx.x, c, HW, C);
+    for (long long j = lo + threadIdx.x; j < hi; j += BLOCK, plane_walk_next(&w)) {
+        double v = x[w.idx];
         sum += v;
         sq += v * v;
     }
@@ -50,8 +114,10 @@ extern "C" __global__ void k_bn_finalize(const double* partial, int C, int split
 
 extern "C" __global__ void k_bn_apply(const float* x, float* y, const float* gamma, const float* beta,
                                       const float* mean, const float* invstd, int N, int C, int HW) {
-    GRID_STRIDE(i, (long long)N * C * HW) {
-        int c = (int)((i / HW) % C);
+    long long i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
+    chan_walk w = chan_walk_start(i0, step, HW, C);
+    for (long long i = i0; i < (long long)N * C * HW; i += step, chan_walk_next(&w)) {
+        int c = w.c;
         y[i] = (x[i] - mean[c]) * invstd[c] * gamma[c] + beta[c];
     }
 }
@@ -61,8 +127,10 @@ extern "C" __global__ void k_bn_apply(const float* x, float* y, const float* gam
 extern "C" __global__ void k_bn_apply_relu(const float* x, const float* residual, float* y, const float* gamma,
                                            const float* beta, const float* mean, const float* invstd, int N, int C,
                                            int HW) {
-    GRID_STRIDE(i, (long long)N * C * HW) {
-        int c = (int)((i / HW) % C);
+    long long i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
+    chan_walk w = chan_walk_start(i0, step, HW, C);
+    for (long long i = i0; i < (long long)N * C * HW; i += step, chan_walk_next(&w)) {
+        int c = w.c;
         float v = (x[i] - mean[c]) * invstd[c] * gamma[c] + beta[c];
         if (residual) v = v + residual[i];
         y[i] = v > 0.0f ? v : 0.0f;
@@ -87,9 +155,9 @@ extern "C" __global__ void k_bn_bwd_partial(const float* x, const float* dy, con
     long long lo = m * s / splits, hi = m * (s + 1) / splits;
     double mu = mean[c], is = invstd[c];
     double sdy = 0, sdyx = 0;
-    for (long long j = lo + threadIdx.x; j < hi; j += BLOCK) {
-        long long n = j / HW, p = j - n * HW;
-        long long idx = (n * C + c) * HW + p;
+    plane_walk w = plane_walk_start(lo + threadIdx.x, c, HW, C);
+    for (long long j = lo + threadIdx.x; j < hi; j += BLOCK, plane_walk_next(&w)) {
+        long long idx = w.idx;
         double g = dy[idx];
         sdy += g;
         sdyx += g * ((x[idx] - mu) * is);
@@ -122,8 +190,10 @@ extern "C" __global__ void k_bn_bwd_finalize(const double* partial, int C, int s
 extern "C" __global__ void k_bn_bwd_dx(const float* x, const float* dy, const float* gamma, const float* mean,
                                        const float* invstd, const double* sums, float* dx, int N, int C, int HW) {
     double M = (double)N * HW;
-    GRID_STRIDE(i, (long long)N * C * HW) {
-        int c = (int)((i / HW) % C);
+    long long i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
+    chan_walk w = chan_walk_start(i0, step, HW, C);
+    for (long long i = i0; i < (long long)N * C * HW; i += step, chan_walk_next(&w)) {
+        int c = w.c;
         double is = invstd[c];
         double xhat = (x[i] - mean[c]) * is;
         double g = dy[i] - sums[2 * c] / M - xhat * sums[2 * c + 1] / M;

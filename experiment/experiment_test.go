@@ -760,3 +760,43 @@ func TestReadSummariesCompressed(t *testing.T) {
 		t.Error("missing file: no error")
 	}
 }
+
+// TestAutoClaimCheckedOnTheObjectiveGap: where the targets are read on an
+// Error (the pricing problem's |x - x*|/|x*|) and the problem has its
+// Objective and F* as well, auto's record is checked on the relative
+// objective gap it plans for and claims, not on the Error. Here F = x^2/2
+// from x0 = 1 with F* = 0, so the gap is x^2 and the Error |x| its square
+// root: checked on the Error, a claim of 0.1% would need |x| <= 0.001.
+func TestAutoClaimCheckedOnTheObjectiveGap(t *testing.T) {
+	p := quadraticProblem()
+	p.NewOracle = func(seed uint64) (Instance, error) {
+		q := &noisyQuadratic{rng: rand.New(rand.NewPCG(seed, 1))}
+		return Instance{Oracle: q, At: func(x, _ []float64) { q.x = x }}, nil
+	}
+	p.Error = func(x []float64) float64 { return math.Abs(x[0]) }
+	s, err := newSession(p, Protocol{Budget: 300_000, Trials: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := 0
+	for seed := uint64(1); seed <= 4; seed++ {
+		tr, err := trial(p, AutoMethod(0.001), seed, 300_000, []int64{300_000}, nil, s.g, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := tr.Auto
+		gap := tr.Final[0] * tr.Final[0]
+		if rec.TrueGap == nil || float64(*rec.TrueGap) != gap {
+			t.Fatalf("seed %d: true gap %v, want the objective gap x^2 = %g (the Error |x| is %g)", seed, rec.TrueGap, gap, math.Abs(tr.Final[0]))
+		}
+		if rec.Claimed() {
+			claims++
+			if rec.EstimateHeld == nil || *rec.EstimateHeld != (gap <= 0.001) {
+				t.Fatalf("seed %d: estimate held %v at the objective gap %g, target 0.001", seed, rec.EstimateHeld, gap)
+			}
+		}
+	}
+	if claims == 0 {
+		t.Fatal("no trial claimed the target: nothing checked the claims")
+	}
+}

@@ -39,7 +39,11 @@ type Problem struct {
 	FStar Optimum
 	// Error, when set, replaces the relative gap: the targets are read on
 	// Error(x) directly (the pricing problem: |x - x*|/|x*|), and Objective
-	// and FStar may be left zero.
+	// and FStar may be left zero. auto plans for a relative objective gap
+	// and claims one: with an Objective, FStar must then be its optimum
+	// (known, not Reached), on which the auto records' true gap and
+	// whether their claims held are read; without one they are read on
+	// Error.
 	Error func(x []float64) float64
 	// EveryIterate says the objective (or Error) is cheap enough to
 	// evaluate after every iterate: the first touch of a target is then

@@ -188,12 +188,18 @@ func newSession(p *Problem, pr Protocol) (*session, error) {
 		return nil, fmt.Errorf("problem %s: %w", p.Name, err)
 	}
 	s := &session{p: p, pr: pr, g: gauge{err: p.Error != nil}}
-	if p.Error == nil {
+	switch {
+	case p.Error == nil:
 		s.g.f0, _ = p.Objective(p.X0)
 		s.g.fStar = p.FStar.Value
 		if p.FStar.Reached && s.g.fStar == 0 {
 			s.g.fStar = math.Inf(1)
 		}
+	case p.Objective != nil && !p.FStar.Reached:
+		// The targets are read on Error; auto's claims on the objective.
+		s.g.objective = p.Objective
+		s.g.f0, _ = p.Objective(p.X0)
+		s.g.fStar = p.FStar.Value
 	}
 	return s, nil
 }

@@ -39,12 +39,29 @@ type Trace struct {
 type gauge struct {
 	err       bool
 	f0, fStar float64
+	// objective, where the targets are read on Error, is the problem's
+	// Objective (nil: none), with f0 and fStar its values at x0 and at the
+	// optimum: auto plans for a relative objective gap and claims one, and
+	// its claims are checked on that gap (autoGap).
+	objective func(x []float64) (float64, float64)
 }
 
 func (g gauge) gap(v float64) float64 {
 	if g.err {
 		return v
 	}
+	return (v - g.fStar) / (g.f0 - g.fStar)
+}
+
+// autoGap is the true gap at auto's answer x, on the scale of auto's own
+// gap estimate: the relative objective gap. final is the value at x as the
+// targets read it (+Inf for a diverged run). Where the targets are read on
+// Error and the problem has no Objective, it is the Error.
+func (g gauge) autoGap(x []float64, final float64) float64 {
+	if !g.err || g.objective == nil || math.IsInf(final, 1) {
+		return g.gap(final)
+	}
+	v, _ := g.objective(x)
 	return (v - g.fStar) / (g.f0 - g.fStar)
 }
 
@@ -109,7 +126,7 @@ func trial(p *Problem, m Method, seed uint64, budget int64, points []int64, targ
 	if tr.Auto != nil {
 		// Whether auto's own estimate held: the true gap where it stopped
 		// against the target it claimed to reach.
-		tr.Auto.SetTrueGap(g.gap(final))
+		tr.Auto.SetTrueGap(g.autoGap(x, final))
 	}
 	if ft != nil {
 		tr.First = ft.First

@@ -204,28 +204,40 @@ func BenchmarkAutoOwnShare(b *testing.B) {
 // replay runs segs without auto: the estimator runs as they ran, the
 // pilots' queries drawn and evaluated as they were, without statistics.
 func replay(p *sgd.Problem, segs []auto.Segment) (cpuClocks, error) {
+	total, _, err := replayCounting(p, segs)
+	return total, err
+}
+
+// replayCounting is replay that also returns the samples the replay drew
+// (a pilot that holds its samples but not its queries counted as held).
+func replayCounting(p *sgd.Problem, segs []auto.Segment) (cpuClocks, int64, error) {
 	var total cpuClocks
+	var samples int64
 	runtime.GC()
 	for _, sg := range segs {
 		start := readClocks()
 		inst, err := p.NewOracle(sg.OracleSeed)
 		if err != nil {
-			return total, err
+			return total, samples, err
 		}
 		if sg.Pilot != nil {
 			if inst.At != nil {
 				inst.At(sg.Start, sg.Start)
 			}
 			g := make([]float64, len(sg.Start))
+			if len(sg.Pilot.Queries) == 0 {
+				samples += sg.Pilot.Samples
+			}
 			for _, q := range sg.Pilot.Queries {
 				for range q.Draws {
-					s, _, err := inst.Oracle.Draw(q.Level)
+					s, c, err := inst.Oracle.Draw(q.Level)
+					samples += c
 					if err != nil {
-						return total, err
+						return total, samples, err
 					}
 					if !q.DrawOnly {
 						if err := inst.Oracle.Eval(s, mlmc.Current, q.Diff, 1, g); err != nil {
-							return total, err
+							return total, samples, err
 						}
 					}
 					inst.Oracle.Release(s)
@@ -247,14 +259,15 @@ func replay(p *sgd.Problem, segs []auto.Segment) (cpuClocks, error) {
 		}
 		res, err := sgd.Minimize(p, inst, sg.Method, sgd.Constant(sg.Step), set)
 		if err != nil {
-			return total, err
+			return total, samples, err
 		}
+		samples += res.Drawn - sg.Base
 		if res.Iterations != sg.Iterations {
-			return total, fmt.Errorf("replay ran %d iterations, the run %d", res.Iterations, sg.Iterations)
+			return total, samples, fmt.Errorf("replay ran %d iterations, the run %d", res.Iterations, sg.Iterations)
 		}
 		total = total.add(readClocks().sub(start))
 	}
-	return total, nil
+	return total, samples, nil
 }
 
 // cpuClocks are a thread's and its process's CPU time.
@@ -285,8 +298,12 @@ func TestSegmentsReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replay(&p.Problem, res.Segments); err != nil {
+	_, samples, err := replayCounting(&p.Problem, res.Segments)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if samples != res.Samples {
+		t.Errorf("the segments drew %d samples, the run %d", samples, res.Samples)
 	}
 	pilots, probes := 0, 0
 	for _, sg := range res.Segments {

@@ -369,3 +369,69 @@ func TestOracleErrorMidRun(t *testing.T) {
 		t.Errorf("the run stopped because %q, want the oracle's error", res.Record.Stopped)
 	}
 }
+
+// TestRecorderEndsRun: a caller's recorder that answers Stop ends the run
+// at that step, and one that answers Diverge ends it as diverged; the
+// record says a recorder ended it, and the recorder hears nothing after
+// its verdict. (auto used to drop the verdicts and run on to its budget.)
+func TestRecorderEndsRun(t *testing.T) {
+	const at, budget = 20_000, 2_000_000
+	for _, tc := range []struct {
+		name string
+		st   sgd.Status
+		says string
+	}{
+		{"stop", sgd.Stop, "a recorder stopped the run"},
+		{"diverge", sgd.Diverge, "a recorder ended the run as diverged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			said, after := false, 0
+			rec := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
+				if said {
+					after++
+					return sgd.Continue
+				}
+				if loc.Cost >= at {
+					said = true
+					return tc.st
+				}
+				return sgd.Continue
+			})
+			res, err := Run(synthetic(4, 1, 2, 1, nil), Settings{Target: Target{Gap: 1e-5, Budget: budget}, Seed: 1}, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !said {
+				t.Fatalf("the run ended at %d samples, before the recorder's verdict at %d", res.Samples, at)
+			}
+			if after != 0 || res.Samples > 2*at || !strings.HasPrefix(res.Record.Stopped, tc.says) || res.Diverged != (tc.st == sgd.Diverge) {
+				t.Fatalf("after the verdict at %d samples: %d more calls, %d samples, diverged %v, stopped %q", at, after, res.Samples, res.Diverged, res.Record.Stopped)
+			}
+		})
+	}
+}
+
+// TestInfiniteVarianceLeavesStep: an RT-MLMC plan whose predicted variance
+// is infinite keeps the step its search chose; the cap used to set it to
+// 0 (its floor, step x Var / 4, is finite only there), a run that could no
+// longer move.
+func TestInfiniteVarianceLeavesStep(t *testing.T) {
+	p := synthetic(4, 1, 2, 1, nil)
+	r := newTestRunner(p, Settings{Target: Target{Gap: 1e-3, Budget: 100_000}})
+	r.startGap = 0.5
+	for _, tc := range []struct {
+		v        float64
+		want     float64 // the step after the cap
+		reasonOn string
+	}{
+		{math.Inf(1), 0.3, "infinite"},
+		{1e6, 2 * capShare * 0.5 * 1 / 1e6, "capped"},
+	} {
+		pl := &Plan{Method: mlmc.RTMLMC.String(), Kind: mlmc.Kind{Method: mlmc.RTMLMC}, Step: 0.3,
+			Predicted: []MethodCost{{Method: mlmc.RTMLMC.String(), Var: tc.v, Cost: 4, VarCost: 4 * tc.v}}}
+		r.capStep(pl, 1)
+		if pl.Step != tc.want || !strings.Contains(pl.Reasons.Step, tc.reasonOn) {
+			t.Errorf("Var %g: step %g (%q), want %g", tc.v, pl.Step, pl.Reasons.Step, tc.want)
+		}
+	}
+}

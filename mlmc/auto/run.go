@@ -219,7 +219,8 @@ type Segment struct {
 // its own gap estimate is at the stage's target. The run stops when the
 // last stage's estimate reaches s.Target.Gap, or at the budget. recs see
 // the run's answer, the average of the stage's iterates, at every step
-// (samples counted with the pilots').
+// (samples counted with the pilots'); a recorder's Stop ends the run where
+// it is, its Diverge ends it as diverged, the record saying which.
 func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 	s, err := s.withDefaults()
 	if err != nil {
@@ -244,10 +245,13 @@ func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 	if math.IsNaN(r.f0) || math.IsInf(r.f0, 0) {
 		return nil, &Error{Measurement: fmt.Sprintf("the objective at x0 is %g", r.f0), Change: "start from a point where the objective is finite"}
 	}
-	r.relay.Send(sgd.Estimated, 0, 0, r.avg, true)
+	r.halt(r.relay.Send(sgd.Estimated, 0, 0, r.avg, true))
 	targets := s.StageTargets()
 	ran := 0 // the stages run, not skipped
 	for k, eps := range targets {
+		if r.done {
+			break
+		}
 		// The last stage is skipped only on the estimate of a stage after
 		// the first: the first has no earlier stage's step sum to be held
 		// to (minSum), and a short first stage's small drops can read as
@@ -271,6 +275,12 @@ func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 		if r.done {
 			break
 		}
+	}
+	switch {
+	case r.halted == sgd.Diverge:
+		r.rec.Stopped = fmt.Sprintf("a recorder ended the run as diverged at %d samples", r.used)
+	case r.halted == sgd.Stop:
+		r.rec.Stopped = fmt.Sprintf("a recorder stopped the run at %d samples", r.used)
 	}
 	if r.rec.Stopped == "" {
 		// An error, or a stage before the last that reached its target
@@ -323,6 +333,9 @@ type runner struct {
 	startGap float64
 
 	done, reached, diverged bool
+	// halted is a caller's recorder's verdict that ended the run (Stop or
+	// Diverge; Continue while none has).
+	halted sgd.Status
 	// best and bestAt: the lowest gap estimate so far and the samples at
 	// which it fell last; warned says the stall warning was given.
 	best   float64
@@ -805,8 +818,9 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 			if op == sgd.Stepped {
 				r.iters = iters0 + loc.Iter
 			}
-			r.relay.Send(op, r.iters, loc.Cost, r.avg, op == sgd.Stepped)
-			return sgd.Continue
+			st := r.relay.Send(op, r.iters, loc.Cost, r.avg, op == sgd.Stepped)
+			r.halt(st)
+			return st
 		}))
 	}
 	res, err := sgd.Minimize(r.p, inst, seg.Method, sgd.Constant(step), sgd.Settings{X: r.x, Budget: r.s.Target.Budget, Base: r.used, Average: avg, StopAt: until, Iterations: iters}, recs...)
@@ -821,6 +835,12 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	seg.Iterations = res.Iterations
 	r.segments = append(r.segments, seg)
 	r.used = max(res.Drawn, r.used)
+	if r.halted != sgd.Continue {
+		// The caller's recorder ended the run: the iterate stands as it
+		// is, not as an instability of the step.
+		copy(r.x, res.X)
+		return true, nil
+	}
 	if r.used >= r.s.Target.Budget || res.Drawn > until && until == r.s.Target.Budget {
 		r.done = true
 	}
@@ -829,6 +849,16 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	}
 	copy(r.x, res.X)
 	return true, nil
+}
+
+// halt ends the run on a caller's recorder's verdict: Stop where it is,
+// Diverge as diverged.
+func (r *runner) halt(st sgd.Status) {
+	if st == sgd.Continue || r.halted != sgd.Continue {
+		return
+	}
+	r.halted, r.done = st, true
+	r.diverged = st == sgd.Diverge
 }
 
 // runIters runs iters iterations of the plan (a probe).
@@ -1633,6 +1663,13 @@ func (r *runner) capStep(p *Plan, drop float64) {
 		drop *= g
 	}
 	v := r.noiseVar(p)
+	if math.IsInf(v, 1) {
+		// A law whose variance has no finite prediction (a level drawn
+		// too rarely for its spread): no floor to set, and a cap would
+		// stop the run (step 0). The step search has seen the draws.
+		p.Reasons.Step += "; not capped: the predicted variance of the estimates' moving part is infinite"
+		return
+	}
 	if !(v > 0) || !(drop > 0) || 2*capShare*drop/v >= p.Step {
 		return
 	}

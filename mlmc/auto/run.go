@@ -220,7 +220,10 @@ type Segment struct {
 // last stage's estimate reaches s.Target.Gap, or at the budget. recs see
 // the run's answer, the average of the stage's iterates, at every step
 // (samples counted with the pilots'); a recorder's Stop ends the run where
-// it is, its Diverge ends it as diverged, the record saying which.
+// it is, the record saying so. A recorder's Diverge does not end it: where
+// the answer leaves F's domain, auto halves its step and goes back to its
+// last good average, as it does by itself (the harness's trace reports +Inf
+// at such a point, and the run recovers).
 func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 	s, err := s.withDefaults()
 	if err != nil {
@@ -276,10 +279,7 @@ func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 			break
 		}
 	}
-	switch {
-	case r.halted == sgd.Diverge:
-		r.rec.Stopped = fmt.Sprintf("a recorder ended the run as diverged at %d samples", r.used)
-	case r.halted == sgd.Stop:
+	if r.halted {
 		r.rec.Stopped = fmt.Sprintf("a recorder stopped the run at %d samples", r.used)
 	}
 	if r.rec.Stopped == "" {
@@ -333,9 +333,8 @@ type runner struct {
 	startGap float64
 
 	done, reached, diverged bool
-	// halted is a caller's recorder's verdict that ended the run (Stop or
-	// Diverge; Continue while none has).
-	halted sgd.Status
+	// halted says a caller's recorder ended the run (Stop).
+	halted bool
 	// best and bestAt: the lowest gap estimate so far and the samples at
 	// which it fell last; warned says the stall warning was given.
 	best   float64
@@ -818,9 +817,10 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 			if op == sgd.Stepped {
 				r.iters = iters0 + loc.Iter
 			}
-			st := r.relay.Send(op, r.iters, loc.Cost, r.avg, op == sgd.Stepped)
-			r.halt(st)
-			return st
+			if r.halt(r.relay.Send(op, r.iters, loc.Cost, r.avg, op == sgd.Stepped)) {
+				return sgd.Stop
+			}
+			return sgd.Continue
 		}))
 	}
 	res, err := sgd.Minimize(r.p, inst, seg.Method, sgd.Constant(step), sgd.Settings{X: r.x, Budget: r.s.Target.Budget, Base: r.used, Average: avg, StopAt: until, Iterations: iters}, recs...)
@@ -835,7 +835,7 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	seg.Iterations = res.Iterations
 	r.segments = append(r.segments, seg)
 	r.used = max(res.Drawn, r.used)
-	if r.halted != sgd.Continue {
+	if r.halted {
 		// The caller's recorder ended the run: the iterate stands as it
 		// is, not as an instability of the step.
 		copy(r.x, res.X)
@@ -851,14 +851,13 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	return true, nil
 }
 
-// halt ends the run on a caller's recorder's verdict: Stop where it is,
-// Diverge as diverged.
-func (r *runner) halt(st sgd.Status) {
-	if st == sgd.Continue || r.halted != sgd.Continue {
-		return
+// halt ends the run where it is on a caller's recorder's Stop and reports
+// whether the run is ended so; other verdicts leave it running (Run).
+func (r *runner) halt(st sgd.Status) bool {
+	if st == sgd.Stop {
+		r.halted, r.done = true, true
 	}
-	r.halted, r.done = st, true
-	r.diverged = st == sgd.Diverge
+	return r.halted
 }
 
 // runIters runs iters iterations of the plan (a probe).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"unsafe"
 
 	"github.com/simclr-go/simclr/tensor"
@@ -136,8 +137,41 @@ func logAlgos(w io.Writer, what string, s tensor.ConvShape, perf []algoPerf, cho
 		if found && p == choice {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "cudnn %s %s: %s algo %d math %d %.3f ms workspace %s%s\n", what, s, mark, p.algo, p.mathType, p.time, human(p.memory), why)
+		fmt.Fprintf(w, "cudnn %s %s: %s algo %d%s math %d%s %.3f ms workspace %s%s\n", what, s, mark,
+			p.algo, enumName(algoNames(what), int(p.algo)), p.mathType, enumName(mathNames, int(p.mathType)), p.time, human(p.memory), why)
 	}
+}
+
+// cuDNN's names of its legacy convolution algorithms (cudnn_cnn.h, without
+// their common prefix) and math types, by enum value, for the algorithm log.
+var (
+	fwdAlgoNames     = []string{"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"}
+	bwdDataAlgoNames = []string{"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"}
+	bwdFiltAlgoNames = []string{"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"}
+	mathNames        = []string{"DEFAULT", "TENSOR_OP", "TENSOR_OP_ALLOW_CONVERSION", "FMA"}
+)
+
+// algoNames are the algorithm names of the direction what names ("forward
+// ...", "backward-data ...", "backward-filter ..."); nil for another.
+func algoNames(what string) []string {
+	switch {
+	case strings.HasPrefix(what, "forward"):
+		return fwdAlgoNames
+	case strings.HasPrefix(what, "backward-data"):
+		return bwdDataAlgoNames
+	case strings.HasPrefix(what, "backward-filter"):
+		return bwdFiltAlgoNames
+	}
+	return nil
+}
+
+// enumName is " (NAME)" for value v of names, or "" where v is not in it
+// (a newer cuDNN's value): the number alone is still printed.
+func enumName(names []string, v int) string {
+	if v < 0 || v >= len(names) {
+		return ""
+	}
+	return " (" + names[v] + ")"
 }
 
 // settleWorkspace returns the workspace the chosen algorithm runs with: the

@@ -190,11 +190,11 @@ func TestLogAlgos(t *testing.T) {
 	s := tensor.ConvShape{N: 8, C: 64, H: 32, W: 32, K: 64, R: 3, S: 3, Stride: 1, Pad: 1}
 	const given, bound = 2 << 20, 256 << 20
 	over := []string{
-		"algo 6 math 1 0.100 ms workspace 1.00 GiB (needs more workspace than the 256.0 MiB bound)",
-		"algo 4 math 1 -1.000 ms workspace 300.0 MiB (needs more workspace than the 256.0 MiB bound)",
-		"algo 3 math 1 -1.000 ms workspace 100.0 MiB (needs more workspace than the 2.0 MiB its size query gave the benchmark)",
-		"algo 5 math 1 0.200 ms workspace 0 B (failed, status 9)",
-		"algo 7 math 2 0.250 ms workspace 0 B (math type not allowed at this precision)",
+		"algo 6 (WINOGRAD) math 1 (TENSOR_OP) 0.100 ms workspace 1.00 GiB (needs more workspace than the 256.0 MiB bound)",
+		"algo 4 (FFT) math 1 (TENSOR_OP) -1.000 ms workspace 300.0 MiB (needs more workspace than the 256.0 MiB bound)",
+		"algo 3 (DIRECT) math 1 (TENSOR_OP) -1.000 ms workspace 100.0 MiB (needs more workspace than the 2.0 MiB its size query gave the benchmark)",
+		"algo 5 (FFT_TILING) math 1 (TENSOR_OP) 0.200 ms workspace 0 B (failed, status 9)",
+		"algo 7 (WINOGRAD_NONFUSED) math 2 (TENSOR_OP_ALLOW_CONVERSION) 0.250 ms workspace 0 B (math type not allowed at this precision)",
 	}
 	tests := []struct {
 		name   string
@@ -202,9 +202,9 @@ func TestLogAlgos(t *testing.T) {
 		chosen int32
 		want   []string // per record, in order: what its line must hold
 	}{
-		{"tf32", false, 1, append(over[:5:5], ": * algo 1 math 1 0.300 ms workspace 1.0 MiB", ":   algo 0 math 3 0.500 ms workspace 0 B")},
-		{"fp32", true, 0, append(over[:5:5], "algo 1 math 1 0.300 ms workspace 1.0 MiB (math type not allowed at this precision)",
-			": * algo 0 math 3 0.500 ms workspace 0 B")},
+		{"tf32", false, 1, append(over[:5:5], ": * algo 1 (IMPLICIT_PRECOMP_GEMM) math 1 (TENSOR_OP) 0.300 ms workspace 1.0 MiB", ":   algo 0 (IMPLICIT_GEMM) math 3 (FMA) 0.500 ms workspace 0 B")},
+		{"fp32", true, 0, append(over[:5:5], "algo 1 (IMPLICIT_PRECOMP_GEMM) math 1 (TENSOR_OP) 0.300 ms workspace 1.0 MiB (math type not allowed at this precision)",
+			": * algo 0 (IMPLICIT_GEMM) math 3 (FMA) 0.500 ms workspace 0 B")},
 	}
 	for _, tc := range tests {
 		choice, found := chooseAlgo(perf, bound, tc.fp32)
@@ -274,5 +274,28 @@ func TestDefaultWorkspace(t *testing.T) {
 		if got := defaultWorkspace(tc.avail); got != tc.want {
 			t.Errorf("%s: defaultWorkspace(%s) = %s, want %s", tc.name, human(tc.avail), human(got), human(tc.want))
 		}
+	}
+}
+
+// TestAlgoNames: the algorithm log names every algorithm of each direction
+// the legacy API counts, and prints a value it has no name for as the
+// number alone.
+func TestAlgoNames(t *testing.T) {
+	for _, tc := range []struct {
+		what  string
+		count int
+		last  string
+	}{
+		{"forward (measured)", cudnnFwdAlgoCount, " (WINOGRAD_NONFUSED)"},
+		{"backward-data (measured)", cudnnBwdDataAlgoCount, " (WINOGRAD_NONFUSED)"},
+		{"backward-filter (measured)", cudnnBwdFilterAlgoCount, " (FFT_TILING)"},
+	} {
+		names := algoNames(tc.what)
+		if len(names) != tc.count || enumName(names, tc.count-1) != tc.last || enumName(names, tc.count) != "" {
+			t.Errorf("%s: %d names, last %q, past the end %q; want %d, %q, \"\"", tc.what, len(names), enumName(names, tc.count-1), enumName(names, tc.count), tc.count, tc.last)
+		}
+	}
+	if algoNames("other") != nil || enumName(mathNames, cudnnFMAMath) != " (FMA)" {
+		t.Error("an unknown direction has names, or FMA's math type is misnamed")
 	}
 }

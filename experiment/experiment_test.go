@@ -800,3 +800,31 @@ func TestAutoClaimCheckedOnTheObjectiveGap(t *testing.T) {
 		t.Fatal("no trial claimed the target: nothing checked the claims")
 	}
 }
+
+// TestErrorProblemNeedsObjectiveOptimum: a problem whose targets are read
+// on an Error and which has an Objective must give that Objective's known
+// optimum, below F(x0), since auto's claims are checked on it: one without
+// (F* only reached, or not below F(x0)) is refused with the reason, not
+// checked against a wrong F*.
+func TestErrorProblemNeedsObjectiveOptimum(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fStar Optimum
+		ok    bool
+	}{
+		{"known optimum", Optimum{Value: 0}, true},
+		{"only reached", Optimum{Reached: true, Value: math.Inf(1)}, false},
+		{"above F(x0)", Optimum{Value: 0.7}, false},
+	} {
+		p := quadraticProblem()
+		p.Error = func(x []float64) float64 { return math.Abs(x[0]) }
+		p.FStar = tc.fStar
+		_, err := newSession(p, Protocol{Budget: 100, Trials: 1})
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "FStar") {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if _, err := Trial(p, lsgd0, 1, 10); (err == nil) != tc.ok {
+			t.Errorf("%s: Trial: %v", tc.name, err)
+		}
+	}
+}

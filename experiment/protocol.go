@@ -187,21 +187,36 @@ func newSession(p *Problem, pr Protocol) (*session, error) {
 	if err := pr.check(); err != nil {
 		return nil, fmt.Errorf("problem %s: %w", p.Name, err)
 	}
-	s := &session{p: p, pr: pr, g: gauge{err: p.Error != nil}}
+	g, err := gaugeOf(p)
+	if err != nil {
+		return nil, err
+	}
+	return &session{p: p, pr: pr, g: g}, nil
+}
+
+// gaugeOf is how p's values become gaps: the relative gap from F(x0) and
+// F* (+Inf where F* is the lowest value reached and none is known yet),
+// or, where the targets are read on Error, the Error as it is, with the
+// Objective and F* kept for auto's claims, which are of a relative
+// objective gap.
+func gaugeOf(p *Problem) (gauge, error) {
+	g := gauge{err: p.Error != nil}
 	switch {
 	case p.Error == nil:
-		s.g.f0, _ = p.Objective(p.X0)
-		s.g.fStar = p.FStar.Value
-		if p.FStar.Reached && s.g.fStar == 0 {
-			s.g.fStar = math.Inf(1)
+		g.f0, _ = p.Objective(p.X0)
+		g.fStar = p.FStar.Value
+		if p.FStar.Reached && g.fStar == 0 {
+			g.fStar = math.Inf(1)
 		}
-	case p.Objective != nil && !p.FStar.Reached:
-		// The targets are read on Error; auto's claims on the objective.
-		s.g.objective = p.Objective
-		s.g.f0, _ = p.Objective(p.X0)
-		s.g.fStar = p.FStar.Value
+	case p.Objective != nil:
+		g.objective = p.Objective
+		g.f0, _ = p.Objective(p.X0)
+		g.fStar = p.FStar.Value
+		if p.FStar.Reached || math.IsNaN(g.f0) || math.IsInf(g.f0, 0) || math.IsInf(g.fStar, 0) || !(g.f0 > g.fStar) {
+			return g, fmt.Errorf("problem %s: its targets are read on Error and it has an Objective, so FStar must be the Objective's known optimum, below F(x0) = %g (auto's claims are checked on that gap); FStar is %+v: set FStar.Value, or leave the Objective out", p.Name, g.f0, p.FStar)
+		}
 	}
-	return s, nil
+	return g, nil
 }
 
 // everyIterate says first touches are read during the run: the value is

@@ -69,7 +69,8 @@ func (g gauge) autoGap(x []float64, final float64) float64 {
 // (package mlmc/sgd) until the next iterate would pass budget, recording
 // the value at every logged point (points, increasing); g reads the first
 // touch of each target at every iterate when the problem allows it. A
-// logged value outside the domain (+Inf) ends the trial as diverged.
+// logged value outside the domain (+Inf) ends a fixed method's trial as
+// diverged; auto goes on, its safeguard putting the answer back.
 func trial(p *Problem, m Method, seed uint64, budget int64, points []int64, targets []float64, g gauge, everyIterate bool) (Trace, error) {
 	tr := Trace{Seed: seed, First: make([]int64, len(targets)), firstRead: everyIterate}
 	for i := range tr.First {
@@ -126,7 +127,10 @@ func trial(p *Problem, m Method, seed uint64, budget int64, points []int64, targ
 	if tr.Auto != nil {
 		// Whether auto's own estimate held: the true gap where it stopped
 		// against the target it claimed to reach.
-		tr.Auto.SetTrueGap(g.autoGap(x, final))
+		if gap := g.autoGap(x, final); !math.IsNaN(gap) {
+			// (NaN: F* not known yet, the lowest value reached.)
+			tr.Auto.SetTrueGap(gap)
+		}
 	}
 	if ft != nil {
 		tr.First = ft.First
@@ -142,7 +146,13 @@ func Trial(p *Problem, m Method, seed uint64, budget int64) (Trace, error) {
 	if err := p.check(); err != nil {
 		return Trace{}, err
 	}
-	return trial(p, m, seed, budget, []int64{budget}, nil, gauge{err: true}, false)
+	g, err := gaugeOf(p)
+	if err != nil {
+		return Trace{}, err
+	}
+	// The trace's values stay as the objective (or Error) gives them; the
+	// gauge reads auto's true gap.
+	return trial(p, m, seed, budget, []int64{budget}, nil, g, false)
 }
 
 // prefixed writes each write (one line of auto's log) after a prefix

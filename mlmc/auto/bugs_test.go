@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -371,10 +372,13 @@ func TestOracleErrorMidRun(t *testing.T) {
 }
 
 // TestRecorderEndsRun: a caller's recorder that answers Stop ends the run
-// at that step, the record saying a recorder stopped it, and hears nothing
-// after its verdict (auto used to drop it and run on to its budget). One
-// that answers Diverge does not end it: auto handles an answer outside F's
-// domain itself, and the run ends as it would without the recorder.
+// at that step: the answer is the point the recorder saw, the record says
+// a recorder stopped it, and nothing is drawn or scored after the verdict,
+// also where F at that point is not finite (which would otherwise send
+// the run back to its last checkpoint) and where another recorder answers
+// Diverge at the same event. A Diverge alone does not end it: auto handles
+// an answer outside F's domain itself, and the run ends as it would
+// without the recorder.
 func TestRecorderEndsRun(t *testing.T) {
 	const at, budget = 20_000, 2_000_000
 	settings := Settings{Target: Target{Gap: 1e-5, Budget: budget}, Seed: 1}
@@ -385,36 +389,70 @@ func TestRecorderEndsRun(t *testing.T) {
 	if alone.Samples < 4*at {
 		t.Fatalf("the run alone ended at %d samples: too soon to see a verdict at %d end it", alone.Samples, at)
 	}
-	for _, st := range []sgd.Status{sgd.Stop, sgd.Diverge} {
-		said, after := false, 0
-		rec := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
-			if said {
-				after++
+	for _, tc := range []struct {
+		name     string
+		st       sgd.Status
+		infinite bool // F is +Inf everywhere once the verdict is given
+		beside   bool // a second recorder answers Diverge at the verdict's event
+	}{
+		{"stop", sgd.Stop, false, false},
+		{"stop, then F infinite", sgd.Stop, true, false},
+		{"stop beside a diverge", sgd.Stop, false, true},
+		{"diverge", sgd.Diverge, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := synthetic(4, 1, 2, 1, nil)
+			said, after := false, 0
+			var seen []float64
+			rec := sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
+				if said {
+					after++
+					return sgd.Continue
+				}
+				if loc.Cost >= at {
+					said, seen = true, slices.Clone(loc.X)
+					return tc.st
+				}
 				return sgd.Continue
+			})
+			recs := []sgd.Recorder{rec}
+			if tc.beside {
+				recs = append(recs, sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
+					if loc.Cost >= at {
+						return sgd.Diverge
+					}
+					return sgd.Continue
+				}))
 			}
-			if loc.Cost >= at {
-				said = true
-				return st
+			s := settings
+			s.Score = func(x []float64) (float64, float64) {
+				if said && tc.infinite {
+					return math.Inf(1), 0
+				}
+				return p.Objective(x)
 			}
-			return sgd.Continue
+			res, err := Run(p, s, recs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !said {
+				t.Fatalf("the run ended at %d samples, before the verdict at %d", res.Samples, at)
+			}
+			if tc.st == sgd.Diverge {
+				if res.Samples != alone.Samples || res.Diverged || res.Record.Stopped != alone.Record.Stopped {
+					t.Errorf("Diverge at %d samples: %d samples, diverged %v, stopped %q; alone %d samples, stopped %q",
+						at, res.Samples, res.Diverged, res.Record.Stopped, alone.Samples, alone.Record.Stopped)
+				}
+				return
+			}
+			if after != 0 || res.Samples > 2*at || !strings.HasPrefix(res.Record.Stopped, "a recorder stopped the run") || res.Diverged || res.Reached {
+				t.Errorf("after the verdict at %d samples: %d more calls, %d samples, diverged %v, reached %v, stopped %q",
+					at, after, res.Samples, res.Diverged, res.Reached, res.Record.Stopped)
+			}
+			if !slices.Equal(res.X, seen) {
+				t.Errorf("the answer %v is not the point the recorder stopped at, %v", res.X, seen)
+			}
 		})
-		res, err := Run(synthetic(4, 1, 2, 1, nil), settings, rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !said {
-			t.Fatalf("verdict %d: the run ended at %d samples, before the verdict at %d", st, res.Samples, at)
-		}
-		if st == sgd.Stop {
-			if after != 0 || res.Samples > 2*at || !strings.HasPrefix(res.Record.Stopped, "a recorder stopped the run") || res.Diverged {
-				t.Errorf("Stop at %d samples: %d more calls, %d samples, diverged %v, stopped %q", at, after, res.Samples, res.Diverged, res.Record.Stopped)
-			}
-			continue
-		}
-		if res.Samples != alone.Samples || res.Diverged || res.Record.Stopped != alone.Record.Stopped {
-			t.Errorf("Diverge at %d samples: %d samples, diverged %v, stopped %q; alone %d samples, stopped %q",
-				at, res.Samples, res.Diverged, res.Record.Stopped, alone.Samples, alone.Record.Stopped)
-		}
 	}
 }
 

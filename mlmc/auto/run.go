@@ -813,11 +813,28 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	if len(r.relay.Recs) > 0 {
 		// A query can cost a few hundred nanoseconds: without recorders
 		// to tell, the driver runs without a call per step.
+		// The answer may have moved since the last event the recorders
+		// saw (a stage's or a probe's average starts again from the
+		// iterate, a safeguard puts it back): before the chunk's first
+		// event, the samples up to its start are told with the answer
+		// they were spent under, then the chunk's with the answer now.
+		base := r.used
+		fresh := true
 		recs = append(recs, sgd.RecorderFunc(func(op sgd.Op, loc *sgd.Location) sgd.Status {
 			if op == sgd.Stepped {
 				r.iters = iters0 + loc.Iter
 			}
-			if r.halt(r.relay.Send(op, r.iters, loc.Cost, r.avg, op == sgd.Stepped)) {
+			moved := op == sgd.Stepped
+			if fresh {
+				// (moved false: the relay's copy, the answer it last saw.)
+				fresh, moved = false, true
+				if r.halt(r.relay.Send(sgd.Estimated, iters0, base, r.avg, false)) {
+					// Stopped at the answer it saw: that is the run's.
+					copy(r.avg, r.relay.Seen())
+					return sgd.Stop
+				}
+			}
+			if r.halt(r.relay.Send(op, r.iters, loc.Cost, r.avg, moved)) {
 				return sgd.Stop
 			}
 			return sgd.Continue
@@ -851,10 +868,12 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	return true, nil
 }
 
-// halt ends the run where it is on a caller's recorder's Stop and reports
-// whether the run is ended so; other verdicts leave it running (Run).
+// halt ends the run where it is once a caller's recorder has answered
+// Stop (st, or at the same event beside another's Diverge, which st would
+// report) and reports whether the run is ended so; Diverge alone leaves it
+// running (Run).
 func (r *runner) halt(st sgd.Status) bool {
-	if st == sgd.Stop {
+	if st == sgd.Stop || r.relay.StopAsked() {
 		r.halted, r.done = true, true
 	}
 	return r.halted
@@ -947,6 +966,12 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 		if err != nil {
 			st.Why = "error: " + err.Error()
 			r.done = true
+			return
+		}
+		if r.halted {
+			// A caller's recorder stopped the run: the answer stays the
+			// point it saw, no checkpoint scored, nothing more drawn.
+			st.Why = "a recorder stopped the run"
 			return
 		}
 		if r.used == before {
@@ -1665,7 +1690,8 @@ func (r *runner) capStep(p *Plan, drop float64) {
 	if math.IsInf(v, 1) {
 		// A law whose variance has no finite prediction (a level drawn
 		// too rarely for its spread): no floor to set, and a cap would
-		// stop the run (step 0). The step search has seen the draws.
+		// stop the run (step 0). The step stays as chosen (searched, or
+		// kept from the last plan).
 		p.Reasons.Step += "; not capped: the predicted variance of the estimates' moving part is infinite"
 		return
 	}

@@ -9,8 +9,9 @@ import (
 
 // Trace records the value at logged points of the cost: Values[k] is the
 // value at the last iterate whose cost is at most Points[k] (the start
-// before any). A logged value outside the domain (+Inf) ends the run as
-// diverged: an iterate at F = +Inf does not go on.
+// before any). A logged value outside the domain (+Inf) answers Diverge,
+// which ends the driver's run as diverged (an iterate at F = +Inf does not
+// go on); auto.Run handles such an answer itself and goes on.
 type Trace struct {
 	Points []int64
 	Values []float64
@@ -146,6 +147,9 @@ func (p *Progress) Record(op Op, loc *Location) Status {
 type Relay struct {
 	Recs []Recorder
 	loc  Location
+	// stopAsked says a recorder answered Stop (Send returns the gravest
+	// answer, which a Diverge at the same event would hide).
+	stopAsked bool
 }
 
 // NewRelay is a relay to recs whose locations read value.
@@ -172,9 +176,17 @@ func (r *Relay) Send(op Op, iter int, cost int64, x []float64, moved bool) Statu
 	r.loc.Iter, r.loc.Cost = iter, cost
 	st := Continue
 	for _, rec := range r.Recs {
-		if s := rec.Record(op, &r.loc); s > st {
-			st = s
-		}
+		s := rec.Record(op, &r.loc)
+		r.stopAsked = r.stopAsked || s == Stop
+		st = max(st, s)
 	}
 	return st
 }
+
+// Seen is the iterate the recorders saw last (the relay's copy; nil
+// before the first Send to a recorder).
+func (r *Relay) Seen() []float64 { return r.loc.X }
+
+// StopAsked says a recorder has answered Stop at some event, whatever the
+// others answered with it.
+func (r *Relay) StopAsked() bool { return r.stopAsked }

@@ -296,6 +296,12 @@ func TestParityBatchNorm(t *testing.T) {
 		{N: 4, C: 512, HW: 16, Eps: 1e-5, Momentum: 0.1},
 		{N: 32, C: 512, HW: 1, Eps: 1e-5, Momentum: 0.1}, // BatchNorm1d of the head
 		{N: 2, C: 3, HW: 5, Eps: 1e-3, Momentum: 0.3},
+		// A plane of 49 values, which a block's stride of 256 crosses
+		// mid-plane (the reductions' wrap to the next image), and more
+		// values than one grid-stride pass of the element-wise kernels
+		// covers on a large GPU (their carry to the next channel).
+		{N: 256, C: 4, HW: 49, Eps: 1e-5, Momentum: 0.1},
+		{N: 24, C: 16, HW: 3025, Eps: 1e-5, Momentum: 0.1},
 	}
 	for _, s := range shapes {
 		t.Run(fmt.Sprintf("%+v", s), func(t *testing.T) {

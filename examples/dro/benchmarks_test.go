@@ -289,8 +289,8 @@ func median(xs []float64) float64 {
 
 // TestSegmentsReplay: auto's Segments are every estimator run and pilot of
 // the run: replayed in order on the problem, each estimator run takes the
-// iterations the run took (replay fails otherwise), and the pilots' and
-// runs' samples add up to the run's.
+// iterations the run took (replay fails otherwise), and, for a run that
+// ended on its target, the pilots' and runs' samples add up to the run's.
 func TestSegmentsReplay(t *testing.T) {
 	tk := toyTask(t, 100_000)
 	p := tk.problem(oracleMaxLevel)
@@ -301,6 +301,13 @@ func TestSegmentsReplay(t *testing.T) {
 	_, samples, err := replayCounting(&p.Problem, res.Segments)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The replay does not draw the estimate a run draws past its budget
+	// and drops, nor one a chunk that took no step dropped: the samples
+	// add up for a run that ended on its target without such a chunk.
+	zeroStep := slices.ContainsFunc(res.Segments, func(sg auto.Segment) bool { return sg.Pilot == nil && sg.Iterations == 0 })
+	if !res.Reached || zeroStep {
+		t.Fatalf("the run (reached %v, a chunk without a step %v) is not one whose samples the replay can add up: choose another seed", res.Reached, zeroStep)
 	}
 	if samples != res.Samples {
 		t.Errorf("the segments drew %d samples, the run %d", samples, res.Samples)

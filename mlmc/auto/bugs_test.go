@@ -457,9 +457,9 @@ func TestRecorderEndsRun(t *testing.T) {
 }
 
 // TestInfiniteVarianceLeavesStep: an RT-MLMC plan whose predicted variance
-// is infinite keeps the step its search chose; the cap used to set it to
-// 0 (its floor, step x Var / 4, is finite only there), a run that could no
-// longer move.
+// is infinite keeps the step its search chose, where a cap to a finite
+// noise floor would set it to 0 (step x Var / 4 is finite only there), a
+// run that could no longer move; a finite variance is capped as usual.
 func TestInfiniteVarianceLeavesStep(t *testing.T) {
 	p := synthetic(4, 1, 2, 1, nil)
 	r := newTestRunner(p, Settings{Target: Target{Gap: 1e-3, Budget: 100_000}})

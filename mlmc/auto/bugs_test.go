@@ -2,6 +2,7 @@ package auto
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -478,5 +479,29 @@ func TestInfiniteVarianceLeavesStep(t *testing.T) {
 		if pl.Step != tc.want || !strings.Contains(pl.Reasons.Step, tc.reasonOn) {
 			t.Errorf("Var %g: step %g (%q), want %g", tc.v, pl.Step, pl.Reasons.Step, tc.want)
 		}
+	}
+}
+
+// TestClaimMessageIsTheEstimate: a run that claims its target says in its
+// stop reason the gap estimate its record holds (the claim, the larger of
+// the last two checkpoints' estimates), not the last checkpoint's alone.
+func TestClaimMessageIsTheEstimate(t *testing.T) {
+	claims := 0
+	for seed := uint64(1); seed <= 6; seed++ {
+		res, err := Run(synthetic(4, 1, 2, 1, nil), Settings{Target: Target{Gap: 1e-2, Budget: 400_000}, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Record.Claimed() {
+			continue
+		}
+		claims++
+		want := fmt.Sprintf("the gap estimate %.3g reached", float64(res.Record.GapEstimate))
+		if !strings.HasPrefix(res.Record.Stopped, want) {
+			t.Errorf("seed %d: stopped %q, the record's gap estimate %g", seed, res.Record.Stopped, float64(res.Record.GapEstimate))
+		}
+	}
+	if claims == 0 {
+		t.Fatal("no run claimed its target: nothing checked")
 	}
 }

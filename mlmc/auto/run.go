@@ -1078,7 +1078,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			st.Why = fmt.Sprintf("the gap estimate %.3g (the last chunk's drop %.3g of the objective at the averaged iterate scaled to what a 1/samples rate leaves, or the average's lag behind the iterate %.3g, plus the bias share %.3g) is at the stage's target at two checkpoints in a row", est, drop, lag, biasGap)
 			if last {
 				r.reached, r.done = true, true
-				r.rec.Stopped = fmt.Sprintf("the gap estimate %.3g reached the target %g at %d samples", est, eps, r.used)
+				// The claim, the larger of the last two checkpoints'
+				// estimates, is the record's gap estimate too.
+				r.rec.Stopped = fmt.Sprintf("the gap estimate %.3g reached the target %g at %d samples", claim, eps, r.used)
 			}
 			return
 		}

@@ -67,6 +67,15 @@ __device__ __forceinline__ void plane_walk_next(plane_walk* w) {
     w->idx += dn * w->C * w->HW + w->dp - (dn > w->dn ? w->HW : 0);
 }
 
+// plane_walk_take4 writes the places of the walk's next four values into
+// i and moves past them: four loads a thread can have in flight at once.
+__device__ __forceinline__ void plane_walk_take4(plane_walk* w, long long i[4]) {
+    for (int k = 0; k < 4; k++) {
+        i[k] = w->idx;
+        plane_walk_next(w);
+    }
+}
+
 // k_bn_partial: block (s, c) of a (splits, C) grid sums x and x^2 over its
 // share of channel c's N*HW values: partial[(c*splits+s)*2 + {0,1}].
 extern "C" __global__ void k_bn_partial(const float* x, int N, int C, int HW, int splits, double* partial) {
@@ -80,15 +89,9 @@ extern "C" __global__ void k_bn_partial(const float* x, int N, int C, int HW, in
     // Four loads in flight per thread (a dependent sum waits on each load
     // otherwise), added in the order of the values, as one at a time.
     for (; j + 3 * BLOCK < hi; j += 4 * BLOCK) {
-        long long i0 = w.idx;
-        plane_walk_next(&w);
-        long long i1 = w.idx;
-        plane_walk_next(&w);
-        long long i2 = w.idx;
-        plane_walk_next(&w);
-        long long i3 = w.idx;
-        plane_walk_next(&w);
-        double v0 = x[i0], v1 = x[i1], v2 = x[i2], v3 = x[i3];
+        long long i[4];
+        plane_walk_take4(&w, i);
+        double v0 = x[i[0]], v1 = x[i[1]], v2 = x[i[2]], v3 = x[i[3]];
         sum += v0;
         sq += v0 * v0;
         sum += v1;
@@ -181,16 +184,10 @@ extern "C" __global__ void k_bn_bwd_partial(const float* x, const float* dy, con
     plane_walk w = plane_walk_start(j, c, HW, C);
     // Four positions' loads in flight per thread, as in k_bn_partial.
     for (; j + 3 * BLOCK < hi; j += 4 * BLOCK) {
-        long long i0 = w.idx;
-        plane_walk_next(&w);
-        long long i1 = w.idx;
-        plane_walk_next(&w);
-        long long i2 = w.idx;
-        plane_walk_next(&w);
-        long long i3 = w.idx;
-        plane_walk_next(&w);
-        double g0 = dy[i0], g1 = dy[i1], g2 = dy[i2], g3 = dy[i3];
-        float x0 = x[i0], x1 = x[i1], x2 = x[i2], x3 = x[i3];
+        long long i[4];
+        plane_walk_take4(&w, i);
+        double g0 = dy[i[0]], g1 = dy[i[1]], g2 = dy[i[2]], g3 = dy[i[3]];
+        float x0 = x[i[0]], x1 = x[i[1]], x2 = x[i[2]], x3 = x[i[3]];
         sdy += g0;
         sdyx += g0 * ((x0 - mu) * is);
         sdy += g1;

@@ -91,15 +91,12 @@ extern "C" __global__ void k_bn_partial(const float* x, int N, int C, int HW, in
     for (; j + 3 * BLOCK < hi; j += 4 * BLOCK) {
         long long i[4];
         plane_walk_take4(&w, i);
-        double v0 = x[i[0]], v1 = x[i[1]], v2 = x[i[2]], v3 = x[i[3]];
-        sum += v0;
-        sq += v0 * v0;
-        sum += v1;
-        sq += v1 * v1;
-        sum += v2;
-        sq += v2 * v2;
-        sum += v3;
-        sq += v3 * v3;
+        double v[4];
+        for (int k = 0; k < 4; k++) v[k] = x[i[k]];
+        for (int k = 0; k < 4; k++) {
+            sum += v[k];
+            sq += v[k] * v[k];
+        }
     }
     for (; j < hi; j += BLOCK, plane_walk_next(&w)) {
         double v = x[w.idx];
@@ -186,16 +183,16 @@ extern "C" __global__ void k_bn_bwd_partial(const float* x, const float* dy, con
     for (; j + 3 * BLOCK < hi; j += 4 * BLOCK) {
         long long i[4];
         plane_walk_take4(&w, i);
-        double g0 = dy[i[0]], g1 = dy[i[1]], g2 = dy[i[2]], g3 = dy[i[3]];
-        float x0 = x[i[0]], x1 = x[i[1]], x2 = x[i[2]], x3 = x[i[3]];
-        sdy += g0;
-        sdyx += g0 * ((x0 - mu) * is);
-        sdy += g1;
-        sdyx += g1 * ((x1 - mu) * is);
-        sdy += g2;
-        sdyx += g2 * ((x2 - mu) * is);
-        sdy += g3;
-        sdyx += g3 * ((x3 - mu) * is);
+        double g[4];
+        float xv[4];
+        for (int k = 0; k < 4; k++) {
+            g[k] = dy[i[k]];
+            xv[k] = x[i[k]];
+        }
+        for (int k = 0; k < 4; k++) {
+            sdy += g[k];
+            sdyx += g[k] * ((xv[k] - mu) * is);
+        }
     }
     for (; j < hi; j += BLOCK, plane_walk_next(&w)) {
         long long idx = w.idx;

@@ -26,6 +26,7 @@ those pairs from them.
 import glob
 import gzip
 import json
+import math
 import os
 import statistics
 import sys
@@ -90,6 +91,31 @@ def auto_runs(pattern):
             a = json.loads(line)
             gap = float(a["tuning"]["about"].split("gap ")[1].split(":")[0])
             yield path, a, gap
+
+
+def lower_bound(h, n, alpha=0.05):
+    """The one-sided 1 - alpha lower confidence bound on a rate from h
+    successes in n trials (Clopper-Pearson: the p at which h or more
+    successes have probability alpha), by bisection."""
+    if n == 0 or h == 0:
+        return 0.0
+
+    def tail(p):  # P(X >= h) for X ~ Binomial(n, p)
+        return sum(math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(h, n + 1))
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if tail(mid) < alpha:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def held_line(h, n):
+    return (f"{h} of the {n} trials where it claimed the target and stopped (the rate at which a claim holds "
+            f"is at least {lower_bound(h, n):.2f} with 95% confidence, Clopper-Pearson)")
 
 
 def held(m):
@@ -233,7 +259,7 @@ def verdict():
         print(f"- pairs where auto's median trial did not reach the gap: " + ", ".join(f"{q['problem']} {q['gap']:g}" for q in missing))
     h = sum(q["held"][0] for q in PAIRS)
     n = sum(q["held"][1] for q in PAIRS)
-    print(f"- auto's own gap estimate held in {h} of the {n} trials where it claimed the target and stopped")
+    print(f"- auto's own gap estimate held in {held_line(h, n)}")
     print(f"- apart (the comparator reaches it in fewer than half its trials, or no setting does): " +
           (", ".join(f"{q['problem']} {q['gap']:g}" for q in apart) or "none"))
     if PAIRS3X:
@@ -246,7 +272,7 @@ def verdict():
         print(f"- the budget-bound pairs from the runs with three times the budget: {summary(taken)}")
         h3 = sum(q["held"][0] for q in PAIRS3X)
         n3 = sum(q["held"][1] for q in PAIRS3X)
-        print(f"- in the runs with three times the budget, auto's own gap estimate held in {h3} of the {n3} trials where it claimed the target and stopped")
+        print(f"- in the runs with three times the budget, auto's own gap estimate held in {held_line(h3, n3)}")
     print("\nWhy auto missed, from its records (trials that did not reach the gap, by how the run ended; the first stall warning):\n")
     for q in PAIRS:
         counts, warn = q["why"]

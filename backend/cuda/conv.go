@@ -374,30 +374,55 @@ type legacyAlgo struct {
 	found bool
 }
 
-// runLegacy runs one direction of a convolution on cuDNN's legacy API:
-// it chooses the direction's algorithm on first use (pickAlgo with find,
-// get and wsSize; a captured step may not search, so it refuses the
-// capture), then calls run with the algorithm and its workspace. what
-// names the direction for the search, call the cuDNN function for an
-// error; bufs are the device buffers the call reads and writes.
-func (b *Backend) runLegacy(a *legacyAlgo, what, call string, s tensor.ConvShape, conv uintptr, algos int,
-	find func(ws, wsBytes uint64, raw []byte, count *int32) uintptr,
-	get func(raw []byte, count *int32) uintptr,
-	wsSize func(algo int32, size *uint64) uintptr,
-	run func(algo int, ws, wsBytes uint64) uintptr, bufs ...uint64) {
+// legacyCall is one direction of a convolution on cuDNN's legacy API: its
+// name for the algorithm log, the name of its run function for errors, how
+// many algorithms it has, and its four functions (find, get, workspace
+// size, run), which take the same operands in the same order: two inputs
+// a and b, the convolution, the output o.
+type legacyCall struct {
+	what, call             string
+	algos                  int
+	find, get, wsSize, run uintptr
+}
+
+// legacyOperands are a direction's descriptors and device pointers: inputs
+// a and b, output o.
+type legacyOperands struct {
+	a, ap, b, bp, o, op uintptr
+}
+
+// runLegacy runs one direction d of a convolution on cuDNN's legacy API:
+// it chooses the direction's algorithm on first use (pickAlgo; a captured
+// step may not search, so it refuses the capture), then runs it with its
+// workspace on the operands.
+func (b *Backend) runLegacy(a *legacyAlgo, d legacyCall, s tensor.ConvShape, conv uintptr, x legacyOperands) {
 	if !a.found && b.refuseCapture("cuDNN's algorithm search for "+s.String()) {
 		return
 	}
+	h := b.cudnnHandle
 	if !a.found {
-		a.algo, a.ws = b.pickAlgo(what, s, conv, algos, find, get, wsSize)
+		a.algo, a.ws = b.pickAlgo(d.what, s, conv, d.algos,
+			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
+				return mustCall(d.find, h, x.a, x.ap, x.b, x.bp, conv, x.o, x.op, cudnnMaxAlgosRequested,
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
+			},
+			func(raw []byte, count *int32) uintptr {
+				return mustCall(d.get, h, x.a, x.b, conv, x.o, cudnnMaxAlgosRequested,
+					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
+			},
+			func(algo int32, size *uint64) uintptr {
+				return mustCall(d.wsSize, h, x.a, x.b, conv, x.o, uintptr(algo), uintptr(unsafe.Pointer(size)))
+			})
 		a.found = b.err == nil
 	}
 	if b.err != nil {
 		return
 	}
 	ws := b.workspaceLocked(a.ws)
-	b.used(append(bufs, ws)...)
-	b.fail(b.libs.cudnn.check(call+" for "+s.String(), run(a.algo, ws, a.ws)))
+	b.used(uint64(x.ap), uint64(x.bp), uint64(x.op), ws)
+	one, zero := float32(1), float32(0)
+	b.fail(b.libs.cudnn.check(d.call+" for "+s.String(), mustCall(d.run, h, uintptr(unsafe.Pointer(&one)),
+		x.a, x.ap, x.b, x.bp, conv, uintptr(a.algo), uintptr(ws), uintptr(a.ws), uintptr(unsafe.Pointer(&zero)), x.o, x.op)))
 	b.convCalls.legacy++
 }
 
@@ -405,24 +430,8 @@ func (b *Backend) runLegacy(a *legacyAlgo, what, call string, s tensor.ConvShape
 // API.
 func (b *Backend) forwardLegacy(p *convPlan, s tensor.ConvShape, xp, wp, yp uintptr) {
 	c := &b.libs.cudnn
-	h := b.cudnnHandle
-	b.runLegacy(&p.fwd, "forward", "cudnnConvolutionForward", s, p.convFwd, cudnnFwdAlgoCount,
-		func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
-			return mustCall(c.findFwdEx, h, p.x, xp, p.w, wp, p.convFwd, p.y, yp, cudnnMaxAlgosRequested,
-				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
-		},
-		func(raw []byte, count *int32) uintptr {
-			return mustCall(c.getFwdV7, h, p.x, p.w, p.convFwd, p.y, cudnnMaxAlgosRequested,
-				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
-		},
-		func(algo int32, size *uint64) uintptr {
-			return mustCall(c.fwdWorkspaceSize, h, p.x, p.w, p.convFwd, p.y, uintptr(algo), uintptr(unsafe.Pointer(size)))
-		},
-		func(algo int, ws, wsBytes uint64) uintptr {
-			one, zero := float32(1), float32(0)
-			return mustCall(c.convFwd, h, uintptr(unsafe.Pointer(&one)),
-				p.x, xp, p.w, wp, p.convFwd, uintptr(algo), uintptr(ws), uintptr(wsBytes), uintptr(unsafe.Pointer(&zero)), p.y, yp)
-		}, uint64(xp), uint64(wp), uint64(yp))
+	b.runLegacy(&p.fwd, legacyCall{"forward", "cudnnConvolutionForward", cudnnFwdAlgoCount, c.findFwdEx, c.getFwdV7, c.fwdWorkspaceSize, c.convFwd},
+		s, p.convFwd, legacyOperands{p.x, xp, p.w, wp, p.y, yp})
 }
 
 // Conv2dBackward: given dy (N,K,OH,OW), writes dx (N,C,H,W) unless dx is
@@ -503,48 +512,16 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 // API.
 func (b *Backend) backwardDataLegacy(p *convPlan, s tensor.ConvShape, wp, dyp, dxp uintptr) {
 	c := &b.libs.cudnn
-	h := b.cudnnHandle
-	b.runLegacy(&p.bwdD, "backward-data", "cudnnConvolutionBackwardData", s, p.convBwdD, cudnnBwdDataAlgoCount,
-		func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
-			return mustCall(c.findBwdDataEx, h, p.w, wp, p.y, dyp, p.convBwdD, p.x, dxp, cudnnMaxAlgosRequested,
-				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
-		},
-		func(raw []byte, count *int32) uintptr {
-			return mustCall(c.getBwdDataV7, h, p.w, p.y, p.convBwdD, p.x, cudnnMaxAlgosRequested,
-				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
-		},
-		func(algo int32, size *uint64) uintptr {
-			return mustCall(c.bwdDataWorkspaceSize, h, p.w, p.y, p.convBwdD, p.x, uintptr(algo), uintptr(unsafe.Pointer(size)))
-		},
-		func(algo int, ws, wsBytes uint64) uintptr {
-			one, zero := float32(1), float32(0)
-			return mustCall(c.convBwdData, h, uintptr(unsafe.Pointer(&one)),
-				p.w, wp, p.y, dyp, p.convBwdD, uintptr(algo), uintptr(ws), uintptr(wsBytes), uintptr(unsafe.Pointer(&zero)), p.x, dxp)
-		}, uint64(wp), uint64(dyp), uint64(dxp))
+	b.runLegacy(&p.bwdD, legacyCall{"backward-data", "cudnnConvolutionBackwardData", cudnnBwdDataAlgoCount, c.findBwdDataEx, c.getBwdDataV7, c.bwdDataWorkspaceSize, c.convBwdData},
+		s, p.convBwdD, legacyOperands{p.w, wp, p.y, dyp, p.x, dxp})
 }
 
 // backwardFilterLegacy runs the filter gradient of plan p on cuDNN's
 // legacy API.
 func (b *Backend) backwardFilterLegacy(p *convPlan, s tensor.ConvShape, xp, dyp, dwp uintptr) {
 	c := &b.libs.cudnn
-	h := b.cudnnHandle
-	b.runLegacy(&p.bwdF, "backward-filter", "cudnnConvolutionBackwardFilter", s, p.convBwdF, cudnnBwdFilterAlgoCount,
-		func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
-			return mustCall(c.findBwdFilterEx, h, p.x, xp, p.y, dyp, p.convBwdF, p.w, dwp, cudnnMaxAlgosRequested,
-				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
-		},
-		func(raw []byte, count *int32) uintptr {
-			return mustCall(c.getBwdFilterV7, h, p.x, p.y, p.convBwdF, p.w, cudnnMaxAlgosRequested,
-				uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])))
-		},
-		func(algo int32, size *uint64) uintptr {
-			return mustCall(c.bwdFilterWorkspaceSz, h, p.x, p.y, p.convBwdF, p.w, uintptr(algo), uintptr(unsafe.Pointer(size)))
-		},
-		func(algo int, ws, wsBytes uint64) uintptr {
-			one, zero := float32(1), float32(0)
-			return mustCall(c.convBwdFilter, h, uintptr(unsafe.Pointer(&one)),
-				p.x, xp, p.y, dyp, p.convBwdF, uintptr(algo), uintptr(ws), uintptr(wsBytes), uintptr(unsafe.Pointer(&zero)), p.w, dwp)
-		}, uint64(xp), uint64(dyp), uint64(dwp))
+	b.runLegacy(&p.bwdF, legacyCall{"backward-filter", "cudnnConvolutionBackwardFilter", cudnnBwdFilterAlgoCount, c.findBwdFilterEx, c.getBwdFilterV7, c.bwdFilterWorkspaceSz, c.convBwdFilter},
+		s, p.convBwdF, legacyOperands{p.x, xp, p.y, dyp, p.w, dwp})
 }
 
 func checkConv(op string, s tensor.ConvShape, x, w, y tensor.Buffer) {

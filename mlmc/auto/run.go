@@ -502,13 +502,8 @@ func gradNormAt(o mlmc.Oracle[[]float64], level, n, dim int) (float64, error) {
 			sq += v * v
 		}
 	}
-	k := float64(n)
-	m2 := 0.0
-	for _, v := range sum {
-		m2 += (v / k) * (v / k)
-	}
-	v := math.Max((sq-k*m2)/(k-1), 0)
-	return math.Sqrt(math.Max(m2-v/k, 0)), nil
+	y, _ := meanSquare(sum, sq, n)
+	return math.Sqrt(math.Max(y, 0)), nil
 }
 
 // noiseShare is the share of the gradient noise that sets the noise floor:

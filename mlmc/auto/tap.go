@@ -98,18 +98,26 @@ type topBias struct {
 // stands on.
 const minTopDraws = 16
 
+// meanSquare is, from the sum of n vector draws Y and the sum of their
+// squared norms sq, y = |mean|^2 - v/n, an estimate of |E Y|^2 without the
+// noise's upward bias, and v the draws' variance (its trace).
+func meanSquare(sum []float64, sq float64, n int) (y, v float64) {
+	k := float64(n)
+	m2 := 0.0
+	for _, s := range sum {
+		m := s / k
+		m2 += m * m
+	}
+	v = math.Max((sq-k*m2)/(k-1), 0)
+	return m2 - v/k, v
+}
+
 func (t *topTap) read() topBias {
 	if t.n < 2 {
 		return topBias{n: t.n}
 	}
 	k := float64(t.n)
-	m2 := 0.0
-	for _, v := range t.sum {
-		m := v / k
-		m2 += m * m
-	}
-	v := math.Max((t.sq-k*m2)/(k-1), 0)
-	y := m2 - v/k
+	y, v := meanSquare(t.sum, t.sq, t.n)
 	// Var |mean|^2 <= 2 V^2/n^2 + 4 |E Y|^2 V/n (as the pilots' bias fit).
 	se := math.Sqrt(2*v*v/(k*k) + 4*math.Max(y, 0)*v/k)
 	return topBias{n: t.n, y: y, se: se, seen: t.n >= minTopDraws && y > 2*se}

@@ -828,3 +828,23 @@ func TestErrorProblemNeedsObjectiveOptimum(t *testing.T) {
 		}
 	}
 }
+
+// TestPct: a stage target sqrt(10) below another reads as a short
+// percentage, not the float's full digits.
+func TestPct(t *testing.T) {
+	for _, c := range []struct {
+		target float64
+		want   string
+	}{
+		{0.1, "10%"},
+		{0.1 / math.Sqrt(10), "3.16%"},
+		{0.1 / math.Sqrt(10) / math.Sqrt(10), "1%"},
+		{0.003, "0.3%"},
+		{0.001, "0.1%"},
+		{0.0125, "1.25%"},
+	} {
+		if got := pct(c.target); got != c.want {
+			t.Errorf("pct(%v) = %q, want %q", c.target, got, c.want)
+		}
+	}
+}

@@ -121,7 +121,10 @@ func row(w io.Writer, cells ...string) { fmt.Fprintln(w, "| "+strings.Join(cells
 func rule(w io.Writer, cols ...string) { fmt.Fprintln(w, "|"+strings.Join(cols, "|")+"|") }
 
 // pct writes a target as a percentage: "0.3%".
-func pct(t float64) string { return strconv.FormatFloat(t*100, 'g', -1, 64) + "%" }
+// pct writes a gap target as a percentage to three significant figures:
+// the continuation stages' targets fall by sqrt(10), which in full precision
+// reads 3.162277660168379% and 0.9999999999999999%.
+func pct(t float64) string { return strconv.FormatFloat(t*100, 'g', 3, 64) + "%" }
 
 // short is a setting in a table cell: "L 5, step 0.01, D1 10".
 func short(m Method) string {

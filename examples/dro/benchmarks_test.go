@@ -164,12 +164,12 @@ func BenchmarkAutoOwnShare(b *testing.B) {
 			procShares := make([]float64, 0, b.N)
 			run := func(seed uint64) (*auto.Result, cpuClocks) {
 				runtime.GC()
-				start := readClocks()
+				start := readClocks(b)
 				res, err := auto.Run(&p.Problem, auto.Settings{Target: auto.Target{Gap: 1e-3, Budget: 400_000}, Seed: seed})
 				if err != nil {
 					b.Fatal(err)
 				}
-				return res, readClocks().sub(start)
+				return res, readClocks(b).sub(start)
 			}
 			for i := range b.N {
 				// auto is deterministic given its seed: a first run finds
@@ -182,7 +182,7 @@ func BenchmarkAutoOwnShare(b *testing.B) {
 				if i%2 == 1 {
 					_, a = run(uint64(i + 1))
 				}
-				d, err := replay(&p.Problem, res.Segments)
+				d, err := replay(b, &p.Problem, res.Segments)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -203,19 +203,19 @@ func BenchmarkAutoOwnShare(b *testing.B) {
 
 // replay runs segs without auto: the estimator runs as they ran, the
 // pilots' queries drawn and evaluated as they were, without statistics.
-func replay(p *sgd.Problem, segs []auto.Segment) (cpuClocks, error) {
-	total, _, err := replayCounting(p, segs)
+func replay(tb testing.TB, p *sgd.Problem, segs []auto.Segment) (cpuClocks, error) {
+	total, _, err := replayCounting(tb, p, segs)
 	return total, err
 }
 
 // replayCounting is replay that also returns the samples the replay drew
 // (a pilot that holds its samples but not its queries counted as held).
-func replayCounting(p *sgd.Problem, segs []auto.Segment) (cpuClocks, int64, error) {
+func replayCounting(tb testing.TB, p *sgd.Problem, segs []auto.Segment) (cpuClocks, int64, error) {
 	var total cpuClocks
 	var samples int64
 	runtime.GC()
 	for _, sg := range segs {
-		start := readClocks()
+		start := readClocks(tb)
 		inst, err := p.NewOracle(sg.OracleSeed)
 		if err != nil {
 			return total, samples, err
@@ -243,14 +243,14 @@ func replayCounting(p *sgd.Problem, segs []auto.Segment) (cpuClocks, int64, erro
 					inst.Oracle.Release(s)
 				}
 			}
-			total = total.add(readClocks().sub(start))
+			total = total.add(readClocks(tb).sub(start))
 			continue
 		}
 		if sg.Iterations == 0 {
 			// A chunk that took no step: the estimate it drew and
 			// dropped, if any, is not replayed (the share comes out a
 			// little high).
-			total = total.add(readClocks().sub(start))
+			total = total.add(readClocks(tb).sub(start))
 			continue
 		}
 		set := sgd.Settings{X: slices.Clone(sg.Start), Budget: sg.Until, Base: sg.Base, Iterations: sg.Iterations}
@@ -265,7 +265,7 @@ func replayCounting(p *sgd.Problem, segs []auto.Segment) (cpuClocks, int64, erro
 		if res.Iterations != sg.Iterations {
 			return total, samples, fmt.Errorf("replay ran %d iterations, the run %d", res.Iterations, sg.Iterations)
 		}
-		total = total.add(readClocks().sub(start))
+		total = total.add(readClocks(tb).sub(start))
 	}
 	return total, samples, nil
 }
@@ -298,7 +298,7 @@ func TestSegmentsReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, samples, err := replayCounting(&p.Problem, res.Segments)
+	_, samples, err := replayCounting(t, &p.Problem, res.Segments)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,10 @@ type Step struct {
 	// Fresh is false for a VR correction step (t mod QE != 0), true
 	// otherwise.
 	Fresh bool
-	// Levels holds the level of every query, in order.
+	// Levels holds the level of every query, in order. It is the
+	// estimator's buffer, valid until its next Estimate: copy it to keep
+	// it (a fresh slice per iteration was a small run's largest
+	// allocation, one per query).
 	Levels []int
 	// Samples is the sum of the costs of the draws (each counted once).
 	Samples int64
@@ -110,7 +113,8 @@ type Estimator[V any] struct {
 	haveState bool // state holds m_{t-1} of the previous iteration
 	totals    Totals
 
-	plan []Query // scratch
+	plan   []Query // scratch
+	levels []int   // Step.Levels' backing array, reused by every Estimate
 }
 
 // New makes the estimator k over oracle o. Errors name the setting to
@@ -156,7 +160,7 @@ func (e *Estimator[V]) VRState() (m V, ok bool) { return e.state, e.vr }
 // overwriting it. For a VR estimator with t mod QE != 0 the oracle must be
 // able to evaluate at Previous = the parameters of the previous call.
 func (e *Estimator[V]) Estimate(t int, out V) (Step, error) {
-	var step Step
+	step := Step{Levels: e.levels[:0]}
 	var err error
 	switch {
 	case !e.vr:
@@ -179,6 +183,7 @@ func (e *Estimator[V]) Estimate(t int, out V) (Step, error) {
 			err = e.accumulate(&step, out, 1/float64(e.cfg.D2), true)
 		}
 	}
+	e.levels = step.Levels[:0]
 	if err != nil {
 		// The VR state is written only on success, so it still holds the
 		// m of the last iteration that completed: the same t may be

@@ -269,3 +269,39 @@ func lawOf[V any](e *Estimator[V]) LevelDist {
 	}
 	return LevelDist{}
 }
+
+// TestEstimateAllocatesNothing: an iteration on an oracle that allocates
+// nothing allocates nothing either, Step.Levels included (it reuses the
+// estimator's buffer, grown to the largest plan so far).
+func TestEstimateAllocatesNothing(t *testing.T) {
+	for _, name := range []string{"lsgd", "rtmlmc", "vmlmc", "vr-rtmlmc", "rumlmc"} {
+		t.Run(name, func(t *testing.T) {
+			k, err := ParseKind(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := New[[]float64](k, Config{MaxLevel: 6, D1: 4, D2: 2, QE: 3}, Float64Ops{Dim: 3}, zeroOracle{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float64, 3)
+			it := 0
+			estimate := func() {
+				step, err := e.Estimate(it, out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(step.Levels) == 0 {
+					t.Fatal("no levels reported")
+				}
+				it++
+			}
+			for range 50 { // grow the buffer to the largest plan
+				estimate()
+			}
+			if n := testing.AllocsPerRun(200, estimate); n != 0 {
+				t.Errorf("%v allocations per iteration, want 0", n)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -97,7 +98,7 @@ func (r *metricsLog) record(it iteration) error {
 	}
 	tot := t.totals
 	m := runfolder.Metrics{Iteration: it.n, Epoch: float64(it.n) / float64(t.plan.ItersPerEpoch),
-		DataEpoch: float64(tot.Samples) / float64(t.plan.TrainImages), Levels: it.step.Levels, SamplesDrawn: tot.Samples,
+		DataEpoch: float64(tot.Samples) / float64(t.plan.TrainImages), Levels: slices.Clone(it.step.Levels), SamplesDrawn: tot.Samples,
 		Evaluations: tot.Evals, Redraws: tot.Redraws, Loss: t.lastLoss, LR: float64(it.lr), WallSeconds: t.wall()}
 	if excess := t.lastExcess; !math.IsNaN(excess) {
 		m.LossMinusLog2NMinus1 = &excess

@@ -385,7 +385,13 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 			return p, err
 		}
 	}
-	m, err := Measure(inst.Oracle, ops, r.s.MinLevel, budget, r.s.MinDraws, r.seed(0x5eed))
+	o := inst.Oracle
+	var pm *projectedMeans
+	if r.gradNorm0 == 0 && r.p.Project != nil {
+		pm = newProjectedMeans(o, r.p.Project, r.x)
+		o = pm
+	}
+	m, err := Measure(o, ops, r.s.MinLevel, budget, r.s.MinDraws, r.seed(0x5eed))
 	r.used += m.Samples
 	r.pilot += m.Samples
 	if err != nil {
@@ -394,6 +400,11 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 	r.segments = append(r.segments, Segment{Pilot: &m, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used - m.Samples, Until: r.used})
 	if r.gradNorm0 == 0 {
 		r.gradNorm0 = GradNorm(m.Report)
+		if pm != nil {
+			if g, ok := pm.gradNorm(m.Report.Top.Level, m.Report.Top.Draws); ok {
+				r.gradNorm0 = g
+			}
+		}
 	}
 	if math.IsNaN(r.kappa) || r.kappa == 0 {
 		r.kappa = r.noiseShare(inst, ops)

@@ -106,15 +106,41 @@ func (p *projectedMeans) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha flo
 	return nil
 }
 
-// gradNorm is |P grad F| read from the n draws of h^level, as GradNorm
-// reads |grad F| (|mean|^2 - Var/n, square-rooted), and whether the
-// projection changed any draw; otherwise (or where the row is not the n
-// draws) it reports false and the caller keeps the unprojected reading.
-func (p *projectedMeans) gradNorm(level, n int) (float64, bool) {
+// reading is |P grad F|^2 read from the n draws of h^level, as GradNorm
+// reads |grad F|^2 (y = |mean|^2 - Var/n), with its noise Var/n, and
+// whether the projection changed any draw; otherwise (or where the row is
+// not the n draws) it reports false and the caller keeps the unprojected
+// reading.
+func (p *projectedMeans) reading(level, n int) (y, noise float64, ok bool) {
 	row := p.rows[level]
 	if !p.pr.active || row == nil || row.n != n || n < 2 {
-		return 0, false
+		return 0, 0, false
 	}
-	y, _ := meanSquare(row.sum, row.sq, n)
-	return math.Sqrt(math.Max(y, 0)), true
+	y, v := meanSquare(row.sum, row.sq, n)
+	return y, v / float64(n), true
+}
+
+// more draws n more queries of h^level from o (its samples counted by o)
+// into the row, projected.
+func (p *projectedMeans) more(o mlmc.Oracle[[]float64], level, n int) error {
+	row := p.rows[level]
+	for range n {
+		s, _, err := o.Draw(level)
+		if err != nil {
+			return err
+		}
+		clear(p.scratch)
+		err = o.Eval(s, mlmc.Current, false, 1, p.scratch)
+		o.Release(s)
+		if err != nil {
+			return err
+		}
+		p.pr.direction(p.scratch)
+		for i, v := range p.scratch {
+			row.sum[i] += v
+			row.sq += v * v
+		}
+		row.n++
+	}
+	return nil
 }

@@ -401,9 +401,7 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 	if r.gradNorm0 == 0 {
 		r.gradNorm0 = GradNorm(m.Report)
 		if pm != nil {
-			if g, ok := pm.gradNorm(m.Report.Top.Level, m.Report.Top.Draws); ok {
-				r.gradNorm0 = g
-			}
+			r.gradNorm0 = r.projectedGradNorm(pm, inst.Oracle, &m, r.gradNorm0)
 		}
 	}
 	if math.IsNaN(r.kappa) || r.kappa == 0 {
@@ -425,6 +423,40 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 		}
 	}
 	return p, err
+}
+
+// projectedGradNorm is |P grad F(x0)| read from the first measurement's
+// top row projected (projectedMeans), or unprojected where the projection
+// changed no draw. The projected gradient can be a small part of the
+// draws' norm (shortfall risk's, about a sixth), so the top row's draws,
+// sized for the levels, may lose it in their noise: while the reading's
+// noise Var/n is above a quarter of the reading (its relative standard
+// error above about a half), the row's draws are doubled, at x0 on the
+// measurement's oracle, while the pilots stay within a tenth of the
+// budget (as a failed measurement is repeated). Every sample counts in
+// the run's.
+func (r *runner) projectedGradNorm(pm *projectedMeans, o mlmc.Oracle[[]float64], m *Measurement, unprojected float64) float64 {
+	top := m.Report.Top
+	y, noise, ok := pm.reading(top.Level, top.Draws)
+	if !ok {
+		return unprojected
+	}
+	n := top.Draws
+	co := &counting[[]float64]{Oracle: o}
+	cost := float64(top.Images)
+	for noise > y/16 && float64(r.used+co.samples)+float64(n)*cost <= float64(r.s.Target.Budget)/10 {
+		if err := pm.more(co, top.Level, n); err != nil {
+			break
+		}
+		m.Queries = append(m.Queries, LevelQueries{Level: top.Level, Draws: n})
+		n *= 2
+		y, noise, _ = pm.reading(top.Level, n)
+	}
+	r.used += co.samples
+	r.pilot += co.samples
+	m.Samples += co.samples
+	r.segments[len(r.segments)-1].Until = r.used
+	return math.Sqrt(math.Max(y, 0))
 }
 
 // glance looks at x0 before the first measurement: half the pilot's

@@ -430,21 +430,27 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 // changed no draw. The projected gradient can be a small part of the
 // draws' norm (shortfall risk's, about a sixth), so the top row's draws,
 // sized for the levels, may lose it in their noise: while the reading's
-// noise Var/n is above a quarter of the reading (its relative standard
-// error above about a half), the row's draws are doubled, at x0 on the
-// measurement's oracle, while the pilots stay within a tenth of the
-// budget (as a failed measurement is repeated). Every sample counts in
-// the run's.
+// noise Var/n, relative to the reading, is above the unprojected
+// reading's (and above a sixteenth: a relative standard error of about a
+// quarter), the row's draws are doubled, at x0 on the measurement's
+// oracle, while the pilots stay within a tenth of the budget (as a failed
+// measurement is repeated). The projection then costs the reading no
+// precision the unprojected one had. Every sample counts in the run's.
 func (r *runner) projectedGradNorm(pm *projectedMeans, o mlmc.Oracle[[]float64], m *Measurement, unprojected float64) float64 {
 	top := m.Report.Top
 	y, noise, ok := pm.reading(top.Level, top.Draws)
 	if !ok {
 		return unprojected
 	}
+	noiseRaw := top.Var / float64(top.Draws)
+	rel := math.Inf(1)
+	if yRaw := top.MeanNorm*top.MeanNorm - noiseRaw; yRaw > 0 {
+		rel = math.Max(noiseRaw/yRaw, 1.0/16)
+	}
 	n := top.Draws
 	co := &counting[[]float64]{Oracle: o}
 	cost := float64(top.Images)
-	for noise > y/16 && float64(r.used+co.samples)+float64(n)*cost <= float64(r.s.Target.Budget)/10 {
+	for noise > rel*y && float64(r.used+co.samples)+float64(n)*cost <= float64(r.s.Target.Budget)/10 {
 		if err := pm.more(co, top.Level, n); err != nil {
 			break
 		}

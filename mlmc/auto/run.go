@@ -996,6 +996,10 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	// checkpoint), moving that every checkpoint in it found the run still
 	// descending.
 	raiseAt, raiseEst, moving := r.used, math.Inf(1), true
+	// stallBest is the stage's lowest gap estimate, stallAt the samples at
+	// which it last fell by a tenth: a stage that stalls gives way to the
+	// next (all but the last).
+	stallBest, stallAt := math.Inf(1), r.used
 	restartRaise := func() { raiseAt, raiseEst, moving = r.used, math.Inf(1), true }
 	defer func() {
 		if r.minSum == 0 {
@@ -1126,6 +1130,18 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 				// estimates, is the record's gap estimate too.
 				r.rec.Stopped = fmt.Sprintf("the gap estimate %.3g reached the target %g at %d samples", claim, eps, r.used)
 			}
+			return
+		}
+		if claim < 0.9*stallBest {
+			stallBest, stallAt = claim, r.used
+		} else if !last && float64(r.used-stallAt) >= stallShare*float64(r.s.Target.Budget) {
+			// The stage's estimate has not fallen by a tenth over the
+			// share of the budget after which a stall is reported: its
+			// plan is held at its floor (the bias of an L chosen for
+			// this stage's looser target, or its noise), or its estimate
+			// reads the gap too high to end it. The next stage measures
+			// again where the run is and plans for its tighter target.
+			st.Why = fmt.Sprintf("the gap estimate has stayed at %.3g since %d samples (over %.0f%% of the budget): the next stage measures again and plans for its tighter target", stallBest, stallAt, 100*stallShare)
 			return
 		}
 		if p.seen == 0 && !p.Degenerate && blind < maxBlindMeasures && r.used >= 2*blindAt && !r.done {

@@ -385,7 +385,13 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 			return p, err
 		}
 	}
-	m, err := Measure(inst.Oracle, ops, r.s.MinLevel, budget, r.s.MinDraws, r.seed(0x5eed))
+	o := inst.Oracle
+	var pm *projectedMeans
+	if r.gradNorm0 == 0 && r.p.Project != nil {
+		pm = newProjectedMeans(o, r.p.Project, r.x)
+		o = pm
+	}
+	m, err := Measure(o, ops, r.s.MinLevel, budget, r.s.MinDraws, r.seed(0x5eed))
 	r.used += m.Samples
 	r.pilot += m.Samples
 	if err != nil {
@@ -394,6 +400,9 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 	r.segments = append(r.segments, Segment{Pilot: &m, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used - m.Samples, Until: r.used})
 	if r.gradNorm0 == 0 {
 		r.gradNorm0 = GradNorm(m.Report)
+		if pm != nil {
+			r.gradNorm0 = r.projectedGradNorm(pm, inst.Oracle, &m, r.gradNorm0)
+		}
 	}
 	if math.IsNaN(r.kappa) || r.kappa == 0 {
 		r.kappa = r.noiseShare(inst, ops)
@@ -414,6 +423,46 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 		}
 	}
 	return p, err
+}
+
+// projectedGradNorm is |P grad F(x0)| read from the first measurement's
+// top row projected (projectedMeans), or unprojected where the projection
+// changed no draw. The projected gradient can be a small part of the
+// draws' norm (shortfall risk's, about a sixth), so the top row's draws,
+// sized for the levels, may lose it in their noise: while the reading's
+// noise Var/n, relative to the reading, is above the unprojected
+// reading's (and above a sixteenth: a relative standard error of about a
+// quarter), the row's draws are doubled, at x0 on the measurement's
+// oracle, while the pilots stay within a tenth of the budget (as a failed
+// measurement is repeated). The projection then costs the reading no
+// precision the unprojected one had. Every sample counts in the run's.
+func (r *runner) projectedGradNorm(pm *projectedMeans, o mlmc.Oracle[[]float64], m *Measurement, unprojected float64) float64 {
+	top := m.Report.Top
+	y, noise, ok := pm.reading(top.Level, top.Draws)
+	if !ok {
+		return unprojected
+	}
+	noiseRaw := top.Var / float64(top.Draws)
+	rel := math.Inf(1)
+	if yRaw := top.MeanNorm*top.MeanNorm - noiseRaw; yRaw > 0 {
+		rel = math.Max(noiseRaw/yRaw, 1.0/16)
+	}
+	n := top.Draws
+	co := &counting[[]float64]{Oracle: o}
+	cost := float64(top.Images)
+	for noise > rel*y && float64(r.used+co.samples)+float64(n)*cost <= float64(r.s.Target.Budget)/10 {
+		if err := pm.more(co, top.Level, n); err != nil {
+			break
+		}
+		m.Queries = append(m.Queries, LevelQueries{Level: top.Level, Draws: n})
+		n *= 2
+		y, noise, _ = pm.reading(top.Level, n)
+	}
+	r.used += co.samples
+	r.pilot += co.samples
+	m.Samples += co.samples
+	r.segments[len(r.segments)-1].Until = r.used
+	return math.Sqrt(math.Max(y, 0))
 }
 
 // glance looks at x0 before the first measurement: half the pilot's
@@ -947,6 +996,10 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	// checkpoint), moving that every checkpoint in it found the run still
 	// descending.
 	raiseAt, raiseEst, moving := r.used, math.Inf(1), true
+	// stallBest is the stage's lowest gap estimate, stallAt the samples at
+	// which it last fell by a tenth: a stage that stalls gives way to the
+	// next (all but the last).
+	stallBest, stallAt := math.Inf(1), r.used
 	restartRaise := func() { raiseAt, raiseEst, moving = r.used, math.Inf(1), true }
 	defer func() {
 		if r.minSum == 0 {
@@ -1077,6 +1130,18 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 				// estimates, is the record's gap estimate too.
 				r.rec.Stopped = fmt.Sprintf("the gap estimate %.3g reached the target %g at %d samples", claim, eps, r.used)
 			}
+			return
+		}
+		if claim < 0.9*stallBest {
+			stallBest, stallAt = claim, r.used
+		} else if !last && float64(r.used-stallAt) >= stallShare*float64(r.s.Target.Budget) {
+			// The stage's estimate has not fallen by a tenth over the
+			// share of the budget after which a stall is reported: its
+			// plan is held at its floor (the bias of an L chosen for
+			// this stage's looser target, or its noise), or its estimate
+			// reads the gap too high to end it. The next stage measures
+			// again where the run is and plans for its tighter target.
+			st.Why = fmt.Sprintf("the gap estimate has stayed at %.3g since %d samples (over %.0f%% of the budget): the next stage measures again and plans for its tighter target", stallBest, stallAt, 100*stallShare)
 			return
 		}
 		if p.seen == 0 && !p.Degenerate && blind < maxBlindMeasures && r.used >= 2*blindAt && !r.done {

@@ -1,0 +1,120 @@
+package auto
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// TestGradNormProjected: |grad F(x0)|, which every plan's bias share
+// divides by, is the gradient's part along the feasible set, read to a
+// relative standard error of about a quarter where the unprojected
+// reading was more precise. The
+// synthetic F = |x - X*|^2 / 2 at x0 = 0 has grad F(x0) = -X*,
+// X* = (1, 2, 3, 4)/4: |grad F(x0)| = 1.369, of which 0.559 lies in the
+// plane sum x = 0. Projected onto that plane the run reads 0.559 (read
+// without the projection, 1.369, the bias share would be (1.369/0.559)^2
+// = 6 times too small); a box the point is inside changes nothing.
+func TestGradNormProjected(t *testing.T) {
+	plane := func(x []float64) {
+		s := 0.0
+		for _, v := range x {
+			s += v
+		}
+		for i := range x {
+			x[i] -= s / float64(len(x))
+		}
+	}
+	box := func(x []float64) {
+		for i := range x {
+			x[i] = math.Max(-10, math.Min(10, x[i]))
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		project func([]float64)
+		mb      float64 // the noise's scale (Synthetic's Mb)
+		across  float64 // added to every coordinate of X*: a gradient across the plane
+		want    float64
+		band    float64 // the relative error allowed
+	}{
+		// Noise of trace variance about 0.08 at the top row: a 10% band
+		// is several of the reading's standard errors.
+		{"no projection", nil, 0.01, 0, 1.369, 0.1},
+		{"onto sum x = 0", plane, 0.01, 0, 0.559, 0.1},
+		{"inside a box", box, 0.01, 0, 1.369, 0.1},
+		// X* + 5 (1, 1, 1, 1): |grad F(x0)| = 11.4, of which 0.559 in the
+		// plane, and noise of trace variance about 16 (12 in the plane).
+		// The pilot's 16 draws read |grad F|^2 = 130 with noise 1 but
+		// |P grad F|^2 = 0.31 with noise 0.75, so the row's draws are
+		// doubled until the projected reading's noise is under a
+		// sixteenth of it (a relative standard error of |P grad F| of
+		// about a quarter, the unprojected reading's being far below):
+		// a 50% band is two of them.
+		{"onto sum x = 0, gradient mostly across it", plane, 0.1, 5, 0.559, 0.5},
+	} {
+		for _, seed := range []uint64{5, 6, 7} {
+			t.Run(fmt.Sprintf("%s/seed %d", tc.name, seed), func(t *testing.T) {
+				p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) {
+					o.Mb = tc.mb
+					for i := range o.XStar {
+						o.XStar[i] += tc.across
+					}
+				})
+				p.Project = tc.project
+				s, _ := Settings{Target: Target{Gap: 1e-2, Budget: 4_000_000}, Seed: seed}.withDefaults()
+				r := newTestRunner(p, s)
+				if _, err := r.measure("x0", 0.1, 4_000); err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(r.gradNorm0-tc.want) > tc.band*tc.want {
+					t.Errorf("|grad F(x0)| read as %.3f, want %.3f within %.0f%%", r.gradNorm0, tc.want, 100*tc.band)
+				}
+			})
+		}
+	}
+}
+
+// TestProjectorKeepsInactive: a projection that leaves a direction as it
+// is keeps it bit for bit (an inactive constraint changes no reading) and
+// says it was not active; an affine one maps it onto its plane.
+func TestProjectorKeepsInactive(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		project func([]float64)
+		v, want []float64
+		active  bool
+	}{
+		{"interior of a box", func(x []float64) {
+			for i := range x {
+				x[i] = math.Max(-1, math.Min(1, x[i]))
+			}
+		}, []float64{0.3, -1e-7, 2e5}, []float64{0.3, -1e-7, 2e5}, false},
+		{"plane sum x = 1", func(x []float64) {
+			s := 0.0
+			for _, v := range x {
+				s += v
+			}
+			for i := range x {
+				x[i] -= (s - 1) / 3
+			}
+		}, []float64{1, 2, 6}, []float64{-2, -1, 3}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := newProjector(tc.project, []float64{0.2, 0.3, 0.5})
+			v := append([]float64(nil), tc.v...)
+			pr.direction(v)
+			for i := range v {
+				if tc.active && math.Abs(v[i]-tc.want[i]) > 1e-6 || !tc.active && v[i] != tc.want[i] {
+					t.Errorf("P v = %v, want %v", v, tc.want)
+					break
+				}
+			}
+			if pr.active != tc.active {
+				t.Errorf("active %v, want %v", pr.active, tc.active)
+			}
+		})
+	}
+}

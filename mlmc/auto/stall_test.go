@@ -1,0 +1,43 @@
+package auto
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
+)
+
+// TestStalledStageGivesWay: a stage held above its target gives way to
+// the next once its gap estimate has not fallen by a tenth over a fifth of
+// the budget; the last stage runs on to the budget. The plan is L-SGD at
+// level 0 of the synthetic F = |x - X*|^2 / 2, whose bias u (|u| = 1)
+// holds the iterate at X* - u, a relative gap of 0.53, and the oracle
+// serves no level above 1, so the stage cannot raise L: its estimate
+// settles at the plan's bias share, 0.05, five times its target 0.01.
+func TestStalledStageGivesWay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		last bool
+		why  string
+	}{
+		{"a stage before the last", false, "the next stage measures again"},
+		{"the last stage", true, "ran out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Max, o.Mb = 1, 0.01 })
+			const budget = 1_000_000
+			s, _ := Settings{Target: Target{Gap: 1e-3, Budget: budget}, Seed: 5}.withDefaults()
+			r := newTestRunner(p, s)
+			plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), BiasShare: 0.05, Step: 0.3, seen: 1}
+			r.plan, r.step = plan, plan.Step
+			st := &Stage{Target: 0.01}
+			r.runStage(st, 0.01, tc.last, 1_000)
+			if !strings.Contains(st.Why, tc.why) {
+				t.Errorf("the stage ended: %q, want %q", st.Why, tc.why)
+			}
+			if !tc.last && (r.used >= budget || r.used < budget/5) {
+				t.Errorf("the stage gave way at %d samples, want between %d (a fifth of the budget) and %d", r.used, budget/5, budget)
+			}
+		})
+	}
+}

@@ -926,7 +926,6 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	goodAvg := slices.Clone(r.avg)
 	fPrev, sePrev := r.s.Score(r.avg)
 	var prevEst float64 = math.Inf(1)
-	prevBare := math.Inf(1) // the last checkpoint's estimate without the safety factor
 	biasGap := p.BiasShare
 	if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
 		biasGap = 0
@@ -1048,23 +1047,15 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 				left = math.Max(left, f-fStar)
 			}
 		}
-		est, bare := gapEstimate(safety*left, biasGap, r.f0-f), gapEstimate(left, biasGap, r.f0-f)
+		left *= safety
+		// The estimate of the gap: what is left of the optimisation, the
+		// bias, over F(x0) - F* estimated likewise.
+		den := r.f0 - f + left
+		est := (left + biasGap*den) / den
 		fPrev, sePrev = f, se
 		// The claim is the larger of the last two checkpoints' estimates:
 		// one could be a lucky drop.
 		claim := math.Max(est, prevEst)
-		// A stage before the last claims nothing to the user: it ends
-		// where its estimate without the safety factor is at its target
-		// (the larger of the last two, as the claim), and hands over to a
-		// plan made for the next, tighter target. Ending it early costs
-		// that plan's pilot; running it on, the safety factor's 4 times
-		// the remainder at the level and step of a looser target. Its
-		// record, the next stage's skip and the last stage's claim keep
-		// the estimate with the factor.
-		ends := claim
-		if !last {
-			ends = math.Max(bare, prevBare)
-		}
 		st.GapEstimate = nullable(claim)
 		r.rec.GapEstimate = nullable(claim)
 		r.watch(claim, p)
@@ -1078,12 +1069,8 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			}
 			raiseAt, raiseEst, moving = r.used, claim, true
 		}
-		if ends <= eps && stepSum >= r.minSum {
-			what, shown := "the gap estimate", est
-			if !last {
-				what, shown = fmt.Sprintf("the gap estimate without its safety factor %d (with it %.3g)", safety, est), bare
-			}
-			st.Why = fmt.Sprintf("%s %.3g (the last chunk's drop %.3g of the objective at the averaged iterate scaled to what a 1/samples rate leaves, or the average's lag behind the iterate %.3g, plus the bias share %.3g) is at the stage's target at two checkpoints in a row", what, shown, drop, lag, biasGap)
+		if claim <= eps && stepSum >= r.minSum {
+			st.Why = fmt.Sprintf("the gap estimate %.3g (the last chunk's drop %.3g of the objective at the averaged iterate scaled to what a 1/samples rate leaves, or the average's lag behind the iterate %.3g, plus the bias share %.3g) is at the stage's target at two checkpoints in a row", est, drop, lag, biasGap)
 			if last {
 				r.reached, r.done = true, true
 				// The claim, the larger of the last two checkpoints'
@@ -1108,7 +1095,6 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			blindAt, blindEst = r.used, claim
 			if !slow {
 				prevEst = est
-				prevBare = bare
 				continue
 			}
 			blind++
@@ -1140,7 +1126,6 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 				p.seen = np.seen
 			}
 			prevEst = est
-			prevBare = bare
 			continue
 		}
 		if withinStageReplan && r.stalled && r.used-stageStart >= 2*(replanned-stageStart) && r.used-replanned >= 8*pilot && !r.done {
@@ -1232,7 +1217,6 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			hist, stalls = hist[:0], 0
 		}
 		prevEst = est
-		prevBare = bare
 	}
 	if st.Why == "" {
 		st.Why = fmt.Sprintf("the budget of %d samples ran out", r.s.Target.Budget)
@@ -1331,14 +1315,6 @@ func biasScaleSeen(share, est float64) float64 {
 // estimate must hold when the run claims the target, and its parts are
 // noisy.
 const safety = 4
-
-// gapEstimate is the relative gap a checkpoint reads: left, what is
-// left of the optimisation, and the bias's share of F(x0) - F*, over
-// F(x0) - F* estimated as drop (F(x0) - F at the answer) + left.
-func gapEstimate(left, biasShare, drop float64) float64 {
-	den := drop + left
-	return (left + biasShare*den) / den
-}
 
 // fitInverse fits f = a + b/n by least squares to the points (n, f) and
 // returns a, with ok false where the fit has no falling part (b <= 0).

@@ -63,6 +63,11 @@ type LevelsConfig struct {
 	Seed uint64
 	// Progress, when set, is called after every query.
 	Progress func(level int, diff bool, draw int)
+	// Untimed leaves the queries untimed: the report's Seconds are 0, and
+	// its predictions and verdict judge on samples. A caller that plans on
+	// samples alone (auto) saves two clock reads a query, a visible share
+	// of a cheap oracle's query.
+	Untimed bool
 }
 
 func (c LevelsConfig) withDefaults() LevelsConfig {
@@ -176,6 +181,9 @@ func MeasureLevels[V any](o Oracle[V], ops DiagOps[V], cfg LevelsConfig) (*Level
 	}
 	rep.Telescope = tel
 	rep.FitB, rep.FitCImages, rep.FitCTime = fitRates(rep.Levels)
+	if cfg.Untimed {
+		rep.FitCTime = RateFit{Rate: math.NaN(), SE: math.NaN(), Note: "the queries were not timed"}
+	}
 	if rep.NoBiasVisible = biasInvisible(rep.Levels); rep.NoBiasVisible {
 		// A rate fitted to rounding residues would be a number of no meaning.
 		rep.FitB = RateFit{Rate: math.NaN(), SE: math.NaN(), From: rep.FitB.From, To: rep.FitB.To,
@@ -225,8 +233,11 @@ func (m *levelMeter[V]) level(l int, diff bool) (LevelStat, []float64, []float64
 	p := len(m.dirs)
 	pSum, pSum2 := make([]float64, p), make([]float64, p)
 	moment2, corr2, corrSec := 0.0, 0.0, 0.0
+	var start time.Time
 	for i := 1; i <= k; i++ {
-		start := time.Now()
+		if !m.cfg.Untimed {
+			start = time.Now()
+		}
 		s, cost, err := m.o.Draw(l)
 		if err != nil {
 			return LevelStat{}, nil, nil, fmt.Errorf("per-level diagnostics: draw at level %d: %w", l, err)
@@ -239,7 +250,9 @@ func (m *levelMeter[V]) level(l int, diff bool) (LevelStat, []float64, []float64
 		}
 		// Dot synchronises a device backend, so the time is the query's.
 		y2 := ops.Dot(m.y, m.y)
-		m.seconds = append(m.seconds, time.Since(start).Seconds())
+		if !m.cfg.Untimed {
+			m.seconds = append(m.seconds, time.Since(start).Seconds())
+		}
 		if m.cfg.Previous {
 			// prev <- Y(x_(t-1); s) - Y(x_t; s), the same draw.
 			start := time.Now()
@@ -279,7 +292,9 @@ func (m *levelMeter[V]) level(l int, diff bool) (LevelStat, []float64, []float64
 	// estimates the standard error of s^2 (exactly so for large K, where
 	// M_(k-1) is close to E Y).
 	st.Var, st.VarSE = meanSE(m.incr)
-	st.Seconds, st.SecondsSE = meanSE(m.seconds)
+	if !m.cfg.Untimed {
+		st.Seconds, st.SecondsSE = meanSE(m.seconds)
+	}
 	st.Images, _ = meanSE(m.costs)
 	pMean, pVar := make([]float64, p), make([]float64, p)
 	for j := range p {

@@ -399,3 +399,33 @@ func TestMeasureLevelsCorrections(t *testing.T) {
 		t.Errorf("vr-lsgd: var x images %.6g of L-SGD's, want %.6g", p.RelImages, rel)
 	}
 }
+
+// TestMeasureLevelsUntimed: untimed, a measurement reads the same
+// statistics from the same draws, with no query time, no time rate and a
+// verdict on samples; timed, every level has a query time.
+func TestMeasureLevelsUntimed(t *testing.T) {
+	measure := func(untimed bool) *LevelsReport {
+		o := NewSynthetic(6, 1, 2, 1, 7)
+		rep, err := MeasureLevels(o, Float64Ops{Dim: 6}, LevelsConfig{MinLevel: 0, MaxLevel: 5, Draws: 64, Seed: 3, Untimed: untimed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	timed, untimed := measure(false), measure(true)
+	for i, st := range untimed.Levels {
+		tst := timed.Levels[i]
+		if st.Seconds != 0 || !(tst.Seconds > 0) {
+			t.Errorf("level %d: seconds %g untimed, %g timed; want 0 and > 0", st.Level, st.Seconds, tst.Seconds)
+		}
+		if st.Var != tst.Var || st.MeanNorm != tst.MeanNorm || st.Images != tst.Images {
+			t.Errorf("level %d: untimed statistics %+v differ from timed %+v", st.Level, st, tst)
+		}
+	}
+	if !math.IsNaN(untimed.FitCTime.Rate) || untimed.FitCTime.Note == "" {
+		t.Errorf("untimed time rate %+v, want NaN with a note", untimed.FitCTime)
+	}
+	if untimed.FitB != timed.FitB {
+		t.Errorf("untimed b fit %+v, timed %+v: want the same", untimed.FitB, timed.FitB)
+	}
+}

@@ -120,7 +120,6 @@ func row(w io.Writer, cells ...string) { fmt.Fprintln(w, "| "+strings.Join(cells
 // left, "---:" for one aligned right.
 func rule(w io.Writer, cols ...string) { fmt.Fprintln(w, "|"+strings.Join(cols, "|")+"|") }
 
-// pct writes a target as a percentage: "0.3%".
 // pct writes a gap target as a percentage to three significant figures:
 // the continuation stages' targets fall by sqrt(10), which in full precision
 // reads 3.162277660168379% and 0.9999999999999999%.

@@ -195,7 +195,7 @@ func TestNoiseShare(t *testing.T) {
 			r := newTestRunner(p, s)
 			inst, _ := p.NewOracle(9)
 			inst.At(r.x, r.x)
-			if k := r.noiseShare(inst, mlmc.Float64Ops{Dim: 4}); k < tc.lo || k > tc.hi {
+			if k, _ := r.noiseShare(inst, mlmc.Float64Ops{Dim: 4}); k < tc.lo || k > tc.hi {
 				t.Errorf("noise share %g, want in [%g, %g]", k, tc.lo, tc.hi)
 			}
 		})
@@ -216,7 +216,7 @@ func TestStepCapScaleInvariant(t *testing.T) {
 		r := newTestRunner(p, s)
 		inst, _ := p.NewOracle(9)
 		inst.At(r.x, r.x)
-		r.kappa = r.noiseShare(inst, mlmc.Float64Ops{Dim: 4})
+		r.kappa, _ = r.noiseShare(inst, mlmc.Float64Ops{Dim: 4})
 		plan := &Plan{Method: "rtmlmc", Kind: mlmc.Kind{Method: mlmc.RTMLMC}, Step: 1e6, Predicted: []MethodCost{{Method: "rtmlmc", Var: v, Cost: 1}}}
 		r.capStep(plan, drop)
 		return plan.Step
@@ -503,5 +503,37 @@ func TestClaimMessageIsTheEstimate(t *testing.T) {
 	}
 	if claims == 0 {
 		t.Fatal("no run claimed its target: nothing checked")
+	}
+}
+
+// TestSegmentsCoverNoiseShare: on a projected problem the draws that read
+// the gradient noise's share along the feasible set are the first pilot's:
+// its segment ends where the run's samples do, so a replay draws them too.
+func TestSegmentsCoverNoiseShare(t *testing.T) {
+	p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Mb = 0.01 })
+	p.Project = func(x []float64) {
+		s := 0.0
+		for _, v := range x {
+			s += v
+		}
+		for i := range x {
+			x[i] -= s / float64(len(x))
+		}
+	}
+	s, _ := Settings{Target: Target{Gap: 1e-2, Budget: 4_000_000}, Seed: 5}.withDefaults()
+	r := newTestRunner(p, s)
+	if _, err := r.measure("x0", 0.1, 4_000); err != nil {
+		t.Fatal(err)
+	}
+	last := r.segments[len(r.segments)-1]
+	if last.Until != r.used {
+		t.Errorf("the pilot's segment ends at %d samples, the run has drawn %d", last.Until, r.used)
+	}
+	drawn := 0
+	for _, q := range last.Pilot.Queries {
+		drawn += q.Draws
+	}
+	if q := last.Pilot.Queries[len(last.Pilot.Queries)-1]; q.Level != s.MinLevel || q.Draws != 32 {
+		t.Errorf("the pilot's last queries %+v, want the noise share's 32 at level %d (of %d queries)", q, s.MinLevel, drawn)
 	}
 }

@@ -14,14 +14,19 @@ type projector struct {
 	project func([]float64)
 	x, px   []float64 // the point and its projection
 	y       []float64
-	// active says the projection changed a direction it was given.
-	active bool
+	// active says the projection changed a direction it was given;
+	// oneSided that it mapped a direction and its opposite to other than
+	// opposites: an inequality active at x (a box's face), where P v is
+	// not linear in v and the mean of projected draws is not the
+	// projection of their mean.
+	active, oneSided bool
+	z                []float64
 }
 
 func newProjector(project func([]float64), x []float64) *projector {
 	px := slices.Clone(x)
 	project(px)
-	return &projector{project: project, x: slices.Clone(x), px: px, y: make([]float64, len(x))}
+	return &projector{project: project, x: slices.Clone(x), px: px, y: make([]float64, len(x)), z: make([]float64, len(x))}
 }
 
 // direction replaces v by P v. Where the projection leaves the direction as
@@ -45,6 +50,19 @@ func (p *projector) direction(v []float64) {
 		return
 	}
 	p.active = true
+	if !p.oneSided {
+		// P(-v) = -P v where the projection is affine.
+		for i := range p.z {
+			p.z[i] = p.x[i] + eps*v[i]
+		}
+		p.project(p.z)
+		for i := range p.z {
+			if math.Abs((p.px[i]-p.z[i])/eps+p.y[i]) > 1e-6*nv {
+				p.oneSided = true
+				break
+			}
+		}
+	}
 	copy(v, p.y)
 }
 
@@ -108,12 +126,16 @@ func (p *projectedMeans) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha flo
 
 // reading is |P grad F|^2 read from the n draws of h^level, as GradNorm
 // reads |grad F|^2 (y = |mean|^2 - Var/n), with its noise Var/n, and
-// whether the projection changed any draw; otherwise (or where the row is
-// not the n draws) it reports false and the caller keeps the unprojected
-// reading.
+// whether the projection changed any draw and was linear in them;
+// otherwise (or where the row is not the n draws) it reports false and
+// the caller keeps the unprojected reading. A one-sided projection (a
+// box's face at x) clips each draw's noise one way, so the mean of the
+// projected draws carries an offset of the noise's size that more draws
+// do not shrink: there the unprojected reading, unbiased but too large
+// where the gradient points across the face, is the safer one.
 func (p *projectedMeans) reading(level, n int) (y, noise float64, ok bool) {
 	row := p.rows[level]
-	if !p.pr.active || row == nil || row.n != n || n < 2 {
+	if !p.pr.active || p.pr.oneSided || row == nil || row.n != n || n < 2 {
 		return 0, 0, false
 	}
 	y, v := meanSquare(row.sum, row.sq, n)

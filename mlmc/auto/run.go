@@ -405,7 +405,16 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 		}
 	}
 	if math.IsNaN(r.kappa) || r.kappa == 0 {
-		r.kappa = r.noiseShare(inst, ops)
+		from := r.used
+		var drawn int
+		r.kappa, drawn = r.noiseShare(inst, ops)
+		if drawn > 0 {
+			// Its draws are the pilot's: a replay of the segments draws
+			// them too.
+			m.Queries = append(m.Queries, LevelQueries{Level: r.s.MinLevel, Draws: drawn})
+			m.Samples += r.used - from
+			r.segments[len(r.segments)-1].Until = r.used
+		}
 	}
 	t := Target{Gap: eps, Budget: r.s.Target.Budget}
 	rules := r.s.Rules
@@ -489,7 +498,7 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 		inst.At(r.x, r.x)
 	}
 	co := &counting[[]float64]{Oracle: inst.Oracle}
-	rep, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: r.s.MinLevel, MaxLevel: top, Draws: max(3, r.s.MinDraws/2), Seed: oracleSeed ^ 0x5eed})
+	rep, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: r.s.MinLevel, MaxLevel: top, Draws: max(3, r.s.MinDraws/2), Seed: oracleSeed ^ 0x5eed, Untimed: true})
 	r.used += co.samples
 	r.pilot += co.samples
 	if err != nil {
@@ -525,7 +534,14 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 	}
 	r.gradNorm0 = gradNorm
 	if math.IsNaN(r.kappa) || r.kappa == 0 {
-		r.kappa = r.noiseShare(inst, ops)
+		from := r.used
+		var drawn int
+		r.kappa, drawn = r.noiseShare(inst, ops)
+		if drawn > 0 {
+			m.Queries = append(m.Queries, LevelQueries{Level: r.s.MinLevel, Draws: drawn})
+			m.Samples += r.used - from
+			r.segments[seg].Until = r.used
+		}
 	}
 	return p, nil
 }
@@ -563,9 +579,9 @@ func gradNormAt(o mlmc.Oracle[[]float64], level, n, dim int) (float64, error) {
 // linearisation. A floor computed from tr S alone counts noise the
 // projection removes and ignores the preconditioner's scale. 1 without
 // either, or where the draws agree.
-func (r *runner) noiseShare(inst sgd.Instance, ops mlmc.Float64Ops) float64 {
+func (r *runner) noiseShare(inst sgd.Instance, ops mlmc.Float64Ops) (share float64, drawn int) {
 	if r.p.Project == nil && r.p.Precondition == nil {
-		return 1
+		return 1, 0
 	}
 	const n = 32
 	d := make([]float64, len(r.x))
@@ -579,15 +595,16 @@ func (r *runner) noiseShare(inst sgd.Instance, ops mlmc.Float64Ops) float64 {
 	for k := range n {
 		s, c, err := inst.Oracle.Draw(r.s.MinLevel)
 		if err != nil {
-			return 1
+			return 1, drawn
 		}
 		r.used += c
 		r.pilot += c
+		drawn++
 		g := ops.New()
 		err = inst.Oracle.Eval(s, mlmc.Current, false, 1, g)
 		inst.Oracle.Release(s)
 		if err != nil {
-			return 1
+			return 1, drawn
 		}
 		e := ops.New()
 		for i := range g {
@@ -610,9 +627,9 @@ func (r *runner) noiseShare(inst sgd.Instance, ops mlmc.Float64Ops) float64 {
 	}
 	vg, ve := centred(gs, gs), centred(gs, es)
 	if !(vg > 0) || math.IsNaN(ve) {
-		return 1
+		return 1, drawn
 	}
-	return ve / vg
+	return ve / vg, drawn
 }
 
 func norm(v []float64) float64 {
@@ -1132,7 +1149,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			}
 			return
 		}
-		if claim < 0.9*stallBest {
+		if claim < 0.9*stallBest || math.IsInf(claim, 1) {
+			// The window opens at the first finite estimate: a stage
+			// whose first checkpoints have none has not stalled.
 			stallBest, stallAt = claim, r.used
 		} else if !last && float64(r.used-stallAt) >= stallShare*float64(r.s.Target.Budget) {
 			// The stage's estimate has not fallen by a tenth over the
@@ -1141,7 +1160,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			// this stage's looser target, or its noise), or its estimate
 			// reads the gap too high to end it. The next stage measures
 			// again where the run is and plans for its tighter target.
-			st.Why = fmt.Sprintf("the gap estimate has stayed at %.3g since %d samples (over %.0f%% of the budget): the next stage measures again and plans for its tighter target", stallBest, stallAt, 100*stallShare)
+			st.Why = fmt.Sprintf("the gap estimate has stayed at %.3g since %d samples (over %.0f%% of the budget): the next stage plans for its tighter target", stallBest, stallAt, 100*stallShare)
 			return
 		}
 		if p.seen == 0 && !p.Degenerate && blind < maxBlindMeasures && r.used >= 2*blindAt && !r.done {

@@ -20,7 +20,7 @@ func TestStalledStageGivesWay(t *testing.T) {
 		last bool
 		why  string
 	}{
-		{"a stage before the last", false, "the next stage measures again"},
+		{"a stage before the last", false, "the next stage plans for its tighter target"},
 		{"the last stage", true, "ran out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,5 +39,22 @@ func TestStalledStageGivesWay(t *testing.T) {
 				t.Errorf("the stage gave way at %d samples, want between %d (a fifth of the budget) and %d", r.used, budget/5, budget)
 			}
 		})
+	}
+}
+
+// TestStallWindowOpensAtFiniteEstimate: a stage whose first checkpoints
+// have no gap estimate yet (+Inf) has not stalled, however large its first
+// chunks are beside the budget: L-SGD at level 10 draws 1,024 samples an
+// iteration, a fifth of a 4,000-sample budget being under one.
+func TestStallWindowOpensAtFiniteEstimate(t *testing.T) {
+	p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Max, o.Mb = 12, 0.01 })
+	s, _ := Settings{Target: Target{Gap: 1e-3, Budget: 4_000}, Seed: 5}.withDefaults()
+	r := newTestRunner(p, s)
+	plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), MaxLevel: 10, BiasShare: 0.05, Step: 0.3, seen: 1}
+	r.plan, r.step = plan, plan.Step
+	st := &Stage{Target: 0.1}
+	r.runStage(st, 0.1, false, 1_000)
+	if strings.Contains(st.Why, "+Inf") {
+		t.Errorf("the stage gave way on no estimate: %q", st.Why)
 	}
 }

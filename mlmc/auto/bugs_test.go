@@ -177,15 +177,7 @@ func TestNoiseShare(t *testing.T) {
 			}
 		}, 0.01 - 1e-12, 0.01 + 1e-12},
 		{"projection onto sum x = 0", func(p *sgd.Problem) {
-			p.Project = func(x []float64) {
-				s := 0.0
-				for _, v := range x {
-					s += v
-				}
-				for i := range x {
-					x[i] -= s / float64(len(x))
-				}
-			}
+			p.Project = ontoSumZero
 		}, 0.55, 0.9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -511,15 +503,7 @@ func TestClaimMessageIsTheEstimate(t *testing.T) {
 // its segment ends where the run's samples do, so a replay draws them too.
 func TestSegmentsCoverNoiseShare(t *testing.T) {
 	p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Mb = 0.01 })
-	p.Project = func(x []float64) {
-		s := 0.0
-		for _, v := range x {
-			s += v
-		}
-		for i := range x {
-			x[i] -= s / float64(len(x))
-		}
-	}
+	p.Project = ontoSumZero
 	s, _ := Settings{Target: Target{Gap: 1e-2, Budget: 4_000_000}, Seed: 5}.withDefaults()
 	r := newTestRunner(p, s)
 	if _, err := r.measure("x0", 0.1, 4_000); err != nil {

@@ -18,15 +18,7 @@ import (
 // without the projection, 1.369, the bias share would be (1.369/0.559)^2
 // = 6 times too small); a box the point is inside changes nothing.
 func TestGradNormProjected(t *testing.T) {
-	plane := func(x []float64) {
-		s := 0.0
-		for _, v := range x {
-			s += v
-		}
-		for i := range x {
-			x[i] -= s / float64(len(x))
-		}
-	}
+	plane := ontoSumZero
 	box := func(x []float64) {
 		for i := range x {
 			x[i] = math.Max(-10, math.Min(10, x[i]))
@@ -154,5 +146,16 @@ func TestGradNormOnBoxFaceUnprojected(t *testing.T) {
 		if want := GradNorm(r.segments[len(r.segments)-1].Pilot.Report); r.gradNorm0 != want {
 			t.Errorf("seed %d: |grad F(x0)| read as %.4g, want the unprojected reading %.4g", seed, r.gradNorm0, want)
 		}
+	}
+}
+
+// ontoSumZero projects x onto the plane sum x = 0.
+func ontoSumZero(x []float64) {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	for i := range x {
+		x[i] -= s / float64(len(x))
 	}
 }

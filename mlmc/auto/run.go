@@ -404,18 +404,7 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 			r.gradNorm0 = r.projectedGradNorm(pm, inst.Oracle, &m, r.gradNorm0)
 		}
 	}
-	if math.IsNaN(r.kappa) || r.kappa == 0 {
-		from := r.used
-		var drawn int
-		r.kappa, drawn = r.noiseShare(inst, ops)
-		if drawn > 0 {
-			// Its draws are the pilot's: a replay of the segments draws
-			// them too.
-			m.Queries = append(m.Queries, LevelQueries{Level: r.s.MinLevel, Draws: drawn})
-			m.Samples += r.used - from
-			r.segments[len(r.segments)-1].Until = r.used
-		}
-	}
+	r.pilotNoiseShare(inst, ops, &m, len(r.segments)-1)
 	t := Target{Gap: eps, Budget: r.s.Target.Budget}
 	rules := r.s.Rules
 	rules.BestFit = true
@@ -533,16 +522,7 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 		return nil, nil
 	}
 	r.gradNorm0 = gradNorm
-	if math.IsNaN(r.kappa) || r.kappa == 0 {
-		from := r.used
-		var drawn int
-		r.kappa, drawn = r.noiseShare(inst, ops)
-		if drawn > 0 {
-			m.Queries = append(m.Queries, LevelQueries{Level: r.s.MinLevel, Draws: drawn})
-			m.Samples += r.used - from
-			r.segments[seg].Until = r.used
-		}
-	}
+	r.pilotNoiseShare(inst, ops, &m, seg)
 	return p, nil
 }
 
@@ -569,6 +549,23 @@ func gradNormAt(o mlmc.Oracle[[]float64], level, n, dim int) (float64, error) {
 	}
 	y, _ := meanSquare(sum, sq, n)
 	return math.Sqrt(math.Max(y, 0)), nil
+}
+
+// pilotNoiseShare reads the noise share once a run (noiseShare) as a
+// part of the pilot m, the run's segment seg: its draws are the pilot's
+// queries, so a replay of the segments draws them too.
+func (r *runner) pilotNoiseShare(inst sgd.Instance, ops mlmc.Float64Ops, m *Measurement, seg int) {
+	if !math.IsNaN(r.kappa) && r.kappa != 0 {
+		return
+	}
+	from := r.used
+	var drawn int
+	r.kappa, drawn = r.noiseShare(inst, ops)
+	if drawn > 0 {
+		m.Queries = append(m.Queries, LevelQueries{Level: r.s.MinLevel, Draws: drawn})
+		m.Samples += r.used - from
+		r.segments[seg].Until = r.used
+	}
 }
 
 // noiseShare is the share of the gradient noise that sets the noise floor:

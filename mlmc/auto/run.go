@@ -426,7 +426,7 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 // projectedGradNorm is |P grad F(x0)| read from the first measurement's
 // top row projected (projectedMeans), or unprojected where the projection
 // changed no draw. The projected gradient can be a small part of the
-// draws' norm (shortfall risk's, about a sixth), so the top row's draws,
+// draws' norm (shortfall risk's is), so the top row's draws,
 // sized for the levels, may lose it in their noise: while the reading's
 // noise Var/n, relative to the reading, is above the unprojected
 // reading's (and above a sixteenth: a relative standard error of about a

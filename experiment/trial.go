@@ -50,8 +50,11 @@ func (g gauge) gap(v float64) float64 {
 	if g.err {
 		return v
 	}
-	return (v - g.fStar) / (g.f0 - g.fStar)
+	return g.relative(v)
 }
+
+// relative is the relative objective gap of the value v.
+func (g gauge) relative(v float64) float64 { return (v - g.fStar) / (g.f0 - g.fStar) }
 
 // autoGap is the true gap at auto's answer x, on the scale of auto's own
 // gap estimate: the relative objective gap. final is the value at x as the
@@ -62,7 +65,7 @@ func (g gauge) autoGap(x []float64, final float64) float64 {
 		return g.gap(final)
 	}
 	v, _ := g.objective(x)
-	return (v - g.fStar) / (g.f0 - g.fStar)
+	return g.relative(v)
 }
 
 // trial runs method m from the problem's x0 with one seed on the driver

@@ -110,18 +110,23 @@ func (p *projectedMeans) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha flo
 	for i, v := range p.scratch {
 		out[i] += alpha * v
 	}
+	p.add(p.level)
+	return nil
+}
+
+// add projects p.scratch, a draw of h^level, and adds it to the level's row.
+func (p *projectedMeans) add(level int) {
 	p.pr.direction(p.scratch)
-	row := p.rows[p.level]
+	row := p.rows[level]
 	if row == nil {
 		row = &projectedRow{sum: make([]float64, len(p.scratch))}
-		p.rows[p.level] = row
+		p.rows[level] = row
 	}
 	for i, v := range p.scratch {
 		row.sum[i] += v
 		row.sq += v * v
 	}
 	row.n++
-	return nil
 }
 
 // reading is |P grad F|^2 read from the n draws of h^level, as GradNorm
@@ -145,7 +150,6 @@ func (p *projectedMeans) reading(level, n int) (y, noise float64, ok bool) {
 // more draws n more queries of h^level from o (its samples counted by o)
 // into the row, projected.
 func (p *projectedMeans) more(o mlmc.Oracle[[]float64], level, n int) error {
-	row := p.rows[level]
 	for range n {
 		s, _, err := o.Draw(level)
 		if err != nil {
@@ -157,12 +161,7 @@ func (p *projectedMeans) more(o mlmc.Oracle[[]float64], level, n int) error {
 		if err != nil {
 			return err
 		}
-		p.pr.direction(p.scratch)
-		for i, v := range p.scratch {
-			row.sum[i] += v
-			row.sq += v * v
-		}
-		row.n++
+		p.add(level)
 	}
 	return nil
 }

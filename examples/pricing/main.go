@@ -176,6 +176,12 @@ type options struct {
 	// of the three methods.
 	autoGap  float64
 	markdown string
+	// onGap reads the targets on the relative objective gap, with the
+	// methods searched on tuning seeds (gaps.go); autoGaps are then the
+	// gaps auto is run for, in turn (none: the grid).
+	onGap    bool
+	autoGaps []float64
+	budget   int64
 }
 
 // parseOptions reads the command line. The quick default is one law (the
@@ -197,6 +203,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	auto := experiment.AddAutoFlags(fs, "auto: run the auto method instead of the three methods (continuation stages, their pilots counted, choose the estimator, L, the level law and the step within the 2^28 steps), planned for --gap",
 		"with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic)")
 	markdown := fs.String("markdown", "", "print the study README's tables of the summaries in this --json output file, and run nothing")
+	budget := fs.Int64("budget", gapBudget, "with --targets gap: a trial's budget of simulated queue steps")
+	targets := fs.String("targets", "error", "what the targets are read on: error (the decision within 1% of (mu*, p*), the methods of methods()) or gap (the relative objective gap (F - F*)/(F(x0) - F*) at 1%, 0.3% and 0.1%, the methods a grid searched on seeds 1001-1003 and widened, each target's choice run on the reported seeds; with --method auto, auto planned for each gap in turn)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, usageError{err}
 	}
@@ -221,12 +229,31 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{kind: oracleKind{Construction: c, Window: *window}, workers: *workers, tune: *tune,
 		asJSON: *asJSON, png: *png, markdown: *markdown}
-	gaps, err := auto.Gaps([]float64{tolerance * tolerance})
+	switch *targets {
+	case "error":
+	case "gap":
+		o.onGap, o.budget = true, *budget
+		if *budget < 1 {
+			return options{}, usageError{fmt.Errorf("--budget %d: give a positive number of simulated steps", *budget)}
+		}
+		if *tune {
+			return options{}, usageError{fmt.Errorf("--targets gap searches its grid on the tuning seeds itself: drop --tune")}
+		}
+	default:
+		return options{}, usageError{fmt.Errorf("--targets %q: give error or gap", *targets)}
+	}
+	defaultGaps := []float64{tolerance * tolerance}
+	if o.onGap {
+		defaultGaps = gapTargets
+	}
+	gaps, err := auto.Gaps(defaultGaps)
 	switch {
 	case err != nil:
 		return options{}, usageError{err}
 	case gaps != nil && *tune:
 		return options{}, usageError{fmt.Errorf("--method auto chooses its own settings: drop --tune")}
+	case gaps != nil && o.onGap:
+		o.autoGaps = gaps
 	case gaps != nil:
 		o.autoGap = gaps[0]
 	}
@@ -264,13 +291,16 @@ func runMain(args []string, stdout, stderr io.Writer) error {
 	if o.tune {
 		return tuneMethods(o.kind, o.workers, stdout)
 	}
+	if o.onGap {
+		return runGaps(o, stdout, stderr)
+	}
 	fmt.Fprintf(stderr, "construction %s, seeds %v\n", o.kind, o.seeds)
 	pr := experiment.Protocol{Targets: []float64{tolerance}, Points: budgets, FirstSeed: o.seeds[0],
 		Trials: len(o.seeds), Workers: o.workers}
 	var sums []experiment.Summary
 	var panels []plots.Panel
 	for _, law := range o.laws {
-		p := problem(law, o.kind)
+		p := problem(law, o.kind, false)
 		fmt.Fprintf(stderr, "%s service (Var V = %.3f): optimum mu* = %.4f, p* = %.4f, F* = %.4f\n",
 			law.Name, law.Var(), p.xStar[0], p.xStar[1], Objective(law, p.xStar[0], p.xStar[1]))
 		tn := experiment.Fixed("one considered choice per method, not tuned", methods(o.kind.Construction)...)
@@ -329,7 +359,7 @@ func tuneMethods(k oracleKind, workers int, w io.Writer) error {
 	logScore := make([]float64, len(grid))
 	lines := make([]string, len(grid))
 	for _, law := range Laws() {
-		tn, err := experiment.Tune(problem(law, k).Problem, pr, grid)
+		tn, err := experiment.Tune(problem(law, k, false).Problem, pr, grid)
 		if err != nil {
 			return err
 		}

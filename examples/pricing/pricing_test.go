@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -290,7 +292,7 @@ func TestLSGDReachesOptimum(t *testing.T) {
 	for _, law := range Laws() {
 		mu, p := Optimum(law)
 		for seed := uint64(1); seed <= 2; seed++ {
-			tr, err := experiment.Trial(problem(law, oracleKind{TailAverages, 1}).Problem, m, seed, m.Budget)
+			tr, err := experiment.Trial(problem(law, oracleKind{TailAverages, 1}, false).Problem, m, seed, m.Budget)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -419,11 +421,15 @@ func TestPaperWindowIsExact(t *testing.T) {
 // named by its flag.
 func TestParseOptions(t *testing.T) {
 	tests := []struct {
-		args    []string
-		laws    int
-		seeds   int
-		kind    oracleKind
-		wantErr string
+		args  []string
+		laws  int
+		seeds int
+		kind  oracleKind
+		// onGap, budget, autoGaps: --targets gap's reading.
+		onGap    bool
+		budget   int64
+		autoGaps []float64
+		wantErr  string
 	}{
 		{args: nil, laws: 1, seeds: 2, kind: oracleKind{EndCoupled, 1}},
 		{args: []string{"--full"}, laws: 3, seeds: 10, kind: oracleKind{EndCoupled, 1}},
@@ -441,6 +447,13 @@ func TestParseOptions(t *testing.T) {
 		{args: []string{"--method", "auto", "--gap", "1.5"}, wantErr: "--gap"},
 		{args: []string{"--method", "auto", "--tune"}, wantErr: "--tune"},
 		{args: []string{"--method", "grid"}, wantErr: "--method"},
+		{args: []string{"--targets", "gap"}, laws: 1, seeds: 2, kind: oracleKind{EndCoupled, 1}, onGap: true, budget: gapBudget},
+		{args: []string{"--targets", "gap", "--full", "--budget", "1000"}, laws: 3, seeds: 10, kind: oracleKind{EndCoupled, 1}, onGap: true, budget: 1000},
+		{args: []string{"--targets", "gap", "--method", "auto"}, laws: 1, seeds: 2, kind: oracleKind{EndCoupled, 1}, onGap: true, budget: gapBudget, autoGaps: gapTargets},
+		{args: []string{"--targets", "gap", "--method", "auto", "--gap", "0.003"}, laws: 1, seeds: 2, kind: oracleKind{EndCoupled, 1}, onGap: true, budget: gapBudget, autoGaps: []float64{0.003}},
+		{args: []string{"--targets", "gap", "--tune"}, wantErr: "--tune"},
+		{args: []string{"--targets", "gap", "--budget", "0"}, wantErr: "--budget"},
+		{args: []string{"--targets", "objective"}, wantErr: "--targets"},
 	}
 	for _, tc := range tests {
 		o, err := parseOptions(tc.args, io.Discard)
@@ -456,6 +469,9 @@ func TestParseOptions(t *testing.T) {
 		}
 		if auto := len(tc.args) > 1 && tc.args[0] == "--method"; auto != (o.autoGap == tolerance*tolerance) {
 			t.Errorf("%v: auto gap %g", tc.args, o.autoGap)
+		}
+		if o.onGap != tc.onGap || o.budget != tc.budget || !slices.Equal(o.autoGaps, tc.autoGaps) {
+			t.Errorf("%v: on the gap %v, budget %d, auto gaps %v; want %v, %d, %v", tc.args, o.onGap, o.budget, o.autoGaps, tc.onGap, tc.budget, tc.autoGaps)
 		}
 		if len(o.laws) != tc.laws || len(o.seeds) != tc.seeds || o.kind != tc.kind {
 			t.Errorf("%v: %d laws, %d seeds, %v; want %d, %d, %v", tc.args, len(o.laws), len(o.seeds), o.kind, tc.laws, tc.seeds, tc.kind)
@@ -479,7 +495,7 @@ func TestCoupledRTMLMCReachesOptimum(t *testing.T) {
 	m := methods(EndCoupled)[1]
 	m.Budget = 1 << 26
 	for seed := uint64(1); seed <= 2; seed++ {
-		tr, err := experiment.Trial(problem(law, oracleKind{EndCoupled, 1}).Problem, m, seed, m.Budget)
+		tr, err := experiment.Trial(problem(law, oracleKind{EndCoupled, 1}, false).Problem, m, seed, m.Budget)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -494,5 +510,37 @@ func TestCoupledRTMLMCReachesOptimum(t *testing.T) {
 func TestBudgets(t *testing.T) {
 	if got, want := budgets(1<<6), []int64{1, 2, 4, 8, 16, 32, 64}; !slices.Equal(got, want) {
 		t.Errorf("budgets(64) = %v, want %v", got, want)
+	}
+}
+
+// The objective-gap protocol end to end on a small budget: the grid is
+// scored on the tuning seeds (every setting of gapGrid at least, the
+// widening's after), the summary reads the targets on the relative gap of
+// the closed-form objective from F(x0) to F(x*), and the tuned L-SGD, which
+// on the tuning seeds reaches 1% within about 2,000 simulated steps, reaches
+// it on the reported seeds within the 2^14.
+func TestGapProtocol(t *testing.T) {
+	var out bytes.Buffer
+	if err := runMain([]string{"--targets", "gap", "--law", "exponential", "--seeds", "2", "--budget", "16384", "--json", "--png", ""}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var s experiment.Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("the summary: %v", err)
+	}
+	law, _ := LawByName("exponential")
+	mu, p := Optimum(law)
+	switch {
+	case s.Problem != "exponential" || !slices.Equal(s.Targets, gapTargets) || s.Budget != 16384:
+		t.Fatalf("problem %s, targets %v, budget %d; want exponential, %v, 16384", s.Problem, s.Targets, s.Budget, gapTargets)
+	case s.FStar != Objective(law, mu, p) || s.F0 != Objective(law, start[0], start[1]):
+		t.Errorf("F* %g, F(x0) %g; want F(x*) %g and F(x0) %g", s.FStar, s.F0, Objective(law, mu, p), Objective(law, start[0], start[1]))
+	case s.Tuning == nil || len(s.Tuning.Settings) < len(gapGrid.Methods(gapKinds)):
+		t.Fatalf("tuning record %+v: want every setting of the grid scored", s.Tuning)
+	}
+	for _, m := range s.Methods {
+		if m.Name == "L-SGD" && m.StaysBelow[0].Reached != 2 {
+			t.Errorf("tuned L-SGD (%s) reached 1%% in %d of 2 trials, want 2", m.Setting, m.StaysBelow[0].Reached)
+		}
 	}
 }

@@ -44,12 +44,13 @@ type pricingProblem struct {
 
 // problem is projected, preconditioned gradient descent on the law's F
 // from start with the oracle construction k, its progress the relative
-// error |x - x*|/|x*| and its cost the simulated queue steps (a VR
-// correction simulates every drawn trajectory twice, at x_t and x_(t-1)).
-func problem(law Law, k oracleKind) pricingProblem {
+// error |x - x*|/|x*| (onGap: the relative objective gap) and its cost the
+// simulated queue steps (a VR correction simulates every drawn trajectory
+// twice, at x_t and x_(t-1)).
+func problem(law Law, k oracleKind, onGap bool) pricingProblem {
 	mu, p := Optimum(law)
 	xStar := [2]float64{mu, p}
-	return pricingProblem{xStar: xStar, Problem: &experiment.Problem{
+	pp := pricingProblem{xStar: xStar, Problem: &experiment.Problem{
 		Name: law.Name, About: "GI/GI/1 pricing and staffing, " + law.Name + " service, construction " + k.String(),
 		Problem: sgd.Problem{
 			NewOracle: func(seed uint64) (experiment.Instance, error) {
@@ -81,4 +82,10 @@ func problem(law Law, k oracleKind) pricingProblem {
 		CostName:     "simulated queue steps",
 		ErrorName:    "|x - x*| / |x*|",
 	}}
+	if onGap {
+		// The gaps are read at the logged points only (the stays-below
+		// rule needs no more), as in the DRO and shortfall-risk studies.
+		pp.Error, pp.ErrorName, pp.EveryIterate = nil, "", false
+	}
+	return pp
 }

@@ -30,7 +30,7 @@ for loss in entropic quadratic-hinge expectile; do
 		mv $OUT/ubsr-$loss.jsonl.part $OUT/ubsr-$loss.jsonl
 done
 for law in exponential erlang hyperexponential; do
-	$BIN/pricing --method auto --law $law --seeds 10 --workers 2 --json --png "" > $OUT/pricing-$law.jsonl.part 2> $OUT/pricing-$law.log &&
+	$BIN/pricing --targets gap --method auto --law $law --seeds 10 --workers 2 --json --png "" > $OUT/pricing-$law.jsonl.part 2> $OUT/pricing-$law.log &&
 		mv $OUT/pricing-$law.jsonl.part $OUT/pricing-$law.jsonl
 done
 # Where the comparator needs more than a third of the study's budget, auto at

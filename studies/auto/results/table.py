@@ -6,15 +6,16 @@
 (DIR: a folder of auto's results files to read instead of this one, for
 comparing a rerun with the committed files.)
 
-For each problem and gap: auto (studies/auto/results/dro-*.jsonl, ubsr-*.jsonl: one
+For each problem and gap: auto (studies/auto/results/dro-*.jsonl, ubsr-*.jsonl,
+pricing-*.jsonl: one
 summary per gap it was run for, 10 trials) against the comparator, the one
 setting the tuning seeds chose for that problem and gap (the smallest median
 over the tuning seeds of the samples after which the gap stays below the
 target, over every setting the grid scored: studies/dro/results/summary.jsonl,
-studies/shortfall-risk/results/gaussian-3-LOSS.summary.json), on its reported trials. The
+studies/shortfall-risk/results/gaussian-3-LOSS.summary.json,
+studies/pricing/results/gap.jsonl), on its reported trials. The
 samples to a gap are the harness's stays-below rule; auto's include its
-pilots. Pricing (studies/auto/results/pricing-*.jsonl) has no tuning record beside
-it and is printed alone. Then the target's verdict over the pairs where the
+pilots. Then the target's verdict over the pairs where the
 comparator reached the gap in at least half its trials, the pairs no tuned
 setting reaches apart, and how often auto's own gap estimate held where it
 claimed the target. Where the comparator needs more than a third of the
@@ -187,31 +188,12 @@ def ubsr_grid(name):
     return json.load(open_text(os.path.join(ROOT, "studies", "shortfall-risk", "results", name.replace("/", "-") + ".summary.json")))
 
 
-def pricing():
-    """Pricing has no tuning record: the comparator is the hand-chosen RT-MLMC
-    setting of studies/pricing/results/coupled.jsonl (the same construction and
-    seeds), shown beside auto, outside the verdict."""
-    hand = {}
-    for line in open(os.path.join(ROOT, "studies", "pricing", "results", "coupled.jsonl")):
+def pricing_grid(name):
+    for line in open_text(os.path.join(ROOT, "studies", "pricing", "results", "gap.jsonl")):
         g = json.loads(line)
-        for m in g["methods"]:
-            if m["name"] == "RT-MLMC":
-                hand[g["problem"]] = (m, g["trials"])
-    print("### Pricing (no tuning record; beside it the hand-chosen RT-MLMC setting)\n")
-    print("| law | auto: steps to stay within 1% of (mu*, p*) | trials reached | median final error | RT-MLMC (hand-chosen) | reached | auto / RT-MLMC | estimate held where claimed (objective gap 1e-4) |")
-    print("|---|---:|---|---:|---:|---|---:|---|")
-    for path in results("pricing-*.jsonl"):
-        for line in open_text(path):
-            a = json.loads(line)
-            m = a["methods"][0]
-            s = m["stays_below"][0]
-            h, n = hand[a["problem"]]
-            hs = h["stays_below"][0]
-            ratio = s["median"] / hs["median"] if s["median"] and hs["median"] else None
-            h_ok, h_n = held(m)
-            print(f"| {a['problem']} | {fmt(s['median'])} | {s['trials_reached']}/{a['trials']} | {fmt(m['final_gap_median'])} | "
-                  f"{fmt(hs['median'])} | {hs['trials_reached']}/{n} | {fmt(ratio)} | {h_ok}/{h_n} |")
-    print()
+        if g["problem"] == name:
+            return g
+    raise KeyError(name)
 
 
 def bound(q):
@@ -316,6 +298,6 @@ if __name__ == "__main__":
     if results("budget3x-*.jsonl"):
         table("DRO at three times the budget (1,200,000 samples)", "budget3x-dro-*.jsonl", dro_grid, PAIRS3X)
         table("Shortfall risk at three times the budget (12,582,912 samples)", "budget3x-ubsr-*.jsonl", ubsr_grid, PAIRS3X)
-    pricing()
+    table("Pricing (coupled construction, closed-form F*)", "pricing-*.jsonl", pricing_grid)
     raw_targets()
     verdict()

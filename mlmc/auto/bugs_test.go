@@ -179,6 +179,18 @@ func TestNoiseShare(t *testing.T) {
 		{"projection onto sum x = 0", func(p *sgd.Problem) {
 			p.Project = ontoSumZero
 		}, 0.55, 0.9},
+		// A box whose faces x0 does not touch moves no direction: the
+		// share is 1 exactly, not 1 to the rounding of a finite
+		// difference (a share that differs in its last digits sends a
+		// run down another path).
+		{"box with x0 inside", func(p *sgd.Problem) {
+			p.X0 = []float64{0.37, -1.3, 2.9, 0.011}
+			p.Project = func(x []float64) {
+				for i := range x {
+					x[i] = math.Min(math.Max(x[i], -100), 100)
+				}
+			}
+		}, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := synthetic(4, 1, 2, 1, nil)

@@ -588,6 +588,10 @@ func (r *runner) noiseShare(inst sgd.Instance, ops mlmc.Float64Ops) (share float
 	if r.p.Precondition != nil {
 		r.p.Precondition(r.x, d)
 	}
+	var pr *projector
+	if r.p.Project != nil {
+		pr = newProjector(r.p.Project, r.x)
+	}
 	gs, es := make([][]float64, n), make([][]float64, n)
 	for k := range n {
 		s, c, err := inst.Oracle.Draw(r.s.MinLevel)
@@ -607,18 +611,8 @@ func (r *runner) noiseShare(inst sgd.Instance, ops mlmc.Float64Ops) (share float
 		for i := range g {
 			e[i] = d[i] * g[i]
 		}
-		if r.p.Project != nil {
-			// The projection of the direction: P(x - eps e) = x - eps P e
-			// where P is affine (or its active set fixed).
-			y := slices.Clone(r.x)
-			eps := 1e-6 * (1 + norm(r.x)) / math.Max(norm(e), 1e-300)
-			for i := range y {
-				y[i] -= eps * e[i]
-			}
-			r.p.Project(y)
-			for i := range e {
-				e[i] = (r.x[i] - y[i]) / eps
-			}
+		if pr != nil {
+			pr.direction(e)
 		}
 		gs[k], es[k] = g, e
 	}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/simclr-go/simclr/experiment"
+	"github.com/simclr-go/simclr/experiment/plots"
 	"github.com/simclr-go/simclr/mlmc"
 )
 
@@ -60,9 +63,15 @@ var gapAxes = experiment.Axes(experiment.AxisLimits{MaxLevel: maxLevel, MinStep:
 const gapWidenRounds = 8
 
 // gapProtocol is the objective-gap protocol at budget with trials reported
-// seeds from first.
-func gapProtocol(budget int64, first uint64, trials, workers int, progress io.Writer) experiment.Protocol {
-	return experiment.Protocol{Targets: gapTargets, Budget: budget, TuningSeeds: gapTuningSeeds,
+// seeds from first; a gap auto plans for (autoGap, 0 for none) that is not
+// among the targets joins them, so that its passage is read.
+func gapProtocol(budget int64, autoGap float64, first uint64, trials, workers int, progress io.Writer) experiment.Protocol {
+	targets := gapTargets
+	if autoGap > 0 && !slices.Contains(targets, autoGap) {
+		targets = append(slices.Clone(targets), autoGap)
+		slices.SortFunc(targets, func(a, b float64) int { return cmp.Compare(b, a) })
+	}
+	return experiment.Protocol{Targets: targets, Budget: budget, TuningSeeds: gapTuningSeeds,
 		Trials: trials, FirstSeed: first, Workers: workers, Progress: progress,
 		Points: func(b int64) []int64 { return experiment.GeometricGrid(b, gapGrowth) }}
 }
@@ -80,8 +89,10 @@ func gapTuning(p *experiment.Problem, pr experiment.Protocol, autoGap float64, l
 // runGaps runs the objective-gap protocol for every law of o: the grid
 // (or auto, for each of its gaps in turn) on the reported seeds, one
 // summary per law and auto gap, printed as tables and, with --json, as
-// JSON lines on stdout (the tables then go to stderr).
+// JSON lines on stdout (the tables then go to stderr); with --png, the
+// median gap against the simulated steps, a panel per summary.
 func runGaps(o options, stdout, stderr io.Writer) error {
+	var panels []plots.Panel
 	table := stdout
 	if o.asJSON {
 		table = stderr
@@ -96,7 +107,7 @@ func runGaps(o options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s service, construction %s: F(x0) = %.6g, F* = %.6g at mu* = %.4f, p* = %.4f; budget %d simulated steps; targets: relative objective gaps %v\n",
 			law.Name, o.kind, f0, p.FStar.Value, p.xStar[0], p.xStar[1], o.budget, gapTargets)
 		for _, g := range autoGaps {
-			pr := gapProtocol(o.budget, o.seeds[0], len(o.seeds), o.workers, stderr)
+			pr := gapProtocol(o.budget, g, o.seeds[0], len(o.seeds), o.workers, stderr)
 			tn, err := gapTuning(p.Problem, pr, g, stderr)
 			if err != nil {
 				return fmt.Errorf("%s: %w", law.Name, err)
@@ -111,7 +122,18 @@ func runGaps(o options, stdout, stderr io.Writer) error {
 					return fmt.Errorf("writing JSON: %w", err)
 				}
 			}
+			title := law.Name + " service"
+			if g > 0 {
+				title += fmt.Sprintf(", auto for gap %g", g)
+			}
+			panels = append(panels, plots.Panels(res, []string{title}, func(experiment.Curve) int { return 0 })...)
 		}
+	}
+	if o.png != "" {
+		if err := plots.WritePNG(o.png, panels); err != nil {
+			return fmt.Errorf("--png: %w", err)
+		}
+		fmt.Fprintln(stderr, "wrote", o.png)
 	}
 	return nil
 }

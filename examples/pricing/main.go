@@ -199,9 +199,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "runs simulated in parallel")
 	asJSON := fs.Bool("json", false, "print the median simulated steps to reach 1% as JSON")
 	lawName := fs.String("law", "", "run only this service law (erlang, exponential, hyperexponential); default exponential, or all with --full")
-	png := fs.String("png", "pricing.png", "write the error plot to this PNG file (empty: none)")
-	auto := experiment.AddAutoFlags(fs, "auto: run the auto method instead of the three methods (continuation stages, their pilots counted, choose the estimator, L, the level law and the step within the 2^28 steps), planned for --gap",
-		"with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic)")
+	png := fs.String("png", "pricing.png", "write the plot of the median error (or gap) against simulated steps to this PNG file (empty: none)")
+	auto := experiment.AddAutoFlags(fs, "auto: run the auto method instead of the methods (continuation stages, their pilots counted, choose the estimator, L, the level law and the step within the budget: 2^28 steps, or --budget with --targets gap), planned for --gap",
+		"with --method auto, the relative objective gap (F - F*)/(F(x0) - F*) to plan for, in (0, 1) (default 1e-4: the square of the 1% tolerance on |x - x*|/|x*|, as for a quadratic; with --targets gap, each of the targets in turn)")
 	markdown := fs.String("markdown", "", "print the study README's tables of the summaries in this --json output file, and run nothing")
 	budget := fs.Int64("budget", gapBudget, "with --targets gap: a trial's budget of simulated queue steps")
 	targets := fs.String("targets", "error", "what the targets are read on: error (the decision within 1% of (mu*, p*), the methods of methods()) or gap (the relative objective gap (F - F*)/(F(x0) - F*) at 1%, 0.3% and 0.1%, the methods a grid searched on seeds 1001-1003 and widened, each target's choice run on the reported seeds; with --method auto, auto planned for each gap in turn)")
@@ -231,6 +231,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		asJSON: *asJSON, png: *png, markdown: *markdown}
 	switch *targets {
 	case "error":
+		if set(fs, "budget") {
+			return options{}, usageError{fmt.Errorf("--budget %d: only --targets gap takes a budget (the error targets' budgets are the methods' own)", *budget)}
+		}
 	case "gap":
 		o.onGap, o.budget = true, *budget
 		if *budget < 1 {
@@ -265,6 +268,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	o.seeds = seedRange(*firstSeed, n)
+	if last := o.seeds[n-1]; o.onGap && o.seeds[0] <= gapTuningSeeds[len(gapTuningSeeds)-1] && last >= gapTuningSeeds[0] {
+		return options{}, usageError{fmt.Errorf("--first-seed %d --seeds %d: seeds %d-%d include the tuning seeds %d-%d, which choose the settings; report on others (for example --first-seed %d)",
+			*firstSeed, n, o.seeds[0], last, gapTuningSeeds[0], gapTuningSeeds[len(gapTuningSeeds)-1], gapTuningSeeds[len(gapTuningSeeds)-1]+1)}
+	}
 	name := *lawName
 	if name == "" && !*full {
 		name = "exponential"
@@ -383,4 +390,11 @@ func tuneMethods(k oracleKind, workers int, w io.Writer) error {
 		fmt.Fprintf(w, "best %s: %s\n", m.Name(), grid[bestOf[m.Family()]])
 	}
 	return nil
+}
+
+// set says the flag name was given on the command line.
+func set(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

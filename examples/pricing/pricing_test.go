@@ -454,6 +454,9 @@ func TestParseOptions(t *testing.T) {
 		{args: []string{"--targets", "gap", "--tune"}, wantErr: "--tune"},
 		{args: []string{"--targets", "gap", "--budget", "0"}, wantErr: "--budget"},
 		{args: []string{"--targets", "objective"}, wantErr: "--targets"},
+		{args: []string{"--targets", "gap", "--first-seed", "995", "--seeds", "10"}, wantErr: "--first-seed"},
+		{args: []string{"--budget", "5"}, wantErr: "--budget"},
+		{args: []string{"--targets", "gap", "--first-seed", "1004", "--seeds", "3"}, laws: 1, seeds: 3, kind: oracleKind{EndCoupled, 1}, onGap: true, budget: gapBudget},
 	}
 	for _, tc := range tests {
 		o, err := parseOptions(tc.args, io.Discard)
@@ -537,10 +540,35 @@ func TestGapProtocol(t *testing.T) {
 		t.Errorf("F* %g, F(x0) %g; want F(x*) %g and F(x0) %g", s.FStar, s.F0, Objective(law, mu, p), Objective(law, start[0], start[1]))
 	case s.Tuning == nil || len(s.Tuning.Settings) < len(gapGrid.Methods(gapKinds)):
 		t.Fatalf("tuning record %+v: want every setting of the grid scored", s.Tuning)
+	case s.Error != "(F - F*) / (F(x0) - F*)":
+		t.Errorf("the targets are read on %q, want the relative objective gap", s.Error)
 	}
+	lsgd := 0
 	for _, m := range s.Methods {
-		if m.Name == "L-SGD" && m.StaysBelow[0].Reached != 2 {
-			t.Errorf("tuned L-SGD (%s) reached 1%% in %d of 2 trials, want 2", m.Setting, m.StaysBelow[0].Reached)
+		if m.Name == "L-SGD" {
+			lsgd++
+			if m.StaysBelow[0].Reached != 2 {
+				t.Errorf("tuned L-SGD (%s) reached 1%% in %d of 2 trials, want 2", m.Setting, m.StaysBelow[0].Reached)
+			}
 		}
+	}
+	if lsgd != 1 {
+		t.Errorf("%d L-SGD summaries, want 1", lsgd)
+	}
+}
+
+// auto planned for a gap that is not among the protocol's targets: the gap
+// joins them, so that the summary reads its passage.
+func TestGapProtocolAutoGapJoinsTargets(t *testing.T) {
+	var out bytes.Buffer
+	if err := runMain([]string{"--targets", "gap", "--method", "auto", "--gap", "0.05", "--law", "exponential", "--seeds", "1", "--budget", "16384", "--json", "--png", ""}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var s experiment.Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("the summary: %v", err)
+	}
+	if want := []float64{0.05, 0.01, 0.003, 0.001}; !slices.Equal(s.Targets, want) {
+		t.Errorf("targets %v, want %v", s.Targets, want)
 	}
 }

@@ -161,7 +161,6 @@ def table(title, pattern, grid_of, pairs=PAIRS):
         i = a["targets"].index(gap)
         m = a["methods"][0]
         p = m["stays_below"][i]
-        best, cp = comparator(grid, i)
         gi = grid["targets"].index(gap)
         best, cp = comparator(grid, gi)
         ratio = None
@@ -176,12 +175,17 @@ def table(title, pattern, grid_of, pairs=PAIRS):
     print()
 
 
-def dro_grid(name):
-    for line in open_text(os.path.join(ROOT, "studies", "dro", "results", "summary.jsonl")):
+def summary_of(path, name):
+    """The summary of problem name in the JSON-lines file path."""
+    for line in open_text(path):
         g = json.loads(line)
         if g["problem"] == name:
             return g
     raise KeyError(name)
+
+
+def dro_grid(name):
+    return summary_of(os.path.join(ROOT, "studies", "dro", "results", "summary.jsonl"), name)
 
 
 def ubsr_grid(name):
@@ -189,11 +193,7 @@ def ubsr_grid(name):
 
 
 def pricing_grid(name):
-    for line in open_text(os.path.join(ROOT, "studies", "pricing", "results", "gap.jsonl")):
-        g = json.loads(line)
-        if g["problem"] == name:
-            return g
-    raise KeyError(name)
+    return summary_of(os.path.join(ROOT, "studies", "pricing", "results", "gap.jsonl"), name)
 
 
 def bound(q):

@@ -55,8 +55,10 @@ func (v *vanishing) Eval(s mlmc.Sample, _ mlmc.Point, diff bool, alpha float64, 
 	return nil
 }
 
-func vanishingProblem() *sgd.Problem {
-	xStar := []float64{0.5, -0.25, 0.75}
+func vanishingProblem() *sgd.Problem { return vanishingAt([]float64{0.5, -0.25, 0.75}) }
+
+// vanishingAt is vanishingProblem with the minimiser xStar.
+func vanishingAt(xStar []float64) *sgd.Problem {
 	return &sgd.Problem{
 		X0: make([]float64, 3),
 		NewOracle: func(seed uint64) (sgd.Instance, error) {

@@ -69,6 +69,32 @@ func TestGradNormProjected(t *testing.T) {
 	}
 }
 
+// TestGlanceGradNormProjected: at a degenerate start the glance's reading
+// of |grad F(x0)|, which every later plan's bias share divides by, is
+// read along the feasible set as the first measurement's is. With
+// X* = (0.5, -0.25, 0.75) + 2 (1, 1, 1) and the weights summing to 0, the
+// gradient at x0 = 0 is 4.11 whole and 0.736 in the plane; the 16 draws'
+// noise (trace variance 0.18 in the plane) puts the reading within a few
+// percent, so a 15% band holds it and rules out the whole gradient.
+func TestGlanceGradNormProjected(t *testing.T) {
+	for _, seed := range []uint64{5, 6, 7} {
+		p := vanishingAt([]float64{2.5, 1.75, 2.75})
+		p.Project = ontoSumZero
+		s, _ := Settings{Target: Target{Gap: 0.01, Budget: 4_000_000}, Seed: seed}.withDefaults()
+		r := newTestRunner(p, s)
+		plan, err := r.measure("x0", 0.1, r.pilotBudget(0)/2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !plan.Degenerate {
+			t.Fatalf("seed %d: the glance's plan is not degenerate: %s", seed, plan)
+		}
+		if want := 0.736; math.Abs(r.gradNorm0-want) > 0.15*want {
+			t.Errorf("seed %d: |grad F(x0)| read as %.3f at a degenerate start, want %.3f (along sum x = 0) within 15%%", seed, r.gradNorm0, want)
+		}
+	}
+}
+
 // TestProjectorKeepsInactive: a projection that leaves a direction as it
 // is keeps it bit for bit (an inactive constraint changes no reading) and
 // says it was not active; an affine one maps it onto its plane; a box's

@@ -424,43 +424,53 @@ func (r *runner) measure(at string, eps float64, budget int64) (*Plan, error) {
 }
 
 // projectedGradNorm is |P grad F(x0)| read from the first measurement's
-// top row projected (projectedMeans), or unprojected where the projection
-// changed no draw. The projected gradient can be a small part of the
-// draws' norm (shortfall risk's is), so the top row's draws,
-// sized for the levels, may lose it in their noise: while the reading's
-// noise Var/n, relative to the reading, is above the unprojected
-// reading's (and above a sixteenth: a relative standard error of about a
-// quarter), the row's draws are doubled, at x0 on the measurement's
-// oracle, while the pilots stay within a tenth of the budget (as a failed
-// measurement is repeated). The projection then costs the reading no
-// precision the unprojected one had. Every sample counts in the run's.
+// top row projected (projectedMeans, projectedReading), or unprojected
+// where the projection changed no draw. Every sample counts in the run's.
 func (r *runner) projectedGradNorm(pm *projectedMeans, o mlmc.Oracle[[]float64], m *Measurement, unprojected float64) float64 {
 	top := m.Report.Top
-	y, noise, ok := pm.reading(top.Level, top.Draws)
+	g, ok, added, drawn := r.projectedReading(pm, o, top.Level, top.Draws, top.MeanNorm*top.MeanNorm-top.Var/float64(top.Draws), top.Var/float64(top.Draws), float64(top.Images))
+	r.used += drawn
+	r.pilot += drawn
+	m.Samples += drawn
+	m.Queries = append(m.Queries, added...)
+	r.segments[len(r.segments)-1].Until = r.used
 	if !ok {
 		return unprojected
 	}
-	noiseRaw := top.Var / float64(top.Draws)
+	return g
+}
+
+// projectedReading is |P grad F(x0)| from pm's row of n draws at level,
+// ok false where the projection changed no draw (or is one-sided: a
+// box's face). The projected gradient can be a small part of the draws'
+// norm (shortfall risk's is), so a row sized for the levels may lose it
+// in its noise: while the reading's noise Var/n, relative to the
+// reading, is above the unprojected reading's (yRaw with noise noiseRaw,
+// the same draws unprojected) and above a sixteenth (a relative standard
+// error of about a quarter), the row's draws are doubled, at x0 on o
+// (each costing cost samples), while the pilots stay within a tenth of
+// the budget (as a failed measurement is repeated). The projection then
+// costs the reading no precision the unprojected one had. It returns the
+// queries it added and their samples, for the caller to count.
+func (r *runner) projectedReading(pm *projectedMeans, o mlmc.Oracle[[]float64], level, n int, yRaw, noiseRaw, cost float64) (g float64, ok bool, added []LevelQueries, drawn int64) {
+	y, noise, ok := pm.reading(level, n)
+	if !ok {
+		return 0, false, nil, 0
+	}
 	rel := math.Inf(1)
-	if yRaw := top.MeanNorm*top.MeanNorm - noiseRaw; yRaw > 0 {
+	if yRaw > 0 {
 		rel = math.Max(noiseRaw/yRaw, 1.0/16)
 	}
-	n := top.Draws
 	co := &counting[[]float64]{Oracle: o}
-	cost := float64(top.Images)
 	for noise > rel*y && float64(r.used+co.samples)+float64(n)*cost <= float64(r.s.Target.Budget)/10 {
-		if err := pm.more(co, top.Level, n); err != nil {
+		if err := pm.more(co, level, n); err != nil {
 			break
 		}
-		m.Queries = append(m.Queries, LevelQueries{Level: top.Level, Draws: n})
+		added = append(added, LevelQueries{Level: level, Draws: n})
 		n *= 2
-		y, noise, _ = pm.reading(top.Level, n)
+		y, noise, _ = pm.reading(level, n)
 	}
-	r.used += co.samples
-	r.pilot += co.samples
-	m.Samples += co.samples
-	r.segments[len(r.segments)-1].Until = r.used
-	return math.Sqrt(math.Max(y, 0))
+	return math.Sqrt(math.Max(y, 0)), true, added, co.samples
 }
 
 // glance looks at x0 before the first measurement: half the pilot's
@@ -509,11 +519,27 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 	// at a queue's empty start, the levels are not one), not on the
 	// glance's half of them.
 	before := co.samples
-	gradNorm, err := gradNormAt(co, top, r.s.MinDraws, len(r.x))
+	var read mlmc.Oracle[[]float64] = co
+	var pm *projectedMeans
+	if r.p.Project != nil {
+		// Read along the feasible set, as the first measurement does
+		// (projectedGradNorm).
+		pm = newProjectedMeans(co, r.p.Project, r.x)
+		read = pm
+	}
+	yRaw, noiseRaw, err := gradNormAt(read, top, r.s.MinDraws, len(r.x))
+	m.Queries = append(m.Queries, LevelQueries{Level: top, Draws: r.s.MinDraws})
+	gradNorm := math.Sqrt(math.Max(yRaw, 0))
+	if err == nil && pm != nil {
+		g, ok, added, _ := r.projectedReading(pm, co, top, r.s.MinDraws, yRaw, noiseRaw, float64(rep.Top.Images))
+		m.Queries = append(m.Queries, added...)
+		if ok {
+			gradNorm = g
+		}
+	}
 	r.used += co.samples - before
 	r.pilot += co.samples - before
 	m.Samples = co.samples
-	m.Queries = append(m.Queries, LevelQueries{Level: top, Draws: r.s.MinDraws})
 	r.segments[seg].Until = r.used
 	if err != nil || !(gradNorm > 0) {
 		return nil, nil
@@ -526,29 +552,30 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 	return p, nil
 }
 
-// gradNormAt is |mean h^level|^2 - Var/n over n draws of o, square-rooted
-// (an estimate of |grad F| at o's point without the noise's upward bias).
-func gradNormAt(o mlmc.Oracle[[]float64], level, n, dim int) (float64, error) {
+// gradNormAt is y = |mean h^level|^2 - Var/n over n draws of o (an
+// estimate of |grad F|^2 at o's point without the noise's upward bias) and
+// the noise Var/n it took off.
+func gradNormAt(o mlmc.Oracle[[]float64], level, n, dim int) (y, noise float64, err error) {
 	sum, g := make([]float64, dim), make([]float64, dim)
 	sq := 0.0
 	for range n {
 		s, _, err := o.Draw(level)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		clear(g)
 		err = o.Eval(s, mlmc.Current, false, 1, g)
 		o.Release(s)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for i, v := range g {
 			sum[i] += v
 			sq += v * v
 		}
 	}
-	y, _ := meanSquare(sum, sq, n)
-	return math.Sqrt(math.Max(y, 0)), nil
+	y, v := meanSquare(sum, sq, n)
+	return y, v / float64(n), nil
 }
 
 // pilotNoiseShare reads the noise share once a run (noiseShare) as a

@@ -876,7 +876,7 @@ func (r *runner) chunk(p *Plan, until int64, iters int, n *int) (bool, error) {
 	}
 	if p.MaxLevel > p.MinLevel && p.Kind.Method != mlmc.LSGD {
 		if r.tap == nil || r.tap.level != p.MaxLevel {
-			r.tap = newTopTap(inst.Oracle, p.MaxLevel, len(r.x))
+			r.tap = newTopTap(inst.Oracle, p.MaxLevel, r.p.Project, r.x)
 		}
 		r.tap.Oracle = inst.Oracle
 		inst.Oracle = r.tap

@@ -24,13 +24,27 @@ type topTap struct {
 	sq      float64   // sum of |H^L|^2
 	n       int
 	box     tapped // the top draw being evaluated, where none is held
+	// pr, where the iterate is projected, projects each draw too, into
+	// psum and psq: the bias is read along the feasible set, as
+	// |grad F(x0)|, which the reading's share divides it by, is.
+	pr         *projector
+	psum       []float64
+	psq        float64
+	projection []float64 // a draw projected
 }
 
 // tapped is a top-level draw, which the tap recognises in Eval.
 type tapped struct{ s mlmc.Sample }
 
-func newTopTap(o mlmc.Oracle[[]float64], level, dim int) *topTap {
-	return &topTap{Oracle: o, level: level, scratch: make([]float64, dim), sum: make([]float64, dim)}
+// newTopTap taps o's draws at level; project, where not nil, is the
+// iterate's projection, linearised at x.
+func newTopTap(o mlmc.Oracle[[]float64], level int, project func([]float64), x []float64) *topTap {
+	t := &topTap{Oracle: o, level: level, scratch: make([]float64, len(x)), sum: make([]float64, len(x))}
+	if project != nil {
+		t.pr = newProjector(project, x)
+		t.psum, t.projection = make([]float64, len(x)), make([]float64, len(x))
+	}
+	return t
 }
 
 func (t *topTap) Draw(level int) (mlmc.Sample, int64, error) {
@@ -82,6 +96,17 @@ func (t *topTap) take() {
 	}
 	t.sq += sq
 	t.n++
+	if t.pr == nil {
+		return
+	}
+	copy(t.projection, t.scratch)
+	t.pr.direction(t.projection)
+	sq = 0
+	for i, v := range t.projection {
+		t.psum[i] += v
+		sq += v * v
+	}
+	t.psq += sq
 }
 
 // topBias is the tap's reading: the squared mean |E H^L|^2 estimated
@@ -112,12 +137,20 @@ func meanSquare(sum []float64, sq float64, n int) (y, v float64) {
 	return m2 - v/k, v
 }
 
+// read is the reading of the draws, projected where the projection moved
+// them (and unprojected where it was one-sided, a box's face, whose
+// clipped draws carry an offset of the noise's size, as |grad F(x0)|'s
+// reading falls back).
 func (t *topTap) read() topBias {
 	if t.n < 2 {
 		return topBias{n: t.n}
 	}
 	k := float64(t.n)
-	y, v := meanSquare(t.sum, t.sq, t.n)
+	sum, sq := t.sum, t.sq
+	if t.pr != nil && t.pr.active && !t.pr.oneSided {
+		sum, sq = t.psum, t.psq
+	}
+	y, v := meanSquare(sum, sq, t.n)
 	// Var |mean|^2 <= 2 V^2/n^2 + 4 |E Y|^2 V/n (as the pilots' bias fit).
 	se := math.Sqrt(2*v*v/(k*k) + 4*math.Max(y, 0)*v/k)
 	return topBias{n: t.n, y: y, se: se, seen: t.n >= minTopDraws && y > 2*se}

@@ -148,20 +148,22 @@ func (p *projectedMeans) reading(level, n int) (y, noise float64, ok bool) {
 }
 
 // more draws n more queries of h^level from o (its samples counted by o)
-// into the row, projected.
-func (p *projectedMeans) more(o mlmc.Oracle[[]float64], level, n int) error {
+// into the row, projected, and returns the queries drawn: all n, or where
+// o failed, those drawn before (their samples spent all the same).
+func (p *projectedMeans) more(o mlmc.Oracle[[]float64], level, n int) (drawn int, err error) {
 	for range n {
 		s, _, err := o.Draw(level)
 		if err != nil {
-			return err
+			return drawn, err
 		}
+		drawn++
 		clear(p.scratch)
 		err = o.Eval(s, mlmc.Current, false, 1, p.scratch)
 		o.Release(s)
 		if err != nil {
-			return err
+			return drawn, err
 		}
 		p.add(level)
 	}
-	return nil
+	return drawn, nil
 }

@@ -185,3 +185,43 @@ func ontoSumZero(x []float64) {
 		x[i] -= s / float64(len(x))
 	}
 }
+
+// TestProjectedReadingCountsPartialDraws: where the oracle fails partway
+// through drawing the projected row again, the draws made before the
+// failure are spent and are the pilot's queries, so that a replay of the
+// run's segments draws them too.
+func TestProjectedReadingCountsPartialDraws(t *testing.T) {
+	// The gradient mostly across the plane sum x = 0 (as in
+	// TestGradNormProjected's last row): the projected reading is noisy
+	// and its draws are doubled.
+	p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) {
+		o.Mb = 0.1
+		for i := range o.XStar {
+			o.XStar[i] += 5
+		}
+	})
+	p.Project = ontoSumZero
+	s, _ := Settings{Target: Target{Gap: 1e-2, Budget: 4_000_000}, Seed: 5}.withDefaults()
+	r := newTestRunner(p, s)
+	inst, err := p.NewOracle(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.At(r.x, r.x)
+	pm := newProjectedMeans(inst.Oracle, p.Project, r.x)
+	const level, n = 2, 16
+	y, noise, err := gradNormAt(pm, level, n, len(r.x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cost, _ := inst.Oracle.Draw(level)
+	left := 5
+	_, ok, added, drawn := r.projectedReading(pm, failingAfter{inst.Oracle.(*mlmc.Synthetic), &left}, level, n, y, noise, float64(cost))
+	queries := 0
+	for _, q := range added {
+		queries += q.Draws
+	}
+	if !ok || queries != 5 || drawn != 5*cost {
+		t.Errorf("reading ok %v, %d queries recorded (%v) for %d samples drawn; want 5 queries, the %d samples of the draws made before the failure", ok, queries, added, drawn, 5*cost)
+	}
+}

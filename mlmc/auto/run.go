@@ -463,10 +463,14 @@ func (r *runner) projectedReading(pm *projectedMeans, o mlmc.Oracle[[]float64], 
 	}
 	co := &counting[[]float64]{Oracle: o}
 	for noise > rel*y && float64(r.used+co.samples)+float64(n)*cost <= float64(r.s.Target.Budget)/10 {
-		if err := pm.more(co, level, n); err != nil {
+		k, err := pm.more(co, level, n)
+		if k > 0 {
+			// Drawn, so spent: a replay draws them too.
+			added = append(added, LevelQueries{Level: level, Draws: k})
+		}
+		if err != nil {
 			break
 		}
-		added = append(added, LevelQueries{Level: level, Draws: n})
 		n *= 2
 		y, noise, _ = pm.reading(level, n)
 	}

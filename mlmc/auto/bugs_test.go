@@ -535,3 +535,26 @@ func TestSegmentsCoverNoiseShare(t *testing.T) {
 		t.Errorf("the pilot's last queries %+v, want the noise share's 32 at level %d (of %d queries)", q, s.MinLevel, drawn)
 	}
 }
+
+// TestNoGradientErrorNamesTheReading: where |grad F(x0)| reads as zero
+// (along the feasible set it can be, with the whole gradient across the
+// constraint) the error says what was read, beside the pilot's
+// unprojected top row, rather than quoting only the row, whose mean may
+// stand well above its noise.
+func TestNoGradientErrorNamesTheReading(t *testing.T) {
+	p := synthetic(4, 1, 2, 1, nil)
+	inst, err := p.NewOracle(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.At(p.X0, p.X0)
+	m, err := Measure(inst.Oracle, mlmc.Float64Ops{Dim: 4}, 0, 20_000, 16, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Choose(m.Report, "x0", m.Samples, 0, Target{Gap: 1e-2, Budget: 1e9}, Rules{}, mlmc.Unbounded)
+	var ae *Error
+	if !errors.As(err, &ae) || !strings.Contains(ae.Measurement, "read as 0") || !strings.Contains(ae.Measurement, "unprojected") {
+		t.Errorf("error %v: want one that gives the reading of |grad F(x0)|, 0, and calls the row's figures unprojected", err)
+	}
+}

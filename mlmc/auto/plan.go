@@ -453,8 +453,8 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	}
 	if needGrad && (!(gradNorm0 > 0) || math.IsInf(gradNorm0, 0)) {
 		top := rep.Top
-		return nil, nil, &Error{Measurement: fmt.Sprintf("|grad F(x0)| is not above the pilot's noise (|mean h^%d| = %.3g over %d draws, noise %.3g)",
-			top.Level, top.MeanNorm, top.Draws, math.Sqrt(top.Var/float64(top.Draws))),
+		return nil, nil, &Error{Measurement: fmt.Sprintf("|grad F(x0)| is not above the pilot's noise: read as %.3g (along the feasible set where the iterate is projected); the pilot's top row, unprojected, has |mean h^%d| = %.3g over %d draws, noise %.3g",
+			gradNorm0, top.Level, top.MeanNorm, top.Draws, math.Sqrt(top.Var/float64(top.Draws))),
 			Change: "the gap is relative to x0's: start from a point that is not already optimal, or give the pilot a larger budget"}
 	}
 	// b and c from mlmc's fits; the cost in samples, the unit of the budget.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
 
 // TestGradNormProjected: |grad F(x0)|, which every plan's bias share
@@ -73,9 +74,9 @@ func TestGradNormProjected(t *testing.T) {
 // of |grad F(x0)|, which every later plan's bias share divides by, is
 // read along the feasible set as the first measurement's is. With
 // X* = (0.5, -0.25, 0.75) + 2 (1, 1, 1) and the weights summing to 0, the
-// gradient at x0 = 0 is 4.11 whole and 0.736 in the plane; the 16 draws'
-// noise (trace variance 0.18 in the plane) puts the reading within a few
-// percent, so a 15% band holds it and rules out the whole gradient.
+// gradient at x0 = 0 is 4.11 whole and 0.736 in the plane. Over seeds
+// 1-400 the reading's mean is 0.731 and its spread 0.076: a 50% band is
+// about five of those, and still rules out the whole gradient.
 func TestGlanceGradNormProjected(t *testing.T) {
 	for _, seed := range []uint64{5, 6, 7} {
 		p := vanishingAt([]float64{2.5, 1.75, 2.75})
@@ -89,8 +90,8 @@ func TestGlanceGradNormProjected(t *testing.T) {
 		if !plan.Degenerate {
 			t.Fatalf("seed %d: the glance's plan is not degenerate: %s", seed, plan)
 		}
-		if want := 0.736; math.Abs(r.gradNorm0-want) > 0.15*want {
-			t.Errorf("seed %d: |grad F(x0)| read as %.3f at a degenerate start, want %.3f (along sum x = 0) within 15%%", seed, r.gradNorm0, want)
+		if want := 0.736; math.Abs(r.gradNorm0-want) > 0.5*want {
+			t.Errorf("seed %d: |grad F(x0)| read as %.3f at a degenerate start, want %.3f (along sum x = 0) within 50%%", seed, r.gradNorm0, want)
 		}
 	}
 }
@@ -223,5 +224,67 @@ func TestProjectedReadingCountsPartialDraws(t *testing.T) {
 	}
 	if !ok || queries != 5 || drawn != 5*cost {
 		t.Errorf("reading ok %v, %d queries recorded (%v) for %d samples drawn; want 5 queries, the %d samples of the draws made before the failure", ok, queries, added, drawn, 5*cost)
+	}
+}
+
+// TestPilotQueriesCoverDoubling: the draws that read |grad F(x0)| along
+// the feasible set, doubled while that reading is the noisier, are the
+// pilot's queries, in the glance at a degenerate start and in the first
+// measurement: drawn again on a fresh oracle, each pilot segment's queries
+// cost exactly the samples the segment spans, so a replay of the run's
+// segments draws what the run drew. Both problems have their gradient
+// almost across the plane sum x = 0, so the row is doubled many times.
+func TestPilotQueriesCoverDoubling(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		problem func() *sgd.Problem
+	}{
+		{"the glance at a degenerate start", func() *sgd.Problem { return vanishingAt([]float64{5.01, 4.99, 5.0}) }},
+		{"the first measurement", func() *sgd.Problem {
+			return synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) {
+				o.Mb = 0.1
+				for i := range o.XStar {
+					o.XStar[i] += 5
+				}
+			})
+		}},
+	} {
+		for _, seed := range []uint64{5, 6, 7} {
+			p := tc.problem()
+			p.Project = ontoSumZero
+			s, _ := Settings{Target: Target{Gap: 1e-2, Budget: 4_000_000}, Seed: seed}.withDefaults()
+			r := newTestRunner(p, s)
+			if _, err := r.measure("x0", 0.1, r.pilotBudget(0)/2); err != nil {
+				t.Fatal(err)
+			}
+			queries := 0
+			for _, seg := range r.segments {
+				if seg.Pilot == nil {
+					continue
+				}
+				inst, err := p.NewOracle(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var spent int64
+				for _, q := range seg.Pilot.Queries {
+					queries += q.Draws
+					for range q.Draws {
+						d, c, err := inst.Oracle.Draw(q.Level)
+						if err != nil {
+							t.Fatal(err)
+						}
+						inst.Oracle.Release(d)
+						spent += c
+					}
+				}
+				if spent != seg.Until-seg.Base {
+					t.Errorf("%s, seed %d: the pilot's queries cost %d samples drawn again, its segment spans %d", tc.name, seed, spent, seg.Until-seg.Base)
+				}
+			}
+			if queries < 1000 {
+				t.Errorf("%s, seed %d: %d pilot queries: the projected reading was not doubled, the test does not reach what it checks", tc.name, seed, queries)
+			}
+		}
 	}
 }

@@ -533,16 +533,19 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 	}
 	yRaw, noiseRaw, err := gradNormAt(read, top, r.s.MinDraws, len(r.x))
 	m.Queries = append(m.Queries, LevelQueries{Level: top, Draws: r.s.MinDraws})
+	r.used += co.samples - before
+	r.pilot += co.samples - before
 	gradNorm := math.Sqrt(math.Max(yRaw, 0))
 	if err == nil && pm != nil {
-		g, ok, added, _ := r.projectedReading(pm, co, top, r.s.MinDraws, yRaw, noiseRaw, float64(rep.Top.Images))
+		g, ok, added, drawn := r.projectedReading(pm, inst.Oracle, top, r.s.MinDraws, yRaw, noiseRaw, float64(rep.Top.Images))
 		m.Queries = append(m.Queries, added...)
+		r.used += drawn
+		r.pilot += drawn
+		co.samples += drawn // the glance's count holds every sample it drew
 		if ok {
 			gradNorm = g
 		}
 	}
-	r.used += co.samples - before
-	r.pilot += co.samples - before
 	m.Samples = co.samples
 	r.segments[seg].Until = r.used
 	if err != nil || !(gradNorm > 0) {

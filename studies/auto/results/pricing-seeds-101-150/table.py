@@ -12,45 +12,18 @@ studies/pricing/results/gap.jsonl), each target's choice run on seeds
 import gzip
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The comparator's rule and the tables' formats are the study's (table.py
+# one folder up).
+sys.path.insert(0, os.path.dirname(HERE))
+from table import comparator, fmt, setting  # noqa: E402
 
 
 def lines(name):
     with gzip.open(os.path.join(HERE, name + ".gz"), "rt") as f:
         yield from f
-
-
-def comparator(grid, i):
-    """The setting the tuning seeds chose for target i (the smallest median
-    over them of the steps after which the gap stays below it) and its
-    passage on the reported seeds."""
-    rows = [r for r in grid["tuning"]["settings"] if r["stays_below"][i] is not None]
-    inf = float("inf")
-    best = min(rows, key=lambda r: (r["stays_below"][i], r["score"] if r["score"] is not None else inf))
-    for r in grid["per_target"][i]["stays_below"]["methods"]:
-        if r["setting"] == best["setting"]:
-            return best, r["samples"]
-    for m in grid["methods"]:
-        if m["setting"] == best["setting"]:
-            return best, m["stays_below"][i]
-    return best, None
-
-
-def setting(s):
-    out = s["method"]
-    if s.get("L") is not None:
-        out += f" L={s['L']}"
-    out += f" step={s['step']:g}"
-    if s.get("decay"):
-        out += f" t0={s['decay']:g}"
-    if s.get("d1"):
-        out += f" D1={s['d1']}"
-    return out
-
-
-def fmt(x):
-    return "—" if x is None else f"{x:.3g}"
 
 
 print("| law | gap | auto | trials reached | comparator (tuning seeds' choice) | its median | reached | auto / comparator | estimate held where claimed |")

@@ -255,7 +255,9 @@ func (m *levelMeter[V]) level(l int, diff bool) (LevelStat, []float64, []float64
 		}
 		if m.cfg.Previous {
 			// prev <- Y(x_(t-1); s) - Y(x_t; s), the same draw.
-			start := time.Now()
+			if !m.cfg.Untimed {
+				start = time.Now()
+			}
 			ops.Zero(m.prev)
 			if err := m.o.Eval(s, Previous, diff, 1, m.prev); err != nil {
 				m.o.Release(s)
@@ -263,7 +265,9 @@ func (m *levelMeter[V]) level(l int, diff bool) (LevelStat, []float64, []float64
 			}
 			ops.Axpy(-1, m.y, m.prev)
 			corr2 += ops.Dot(m.prev, m.prev)
-			corrSec += time.Since(start).Seconds()
+			if !m.cfg.Untimed {
+				corrSec += time.Since(start).Seconds()
+			}
 		}
 		m.o.Release(s)
 		m.costs = append(m.costs, float64(cost))

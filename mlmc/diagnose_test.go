@@ -406,7 +406,8 @@ func TestMeasureLevelsCorrections(t *testing.T) {
 func TestMeasureLevelsUntimed(t *testing.T) {
 	measure := func(untimed bool) *LevelsReport {
 		o := NewSynthetic(6, 1, 2, 1, 7)
-		rep, err := MeasureLevels(o, Float64Ops{Dim: 6}, LevelsConfig{MinLevel: 0, MaxLevel: 5, Draws: 64, Seed: 3, Untimed: untimed})
+		o.XPrev[0] += 0.1 // a previous point for the VR correction's reading
+		rep, err := MeasureLevels(o, Float64Ops{Dim: 6}, LevelsConfig{MinLevel: 0, MaxLevel: 5, Draws: 64, Seed: 3, Untimed: untimed, Previous: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -415,10 +416,10 @@ func TestMeasureLevelsUntimed(t *testing.T) {
 	timed, untimed := measure(false), measure(true)
 	for i, st := range untimed.Levels {
 		tst := timed.Levels[i]
-		if st.Seconds != 0 || !(tst.Seconds > 0) {
-			t.Errorf("level %d: seconds %g untimed, %g timed; want 0 and > 0", st.Level, st.Seconds, tst.Seconds)
+		if st.Seconds != 0 || !(tst.Seconds > 0) || st.CorrSeconds != 0 || !(tst.CorrSeconds > 0) {
+			t.Errorf("level %d: seconds %g and %g (the correction's) untimed, %g and %g timed; want 0 and > 0", st.Level, st.Seconds, st.CorrSeconds, tst.Seconds, tst.CorrSeconds)
 		}
-		if st.Var != tst.Var || st.MeanNorm != tst.MeanNorm || st.Images != tst.Images {
+		if st.Var != tst.Var || st.MeanNorm != tst.MeanNorm || st.Images != tst.Images || st.CorrMoment2 != tst.CorrMoment2 {
 			t.Errorf("level %d: untimed statistics %+v differ from timed %+v", st.Level, st, tst)
 		}
 	}

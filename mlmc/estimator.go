@@ -77,7 +77,7 @@ type Step struct {
 	Fresh bool
 	// Levels holds the level of every query, in order. It is the
 	// estimator's buffer, valid until its next Estimate: copy it to keep
-	// it (a fresh slice per iteration was a small run's largest
+	// it (a fresh slice per iteration would be a small run's largest
 	// allocation, one per query).
 	Levels []int
 	// Samples is the sum of the costs of the draws (each counted once).

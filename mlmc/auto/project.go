@@ -81,17 +81,11 @@ type projectedMeans struct {
 	pr      *projector
 	level   int // the level of the last draw (a measurement evaluates each draw before the next)
 	scratch []float64
-	rows    map[int]*projectedRow
-}
-
-type projectedRow struct {
-	sum []float64
-	sq  float64
-	n   int
+	rows    map[int]*moments
 }
 
 func newProjectedMeans(o mlmc.Oracle[[]float64], project func([]float64), x []float64) *projectedMeans {
-	return &projectedMeans{Oracle: o, pr: newProjector(project, x), scratch: make([]float64, len(x)), rows: map[int]*projectedRow{}}
+	return &projectedMeans{Oracle: o, pr: newProjector(project, x), scratch: make([]float64, len(x)), rows: map[int]*moments{}}
 }
 
 func (p *projectedMeans) Draw(level int) (mlmc.Sample, int64, error) {
@@ -119,14 +113,11 @@ func (p *projectedMeans) add(level int) {
 	p.pr.direction(p.scratch)
 	row := p.rows[level]
 	if row == nil {
-		row = &projectedRow{sum: make([]float64, len(p.scratch))}
+		m := newMoments(len(p.scratch))
+		row = &m
 		p.rows[level] = row
 	}
-	for i, v := range p.scratch {
-		row.sum[i] += v
-		row.sq += v * v
-	}
-	row.n++
+	row.add(p.scratch)
 }
 
 // reading is |P grad F|^2 read from the n draws of h^level, as GradNorm
@@ -143,7 +134,7 @@ func (p *projectedMeans) reading(level, n int) (y, noise float64, ok bool) {
 	if !p.pr.active || p.pr.oneSided || row == nil || row.n != n || n < 2 {
 		return 0, 0, false
 	}
-	y, v := meanSquare(row.sum, row.sq, n)
+	y, v := row.meanSquare()
 	return y, v / float64(n), true
 }
 

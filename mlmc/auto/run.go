@@ -563,8 +563,7 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 // estimate of |grad F|^2 at o's point without the noise's upward bias) and
 // the noise Var/n it took off.
 func gradNormAt(o mlmc.Oracle[[]float64], level, n, dim int) (y, noise float64, err error) {
-	sum, g := make([]float64, dim), make([]float64, dim)
-	sq := 0.0
+	draws, g := newMoments(dim), make([]float64, dim)
 	for range n {
 		s, _, err := o.Draw(level)
 		if err != nil {
@@ -576,12 +575,9 @@ func gradNormAt(o mlmc.Oracle[[]float64], level, n, dim int) (y, noise float64, 
 		if err != nil {
 			return 0, 0, err
 		}
-		for i, v := range g {
-			sum[i] += v
-			sq += v * v
-		}
+		draws.add(g)
 	}
-	y, v := meanSquare(sum, sq, n)
+	y, v := draws.meanSquare()
 	return y, v / float64(n), nil
 }
 
@@ -836,7 +832,7 @@ func (r *runner) doubled(st *Stage, what string, err error, budget *int64, f fun
 // its line.
 func (r *runner) endStage(st *Stage, k int, start int64) {
 	st.Step, st.Samples = r.step, r.used
-	if r.tap != nil && r.plan != nil && r.tap.level == r.plan.MaxLevel && r.tap.n > 0 {
+	if r.tap != nil && r.plan != nil && r.tap.level == r.plan.MaxLevel && r.tap.draws.n > 0 {
 		tb := r.tap.read()
 		share := math.NaN()
 		if !math.IsInf(r.plan.intercept, -1) {

@@ -20,17 +20,13 @@ type topTap struct {
 	mlmc.Oracle[[]float64]
 	level   int
 	scratch []float64
-	sum     []float64 // sum of the H^L draws
-	sq      float64   // sum of |H^L|^2
-	n       int
-	box     tapped // the top draw being evaluated, where none is held
+	draws   moments // of the H^L draws
+	box     tapped  // the top draw being evaluated, where none is held
 	// pr, where the iterate is projected, projects each draw too, into
-	// psum and psq: the bias is read along the feasible set, as
+	// projected: the bias is read along the feasible set, as
 	// |grad F(x0)|, which the reading's share divides it by, is.
-	pr         *projector
-	psum       []float64
-	psq        float64
-	projection []float64 // a draw projected
+	pr        *projector
+	projected moments
 }
 
 // tapped is a top-level draw, which the tap recognises in Eval.
@@ -39,10 +35,9 @@ type tapped struct{ s mlmc.Sample }
 // newTopTap taps o's draws at level; project, where not nil, is the
 // iterate's projection, linearised at x.
 func newTopTap(o mlmc.Oracle[[]float64], level int, project func([]float64), x []float64) *topTap {
-	t := &topTap{Oracle: o, level: level, scratch: make([]float64, len(x)), sum: make([]float64, len(x))}
+	t := &topTap{Oracle: o, level: level, scratch: make([]float64, len(x)), draws: newMoments(len(x))}
 	if project != nil {
-		t.pr = newProjector(project, x)
-		t.psum, t.projection = make([]float64, len(x)), make([]float64, len(x))
+		t.pr, t.projected = newProjector(project, x), newMoments(len(x))
 	}
 	return t
 }
@@ -88,25 +83,14 @@ func (t *topTap) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64, ou
 	return nil
 }
 
+// take adds the draw in scratch to the moments, and projected (scratch is
+// the tap's own: the estimate has its weighted copy already).
 func (t *topTap) take() {
-	sq := 0.0
-	for i, v := range t.scratch {
-		t.sum[i] += v
-		sq += v * v
+	t.draws.add(t.scratch)
+	if t.pr != nil {
+		t.pr.direction(t.scratch)
+		t.projected.add(t.scratch)
 	}
-	t.sq += sq
-	t.n++
-	if t.pr == nil {
-		return
-	}
-	copy(t.projection, t.scratch)
-	t.pr.direction(t.projection)
-	sq = 0
-	for i, v := range t.projection {
-		t.psum[i] += v
-		sq += v * v
-	}
-	t.psq += sq
 }
 
 // topBias is the tap's reading: the squared mean |E H^L|^2 estimated
@@ -123,17 +107,34 @@ type topBias struct {
 // stands on.
 const minTopDraws = 16
 
-// meanSquare is, from the sum of n vector draws Y and the sum of their
-// squared norms sq, y = |mean|^2 - v/n, an estimate of |E Y|^2 without the
-// noise's upward bias, and v the draws' variance (its trace).
-func meanSquare(sum []float64, sq float64, n int) (y, v float64) {
-	k := float64(n)
-	m2 := 0.0
-	for _, s := range sum {
-		m := s / k
-		m2 += m * m
+// moments are the running sums of vector draws Y: sum Y, sum |Y|^2 and
+// their count.
+type moments struct {
+	sum []float64
+	sq  float64
+	n   int
+}
+
+func newMoments(dim int) moments { return moments{sum: make([]float64, dim)} }
+
+func (m *moments) add(v []float64) {
+	for i, x := range v {
+		m.sum[i] += x
+		m.sq += x * x
 	}
-	v = math.Max((sq-k*m2)/(k-1), 0)
+	m.n++
+}
+
+// meanSquare is y = |mean|^2 - v/n, an estimate of |E Y|^2 without the
+// noise's upward bias, and v the draws' variance (its trace).
+func (m *moments) meanSquare() (y, v float64) {
+	k := float64(m.n)
+	m2 := 0.0
+	for _, s := range m.sum {
+		mean := s / k
+		m2 += mean * mean
+	}
+	v = math.Max((m.sq-k*m2)/(k-1), 0)
 	return m2 - v/k, v
 }
 
@@ -142,18 +143,19 @@ func meanSquare(sum []float64, sq float64, n int) (y, v float64) {
 // clipped draws carry an offset of the noise's size, as |grad F(x0)|'s
 // reading falls back).
 func (t *topTap) read() topBias {
-	if t.n < 2 {
-		return topBias{n: t.n}
+	n := t.draws.n
+	if n < 2 {
+		return topBias{n: n}
 	}
-	k := float64(t.n)
-	sum, sq := t.sum, t.sq
+	k := float64(n)
+	m := &t.draws
 	if t.pr != nil && t.pr.active && !t.pr.oneSided {
-		sum, sq = t.psum, t.psq
+		m = &t.projected
 	}
-	y, v := meanSquare(sum, sq, t.n)
+	y, v := m.meanSquare()
 	// Var |mean|^2 <= 2 V^2/n^2 + 4 |E Y|^2 V/n (as the pilots' bias fit).
 	se := math.Sqrt(2*v*v/(k*k) + 4*math.Max(y, 0)*v/k)
-	return topBias{n: t.n, y: y, se: se, seen: t.n >= minTopDraws && y > 2*se}
+	return topBias{n: n, y: y, se: se, seen: n >= minTopDraws && y > 2*se}
 }
 
 // TopBias is a stage's reading of the bias of its top level L from the

@@ -68,6 +68,10 @@ type LevelsConfig struct {
 	// samples alone (auto) saves two clock reads a query, a visible share
 	// of a cheap oracle's query.
 	Untimed bool
+	// Brief leaves out the estimators' predictions and the verdict
+	// (Estimators nil, Verdict empty): a caller that plans by rules of its
+	// own (auto, at every measurement) saves their cost.
+	Brief bool
 }
 
 func (c LevelsConfig) withDefaults() LevelsConfig {
@@ -189,12 +193,14 @@ func MeasureLevels[V any](o Oracle[V], ops DiagOps[V], cfg LevelsConfig) (*Level
 		rep.FitB = RateFit{Rate: math.NaN(), SE: math.NaN(), From: rep.FitB.From, To: rep.FitB.To,
 			Note: "H^l is zero to rounding at every level above the minimum: no rate"}
 	}
-	rep.Estimators = PredictEstimators(rep.Levels, rep.Top, sumNorm, cfg.B, cfg.C)
-	if cfg.Previous {
-		rep.Estimators = append(rep.Estimators, PredictVR(rep.Estimators, rep.Levels, rep.Top, cfg)...)
-		rep.D1, rep.D2, rep.QE = cfg.D1, cfg.D2, cfg.QE
+	if !cfg.Brief {
+		rep.Estimators = PredictEstimators(rep.Levels, rep.Top, sumNorm, cfg.B, cfg.C)
+		if cfg.Previous {
+			rep.Estimators = append(rep.Estimators, PredictVR(rep.Estimators, rep.Levels, rep.Top, cfg)...)
+			rep.D1, rep.D2, rep.QE = cfg.D1, cfg.D2, cfg.QE
+		}
+		rep.Verdict = verdict(rep)
 	}
-	rep.Verdict = verdict(rep)
 	vecs := append([]V{m.y, m.mean, m.sum}, m.dirs...)
 	if cfg.Previous {
 		vecs = append(vecs, m.prev)

@@ -2,6 +2,7 @@ package mlmc
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -428,5 +429,32 @@ func TestMeasureLevelsUntimed(t *testing.T) {
 	}
 	if untimed.FitB != timed.FitB {
 		t.Errorf("untimed b fit %+v, timed %+v: want the same", untimed.FitB, timed.FitB)
+	}
+}
+
+// TestMeasureLevelsBrief: a brief measurement leaves out the predictions
+// and the verdict, and nothing else: its statistics, fits and telescoping
+// check are the full measurement's on the same draws.
+func TestMeasureLevelsBrief(t *testing.T) {
+	measure := func(brief bool) *LevelsReport {
+		o := NewSynthetic(6, 1, 2, 1, 7)
+		o.XPrev[0] += 0.1
+		rep, err := MeasureLevels(o, Float64Ops{Dim: 6}, LevelsConfig{MinLevel: 0, MaxLevel: 5, Draws: 64, Seed: 3, Untimed: true, Previous: true, Brief: brief})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	full, brief := measure(false), measure(true)
+	if len(full.Estimators) == 0 || full.Verdict == "" {
+		t.Fatalf("the full measurement has %d predictions and verdict %q: want both", len(full.Estimators), full.Verdict)
+	}
+	if brief.Estimators != nil || brief.Verdict != "" || brief.D1 != 0 {
+		t.Errorf("brief: %d predictions, verdict %q, D1 %d; want none", len(brief.Estimators), brief.Verdict, brief.D1)
+	}
+	full.Estimators, full.Verdict, full.D1, full.D2, full.QE = nil, "", 0, 0, 0
+	// Printed, not DeepEqual: the untimed rate is NaN in both.
+	if b, f := fmt.Sprintf("%+v", *brief), fmt.Sprintf("%+v", *full); b != f {
+		t.Errorf("brief report\n%s\ndiffers from the full one\n%s\nbeyond the predictions and the verdict", b, f)
 	}
 }

@@ -283,16 +283,26 @@ func (k Kind) String() string {
 // ParseKind reads an estimator name ("rtmlmc", "vr-rtmlmc", ...; any
 // case): the one parser of the names.
 func ParseKind(name string) (Kind, error) {
+	if k, ok := lookupKind(name); ok {
+		return k, nil
+	}
+	return Kind{}, fmt.Errorf("unknown estimator %q: use one of %s", name, strings.Join(Names(), ", "))
+}
+
+// lookupKind is ParseKind without the error: the predictions' names
+// include allocations that are no estimator's ("-opt"), which the
+// verdicts skip on every measurement, where an error's message would be
+// built only to be dropped.
+func lookupKind(name string) (Kind, bool) {
 	base, vr := strings.CutPrefix(strings.ToLower(strings.TrimSpace(name)), "vr-")
 	table.RLock()
+	defer table.RUnlock()
 	for i, s := range table.schemes {
 		if base == s.Name() {
-			table.RUnlock()
-			return Kind{Method: Method(i), VR: vr}, nil
+			return Kind{Method: Method(i), VR: vr}, true
 		}
 	}
-	table.RUnlock()
-	return Kind{}, fmt.Errorf("unknown estimator %q: use one of %s", name, strings.Join(Names(), ", "))
+	return Kind{}, false
 }
 
 // bind checks cfg (defaults filled in) for the estimator k over an oracle

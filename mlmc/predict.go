@@ -162,16 +162,16 @@ func PredictVR(base []Prediction, levels []LevelStat, top LevelStat, cfg LevelsC
 	alloc := Config{MinLevel: minL, MaxLevel: maxL, B: cfg.B, C: cfg.C, D1: cfg.D1, D2: cfg.D2, QE: cfg.QE}.withDefaults()
 	var lsgd Prediction
 	for _, p := range base {
-		if k, err := ParseKind(p.Name); err == nil && k == (Kind{Method: LSGD}) {
+		if k, ok := lookupKind(p.Name); ok && k == (Kind{Method: LSGD}) {
 			lsgd = p
 		}
 	}
 	d1, d2, qe := float64(cfg.D1), float64(cfg.D2), float64(cfg.QE)
 	var out []Prediction
 	for _, p := range base {
-		// The "-opt" allocations are no estimator's: ParseKind refuses them.
-		k, err := ParseKind(p.Name)
-		if err != nil || k.VR {
+		// The "-opt" allocations are no estimator's: lookupKind refuses them.
+		k, ok := lookupKind(p.Name)
+		if !ok || k.VR {
 			continue
 		}
 		s, _ := k.Method.scheme()

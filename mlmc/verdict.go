@@ -60,7 +60,7 @@ func recommendation(rep *LevelsReport) string {
 	}
 	for _, p := range rep.Estimators {
 		// L-SGD, with variance reduction or without, is not MLMC.
-		if k, err := ParseKind(p.Name); (err == nil && k.Method == LSGD) || math.IsNaN(relOf(p)) {
+		if k, ok := lookupKind(p.Name); (ok && k.Method == LSGD) || math.IsNaN(relOf(p)) {
 			continue
 		}
 		if relOf(p) < relOf(best) {

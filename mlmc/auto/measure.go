@@ -108,7 +108,7 @@ func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget 
 	perDraw := sum + costs[len(costs)-1]
 	draws := int(left * deepShare / perDraw)
 	draws = min(max(draws, minDraws), 1024)
-	rep, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: minLevel, MaxLevel: lp, Draws: draws, Seed: seed, Untimed: true})
+	rep, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: minLevel, MaxLevel: lp, Draws: draws, Seed: seed, Untimed: true, Brief: true})
 	if err != nil {
 		return Measurement{}, fmt.Errorf("auto: pilot: %w", err)
 	}
@@ -125,7 +125,7 @@ func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget 
 	if lowDraws <= draws {
 		return m, nil
 	}
-	low, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: minLevel, MaxLevel: lowTop, Draws: min(lowDraws, 4096), Seed: seed ^ 0x10e, Untimed: true})
+	low, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: minLevel, MaxLevel: lowTop, Draws: min(lowDraws, 4096), Seed: seed ^ 0x10e, Untimed: true, Brief: true})
 	if err != nil {
 		return Measurement{}, fmt.Errorf("auto: pilot, low levels: %w", err)
 	}

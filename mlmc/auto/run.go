@@ -501,7 +501,7 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 		inst.At(r.x, r.x)
 	}
 	co := &counting[[]float64]{Oracle: inst.Oracle}
-	rep, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: r.s.MinLevel, MaxLevel: top, Draws: max(3, r.s.MinDraws/2), Seed: oracleSeed ^ 0x5eed, Untimed: true})
+	rep, err := mlmc.MeasureLevels(co, ops, mlmc.LevelsConfig{MinLevel: r.s.MinLevel, MaxLevel: top, Draws: max(3, r.s.MinDraws/2), Seed: oracleSeed ^ 0x5eed, Untimed: true, Brief: true})
 	r.used += co.samples
 	r.pilot += co.samples
 	if err != nil {

@@ -437,13 +437,7 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	// gives the same loss), so there is no bias to correct at this point
 	// and no rate to fit.
 	scale := rep.Levels[0].Moment2
-	zero := true
-	for _, st := range rep.Levels[1:] {
-		if !(st.Moment2 <= roundingShare*roundingShare*scale) {
-			zero = false
-		}
-	}
-	if zero && scale >= 0 && !math.IsInf(scale, 0) {
+	if vanishesAbove(rep) {
 		p.Regime = "H^l = 0"
 		p.Degenerate = true
 		p.A, p.B, p.C = Rate{math.NaN(), math.NaN()}, Rate{math.NaN(), math.NaN()}, Rate{rep.FitCImages.Rate, 0}
@@ -564,12 +558,23 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	return p, bf.bias, nil
 }
 
+// rateGrid is the bias fits' grid of rates a, -1 to 4 in steps of 0.01,
+// and 2^-a at each: read only, shared by every fit.
+var rateGrid = func() (g struct{ a, half []float64 }) {
+	const step = 0.01
+	for a := -1.0; a <= 4+step/2; a += step {
+		g.a = append(g.a, a)
+		g.half = append(g.half, math.Exp2(-a))
+	}
+	return g
+}()
+
 // biasFit is the pooled fit of |E H^l|^2 = A 2^(-2 a (l - l1)) over the
 // levels above the minimum.
 type biasFit struct {
 	ls, ys, ws []float64
 	l1         float64
-	grid       []float64 // a on the grid
+	grid       []float64 // a on the grid (rateGrid's, read only)
 	half       []float64 // 2^-a at each a
 	bestIndex  int       // the grid's least chi^2
 	amp, ase   []float64 // A and its standard error at each a
@@ -667,18 +672,17 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 		return nil, &Error{Measurement: fmt.Sprintf("the mean and variance of H^l are finite at %d levels above the minimum", f.n),
 			Change: "the bias rate needs two: check the oracle's H^l, or give the pilot a larger budget"}
 	}
-	const step = 0.01
 	xs := make([]float64, f.n) // 2^(-2 a (l - l1)) at each level, for one a
-	// The grid's 501 rates in one allocation per slice: a fit runs at
-	// every measurement, and its garbage and its powers are auto's own
-	// cost (the levels are whole numbers: each power is the last one's
-	// times 2^(-2a) per level, not an exponential of its own).
-	const points = 501
-	f.grid, f.amp = make([]float64, 0, points), make([]float64, 0, points)
+	// The grid's rates in one allocation per slice, the rates and their
+	// 2^-a shared by every fit: a fit runs at every measurement, and its
+	// garbage and its powers are auto's own cost (the levels are whole
+	// numbers: each power is the last one's times 2^(-2a) per level, not
+	// an exponential of its own).
+	f.grid, f.half = rateGrid.a, rateGrid.half
+	points := len(f.grid)
+	f.amp = make([]float64, 0, points)
 	f.ase, f.chi2 = make([]float64, 0, points), make([]float64, 0, points)
-	f.half = make([]float64, 0, points)
-	for a := -1.0; a <= 4+step/2; a += step {
-		h := math.Exp2(-a)
+	for _, h := range f.half {
 		var sff, syf float64
 		x, at := 1.0, f.l1
 		for i, l := range f.ls {
@@ -695,8 +699,6 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 			r := f.ys[i] - amp*xs[i]
 			chi += f.ws[i] * r * r
 		}
-		f.grid = append(f.grid, a)
-		f.half = append(f.half, h)
 		f.amp = append(f.amp, amp)
 		f.ase = append(f.ase, 1/math.Sqrt(sff))
 		f.chi2 = append(f.chi2, chi)
@@ -937,6 +939,18 @@ func lawSource(lev []level) string {
 	}
 	return fmt.Sprintf("of the measured levels %d..%d, extrapolated to %d..%d with the fitted b and c",
 		lev[0].l, lev[n-1].l, lev[n].l, lev[len(lev)-1].l)
+}
+
+// vanishesAbove says H^l vanished to rounding at every level above the
+// minimum of rep (which has at least one level).
+func vanishesAbove(rep *mlmc.LevelsReport) bool {
+	scale := rep.Levels[0].Moment2
+	for _, st := range rep.Levels[1:] {
+		if !(st.Moment2 <= roundingShare*roundingShare*scale) {
+			return false
+		}
+	}
+	return scale >= 0 && !math.IsInf(scale, 0)
 }
 
 // roundingShare is the size relative to h^(l_min) below which H^l counts

@@ -512,6 +512,10 @@ func (r *runner) glance(at string, eps float64, oracleSeed uint64, ops mlmc.Floa
 	m := Measurement{Report: rep, Samples: co.samples, Queries: reportQueries(rep)}
 	seg := len(r.segments)
 	r.segments = append(r.segments, Segment{Pilot: &m, Start: slices.Clone(r.x), OracleSeed: oracleSeed, Base: r.used - m.Samples, Until: r.used})
+	if len(rep.Levels) == 0 || !vanishesAbove(rep) {
+		// No plan of these rows is degenerate: skip the fit.
+		return nil, nil
+	}
 	t := Target{Gap: eps, Budget: r.s.Target.Budget}
 	p, err := ChooseFrom(rep, at, m.Samples, GradNorm(rep), t, r.s.Rules, inst.Oracle.MaxLevel(), r.lFloor)
 	if err != nil || !p.Degenerate {

@@ -184,10 +184,7 @@ func MeasureLevels[V any](o Oracle[V], ops DiagOps[V], cfg LevelsConfig) (*Level
 		}
 	}
 	rep.Telescope = tel
-	rep.FitB, rep.FitCImages, rep.FitCTime = fitRates(rep.Levels)
-	if cfg.Untimed {
-		rep.FitCTime = RateFit{Rate: math.NaN(), SE: math.NaN(), Note: "the queries were not timed"}
-	}
+	rep.FitB, rep.FitCImages, rep.FitCTime = fitRates(rep.Levels, !cfg.Untimed)
 	if rep.NoBiasVisible = biasInvisible(rep.Levels); rep.NoBiasVisible {
 		// A rate fitted to rounding residues would be a number of no meaning.
 		rep.FitB = RateFit{Rate: math.NaN(), SE: math.NaN(), From: rep.FitB.From, To: rep.FitB.To,

@@ -34,8 +34,9 @@ func NormalCritical(confidence float64, tests int) float64 {
 
 // fitRates fits b on the variances of H^l (levels above the minimum; with
 // fewer than two of them the minimum level's h^l is included) and c on the
-// costs of every level, in images and in seconds.
-func fitRates(levels []LevelStat) (b, cImages, cTime RateFit) {
+// costs of every level, in images and, where the queries were timed, in
+// seconds (else NaN, with a note).
+func fitRates(levels []LevelStat, timed bool) (b, cImages, cTime RateFit) {
 	pts := levels
 	note := ""
 	if len(levels) >= 3 {
@@ -63,7 +64,13 @@ func fitRates(levels []LevelStat) (b, cImages, cTime RateFit) {
 		ts = append(ts, st.Seconds)
 		tses = append(tses, st.SecondsSE)
 	}
-	return b, fitLog2(ls, ys, ses), fitLog2(ls, ts, tses)
+	cImages = fitLog2(ls, ys, ses)
+	if !timed {
+		// Zero seconds at every level: no fit to try, and no message of
+		// why it failed to build at every measurement.
+		return b, cImages, RateFit{Rate: math.NaN(), SE: math.NaN(), Note: "the queries were not timed"}
+	}
+	return b, cImages, fitLog2(ls, ts, tses)
 }
 
 // fitLog2 fits log2 y = k + s x by weighted least squares, the weight of a

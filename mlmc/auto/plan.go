@@ -680,14 +680,14 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 	// an exponential of its own).
 	f.grid, f.half = rateGrid.a, rateGrid.half
 	points := len(f.grid)
-	f.amp = make([]float64, 0, points)
-	f.ase, f.chi2 = make([]float64, 0, points), make([]float64, 0, points)
+	buf := make([]float64, 3*points)
+	f.amp, f.ase, f.chi2 = buf[:0:points], buf[points:points:2*points], buf[2*points:2*points]
 	for _, h := range f.half {
 		var sff, syf float64
-		x, at := 1.0, f.l1
+		x, at, hh := 1.0, f.l1, h*h
 		for i, l := range f.ls {
 			for ; at < l; at++ {
-				x *= h * h
+				x *= hh
 			}
 			xs[i] = x
 			sff += f.ws[i] * x * x

@@ -23,7 +23,7 @@
 // The constructions of h^l and H^l (oracle.go): paper (the paper's m-step
 // windows at 2^l and 2^(l-1) of one trajectory, m = --window), coupled (the
 // default: terminal values of two queues on the same random numbers,
-// coalescing) and tail (tail averages, an earlier reading of the paper). With paper
+// coalescing) and tail (tail averages: level l averages the first 2^l steps of one trajectory). With paper
 // and tail H^l cancels nothing, so MLMC loses to L-SGD by the variance-cost
 // ratio that TestRTMLMCVarianceCostAgainstLSGD measures, contrary to the
 // paper's ~10x gain; coupled, the standard MLMC coupling for steady-state
@@ -198,7 +198,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	seeds := fs.Int("seeds", 0, "number of seeds per law and method (default 2, or 10 with --full)")
 	firstSeed := fs.Int("first-seed", 1, "the seeds are first-seed, first-seed+1, ...")
-	constr := fs.String("construction", "coupled", "oracle construction: paper (the paper's m-step windows ending at 2^l and 2^(l-1) of one trajectory), coupled (two queues on the same random numbers, the default: with it MLMC reproduces the paper's gains) or tail (tail averages, an earlier reading of the paper)")
+	constr := fs.String("construction", "coupled", "oracle construction: paper (the paper's m-step windows ending at 2^l and 2^(l-1) of one trajectory), coupled (two queues on the same random numbers, the default: with it MLMC reproduces the paper's gains) or tail (tail averages: level l averages the first 2^l steps of one trajectory)")
 	window := fs.Int("window", 1, "m, the steps averaged per value by --construction paper")
 	full := fs.Bool("full", false, "the full experiment: all three laws, 10 seeds (about half an hour of CPU)")
 	tune := fs.Bool("tune", false, "run the tuning grid on seeds 1001-1002 (not the reported ones) and print median steps to 1% per setting")

@@ -23,8 +23,8 @@
 // The constructions of h^l and H^l (oracle.go): paper (the paper's m-step
 // windows at 2^l and 2^(l-1) of one trajectory, m = --window), coupled (the
 // default: terminal values of two queues on the same random numbers,
-// coalescing) and tail (tail averages: level l averages the first 2^l steps of one trajectory). With paper
-// and tail H^l cancels nothing, so MLMC loses to L-SGD by the variance-cost
+// coalescing) and tail (tail averages: level l averages the first 2^l
+// steps of one trajectory). With paper and tail H^l cancels nothing, so MLMC loses to L-SGD by the variance-cost
 // ratio that TestRTMLMCVarianceCostAgainstLSGD measures, contrary to the
 // paper's ~10x gain; coupled, the standard MLMC coupling for steady-state
 // means, reproduces it.

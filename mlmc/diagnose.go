@@ -69,8 +69,10 @@ type LevelsConfig struct {
 	// of a cheap oracle's query.
 	Untimed bool
 	// Brief leaves out the estimators' predictions and the verdict
-	// (Estimators nil, Verdict empty): a caller that plans by rules of its
-	// own (auto, at every measurement) saves their cost.
+	// (Estimators nil, Verdict empty, and D1, D2 and QE 0 even where
+	// Previous measured the corrections, whose statistics the levels
+	// still hold): a caller that plans by rules of its own (auto, at every
+	// measurement) saves their cost.
 	Brief bool
 }
 

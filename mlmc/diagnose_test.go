@@ -424,8 +424,11 @@ func TestMeasureLevelsUntimed(t *testing.T) {
 			t.Errorf("level %d: untimed statistics %+v differ from timed %+v", st.Level, st, tst)
 		}
 	}
-	if !math.IsNaN(untimed.FitCTime.Rate) || untimed.FitCTime.Note == "" {
-		t.Errorf("untimed time rate %+v, want NaN with a note", untimed.FitCTime)
+	if !math.IsNaN(untimed.FitCTime.Rate) || untimed.FitCTime.Note != "the queries were not timed" {
+		t.Errorf("untimed time rate %+v, want NaN with the note that the queries were not timed", untimed.FitCTime)
+	}
+	if r := timed.FitCTime.Rate; math.IsNaN(r) || math.IsInf(r, 0) || timed.FitCTime.Note != "" {
+		t.Errorf("timed time rate %+v, want a fitted rate", timed.FitCTime)
 	}
 	if untimed.FitB != timed.FitB {
 		t.Errorf("untimed b fit %+v, timed %+v: want the same", untimed.FitB, timed.FitB)

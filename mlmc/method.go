@@ -291,8 +291,8 @@ func ParseKind(name string) (Kind, error) {
 
 // lookupKind is ParseKind without the error: the predictions' names
 // include allocations that are no estimator's ("-opt"), which the
-// verdicts skip on every measurement, where an error's message would be
-// built only to be dropped.
+// verdict and PredictVR look up on every measurement (PredictVR skips
+// them), where an error's message would be built only to be dropped.
 func lookupKind(name string) (Kind, bool) {
 	base, vr := strings.CutPrefix(strings.ToLower(strings.TrimSpace(name)), "vr-")
 	table.RLock()

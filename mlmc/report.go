@@ -87,7 +87,7 @@ type LevelsReport struct {
 	B        float64 `json:"assumed_b"`
 	C        float64 `json:"assumed_c"`
 	// D1, D2 and QE are the VR settings of the vr- predictions (zero when
-	// the corrections were not measured).
+	// the corrections were not measured, or the measurement was Brief).
 	D1         int          `json:"d1,omitempty"`
 	D2         int          `json:"d2,omitempty"`
 	QE         int          `json:"qe,omitempty"`

@@ -56,19 +56,20 @@ func fitRates(levels []LevelStat, timed bool) (b, cImages, cTime RateFit) {
 		b.Note = note
 	}
 	ls, ys, ses = ls[:0], ys[:0], ses[:0]
-	var ts, tses []float64
 	for _, st := range levels {
 		ls = append(ls, float64(st.Level))
 		ys = append(ys, st.Images)
 		ses = append(ses, 0)
-		ts = append(ts, st.Seconds)
-		tses = append(tses, st.SecondsSE)
 	}
 	cImages = fitLog2(ls, ys, ses)
 	if !timed {
 		// Zero seconds at every level: no fit to try, and no message of
 		// why it failed to build at every measurement.
 		return b, cImages, RateFit{Rate: math.NaN(), SE: math.NaN(), Note: "the queries were not timed"}
+	}
+	ts, tses := make([]float64, len(levels)), make([]float64, len(levels))
+	for i, st := range levels {
+		ts[i], tses[i] = st.Seconds, st.SecondsSE
 	}
 	return b, cImages, fitLog2(ls, ts, tses)
 }

@@ -60,7 +60,9 @@ const maxPilotLevels = 12
 // then as many draws per level as half the budget pays for, the other half
 // measuring levels minLevel..minLevel+3 again with as many draws as it pays
 // for (their rows replace the first measurement's). Fewer than three levels
-// (two H^l, the least that fits b and a) is an *Error.
+// (two H^l, the least that fits b and a) is an *Error. The report is
+// brief (mlmc.LevelsConfig.Brief): no predictions and no verdict, which
+// the plan makes by its own rules.
 func Measure[V any](o mlmc.Oracle[V], ops mlmc.DiagOps[V], minLevel int, budget int64, minDraws int, seed uint64) (Measurement, error) {
 	if minDraws < 3 {
 		minDraws = 3

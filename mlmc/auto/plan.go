@@ -566,6 +566,10 @@ var rateGrid = func() (g struct{ a, half []float64 }) {
 		g.a = append(g.a, a)
 		g.half = append(g.half, math.Exp2(-a))
 	}
+	// Clipped: an append to a fit's copy never writes into the shared
+	// arrays.
+	n := len(g.a)
+	g.a, g.half = g.a[:n:n], g.half[:n:n]
 	return g
 }()
 
@@ -673,8 +677,8 @@ func fitBias(levels []mlmc.LevelStat, b float64) (*biasFit, error) {
 			Change: "the bias rate needs two: check the oracle's H^l, or give the pilot a larger budget"}
 	}
 	xs := make([]float64, f.n) // 2^(-2 a (l - l1)) at each level, for one a
-	// The grid's rates in one allocation per slice, the rates and their
-	// 2^-a shared by every fit: a fit runs at every measurement, and its
+	// The grid's rates and their 2^-a shared by every fit, its three
+	// columns in one allocation: a fit runs at every measurement, and its
 	// garbage and its powers are auto's own cost (the levels are whole
 	// numbers: each power is the last one's times 2^(-2a) per level, not
 	// an exponential of its own).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"unsafe"
 
 	"github.com/simclr-go/simclr/tensor"
@@ -115,7 +114,7 @@ func findWorkspace(algos int, bound uint64, size func(algo int32) (uint64, bool)
 // no usable one), marks the choice with *, and says why each record
 // before it was passed over. The benchmark had a workspace of given bytes
 // (findWorkspace), at most the bound.
-func logAlgos(w io.Writer, what string, s tensor.ConvShape, perf []algoPerf, choice algoPerf, found bool, given, bound uint64, fp32 bool) {
+func logAlgos(w io.Writer, what string, names []string, s tensor.ConvShape, perf []algoPerf, choice algoPerf, found bool, given, bound uint64, fp32 bool) {
 	if len(perf) == 0 {
 		fmt.Fprintf(w, "cudnn %s %s: no algorithm records\n", what, s)
 	}
@@ -138,7 +137,7 @@ func logAlgos(w io.Writer, what string, s tensor.ConvShape, perf []algoPerf, cho
 			mark = "*"
 		}
 		fmt.Fprintf(w, "cudnn %s %s: %s algo %d%s math %d%s %.3f ms workspace %s%s\n", what, s, mark,
-			p.algo, enumName(algoNames(what), int(p.algo)), p.mathType, enumName(mathNames, int(p.mathType)), p.time, human(p.memory), why)
+			p.algo, enumName(names, int(p.algo)), p.mathType, enumName(mathNames, int(p.mathType)), p.time, human(p.memory), why)
 	}
 }
 
@@ -150,20 +149,6 @@ var (
 	bwdFiltAlgoNames = []string{"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"}
 	mathNames        = []string{"DEFAULT", "TENSOR_OP", "TENSOR_OP_ALLOW_CONVERSION", "FMA"}
 )
-
-// algoNames are the algorithm names of the direction what names ("forward
-// ...", "backward-data ...", "backward-filter ..."); nil for another.
-func algoNames(what string) []string {
-	switch {
-	case strings.HasPrefix(what, "forward"):
-		return fwdAlgoNames
-	case strings.HasPrefix(what, "backward-data"):
-		return bwdDataAlgoNames
-	case strings.HasPrefix(what, "backward-filter"):
-		return bwdFiltAlgoNames
-	}
-	return nil
-}
 
 // enumName is " (NAME)" for value v of names, or "" where v is not in it
 // (a newer cuDNN's value): the number alone is still printed.
@@ -256,7 +241,7 @@ func (b *Backend) workspaceLocked(bytes uint64) uint64 {
 // each math type the benchmark tries, at most opts.WorkspaceBytes) and falls back to its heuristic (get_v7) when the
 // benchmark fails; it then sets the chosen math type on conv and asks
 // cuDNN (wsSize) for the algorithm's workspace under it.
-func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos int, find func(ws, wsBytes uint64, raw []byte, count *int32) uintptr, get func(raw []byte, count *int32) uintptr, wsSize func(algo int32, size *uint64) uintptr) (int, uint64) {
+func (b *Backend) pickAlgo(what string, names []string, s tensor.ConvShape, conv uintptr, algos int, find func(ws, wsBytes uint64, raw []byte, count *int32) uintptr, get func(raw []byte, count *int32) uintptr, wsSize func(algo int32, size *uint64) uintptr) (int, uint64) {
 	c := &b.libs.cudnn
 	raw := make([]byte, cudnnMaxAlgosRequested*cudnnAlgoPerfSize)
 	var count int32
@@ -304,7 +289,7 @@ func (b *Backend) pickAlgo(what string, s tensor.ConvShape, conv uintptr, algos 
 			// The shape does not say the layout the algorithms ran on.
 			tag += ", bf16 NHWC"
 		}
-		logAlgos(b.opts.AlgoLog, what+" ("+tag+")", s, perf, choice, found, given, limit, !b.tensorCores())
+		logAlgos(b.opts.AlgoLog, what+" ("+tag+")", names, s, perf, choice, found, given, limit, !b.tensorCores())
 	}
 	if !found {
 		b.fail(fmt.Errorf("cuda: cuDNN has no %s algorithm for %s within a %s workspace", what, s, human(limit)))
@@ -375,12 +360,14 @@ type legacyAlgo struct {
 }
 
 // legacyCall is one direction of a convolution on cuDNN's legacy API: its
-// name for the algorithm log, the name of its run function for errors, how
-// many algorithms it has, and its four functions (find, get, workspace
-// size, run), which take the same operands in the same order: two inputs
-// a and b, the convolution, the output o.
+// name for the algorithm log, the name of its run function for errors, its
+// algorithms' names by enum value (for the log), how many algorithms it
+// has, and its four functions (find, get, workspace size, run), which take
+// the same operands in the same order: two inputs a and b, the
+// convolution, the output o.
 type legacyCall struct {
 	what, call             string
+	names                  []string
 	algos                  int
 	find, get, wsSize, run uintptr
 }
@@ -401,7 +388,7 @@ func (b *Backend) runLegacy(a *legacyAlgo, d legacyCall, s tensor.ConvShape, con
 	}
 	h := b.cudnnHandle
 	if !a.found {
-		a.algo, a.ws = b.pickAlgo(d.what, s, conv, d.algos,
+		a.algo, a.ws = b.pickAlgo(d.what, d.names, s, conv, d.algos,
 			func(ws, wsBytes uint64, raw []byte, count *int32) uintptr {
 				return mustCall(d.find, h, x.a, x.ap, x.b, x.bp, conv, x.o, x.op, cudnnMaxAlgosRequested,
 					uintptr(unsafe.Pointer(count)), uintptr(unsafe.Pointer(&raw[0])), uintptr(ws), uintptr(wsBytes))
@@ -430,7 +417,7 @@ func (b *Backend) runLegacy(a *legacyAlgo, d legacyCall, s tensor.ConvShape, con
 // API.
 func (b *Backend) forwardLegacy(p *convPlan, s tensor.ConvShape, xp, wp, yp uintptr) {
 	c := &b.libs.cudnn
-	b.runLegacy(&p.fwd, legacyCall{"forward", "cudnnConvolutionForward", cudnnFwdAlgoCount, c.findFwdEx, c.getFwdV7, c.fwdWorkspaceSize, c.convFwd},
+	b.runLegacy(&p.fwd, legacyCall{"forward", "cudnnConvolutionForward", fwdAlgoNames, cudnnFwdAlgoCount, c.findFwdEx, c.getFwdV7, c.fwdWorkspaceSize, c.convFwd},
 		s, p.convFwd, legacyOperands{p.x, xp, p.w, wp, p.y, yp})
 }
 
@@ -512,7 +499,7 @@ func (b *Backend) Conv2dBackward(s tensor.ConvShape, x, w, dy, dx, dw tensor.Buf
 // API.
 func (b *Backend) backwardDataLegacy(p *convPlan, s tensor.ConvShape, wp, dyp, dxp uintptr) {
 	c := &b.libs.cudnn
-	b.runLegacy(&p.bwdD, legacyCall{"backward-data", "cudnnConvolutionBackwardData", cudnnBwdDataAlgoCount, c.findBwdDataEx, c.getBwdDataV7, c.bwdDataWorkspaceSize, c.convBwdData},
+	b.runLegacy(&p.bwdD, legacyCall{"backward-data", "cudnnConvolutionBackwardData", bwdDataAlgoNames, cudnnBwdDataAlgoCount, c.findBwdDataEx, c.getBwdDataV7, c.bwdDataWorkspaceSize, c.convBwdData},
 		s, p.convBwdD, legacyOperands{p.w, wp, p.y, dyp, p.x, dxp})
 }
 
@@ -520,7 +507,7 @@ func (b *Backend) backwardDataLegacy(p *convPlan, s tensor.ConvShape, wp, dyp, d
 // legacy API.
 func (b *Backend) backwardFilterLegacy(p *convPlan, s tensor.ConvShape, xp, dyp, dwp uintptr) {
 	c := &b.libs.cudnn
-	b.runLegacy(&p.bwdF, legacyCall{"backward-filter", "cudnnConvolutionBackwardFilter", cudnnBwdFilterAlgoCount, c.findBwdFilterEx, c.getBwdFilterV7, c.bwdFilterWorkspaceSz, c.convBwdFilter},
+	b.runLegacy(&p.bwdF, legacyCall{"backward-filter", "cudnnConvolutionBackwardFilter", bwdFiltAlgoNames, cudnnBwdFilterAlgoCount, c.findBwdFilterEx, c.getBwdFilterV7, c.bwdFilterWorkspaceSz, c.convBwdFilter},
 		s, p.convBwdF, legacyOperands{p.x, xp, p.y, dyp, p.w, dwp})
 }
 

@@ -24,10 +24,11 @@
 // windows at 2^l and 2^(l-1) of one trajectory, m = --window), coupled (the
 // default: terminal values of two queues on the same random numbers,
 // coalescing) and tail (tail averages: level l averages the first 2^l
-// steps of one trajectory). With paper and tail H^l cancels nothing, so MLMC loses to L-SGD by the variance-cost
-// ratio that TestRTMLMCVarianceCostAgainstLSGD measures, contrary to the
-// paper's ~10x gain; coupled, the standard MLMC coupling for steady-state
-// means, reproduces it.
+// steps of one trajectory). With paper and tail H^l cancels nothing, so
+// MLMC loses to L-SGD by the variance-cost ratio that
+// TestRTMLMCVarianceCostAgainstLSGD measures, contrary to the paper's ~10x
+// gain; coupled, the standard MLMC coupling for steady-state means,
+// reproduces it.
 //
 // The default run is the exponential law with seeds 1 and 2 (about a
 // minute of both cores); --full runs the experiment behind studies/pricing,

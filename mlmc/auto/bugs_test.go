@@ -558,3 +558,63 @@ func TestNoGradientErrorNamesTheReading(t *testing.T) {
 		t.Errorf("error %v: want one that gives the reading of |grad F(x0)|, 0, and calls the row's figures unprojected", err)
 	}
 }
+
+// TestDegenerateRaisedAboveLevels: a plan made where every H^l vanished,
+// raised by an earlier stage's L above the levels it measured, has no
+// variance rate to extrapolate with; its predictions and RT-MLMC's law stay
+// finite and its estimator builds (a NaN law stopped the whole run).
+func TestDegenerateRaisedAboveLevels(t *testing.T) {
+	v := &vanishing{x: make([]float64, 3), xStar: []float64{0.5, -0.25, 0.75}, rng: rand.New(rand.NewPCG(1, 3))}
+	ops := mlmc.Float64Ops{Dim: 3}
+	rep, err := mlmc.MeasureLevels[[]float64](v, ops, mlmc.LevelsConfig{MinLevel: 0, MaxLevel: 2, Draws: 16, Seed: 1, Untimed: true, Brief: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, floor := range []int{3, 5, 8} {
+		p, err := ChooseFrom(rep, "x0", 100, 1, Target{Gap: 0.01, Budget: 1_000_000}, Rules{BestFit: true}, mlmc.Unbounded, floor)
+		if err != nil {
+			t.Fatalf("floor %d: %v", floor, err)
+		}
+		if !p.Degenerate || p.MaxLevel != floor {
+			t.Fatalf("floor %d: want a degenerate plan at L = %d, got %s", floor, floor, p)
+		}
+		for _, pr := range p.Predicted {
+			if math.IsNaN(pr.Var) || math.IsNaN(pr.VarCost) {
+				t.Errorf("floor %d: %s's predicted variance is NaN", floor, pr.Method)
+			}
+		}
+		for l, q := range p.LevelProbs {
+			if !(q > 0 && q <= 1) {
+				t.Errorf("floor %d: RT-MLMC's probability of level %d is %g", floor, l, q)
+			}
+		}
+		t.Logf("floor %d: %s", floor, p.Method)
+		if _, err := mlmc.New(p.Kind, p.Config(1), ops, mlmc.Oracle[[]float64](v)); err != nil {
+			t.Errorf("floor %d: the plan's estimator: %v", floor, err)
+		}
+	}
+}
+
+// TestRTLawWithoutMoments: RT-MLMC's law is a probability law whatever the
+// levels' second moments are: every one zero or one not finite gives each
+// level alike, never NaN.
+func TestRTLawWithoutMoments(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lev  []level
+		want []float64
+	}{
+		{"measured", []level{{moment2: 4, img: 1}, {moment2: 1, img: 4}}, []float64{0.8, 0.2}},
+		{"all zero", []level{{moment2: 0, img: 1}, {moment2: 0, img: 2}, {moment2: 0, img: 4}}, []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}},
+		{"NaN", []level{{moment2: 1, img: 1}, {moment2: math.NaN(), img: 2}}, []float64{0.5, 0.5}},
+		{"infinite", []level{{moment2: 1, img: 1}, {moment2: math.Inf(1), img: 2}}, []float64{0.5, 0.5}},
+	} {
+		q := rtLaw(tc.lev)
+		for i := range q {
+			if math.Abs(q[i]-tc.want[i]) > 1e-12 {
+				t.Errorf("%s: law %v, want %v", tc.name, q, tc.want)
+				break
+			}
+		}
+	}
+}

@@ -733,7 +733,15 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 	L, bRate, intercept, aG := p.MaxLevel, p.B.Rate, p.intercept, p.aG
 	// Per-level statistics on MinLevel..L.
 	lastM := rep.Levels[len(rep.Levels)-1]
-	bExt := math.Max(bRate, 0)
+	// Levels above the measured ones fall at b, or not at all where b
+	// was not fitted (a degenerate plan, whose every H^l vanished, raised
+	// above its levels by an earlier stage's L): math.Max would carry a
+	// NaN rate into every extrapolated variance, and from there into
+	// RT-MLMC's law.
+	bExt := 0.0
+	if bRate > 0 && !math.IsInf(bRate, 0) {
+		bExt = bRate
+	}
 	var lev []level
 	for l := rep.MinLevel; l <= L; l++ {
 		if i := l - rep.MinLevel; i < len(rep.Levels) {
@@ -847,6 +855,14 @@ func rtLaw(lev []level) []float64 {
 	for i, lv := range lev {
 		q[i] = math.Sqrt(math.Max(lv.moment2, 0) / lv.img)
 		sum += q[i]
+	}
+	if !(sum > 0) || math.IsInf(sum, 0) {
+		// No level's second moment to weigh by (every one zero, or one
+		// not finite): each level alike.
+		for i := range q {
+			q[i] = 1
+		}
+		sum = float64(len(q))
 	}
 	// A level whose H^l vanished in every draw still needs a positive
 	// probability (RT-MLMC's estimate divides by it, and the level is

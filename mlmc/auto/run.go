@@ -340,9 +340,6 @@ type runner struct {
 	best   float64
 	bestAt int64
 	warned bool
-	// stalled says the gap estimate has not fallen over stallShare of the
-	// budget since it last did.
-	stalled bool
 }
 
 func (r *runner) seed(tag uint64) uint64 {
@@ -1010,7 +1007,6 @@ const maxHalvings = 10
 // safeguard).
 func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 	p := r.plan
-	stageStart, replanned := r.used, r.used
 	r.tap = nil
 	n := 0
 	copy(r.avg, r.x)
@@ -1237,34 +1233,6 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			prevEst = est
 			continue
 		}
-		if withinStageReplan && r.stalled && r.used-stageStart >= 2*(replanned-stageStart) && r.used-replanned >= 8*pilot && !r.done {
-			// The gap estimate stopped falling: measure the levels again
-			// where the run is (the variance at x0 can be orders of
-			// magnitude above the variance near the optimum, the bias can
-			// grow), and re-check the step, which may rise towards the new
-			// variance cap.
-			replanned = r.used
-			if np, err := r.measure(fmt.Sprintf("a re-plan within stage at %d samples", r.used), eps, pilot/2); err == nil && !np.Degenerate {
-				old := r.step
-				if err := r.recheckStep(np, pilot/2, eps, true); err == nil {
-					if np.Step != r.step {
-						restartRaise()
-					}
-					r.plan, p, r.step = np, np, np.Step
-					r.lFloor = max(r.lFloor, np.MaxLevel)
-					st.Plans = append(st.Plans, np)
-					if r.step != old {
-						hist, stalls, unhalved = hist[:0], 0, 0
-					}
-					fPrev, sePrev = r.s.Score(r.avg)
-				}
-			}
-			biasGap = p.BiasShare
-			if math.IsNaN(biasGap) || math.IsInf(biasGap, 0) {
-				biasGap = 0
-			}
-			continue
-		}
 		if floor && drop <= noise {
 			stalls++
 		} else {
@@ -1456,17 +1424,16 @@ const stallShare = 0.2
 // fallen over stallShare of the budget.
 func (r *runner) watch(est float64, p *Plan) {
 	if r.bestAt == 0 || est < r.best*0.9 {
-		r.best, r.bestAt, r.stalled = est, r.used, false
+		r.best, r.bestAt = est, r.used
 		return
 	}
 	if float64(r.used-r.bestAt) < stallShare*float64(r.s.Target.Budget) {
 		return
 	}
-	r.stalled = true
 	if r.warned {
 		return
 	}
-	r.warned, r.stalled = true, true
+	r.warned = true
 	cause := fmt.Sprintf("the objective at the averaged iterate is not falling beyond its noise while the step fell to %.3g", r.step)
 	if r.step < 1e-6*p.Steps0() {
 		cause += ": the step has been halved to a crawl, so the steps are too small to move the iterate (a gradient far larger at x0 than near the optimum, for example inner exponentials so large at x0 that only tiny steps are stable, sets the first step; try scaling the parameters or another x0)"
@@ -1863,11 +1830,3 @@ func (rec *Record) Summary() string {
 	}
 	return sb.String()
 }
-
-// withinStageReplan turns on measuring again within a stage whose gap
-// estimate stalled, the step allowed to rise to the new variance cap. Off:
-// on mlmc.Synthetic it lowered the share of runs reaching 0.1% (the stall
-// there is the noise floor, which a larger step raises); kept for the
-// study of problems whose variance at x0 is far above the variance near
-// the optimum (raw targets), where it did not suffice either.
-const withinStageReplan = false

@@ -561,8 +561,9 @@ func TestNoGradientErrorNamesTheReading(t *testing.T) {
 
 // TestDegenerateRaisedAboveLevels: a plan made where every H^l vanished,
 // raised by an earlier stage's L above the levels it measured, has no
-// variance rate to extrapolate with; its predictions and RT-MLMC's law stay
-// finite and its estimator builds (a NaN law stopped the whole run).
+// variance rate to extrapolate with; its predictions and its law stay
+// finite, its reasons claim no rate, and its estimator builds (a NaN law
+// stopped the whole run).
 func TestDegenerateRaisedAboveLevels(t *testing.T) {
 	v := &vanishing{x: make([]float64, 3), xStar: []float64{0.5, -0.25, 0.75}, rng: rand.New(rand.NewPCG(1, 3))}
 	ops := mlmc.Float64Ops{Dim: 3}
@@ -570,6 +571,7 @@ func TestDegenerateRaisedAboveLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sawRT := false
 	for _, floor := range []int{3, 5, 8} {
 		p, err := ChooseFrom(rep, "x0", 100, 1, Target{Gap: 0.01, Budget: 1_000_000}, Rules{BestFit: true}, mlmc.Unbounded, floor)
 		if err != nil {
@@ -579,42 +581,70 @@ func TestDegenerateRaisedAboveLevels(t *testing.T) {
 			t.Fatalf("floor %d: want a degenerate plan at L = %d, got %s", floor, floor, p)
 		}
 		for _, pr := range p.Predicted {
-			if math.IsNaN(pr.Var) || math.IsNaN(pr.VarCost) {
-				t.Errorf("floor %d: %s's predicted variance is NaN", floor, pr.Method)
+			if math.IsNaN(pr.VarCost) || math.IsInf(pr.VarCost, 0) {
+				t.Errorf("floor %d: %s's predicted variance x cost is %g", floor, pr.Method, pr.VarCost)
 			}
 		}
-		for l, q := range p.LevelProbs {
-			if !(q > 0 && q <= 1) {
-				t.Errorf("floor %d: RT-MLMC's probability of level %d is %g", floor, l, q)
+		switch p.Kind.Method {
+		case mlmc.RTMLMC:
+			sawRT = true
+			sum := 0.0
+			for l, q := range p.LevelProbs {
+				if !(q > 0 && q <= 1) {
+					t.Errorf("floor %d: RT-MLMC's probability of level %d is %g", floor, l, q)
+				}
+				sum += q
+			}
+			if !(math.Abs(sum-1) <= 1e-12) {
+				t.Errorf("floor %d: RT-MLMC's law sums to %g", floor, sum)
+			}
+		case mlmc.VMLMC:
+			for l, n := range p.LevelDraws {
+				if n < 1 {
+					t.Errorf("floor %d: V-MLMC draws %d queries of level %d", floor, n, l)
+				}
 			}
 		}
-		t.Logf("floor %d: %s", floor, p.Method)
+		for what, r := range map[string]string{"method": p.Reasons.Method, "law": p.Reasons.Law} {
+			if strings.Contains(r, "NaN") || strings.Contains(r, "fitted b") {
+				t.Errorf("floor %d: the %s's reason reads rates that were not fitted: %s", floor, what, r)
+			}
+		}
 		if _, err := mlmc.New(p.Kind, p.Config(1), ops, mlmc.Oracle[[]float64](v)); err != nil {
 			t.Errorf("floor %d: the plan's estimator: %v", floor, err)
 		}
 	}
+	if !sawRT {
+		t.Error("no floor gave RT-MLMC, whose law the NaN reached: the test no longer reaches the case it guards")
+	}
 }
 
-// TestRTLawWithoutMoments: RT-MLMC's law is a probability law whatever the
-// levels' second moments are: every one zero or one not finite gives each
-// level alike, never NaN.
-func TestRTLawWithoutMoments(t *testing.T) {
+// TestLawsWithoutMoments: where every level's second moment and variance
+// are zero, RT-MLMC's law weighs each level alike and V-MLMC draws one
+// query per level, never NaN.
+func TestLawsWithoutMoments(t *testing.T) {
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12 }
 	for _, tc := range []struct {
-		name string
-		lev  []level
-		want []float64
+		name  string
+		lev   []level
+		probs []float64
+		draws []int
 	}{
-		{"measured", []level{{moment2: 4, img: 1}, {moment2: 1, img: 4}}, []float64{0.8, 0.2}},
-		{"all zero", []level{{moment2: 0, img: 1}, {moment2: 0, img: 2}, {moment2: 0, img: 4}}, []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}},
-		{"NaN", []level{{moment2: 1, img: 1}, {moment2: math.NaN(), img: 2}}, []float64{0.5, 0.5}},
-		{"infinite", []level{{moment2: 1, img: 1}, {moment2: math.Inf(1), img: 2}}, []float64{0.5, 0.5}},
+		{"measured", []level{{moment2: 4, varY: 4, img: 1}, {moment2: 1, varY: 1, img: 4}}, []float64{0.8, 0.2}, []int{4, 1}},
+		{"all zero", []level{{img: 1}, {img: 2}, {img: 4}}, []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}, []int{1, 1, 1}},
 	} {
 		q := rtLaw(tc.lev)
+		if len(q) != len(tc.probs) {
+			t.Fatalf("%s: law %v, want %v", tc.name, q, tc.probs)
+		}
 		for i := range q {
-			if math.Abs(q[i]-tc.want[i]) > 1e-12 {
-				t.Errorf("%s: law %v, want %v", tc.name, q, tc.want)
+			if !near(q[i], tc.probs[i]) {
+				t.Errorf("%s: RT-MLMC's law %v, want %v", tc.name, q, tc.probs)
 				break
 			}
+		}
+		if n := vmLaw(tc.lev); !slices.Equal(n, tc.draws) {
+			t.Errorf("%s: V-MLMC's draws %v, want %v", tc.name, n, tc.draws)
 		}
 	}
 }

@@ -733,13 +733,12 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 	L, bRate, intercept, aG := p.MaxLevel, p.B.Rate, p.intercept, p.aG
 	// Per-level statistics on MinLevel..L.
 	lastM := rep.Levels[len(rep.Levels)-1]
-	// Levels above the measured ones fall at b, or not at all where b
-	// was not fitted (a degenerate plan, whose every H^l vanished, raised
-	// above its levels by an earlier stage's L): math.Max would carry a
-	// NaN rate into every extrapolated variance, and from there into
-	// RT-MLMC's law.
+	// Levels above the measured ones fall at b, or not at all where no b
+	// was fitted (a degenerate plan, whose every H^l vanished, raised above
+	// its levels by an earlier stage's L): math.Max would carry a NaN rate
+	// into every extrapolated variance, and from there into the laws.
 	bExt := 0.0
-	if bRate > 0 && !math.IsInf(bRate, 0) {
+	if bRate > 0 {
 		bExt = bRate
 	}
 	var lev []level
@@ -856,9 +855,10 @@ func rtLaw(lev []level) []float64 {
 		q[i] = math.Sqrt(math.Max(lv.moment2, 0) / lv.img)
 		sum += q[i]
 	}
-	if !(sum > 0) || math.IsInf(sum, 0) {
-		// No level's second moment to weigh by (every one zero, or one
-		// not finite): each level alike.
+	if sum == 0 {
+		// Every level's second moment zero: none to weigh by, so each
+		// level alike (a moment that is not finite is left to fail in the
+		// estimator's check of the law, which names it).
 		for i := range q {
 			q[i] = 1
 		}
@@ -884,6 +884,15 @@ func vmLaw(lev []level) []int {
 	top := lev[len(lev)-1]
 	ref := math.Sqrt(top.varY / top.img)
 	n := make([]int, len(lev))
+	if !(ref > 0) || math.IsInf(ref, 0) {
+		// No top-level variance to scale by: one draw per level, not a
+		// conversion of NaN or Inf to int, which Go leaves to the
+		// platform.
+		for i := range n {
+			n[i] = 1
+		}
+		return n
+	}
 	for i, lv := range lev {
 		n[i] = max(1, int(math.Ceil(math.Sqrt(lv.varY/lv.img)/ref-1e-9)))
 	}
@@ -909,6 +918,13 @@ func (p *Plan) choose(lev []level, t Target, r Rules) {
 	if p.Regime != "b > c" {
 		table += "; RU-MLMC and RR-MLMC are not applicable (b <= c)"
 	}
+	lsBut, vmBut := "; but the table's orders are asymptotic, and at this L the ", "; but at this L the "
+	if p.Degenerate {
+		// Every H^l vanished where the levels were measured: no rates, so
+		// no order; the predictions alone decide.
+		table = "no rates were fitted (every H^l vanished where the levels were measured), so Table 1 of the paper (section 1.3) orders no method"
+		lsBut, vmBut = "; at this L the ", "; at this L the "
+	}
 	by := map[string]MethodCost{}
 	for _, m := range p.Predicted {
 		by[m.Method] = m
@@ -923,11 +939,11 @@ func (p *Plan) choose(lev []level, t Target, r Rules) {
 	switch {
 	case ls.VarCost*r.Margin < rt.VarCost && ls.VarCost <= vm.VarCost:
 		p.Kind = mlmc.Kind{Method: mlmc.LSGD}
-		p.Reasons.Method = table + "; but the table's orders are asymptotic, and at this L the " + consts +
+		p.Reasons.Method = table + lsBut + consts +
 			fmt.Sprintf(": L-SGD by more than the margin %g", r.Margin)
 	case vm.VarCost*r.Margin < rt.VarCost && iters(vm) >= float64(r.MinIterations):
 		p.Kind = mlmc.Kind{Method: mlmc.VMLMC}
-		p.Reasons.Method = table + "; but at this L the " + consts +
+		p.Reasons.Method = table + vmBut + consts +
 			fmt.Sprintf(": V-MLMC by more than the margin %g, with %.0f iterations in the budget", r.Margin, iters(vm))
 	default:
 		p.Kind = mlmc.Kind{Method: mlmc.RTMLMC}
@@ -938,16 +954,16 @@ func (p *Plan) choose(lev []level, t Target, r Rules) {
 	switch p.Kind.Method.Explicit() {
 	case mlmc.ExplicitProbs:
 		p.LevelProbs = rtLaw(lev)
-		p.Reasons.Law = "variance-optimal q_l proportional to sqrt(E|H^l|^2 / C_l) " + lawSource(lev)
+		p.Reasons.Law = "variance-optimal q_l proportional to sqrt(E|H^l|^2 / C_l) " + lawSource(lev, p.Degenerate)
 	case mlmc.ExplicitDraws:
 		p.LevelDraws = vmLaw(lev)
-		p.Reasons.Law = "variance-optimal n_l proportional to sqrt(Var H^l / C_l), n_L = 1, " + lawSource(lev)
+		p.Reasons.Law = "variance-optimal n_l proportional to sqrt(Var H^l / C_l), n_L = 1, " + lawSource(lev, p.Degenerate)
 	default:
 		p.Reasons.Law = "L-SGD has one level"
 	}
 }
 
-func lawSource(lev []level) string {
+func lawSource(lev []level, unfitted bool) string {
 	n := 0
 	for _, lv := range lev {
 		if lv.measured {
@@ -956,6 +972,10 @@ func lawSource(lev []level) string {
 	}
 	if n == len(lev) {
 		return "of the measured levels"
+	}
+	if unfitted {
+		return fmt.Sprintf("of the measured levels %d..%d; %d..%d held at the top measured level's variance (no rate was fitted) and bounded by the rule of three where H^l vanished",
+			lev[0].l, lev[n-1].l, lev[n].l, lev[len(lev)-1].l)
 	}
 	return fmt.Sprintf("of the measured levels %d..%d, extrapolated to %d..%d with the fitted b and c",
 		lev[0].l, lev[n-1].l, lev[n].l, lev[len(lev)-1].l)

@@ -28,7 +28,9 @@ def main(folder, out):
                 gaps.append(gap)
                 trials.append(auto["stays_below"][row["targets"].index(gap)]["trials"])
         kept[name[: -len(".jsonl")]] = {"targets": gaps, "stays_below": trials}
-    with gzip.GzipFile(out, "wb", mtime=0) as f:
+    # No name and no time in the gzip header, as gzip -n writes it: the
+    # same runs give the same bytes.
+    with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
         f.write(json.dumps(kept, sort_keys=True, separators=(",", ":")).encode())
 
 

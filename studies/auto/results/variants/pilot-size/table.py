@@ -4,7 +4,7 @@ one: for each problem and target gap, auto's median samples to stay at or
 below the gap (a trial that never does counted above every other: "—" where
 that is the median) and the trials that reached it, per version.
 
-    python3 table.py base A S M O F G
+    python3 table.py base A S M MG O F G
 """
 import gzip
 import json

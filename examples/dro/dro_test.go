@@ -441,6 +441,9 @@ func TestFlagErrors(t *testing.T) {
 	}{
 		{[]string{"--dataset", "boston"}, `unknown --dataset "boston"`},
 		{[]string{"--trials", "0"}, "--trials 0"},
+		{[]string{"--first-seed", "0"}, "--first-seed 0"},
+		{[]string{"--first-seed", "995"}, "meet the tuning seeds 1001..1003"},
+		{[]string{"--first-seed", "1003", "--trials", "1"}, "meet the tuning seeds"},
 		{[]string{"--budget", "-5"}, "--budget -5"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--data-dir", "/nonexistent"}, "--data-dir"},
@@ -460,6 +463,28 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
+// TestFirstSeed: --first-seed moves the reported trials' seeds, which the
+// protocol carries to every trial (the seeds the summary records), and
+// seeds past the tuning seeds are accepted.
+func TestFirstSeed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want uint64
+	}{
+		{nil, 1},
+		{[]string{"--first-seed", "101"}, 101},
+		{[]string{"--first-seed", "1004", "--trials", "50"}, 1004},
+	} {
+		o, err := parseFlags(append([]string{"--data-dir", t.TempDir()}, c.args...), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if got := (&task{}).protocol(o.trials, o.firstSeed).FirstSeed; got != c.want {
+			t.Errorf("%v: the protocol's first seed %d, want %d", c.args, got, c.want)
+		}
+	}
+}
+
 // TestExperimentSmall runs the whole experiment on a small synthetic
 // linear data set with a short budget: every method gets a setting and a
 // result, the JSON has the documented shape, --markdown reads it back and
@@ -467,7 +492,7 @@ func TestFlagErrors(t *testing.T) {
 func TestExperimentSmall(t *testing.T) {
 	tk := toyTask(t, 3000)
 	tk.grid.Levels, tk.grid.Steps = []int{0, 2}, []float64{0.1, 1e-3}
-	pr := tk.protocol(3)
+	pr := tk.protocol(3, 1)
 	tn, err := experiment.Tune(tk.problem(oracleMaxLevel), pr, tk.grid.Methods(experiment.Kinds()))
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,7 @@
 // of package mlmc on the conditional-stochastic-optimisation oracle of
 // package cso, through the experiment harness (package experiment):
 //
-//	go run ./examples/dro [--dataset NAME] [--full] [--trials N] [--budget N] [--json] [--png DIR] [--levels] [--data-dir DIR]
+//	go run ./examples/dro [--dataset NAME] [--full] [--trials N] [--first-seed N] [--budget N] [--json] [--png DIR] [--levels] [--data-dir DIR]
 //	go run ./examples/dro --dataset libsvm:PATH [...]        # your own data, LIBSVM rows "label idx:value ..."
 //	go run ./examples/dro --dataset csv:PATH:TARGET [...]    # your own CSV with a header; TARGET a column name or 0-based index
 //	go run ./examples/dro --markdown studies/dro/results/summary.jsonl
@@ -73,15 +73,18 @@ type options struct {
 	dataset string
 	full    bool
 	trials  int
-	budget  int64
-	jsonOut bool
-	pngDir  string
-	levels  bool
-	dataDir string
-	hidden  int
-	mdFrom  string
-	tuned   string
-	kinds   []mlmc.Kind
+	// firstSeed is the first reported trial's seed (the trials run seeds
+	// firstSeed, firstSeed+1, ...).
+	firstSeed uint64
+	budget    int64
+	jsonOut   bool
+	pngDir    string
+	levels    bool
+	dataDir   string
+	hidden    int
+	mdFrom    string
+	tuned     string
+	kinds     []mlmc.Kind
 	// autoGaps, when set, run the auto method (package
 	// mlmc/auto, through experiment) instead of the grid, planned for each gap.
 	autoGaps []float64
@@ -105,7 +108,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.dataset, "dataset", "housing", "data set: housing, mg, mpg (linear), bike, gas (MLP), or your own file with the linear predictor: libsvm:PATH, csv:PATH:TARGET (TARGET a column name or 0-based index)")
 	fs.BoolVar(&o.full, "full", false, "every data set")
-	fs.IntVar(&o.trials, "trials", 10, "reported trials per method (seeds 1..N)")
+	fs.IntVar(&o.trials, "trials", 10, "reported trials per method (seeds first-seed, first-seed+1, ...)")
+	fs.Uint64Var(&o.firstSeed, "first-seed", 1, "the reported trials' seeds are first-seed, first-seed+1, ... (other seeds than the default 1..trials to check a change on trials it was not tuned on)")
 	fs.Int64Var(&o.budget, "budget", 0, "generated inner samples per run (0: the data set's default)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print one JSON object per data set instead of tables")
 	fs.StringVar(&o.pngDir, "png", "", "write a PNG of the gap against generated samples per data set into this folder")
@@ -145,6 +149,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected argument %q: every setting is a flag (see --help)", fs.Arg(0))
 	case o.trials < 1:
 		return o, fmt.Errorf("--trials %d: use at least 1", o.trials)
+	case o.firstSeed < 1:
+		return o, fmt.Errorf("--first-seed 0: seeds start at 1")
+	case o.firstSeed <= tuningSeeds[len(tuningSeeds)-1] && o.firstSeed+uint64(o.trials)-1 >= tuningSeeds[0]:
+		return o, fmt.Errorf("--first-seed %d with --trials %d: the reported seeds %d..%d meet the tuning seeds %d..%d; give seeds below %d or above %d",
+			o.firstSeed, o.trials, o.firstSeed, o.firstSeed+uint64(o.trials)-1, tuningSeeds[0], tuningSeeds[len(tuningSeeds)-1], tuningSeeds[0], tuningSeeds[len(tuningSeeds)-1])
 	case o.budget < 0:
 		return o, fmt.Errorf("--budget %d: use a positive number of samples, or 0 for the default", o.budget)
 	case o.hidden < 1:
@@ -226,7 +235,7 @@ func mainErr(args []string, stdout, stderr io.Writer) error {
 // experiment tunes the methods (or takes --tuned's settings), runs the
 // reported trials and writes the summary, the tables and the plot.
 func (t *task) experiment(o options, stdout, stderr io.Writer) error {
-	p, pr := t.problem(oracleMaxLevel), t.protocol(o.trials)
+	p, pr := t.problem(oracleMaxLevel), t.protocol(o.trials, o.firstSeed)
 	// The grid takes minutes: its trials done and the time left.
 	pr.Progress = stderr
 	fStar := fmt.Sprintf("%.6g", t.fStar)
@@ -285,7 +294,7 @@ func (t *task) experiment(o options, stdout, stderr io.Writer) error {
 // each gap of o.autoGaps in turn: one summary per gap, whose trials'
 // records say what each stage chose and why.
 func (t *task) autoExperiment(o options, stdout, stderr io.Writer) error {
-	p, pr := t.problem(oracleMaxLevel), t.protocol(o.trials)
+	p, pr := t.problem(oracleMaxLevel), t.protocol(o.trials, o.firstSeed)
 	for _, g := range o.autoGaps {
 		fmt.Fprintf(stderr, "%s: %s; %s; F(x0) = %.6g, F* = %.6g; budget %d samples; auto planned for gap %g\n",
 			t.ds.Name, t.ds.About, t.model.name(), t.f0, t.fStar, t.budget, g)

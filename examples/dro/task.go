@@ -251,9 +251,10 @@ func (t *task) problem(oracleMax int) *experiment.Problem {
 	}
 }
 
-// protocol is the paper's protocol with trials reported trials.
-func (t *task) protocol(trials int) experiment.Protocol {
+// protocol is the paper's protocol with trials reported trials, seeds
+// firstSeed, firstSeed+1, ...
+func (t *task) protocol(trials int, firstSeed uint64) experiment.Protocol {
 	growth := t.growth
-	return experiment.Protocol{Targets: gaps, Budget: t.budget, TuningSeeds: tuningSeeds, Trials: trials,
+	return experiment.Protocol{Targets: gaps, Budget: t.budget, TuningSeeds: tuningSeeds, Trials: trials, FirstSeed: firstSeed,
 		Points: func(b int64) []int64 { return experiment.GeometricGrid(b, growth) }}
 }

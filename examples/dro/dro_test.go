@@ -463,9 +463,9 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-// TestFirstSeed: --first-seed moves the reported trials' seeds, which the
-// protocol carries to every trial (the seeds the summary records), and
-// seeds past the tuning seeds are accepted.
+// TestFirstSeed: --first-seed sets the protocol's first reported seed
+// (the trials run it and the seeds after it), 1 by default, and seeds past
+// the tuning seeds are accepted.
 func TestFirstSeed(t *testing.T) {
 	for _, c := range []struct {
 		args []string

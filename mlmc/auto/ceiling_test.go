@@ -29,7 +29,7 @@ func TestCeilingBelongsToItsPlan(t *testing.T) {
 				}
 				next = *np
 			}
-			if err := r.recheckStep(&next, 40_000, 0.1, false); err != nil {
+			if err := r.recheckStep(&next, 40_000); err != nil {
 				t.Fatal(err)
 			}
 			if next.Step*3.2 < 0.02 {

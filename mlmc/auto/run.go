@@ -762,7 +762,7 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 			}
 			r.step = plan.Step
 		} else if changed {
-			if err := r.recheckStep(plan, budget/2, eps, false); err != nil {
+			if err := r.recheckStep(plan, budget/2); err != nil {
 				return err
 			}
 			r.step = plan.Step
@@ -1211,7 +1211,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			n = 0
 			np, err := r.measure(fmt.Sprintf("a re-measure at %d samples, no bias seen so far", r.used), eps, r.used/20)
 			if err == nil && (np.MaxLevel > p.MaxLevel || np.Kind != p.Kind) {
-				if err := r.recheckStep(np, pilot/2, eps, false); err == nil {
+				if err := r.recheckStep(np, pilot/2); err == nil {
 					st.Notes = append(st.Notes, fmt.Sprintf("no bias was seen where the plan was made; measured again at %d samples: %s L=%d", r.used, np.Method, np.MaxLevel))
 					if np.Step != r.step {
 						restartRaise()
@@ -1271,7 +1271,7 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			if np, err := r.measure(fmt.Sprintf("a re-plan at %d samples, the stage stationary above its target", r.used), eps, pilot); err == nil {
 				halved := r.step
 				r.step = from
-				if err := r.recheckStep(np, pilot/2, eps, false); err != nil {
+				if err := r.recheckStep(np, pilot/2); err != nil {
 					// The old plan runs on at the step it had.
 					r.step = halved
 				} else {
@@ -1678,17 +1678,11 @@ func bestStep(scores []StepScore) int {
 // ten times F(x0) - F (near the optimum a short run's last iterate sits at
 // its noise floor, above F), the run continuing from where the last check
 // ended.
-func (r *runner) recheckStep(p *Plan, budget int64, eps float64, raise bool) (err error) {
+func (r *runner) recheckStep(p *Plan, budget int64) (err error) {
 	defer r.takeOver(p)(&err)
 	p.Step = r.step
 	p.Reasons.Step = fmt.Sprintf("the last step %.3g, re-checked for the new method", r.step)
 	f, _ := r.s.Score(r.x)
-	if raise {
-		// Up to 10 times the last step where the new variance cap allows:
-		// a step capped by the variance at a worse point may be raised.
-		p.Step = 10 * r.step
-		p.Reasons.Step = fmt.Sprintf("the last step %.3g, re-checked where the run is: up to 10 times it within the variance cap", r.step)
-	}
 	if old := r.plan; old != nil && old.uncapped > r.step {
 		// The last step was held down by the last plan's own noise (the
 		// variance cap): a plan whose estimates are less noisy affords a

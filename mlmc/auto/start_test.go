@@ -203,7 +203,7 @@ func TestStepRaisedAfterCap(t *testing.T) {
 			old.Predicted = []MethodCost{{Method: old.Method, Var: tc.varRatio * np.predictedVar()}}
 			old.uncapped = tc.uncapped
 			r.plan, r.step = &old, 0.001
-			if err := r.recheckStep(np, 20_000, 0.1, false); err != nil {
+			if err := r.recheckStep(np, 20_000); err != nil {
 				t.Fatal(err)
 			}
 			if math.Abs(np.Step-tc.want) > 1e-12*tc.want {

@@ -38,7 +38,12 @@ func TestAutoRunsRecordsAndResumes(t *testing.T) {
 	cfg.Iterations = 170 // 170 x 2^3 images: 5% pays for 3 draws of levels 1..3 and h^3
 	cfg.CheckpointEvery = 0
 	var log logBuffer
-	sess := Session{Log: &log, Backend: cpu.New()}
+	// The sessions compute with tinyHooks's built-in SGEMM, not each with
+	// the kind New's start-up race picks: the uninterrupted run and the
+	// interrupted one are compared bit for bit, and the race can decide
+	// the two ways under load.
+	sess := tinyHooks(nil)
+	sess.Log = &log
 	if _, err := Train(context.Background(), cfg, sess); err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +77,15 @@ func TestAutoRunsRecordsAndResumes(t *testing.T) {
 
 	parts := cfg
 	parts.Out = filepath.Join(t.TempDir(), "interrupted")
-	sess = Session{Log: ioDiscard{}, Backend: cpu.New(), StopAfter: 60}
+	sess = tinyHooks(nil)
+	sess.StopAfter = 60
 	if _, err := Train(context.Background(), parts, sess); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("first session: %v, want ErrInterrupted", err)
 	}
 	var resumed logBuffer
-	if _, err := Resume(context.Background(), parts.Out, nil, Session{Log: &resumed, Backend: cpu.New()}); err != nil {
+	sess = tinyHooks(nil)
+	sess.Log = &resumed
+	if _, err := Resume(context.Background(), parts.Out, nil, sess); err != nil {
 		t.Fatal(err)
 	}
 	_, again, err := LoadRun(parts.Out)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/backend/cpu"
+	"github.com/simclr-go/simclr/blas"
 	"github.com/simclr-go/simclr/data/datasets"
 	"github.com/simclr-go/simclr/data/folder"
 	"github.com/simclr-go/simclr/eval"
@@ -51,6 +52,11 @@ func readNPY(t *testing.T, path string) ([]float32, []int) {
 // same preprocessing), and a CSV index naming each image's file and label;
 // with --projection, the head's outputs. --run and --checkpoint agree.
 func TestEmbedMatchesEvalFeatures(t *testing.T) {
+	// embed's backend and the test's own are both made by cpu.New, whose
+	// start-up SGEMM race can decide each the other way under load; the
+	// two kinds round differently and the features are compared bit for
+	// bit, so both compute with the built-in kernel.
+	t.Setenv(blas.EnvGemm, blas.KindBuiltin)
 	data := imageFolder(t, 32, 20)
 	run := trainTinyRun(t, data)
 	dir := t.TempDir()
@@ -191,6 +197,11 @@ func TestEmbedErrors(t *testing.T) {
 // label or class column. Training refuses such a folder with a line
 // pointing at embed.
 func TestEmbedFlatFolder(t *testing.T) {
+	// embed's backend and the test's own are both made by cpu.New, whose
+	// start-up SGEMM race can decide each the other way under load; the
+	// two kinds round differently and the features are compared bit for
+	// bit, so both compute with the built-in kernel.
+	t.Setenv(blas.EnvGemm, blas.KindBuiltin)
 	labelled := imageFolder(t, 8, 6)
 	run := trainTinyRun(t, labelled)
 	flat := t.TempDir()

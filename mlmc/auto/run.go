@@ -29,7 +29,8 @@ type Settings struct {
 	// budget where it measures too few levels): half measures the levels,
 	// half scores the step candidates. A later stage's pilot is PilotShare
 	// (default 0.1) of that stage's predicted cost, the last stage's
-	// samples times StageRatio, and never less than the first's.
+	// samples times StageRatio, and never less than a sixteenth of the
+	// first's.
 	FirstPilot, PilotShare float64
 	// MinDraws is the fewest queries per level a measurement makes
 	// (default 16).
@@ -354,14 +355,24 @@ func (r *runner) logf(format string, a ...any) {
 }
 
 // pilotBudget is stage k's pilot: the first stage's a share of the
-// budget, a later one's a share of its predicted cost.
+// budget, a later one's a share of its predicted cost, at least a
+// sixteenth of the first's. The first pilot, sized before anything is
+// known, is large enough to find the levels and the step; a later one
+// measures again where a run already is, on a problem whose stages
+// cost what the last one did, and a floor as large as the first pilot
+// would make it the stage's largest cost on a problem whose whole run
+// is a few first pilots.
 func (r *runner) pilotBudget(k int) int64 {
 	first := int64(r.s.FirstPilot * float64(r.s.Target.Budget))
 	if k == 0 || r.lastStage == 0 {
 		return first
 	}
-	return max(first, int64(r.s.PilotShare*float64(r.lastStage)*r.s.StageRatio))
+	return max(first/laterPilotFloor, int64(r.s.PilotShare*float64(r.lastStage)*r.s.StageRatio))
 }
+
+// laterPilotFloor is the first pilot over the least pilot a later stage
+// takes.
+const laterPilotFloor = 16
 
 // measure measures the levels at x within budget samples and makes the
 // plan for target gap eps, its L at least the floor. The run's first

@@ -1,0 +1,80 @@
+package auto
+
+import (
+	"math"
+	"testing"
+)
+
+// TestPilotBudget: the first stage's pilot is FirstPilot of the budget; a
+// later one is PilotShare of its predicted cost (the last stage's samples
+// times StageRatio), never below a sixteenth of the first's
+// (docs/definitions.md, section 11).
+func TestPilotBudget(t *testing.T) {
+	s, err := Settings{Target: Target{Gap: 1e-3, Budget: 1 << 22}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := int64(4194) // a thousandth of 2^22
+	for _, tc := range []struct {
+		name      string
+		k         int
+		lastStage int64
+		want      int64
+	}{
+		{"the first stage", 0, 0, first},
+		{"a later stage before any stage ended", 2, 0, first},
+		{"a cheap last stage: the floor", 1, 100, first / 16},
+		{"a last stage whose tenth is between the floor and the first pilot", 1, 5_000, int64(0.1 * 5_000 * math.Sqrt(10))},
+		{"a costly last stage", 3, 1_000_000, int64(0.1 * 1_000_000 * math.Sqrt(10))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &runner{s: s, lastStage: tc.lastStage}
+			if got := r.pilotBudget(tc.k); got != tc.want {
+				t.Errorf("pilotBudget(%d) after a stage of %d samples = %d, want %d", tc.k, tc.lastStage, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLaterPilotsBelowTheFirst: on a problem whose stages cost little, a
+// later stage measures with a pilot well below the first stage's, and
+// never below a sixteenth of it.
+func TestLaterPilotsBelowTheFirst(t *testing.T) {
+	const budget = 4_000_000
+	res, err := Run(synthetic(3, 1, 2, 1, nil), Settings{Target: Target{Gap: 1e-3, Budget: budget}, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Record.Stages
+	if len(st) < 2 {
+		t.Fatalf("%d stages, want at least 2", len(st))
+	}
+	first := int64(0.001 * budget) // the first pilot's share, of which the first stage spent st[0].Pilot
+	smaller := 0
+	for k, s := range st[1:] {
+		if s.Pilot == 0 {
+			continue // no pilot: the last plan ran on
+		}
+		if s.Pilot < first/16 {
+			t.Errorf("stage %d's pilot %d is below a sixteenth of the first's %d", k+1, s.Pilot, first)
+		}
+		if s.Pilot < first/4 {
+			smaller++
+		}
+	}
+	if smaller == 0 {
+		// A later stage whose method is unchanged measures without a step
+		// search, on half its pilot: with a floor of the first pilot's
+		// size that half is never below half the first's.
+		t.Errorf("no later stage's pilot is below a quarter of the first's %d: %v", first, pilots(st[1:]))
+	}
+	t.Logf("pilots: first %d, later %v", first, pilots(st[1:]))
+}
+
+func pilots(st []*Stage) []int64 {
+	var ps []int64
+	for _, s := range st {
+		ps = append(ps, s.Pilot)
+	}
+	return ps
+}

@@ -2,6 +2,7 @@ package auto
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -77,4 +78,41 @@ func pilots(st []*Stage) []int64 {
 		ps = append(ps, s.Pilot)
 	}
 	return ps
+}
+
+// TestProbeMeasuresLikeALaterStage: where every H^l vanishes at x0, the
+// probe that measures the levels again after the step search takes a
+// sixteenth of the first pilot, at least what three levels cost at the
+// fewest draws (half of it measuring), not the first pilot.
+func TestProbeMeasuresLikeALaterStage(t *testing.T) {
+	const budget = 2_000_000
+	res, err := Run(vanishingProblem(), Settings{Target: Target{Gap: 0.01, Budget: budget}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := int64(0.001 * budget)
+	var pilots []int64
+	for _, sg := range res.Segments {
+		if sg.Pilot != nil {
+			pilots = append(pilots, sg.Pilot.Samples)
+		}
+	}
+	// The glance at x0, then the probe's measurement.
+	if len(pilots) < 2 {
+		t.Fatalf("pilot segments %v: want the glance and a probe's measurement", pilots)
+	}
+	// Half of a sixteenth of the first pilot, doubled here twice to
+	// measure three levels; with the whole pilot it took 815.
+	if got := pilots[1]; got > first/4 || got < first/64 {
+		t.Errorf("the probe measured on %d samples, want half of a sixteenth of the first pilot's %d, doubled while it measures too few levels (%d to %d)", got, first, first/64, first/4)
+	}
+	// The probe starts from what three levels cost at the fewest draws, as
+	// the glance's costs put it, so it is not tried on too few samples
+	// first.
+	for _, n := range res.Record.Stages[0].Notes {
+		if strings.Contains(n, "twice the samples") {
+			t.Errorf("the probe was measured again: %s", n)
+		}
+	}
+	t.Logf("pilots %v, first %d", pilots, first)
 }

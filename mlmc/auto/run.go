@@ -374,6 +374,24 @@ func (r *runner) pilotBudget(k int) int64 {
 // takes.
 const laterPilotFloor = 16
 
+// leastPilot is the least pilot whose measuring half serves Measure:
+// MinDraws queries of the three lowest levels and of h at the third, and
+// the cost probe's query of each, at the mean costs the last measurement
+// saw; 0 where no measurement has costs of three levels.
+func (r *runner) leastPilot() int64 {
+	for i := len(r.segments) - 1; i >= 0; i-- {
+		m := r.segments[i].Pilot
+		if m == nil || m.Report == nil || len(m.Report.Levels) < 3 {
+			continue
+		}
+		c := func(i int) float64 { return m.Report.Levels[i].Images }
+		draws := float64(max(r.s.MinDraws, 3))
+		half := draws*(c(0)+c(1)+2*c(2)) + c(0) + c(1) + c(2)
+		return 2 * int64(math.Ceil(half))
+	}
+	return 0
+}
+
 // measure measures the levels at x within budget samples and makes the
 // plan for target gap eps, its L at least the floor. The run's first
 // measurement glances at x0 first and, where every H^l vanishes there,
@@ -754,6 +772,14 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 	if err != nil {
 		return err
 	}
+	// A probe after a degenerate start measures again where the step
+	// search left the run, as a later stage does: on a sixteenth of the
+	// stage's pilot, at least what three levels cost at the fewest draws
+	// (doubled while it measures too few levels), and the step is
+	// re-checked on as many. A probe with the whole pilot would make the
+	// first stage's pilot the largest cost of a problem whose whole run is
+	// a few pilots.
+	probeBudget := budget
 	for probe := 0; ; probe++ {
 		changed := r.plan == nil || plan.Kind != r.plan.Kind || plan.MaxLevel != r.plan.MaxLevel
 		if r.s.Step > 0 && r.step == 0 {
@@ -773,7 +799,7 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 			}
 			r.step = plan.Step
 		} else if changed {
-			if err := r.recheckStep(plan, budget/2); err != nil {
+			if err := r.recheckStep(plan, probeBudget/2); err != nil {
 				return err
 			}
 			r.step = plan.Step
@@ -807,8 +833,9 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		}
 		st.Notes = append(st.Notes, fmt.Sprintf("every H^l vanished at %s: measured again at %d samples", plan.At, r.used))
 		at := fmt.Sprintf("a probe after a degenerate start, %d samples", r.used)
-		plan, err = r.measure(at, eps, budget/2)
-		err = r.doubled(st, "measured", err, &budget, func(half int64) (err error) {
+		probeBudget = max(budget/laterPilotFloor, r.leastPilot())
+		plan, err = r.measure(at, eps, probeBudget/2)
+		err = r.doubled(st, "measured", err, &probeBudget, func(half int64) (err error) {
 			plan, err = r.measure(at, eps, half)
 			return err
 		})

@@ -38,8 +38,8 @@ func TestPilotBudget(t *testing.T) {
 }
 
 // TestLaterPilotsBelowTheFirst: on a problem whose stages cost little, a
-// later stage measures with a pilot well below the first stage's, and
-// never below a sixteenth of it.
+// later stage measures with a pilot well below the first stage's (the
+// floor itself is TestPilotBudget's).
 func TestLaterPilotsBelowTheFirst(t *testing.T) {
 	const budget = 4_000_000
 	res, err := Run(synthetic(3, 1, 2, 1, nil), Settings{Target: Target{Gap: 1e-3, Budget: budget}, Seed: 5})
@@ -52,12 +52,9 @@ func TestLaterPilotsBelowTheFirst(t *testing.T) {
 	}
 	first := int64(0.001 * budget) // the first pilot's share, of which the first stage spent st[0].Pilot
 	smaller := 0
-	for k, s := range st[1:] {
+	for _, s := range st[1:] {
 		if s.Pilot == 0 {
 			continue // no pilot: the last plan ran on
-		}
-		if s.Pilot < first/16 {
-			t.Errorf("stage %d's pilot %d is below a sixteenth of the first's %d", k+1, s.Pilot, first)
 		}
 		if s.Pilot < first/4 {
 			smaller++
@@ -101,8 +98,9 @@ func TestProbeMeasuresLikeALaterStage(t *testing.T) {
 	if len(pilots) < 2 {
 		t.Fatalf("pilot segments %v: want the glance and a probe's measurement", pilots)
 	}
-	// Half of a sixteenth of the first pilot, doubled here twice to
-	// measure three levels; with the whole pilot it took 815.
+	// Half of what three levels cost at the fewest draws, which is more
+	// than a sixteenth of the first pilot here; with the whole pilot it
+	// took 815.
 	if got := pilots[1]; got > first/4 || got < first/64 {
 		t.Errorf("the probe measured on %d samples, want half of a sixteenth of the first pilot's %d, doubled while it measures too few levels (%d to %d)", got, first, first/64, first/4)
 	}
@@ -110,7 +108,7 @@ func TestProbeMeasuresLikeALaterStage(t *testing.T) {
 	// the glance's costs put it, so it is not tried on too few samples
 	// first.
 	for _, n := range res.Record.Stages[0].Notes {
-		if strings.Contains(n, "twice the samples") {
+		if strings.Contains(n, "measured again with twice the samples") {
 			t.Errorf("the probe was measured again: %s", n)
 		}
 	}

@@ -371,22 +371,27 @@ func (r *runner) pilotBudget(k int) int64 {
 }
 
 // laterPilotFloor is the first pilot over the least pilot a later stage
-// takes.
+// takes, and a stage's pilot over its probes' after a degenerate start:
+// both measure where a run already is.
 const laterPilotFloor = 16
 
 // leastPilot is the least pilot whose measuring half serves Measure:
-// MinDraws queries of the three lowest levels and of h at the third, and
-// the cost probe's query of each, at the mean costs the last measurement
-// saw; 0 where no measurement has costs of three levels.
+// MinDraws queries (at least 3, as Measure takes) of the three lowest
+// levels and of h at the third, and the cost probe's query of each, at
+// the mean costs the last measurement saw; 0 where no measurement has
+// finite costs of three levels.
 func (r *runner) leastPilot() int64 {
 	for i := len(r.segments) - 1; i >= 0; i-- {
 		m := r.segments[i].Pilot
 		if m == nil || m.Report == nil || len(m.Report.Levels) < 3 {
 			continue
 		}
-		c := func(i int) float64 { return m.Report.Levels[i].Images }
+		cost := func(l int) float64 { return m.Report.Levels[l].Images }
 		draws := float64(max(r.s.MinDraws, 3))
-		half := draws*(c(0)+c(1)+2*c(2)) + c(0) + c(1) + c(2)
+		half := draws*(cost(0)+cost(1)+2*cost(2)) + cost(0) + cost(1) + cost(2)
+		if !(half > 0) || math.IsInf(half, 0) {
+			return 0
+		}
 		return 2 * int64(math.Ceil(half))
 	}
 	return 0
@@ -775,11 +780,12 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 	// A probe after a degenerate start measures again where the step
 	// search left the run, as a later stage does: on a sixteenth of the
 	// stage's pilot, at least what three levels cost at the fewest draws
-	// (doubled while it measures too few levels), and the step is
-	// re-checked on as many. A probe with the whole pilot would make the
-	// first stage's pilot the largest cost of a problem whose whole run is
-	// a few pilots.
-	probeBudget := budget
+	// (at most the stage's pilot; doubled, as any measurement is, while it
+	// fails), and a step re-check after it, where the method or L
+	// changed, runs on as many. A probe with the whole pilot would make
+	// the first stage's pilot the largest cost of a problem whose whole
+	// run is a few pilots.
+	probeBudget, probeStart := budget, int64(0)
 	for probe := 0; ; probe++ {
 		changed := r.plan == nil || plan.Kind != r.plan.Kind || plan.MaxLevel != r.plan.MaxLevel
 		if r.s.Step > 0 && r.step == 0 {
@@ -833,12 +839,16 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		}
 		st.Notes = append(st.Notes, fmt.Sprintf("every H^l vanished at %s: measured again at %d samples", plan.At, r.used))
 		at := fmt.Sprintf("a probe after a degenerate start, %d samples", r.used)
-		probeBudget = max(budget/laterPilotFloor, r.leastPilot())
+		// A later probe starts where the last one ended: a share it had
+		// to double (a fit that failed on too few draws) would fail again.
+		probeStart = max(probeStart, budget/laterPilotFloor, min(r.leastPilot(), budget))
+		probeBudget = probeStart
 		plan, err = r.measure(at, eps, probeBudget/2)
 		err = r.doubled(st, "measured", err, &probeBudget, func(half int64) (err error) {
 			plan, err = r.measure(at, eps, half)
 			return err
 		})
+		probeStart = probeBudget
 		if err != nil {
 			return err
 		}

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Print auto against the tuning seeds' choice on the pricing problem's seeds
-101-150 (the files beside this one), as table.py one folder up does for
+101-150 (the files beside this one), or on the seeds of another folder of
+the same files (pricing-seeds-151-200), as table.py one folder up does for
 seeds 1-10.
 
-    python3 studies/auto/results/pricing-seeds-101-150/table.py
+    python3 studies/auto/results/pricing-seeds-101-150/table.py [FOLDER]
 
 grid-LAW.jsonl: the grid tuned on seeds 1001-1003 (the same choices as
-studies/pricing/results/gap.jsonl), each target's choice run on seeds
-101-150; auto-LAW.jsonl: auto on the same seeds, one summary per gap.
+studies/pricing/results/gap.jsonl), each target's choice run on the
+folder's seeds; auto-LAW.jsonl: auto on the same seeds, one summary per gap.
 """
 import gzip
 import json
@@ -21,8 +22,11 @@ sys.path.insert(0, os.path.dirname(HERE))
 from table import comparator, fmt, setting  # noqa: E402
 
 
+FOLDER = sys.argv[1] if len(sys.argv) > 1 else HERE
+
+
 def lines(name):
-    with gzip.open(os.path.join(HERE, name + ".gz"), "rt") as f:
+    with gzip.open(os.path.join(FOLDER, name + ".gz"), "rt") as f:
         yield from f
 
 

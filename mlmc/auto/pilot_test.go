@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/simclr-go/simclr/mlmc"
 )
 
 // TestPilotBudget: the first stage's pilot is FirstPilot of the budget; a
@@ -50,11 +52,11 @@ func TestLaterPilotsBelowTheFirst(t *testing.T) {
 	if len(st) < 2 {
 		t.Fatalf("%d stages, want at least 2", len(st))
 	}
-	first := int64(0.001 * budget) // the first pilot's share, of which the first stage spent st[0].Pilot
+	first := int64(0.001 * budget) // the first pilot: FirstPilot of the budget
 	smaller := 0
 	for _, s := range st[1:] {
 		if s.Pilot == 0 {
-			continue // no pilot: the last plan ran on
+			continue // no pilot: the stage was skipped, or the last plan ran on
 		}
 		if s.Pilot < first/4 {
 			smaller++
@@ -102,15 +104,59 @@ func TestProbeMeasuresLikeALaterStage(t *testing.T) {
 	// than a sixteenth of the first pilot here; with the whole pilot it
 	// took 815.
 	if got := pilots[1]; got > first/4 || got < first/64 {
-		t.Errorf("the probe measured on %d samples, want half of a sixteenth of the first pilot's %d, doubled while it measures too few levels (%d to %d)", got, first, first/64, first/4)
+		t.Errorf("the probe measured on %d samples, want half of a share between a sixteenth of the first pilot's %d and what three levels cost at the fewest draws (%d to %d)", got, first, first/64, first/4)
 	}
 	// The probe starts from what three levels cost at the fewest draws, as
 	// the glance's costs put it, so it is not tried on too few samples
-	// first.
+	// first (at a degenerate x0 the stage's only other measurement is the
+	// glance, which is never doubled).
 	for _, n := range res.Record.Stages[0].Notes {
 		if strings.Contains(n, "measured again with twice the samples") {
 			t.Errorf("the probe was measured again: %s", n)
 		}
 	}
 	t.Logf("pilots %v, first %d", pilots, first)
+}
+
+// TestProbeShare: a probe's pilot is a sixteenth of the stage's, at least
+// what three levels cost at the fewest draws at the last usable
+// measurement's costs (that floor at most the stage's pilot), and at least
+// the share the last probe ended with.
+func TestProbeShare(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	// report is a measurement whose levels cost cs samples a query.
+	report := func(cs ...float64) *Measurement {
+		rep := &mlmc.LevelsReport{}
+		for _, c := range cs {
+			rep.Levels = append(rep.Levels, mlmc.LevelStat{Images: c})
+		}
+		return &Measurement{Report: rep}
+	}
+	// 16 draws of levels costing 1, 2 and 4 and of h at the third, and one
+	// cost-probe query of each: 16 (1 + 2 + 2 x 4) + 7 = 183, twice over.
+	const least = 2 * 183
+	for _, tc := range []struct {
+		name         string
+		segs         []Segment
+		budget, last int64
+		want         int64
+	}{
+		{"no measurement: a sixteenth", nil, 4000, 0, 250},
+		{"a glance's costs: the three-level floor", []Segment{{Pilot: report(1, 2, 4)}}, 4000, 0, least},
+		{"a sixteenth above the floor", []Segment{{Pilot: report(1, 2, 4)}}, 16000, 0, 1000},
+		{"the floor capped at the stage's pilot", []Segment{{Pilot: report(1, 2, 4)}}, 300, 0, 300},
+		{"the last probe's doubled share", []Segment{{Pilot: report(1, 2, 4)}}, 4000, 1464, 1464},
+		{"the last measurement has two levels: the one before it", []Segment{{Pilot: report(1, 2, 4)}, {Pilot: report(1, 2)}}, 4000, 0, least},
+		{"a step run between them", []Segment{{Pilot: report(1, 2, 4)}, {Iterations: 10}}, 4000, 0, least},
+		{"costs not finite: the one before it", []Segment{{Pilot: report(1, 2, 4)}, {Pilot: report(1, nan, 4)}, {Pilot: report(1, inf, 4)}}, 4000, 0, least},
+		{"no usable costs at all", []Segment{{Pilot: report(0, 0, 0)}, {Pilot: &Measurement{}}}, 4000, 0, 250},
+		{"costs beyond the budget: capped, no overflow", []Segment{{Pilot: report(1, 2, 1e300)}}, 4000, 0, 4000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &runner{s: Settings{MinDraws: 16, Target: Target{Budget: 1 << 22}}, segments: tc.segs}
+			if got := r.probeShare(tc.budget, tc.last); got != tc.want {
+				t.Errorf("probeShare(%d, %d) = %d, want %d (leastPilot %d)", tc.budget, tc.last, got, tc.want, r.leastPilot())
+			}
+		})
+	}
 }

@@ -378,8 +378,8 @@ const laterPilotFloor = 16
 // leastPilot is the least pilot whose measuring half serves Measure:
 // MinDraws queries (at least 3, as Measure takes) of the three lowest
 // levels and of h at the third, and the cost probe's query of each, at
-// the mean costs the last measurement saw; 0 where no measurement has
-// finite costs of three levels.
+// the mean costs of the last measurement with three levels of finite,
+// positive costs; 0 where there is none.
 func (r *runner) leastPilot() int64 {
 	for i := len(r.segments) - 1; i >= 0; i-- {
 		m := r.segments[i].Pilot
@@ -390,11 +390,23 @@ func (r *runner) leastPilot() int64 {
 		draws := float64(max(r.s.MinDraws, 3))
 		half := draws*(cost(0)+cost(1)+2*cost(2)) + cost(0) + cost(1) + cost(2)
 		if !(half > 0) || math.IsInf(half, 0) {
-			return 0
+			continue // no usable costs in this measurement
 		}
-		return 2 * int64(math.Ceil(half))
+		// Clamped to the run's budget before it is converted, so that
+		// huge costs cannot overflow; probeShare caps it lower.
+		return 2 * int64(math.Ceil(math.Min(half, float64(r.s.Target.Budget))))
 	}
 	return 0
+}
+
+// probeShare is the pilot of a probe after a degenerate start in a stage
+// whose pilot is budget: a sixteenth of it (laterPilotFloor), at least
+// what three levels cost at the fewest draws (leastPilot) but that floor
+// at most the stage's pilot, and at least last, the share the stage's
+// last probe ended with (a share it had to double, for a fit that failed
+// on too few draws, would fail again).
+func (r *runner) probeShare(budget, last int64) int64 {
+	return max(last, budget/laterPilotFloor, min(r.leastPilot(), budget))
 }
 
 // measure measures the levels at x within budget samples and makes the
@@ -778,13 +790,11 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		return err
 	}
 	// A probe after a degenerate start measures again where the step
-	// search left the run, as a later stage does: on a sixteenth of the
-	// stage's pilot, at least what three levels cost at the fewest draws
-	// (at most the stage's pilot; doubled, as any measurement is, while it
-	// fails), and a step re-check after it, where the method or L
-	// changed, runs on as many. A probe with the whole pilot would make
-	// the first stage's pilot the largest cost of a problem whose whole
-	// run is a few pilots.
+	// search left the run, as a later stage does, on probeShare (doubled,
+	// as any measurement is, while it fails), and a step re-check after
+	// it, where the method or L changed, runs on as many. A probe with the
+	// whole pilot would make the first stage's pilot the largest cost of a
+	// problem whose whole run is a few pilots.
 	probeBudget, probeStart := budget, int64(0)
 	for probe := 0; ; probe++ {
 		changed := r.plan == nil || plan.Kind != r.plan.Kind || plan.MaxLevel != r.plan.MaxLevel
@@ -839,9 +849,7 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		}
 		st.Notes = append(st.Notes, fmt.Sprintf("every H^l vanished at %s: measured again at %d samples", plan.At, r.used))
 		at := fmt.Sprintf("a probe after a degenerate start, %d samples", r.used)
-		// A later probe starts where the last one ended: a share it had
-		// to double (a fit that failed on too few draws) would fail again.
-		probeStart = max(probeStart, budget/laterPilotFloor, min(r.leastPilot(), budget))
+		probeStart = r.probeShare(budget, probeStart)
 		probeBudget = probeStart
 		plan, err = r.measure(at, eps, probeBudget/2)
 		err = r.doubled(st, "measured", err, &probeBudget, func(half int64) (err error) {

@@ -31,7 +31,9 @@ def main(names):
             runs.append(json.load(f))
     print("| problem | gap | " + " | ".join(names) + " |")
     print("|---|---|" + "---|" * len(names))
-    for prob in sorted(runs[0]):
+    # The problems every run holds (a version run on some problems only
+    # is compared on those).
+    for prob in sorted(set(runs[0]).intersection(*runs[1:])):
         for i, gap in enumerate(runs[0][prob]["targets"]):
             cells = []
             for r in runs:

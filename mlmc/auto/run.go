@@ -795,7 +795,7 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 	// it, where the method or L changed, runs on as many. A probe with the
 	// whole pilot would make the first stage's pilot the largest cost of a
 	// problem whose whole run is a few pilots.
-	probeBudget, probeStart := budget, int64(0)
+	probeBudget := budget
 	for probe := 0; ; probe++ {
 		changed := r.plan == nil || plan.Kind != r.plan.Kind || plan.MaxLevel != r.plan.MaxLevel
 		if r.s.Step > 0 && r.step == 0 {
@@ -849,14 +849,16 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		}
 		st.Notes = append(st.Notes, fmt.Sprintf("every H^l vanished at %s: measured again at %d samples", plan.At, r.used))
 		at := fmt.Sprintf("a probe after a degenerate start, %d samples", r.used)
-		probeStart = r.probeShare(budget, probeStart)
-		probeBudget = probeStart
+		last := int64(0) // the share the stage's last probe ended with
+		if probe > 0 {
+			last = probeBudget
+		}
+		probeBudget = r.probeShare(budget, last)
 		plan, err = r.measure(at, eps, probeBudget/2)
 		err = r.doubled(st, "measured", err, &probeBudget, func(half int64) (err error) {
 			plan, err = r.measure(at, eps, half)
 			return err
 		})
-		probeStart = probeBudget
 		if err != nil {
 			return err
 		}

@@ -160,6 +160,37 @@ func TestZeroDrawsNotBiasFree(t *testing.T) {
 	}
 }
 
+// TestBestFitVanishedTail: a continuation's plan (the best-fit rule)
+// takes levels whose H^l vanished in all K draws at their most likely
+// bias, zero, so its L stops at the last level that did not vanish,
+// however tight the target; the 95% rule bounds the same tail by the rule
+// of three and goes deeper.
+func TestBestFitVanishedTail(t *testing.T) {
+	o := zeroAbove{mlmc.NewSynthetic(4, 1, 2, 1, 5), 4}
+	o.Mb = 0.01
+	m, err := Measure[[]float64](o, mlmc.Float64Ops{Dim: 4}, 0, 100_000, 64, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gap := range []float64{1e-2, 1e-4, 1e-6} {
+		tg := Target{Gap: gap, Budget: 1e9}
+		best, err := Choose(m.Report, "x0", m.Samples, GradNorm(m.Report), tg, Rules{BestFit: true}, mlmc.Unbounded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound, err := Choose(m.Report, "x0", m.Samples, GradNorm(m.Report), tg, Rules{}, mlmc.Unbounded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if best.MaxLevel > o.from-1 {
+			t.Errorf("gap %g: best-fit plan at L = %d (bias share %g), above the last level that did not vanish, %d\n%s", gap, best.MaxLevel, best.BiasShare, o.from-1, best)
+		}
+		if gap == 1e-6 && !(bound.MaxLevel > best.MaxLevel) {
+			t.Errorf("gap %g: the 95%% rule's L = %d is not above the best fit's %d: the rule of three no longer bounds the tail", gap, bound.MaxLevel, best.MaxLevel)
+		}
+	}
+}
+
 // TestNoiseShare: the noise floor counts the noise that moves the iterate,
 // tr(P D S) / tr S of it: a preconditioner d I scales it by d, a
 // projection onto sum x = const in 4 dimensions keeps about 3/4 of

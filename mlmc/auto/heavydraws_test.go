@@ -102,7 +102,10 @@ func TestVanishedLevelsInTheLaw(t *testing.T) {
 			if last := m.Report.Levels[len(m.Report.Levels)-1]; last.Moment2 != 0 || last.Level < tc.from {
 				t.Fatalf("the pilot's top level %d is not a vanished one: %+v", last.Level, last)
 			}
-			p, err := Choose(m.Report, "x0", m.Samples, GradNorm(m.Report), Target{Gap: 1e-4, Budget: 1e9}, Rules{BestFit: true}, mlmc.Unbounded)
+			// A continuation's best fit stops L below a vanished tail; a
+			// later stage whose floor (the L an earlier stage needed) is
+			// above it runs RT-MLMC over the vanished levels.
+			p, err := ChooseFrom(m.Report, "x0", m.Samples, GradNorm(m.Report), Target{Gap: 1e-4, Budget: 1e9}, Rules{BestFit: true}, mlmc.Unbounded, tc.from+2)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -196,9 +196,12 @@ type Plan struct {
 	aNote         string
 	notFalling    *Error
 	// bestBias is the bias of the best fit alone (nil without a fit),
-	// seen the levels whose mean stood out of its noise.
-	bestBias func(L int) float64
-	seen     int
+	// seen the levels whose mean stood out of its noise, vanishedFrom
+	// the first level of a tail whose H^l vanished in all draws (0:
+	// none), which the best fit takes as bias-free.
+	bestBias     func(L int) float64
+	seen         int
+	vanishedFrom int
 	// costs are C_l on MinLevel..MaxLevel, measured or extrapolated, for
 	// the step rule's cost per iteration at lower levels.
 	costs []float64
@@ -335,6 +338,9 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 		// a dozen levels too deep.
 		share = func(L int) float64 { return math.Pow(p.bestBias(L)/gradNorm0, 2) }
 		boundNote = " (the best fit of the bias, not its 95% bound: later stages measure again)"
+		if p.vanishedFrom > 0 {
+			boundNote += fmt.Sprintf("; the best fit takes the levels from %d on, whose H^l vanished in all %d draws, at their most likely bias, zero", p.vanishedFrom, rep.Draws)
+		}
 	}
 	limit := r.BiasShare * t.Gap
 	cap := rep.MinLevel + 40
@@ -542,7 +548,15 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	aG, intercept := math.Max(bf.best, bf.low), 0.5*math.Log2(bf.ampUp(bf.best))+math.Max(bf.best, bf.low)*bf.l1
 	p.bestBias = func(L int) float64 {
 		if bf.zeroFrom > 0 && L >= bf.zeroFrom-1 {
-			return bf.tail(L)
+			// The best fit of a level whose H^l vanished in all K draws:
+			// P(H^l != 0) at its most likely value given none of K
+			// draws, zero, as the best fit takes the fitted levels at
+			// their most likely means. The rule of three is the 95%
+			// bound, which the best fit does not use anywhere else; the
+			// law's variance keeps it, so such a level is still drawn,
+			// and a later stage's pilot, with draws of its own, sees a
+			// tail that does not vanish.
+			return 0
 		}
 		a := math.Max(bf.best, bf.low)
 		return math.Sqrt(math.Max(bf.amp[bf.index(a)], 0)) * math.Exp2(-a*(float64(L+1)-bf.l1)) / (1 - math.Exp2(-a))
@@ -553,7 +567,7 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 		aNote += fmt.Sprintf("; H^l vanished in all %d draws from level %d on, so the bias at or above level %d is bounded by the rule of three (P(H^l != 0) <= 3/K), not taken as zero", rep.Draws, bf.zeroFrom, bf.zeroFrom-1)
 	}
 	p.aNote = aNote
-	p.seen = bf.seen
+	p.seen, p.vanishedFrom = bf.seen, bf.zeroFrom
 	p.intercept, p.aG = intercept, aG
 	return p, bf.bias, nil
 }

@@ -41,34 +41,39 @@ func TestPilotBudget(t *testing.T) {
 
 // TestLaterPilotsBelowTheFirst: on a problem whose stages cost little, a
 // later stage measures with a pilot well below the first stage's (the
-// floor itself is TestPilotBudget's).
+// floor itself is TestPilotBudget's). With a floor of the first pilot's
+// size, a later stage measures the same levels with as many draws as the
+// first, about 1,650 samples here, never below a quarter of the first
+// pilot; with the floor at a sixteenth, it measures fewer levels where
+// the last stage cost little. Over six seeds, at least half the runs have
+// a later stage whose pilot is below a quarter of the first's.
 func TestLaterPilotsBelowTheFirst(t *testing.T) {
 	const budget = 4_000_000
-	res, err := Run(synthetic(3, 1, 2, 1, nil), Settings{Target: Target{Gap: 1e-3, Budget: budget}, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := res.Record.Stages
-	if len(st) < 2 {
-		t.Fatalf("%d stages, want at least 2", len(st))
-	}
 	first := int64(0.001 * budget) // the first pilot: FirstPilot of the budget
-	smaller := 0
-	for _, s := range st[1:] {
-		if s.Pilot == 0 {
-			continue // no pilot: the stage was skipped, or the last plan ran on
+	runs, smaller := 0, 0
+	for seed := uint64(1); seed <= 6; seed++ {
+		res, err := Run(synthetic(3, 1, 2, 1, nil), Settings{Target: Target{Gap: 1e-3, Budget: budget}, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if s.Pilot < first/4 {
-			smaller++
+		st := res.Record.Stages
+		if len(st) < 2 {
+			t.Fatalf("seed %d: %d stages, want at least 2", seed, len(st))
 		}
+		runs++
+		for _, s := range st[1:] {
+			// A stage without a pilot (skipped, or the last plan ran on)
+			// has Pilot 0.
+			if s.Pilot > 0 && s.Pilot < first/4 {
+				smaller++
+				break
+			}
+		}
+		t.Logf("seed %d: pilots: first %d, later %v", seed, first, pilots(st[1:]))
 	}
-	if smaller == 0 {
-		// A later stage whose method is unchanged measures without a step
-		// search, on half its pilot: with a floor of the first pilot's
-		// size that half is never below half the first's.
-		t.Errorf("no later stage's pilot is below a quarter of the first's %d: %v", first, pilots(st[1:]))
+	if 2*smaller < runs {
+		t.Errorf("%d of %d runs have a later stage's pilot below a quarter of the first's %d", smaller, runs, first)
 	}
-	t.Logf("pilots: first %d, later %v", first, pilots(st[1:]))
 }
 
 func pilots(st []*Stage) []int64 {

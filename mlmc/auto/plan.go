@@ -352,13 +352,16 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 		L++
 	}
 	fallback := ""
-	if r.BestFit && p.bestBias != nil && p.seen == 0 && (share(L) > limit || L > rep.MaxLevel) {
+	if r.BestFit && p.bestBias != nil && p.seen == 0 {
 		// No level's mean stands out of its noise: the fit of the bias
 		// is a fit to noise, and its rate says nothing (a near-zero
 		// rate fitted to noise puts L a dozen levels deep, where
 		// RT-MLMC's rare, costly draws have a variance that no step
-		// survives). The pilot's top level is as deep as the pilot can
-		// see a bias; later stages measure again, and raise L.
+		// survives), nor a shallow one (a fast rate fitted to noise puts
+		// L below levels whose bias the pilot could not see, and a run at
+		// L = l_min then sits at the minimiser of F^(l_min)). The pilot's
+		// top level is as deep as the pilot can see a bias; later stages
+		// measure again, and raise L.
 		L = min(rep.MaxLevel, cap)
 		fallback = fmt.Sprintf("; no |E H^l| stands out of its noise, so the fit is not trusted: L is the pilot's top level %d, below which no bias was seen", L)
 		share = func(int) float64 { return 0 }

@@ -163,31 +163,57 @@ func TestZeroDrawsNotBiasFree(t *testing.T) {
 // TestBestFitVanishedTail: a continuation's plan (the best-fit rule)
 // takes levels whose H^l vanished in all K draws at their most likely
 // bias, zero, so its L stops at the last level that did not vanish,
-// however tight the target; the 95% rule bounds the same tail by the rule
-// of three and goes deeper.
+// however tight the target; the 95% rule
+// bounds the same tail by the rule of three and goes deeper. Where no
+// level's mean stands out of its noise (a bias a thousand times below
+// it), L is the pilot's top level that did not vanish, not its top.
 func TestBestFitVanishedTail(t *testing.T) {
-	o := zeroAbove{mlmc.NewSynthetic(4, 1, 2, 1, 5), 4}
-	o.Mb = 0.01
-	m, err := Measure[[]float64](o, mlmc.Float64Ops{Dim: 4}, 0, 100_000, 64, 11)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, gap := range []float64{1e-2, 1e-4, 1e-6} {
-		tg := Target{Gap: gap, Budget: 1e9}
-		best, err := Choose(m.Report, "x0", m.Samples, GradNorm(m.Report), tg, Rules{BestFit: true}, mlmc.Unbounded)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bound, err := Choose(m.Report, "x0", m.Samples, GradNorm(m.Report), tg, Rules{}, mlmc.Unbounded)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if best.MaxLevel > o.from-1 {
-			t.Errorf("gap %g: best-fit plan at L = %d (bias share %g), above the last level that did not vanish, %d\n%s", gap, best.MaxLevel, best.BiasShare, o.from-1, best)
-		}
-		if gap == 1e-6 && !(bound.MaxLevel > best.MaxLevel) {
-			t.Errorf("gap %g: the 95%% rule's L = %d is not above the best fit's %d: the rule of three no longer bounds the tail", gap, bound.MaxLevel, best.MaxLevel)
-		}
+	for _, tc := range []struct {
+		name       string
+		from       int
+		ma, mb     float64
+		draws      int
+		wantUnseen bool
+	}{
+		{"fitted below, from 4", 4, 1, 0.01, 64, false},
+		{"no bias seen, from 4", 4, 1e-3, 1e3, 16, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := zeroAbove{mlmc.NewSynthetic(4, 1, 2, 1, 5), tc.from}
+			o.Ma, o.Mb = tc.ma, tc.mb
+			m, err := Measure[[]float64](o, mlmc.Float64Ops{Dim: 4}, 0, 100_000, tc.draws, 11)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := m.Report.Levels[len(m.Report.Levels)-1]; last.Moment2 != 0 || last.Level <= tc.from {
+				t.Fatalf("the pilot's top level %d is not above a vanished one: %+v", last.Level, last)
+			}
+			for _, gap := range []float64{1e-2, 1e-4, 1e-6} {
+				tg := Target{Gap: gap, Budget: 1e9}
+				best, err := Choose(m.Report, "x0", m.Samples, GradNorm(m.Report), tg, Rules{BestFit: true}, mlmc.Unbounded)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if best.vanishedFrom != tc.from {
+					t.Fatalf("gap %g: the plan's vanished tail starts at %d, want %d", gap, best.vanishedFrom, tc.from)
+				}
+				if unseen := best.seen == 0; unseen != tc.wantUnseen {
+					t.Fatalf("gap %g: %d levels' means stand out of their noise, the test wants unseen = %v", gap, best.seen, tc.wantUnseen)
+				}
+				if best.MaxLevel > tc.from-1 || (gap == 1e-6 || tc.wantUnseen) && best.MaxLevel != tc.from-1 {
+					t.Errorf("gap %g: best-fit plan at L = %d (bias share %g), want at most, and at 1e-6 or with no bias seen exactly, the last level that did not vanish, %d\n%s", gap, best.MaxLevel, best.BiasShare, tc.from-1, best)
+				}
+				if gap == 1e-6 {
+					bound, err := Choose(m.Report, "x0", m.Samples, GradNorm(m.Report), tg, Rules{}, mlmc.Unbounded)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !(bound.MaxLevel > best.MaxLevel) {
+						t.Errorf("gap %g: the 95%% rule's L = %d is not above the best fit's %d: the rule of three no longer bounds the tail", gap, bound.MaxLevel, best.MaxLevel)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -12,11 +12,10 @@ import (
 // noise; a stage's plan must not extrapolate it to an L deeper than the
 // pilot measured (a near-zero rate put L at 17-20 on a regression with raw
 // targets, where RT-MLMC's variance then stalled every run), nor to one
-// below it (on the pricing problem's hyperexponential law a probe of
-// three levels, none of them showing a bias, extrapolated to L = 0, and
-// L-SGD then sat at a relative gap of 0.3 for a hundred thousand
-// samples). Over 20 pilot seeds, every plan whose levels all hid in the
-// noise is at the pilot's top level.
+// below it (after a degenerate start a probe of three levels, none of
+// them showing a bias, extrapolated to L = 0, where L-SGD sat at the
+// minimiser of F^0). Over 20 pilot seeds, every plan whose levels all hid
+// in the noise is at the pilot's top level.
 func TestNoiseFitDoesNotSetL(t *testing.T) {
 	hidden, deep, shallow := 0, 0, 0
 	for seed := uint64(1); seed <= 20; seed++ {

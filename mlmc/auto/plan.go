@@ -198,7 +198,7 @@ type Plan struct {
 	// bestBias is the bias of the best fit alone (nil without a fit),
 	// seen the levels whose mean stood out of its noise, vanishedFrom
 	// the first level of a tail whose H^l vanished in all draws (0:
-	// none), which the best fit takes as bias-free.
+	// none), whose bias the best fit takes as zero.
 	bestBias     func(L int) float64
 	seen         int
 	vanishedFrom int
@@ -339,7 +339,7 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 		share = func(L int) float64 { return math.Pow(p.bestBias(L)/gradNorm0, 2) }
 		boundNote = " (the best fit of the bias, not its 95% bound: later stages measure again)"
 		if p.vanishedFrom > 0 {
-			boundNote += fmt.Sprintf("; the best fit takes the levels from %d on, whose H^l vanished in all %d draws, at their most likely bias, zero", p.vanishedFrom, rep.Draws)
+			boundNote += fmt.Sprintf("; the best fit takes the levels from %d on, whose H^l vanished in all %d draws, at their most likely bias, zero (the rule of three above is the 95%% bound, which the law keeps)", p.vanishedFrom, rep.Draws)
 		}
 	}
 	limit := r.BiasShare * t.Gap
@@ -362,8 +362,15 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 		// L = l_min then sits at the minimiser of F^(l_min)). The pilot's
 		// top level is as deep as the pilot can see a bias; later stages
 		// measure again, and raise L.
-		L = min(rep.MaxLevel, cap)
-		fallback = fmt.Sprintf("; no |E H^l| stands out of its noise, so the fit is not trusted: L is the pilot's top level %d, below which no bias was seen", L)
+		top := rep.MaxLevel
+		if p.vanishedFrom > 0 {
+			// The levels from vanishedFrom on showed no H^l at all: the
+			// deepest level whose bias the pilot could see is the one
+			// before them, and the best fit takes those above as zero.
+			top = p.vanishedFrom - 1
+		}
+		L = min(top, cap)
+		fallback = fmt.Sprintf("; no |E H^l| stands out of its noise, so the fit is not trusted: L is the pilot's top level that did not vanish, %d, below which no bias was seen", L)
 		share = func(int) float64 { return 0 }
 	}
 	if share(L) > limit && p.bestBias != nil && fallback == "" {
@@ -556,9 +563,10 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 			// draws, zero, as the best fit takes the fitted levels at
 			// their most likely means. The rule of three is the 95%
 			// bound, which the best fit does not use anywhere else; the
-			// law's variance keeps it, so such a level is still drawn,
-			// and a later stage's pilot, with draws of its own, sees a
-			// tail that does not vanish.
+			// law's variance keeps it (where a floor puts L in the
+			// tail, such a level is still drawn), and a later stage's
+			// pilot that reaches those levels, with draws of its own,
+			// may see a tail that does not vanish.
 			return 0
 		}
 		a := math.Max(bf.best, bf.low)

@@ -7,7 +7,7 @@ import (
 )
 
 // TestNoiseFitDoesNotSetL: where no level's mean stands out of its noise
-// (a bias a thousand times below the levels' noise, 16 draws a level, as
+// (Ma = 1e-3 against Mb = 1e3, 16 draws a level, as
 // at a point just off a degenerate start), the fitted rate is a fit to
 // noise; a stage's plan must not extrapolate it to an L deeper than the
 // pilot measured (a near-zero rate put L at 17-20 on a regression with raw

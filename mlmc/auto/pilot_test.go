@@ -43,11 +43,11 @@ func TestPilotBudget(t *testing.T) {
 // later stage measures with a pilot well below the first stage's (the
 // floor itself is TestPilotBudget's). With a floor of the first pilot's
 // size, a later stage measures the same levels with as many draws as the
-// first, never below a quarter of the first pilot; with the floor at a
-// sixteenth, it measures fewer levels where the last stage cost little.
-// auto is deterministic given its seed: of the runs on six seeds, at
-// least half have a later stage whose pilot is below a quarter of the
-// first's (with the first pilot's floor, none does).
+// first; with the floor at a sixteenth, it measures fewer levels where
+// the last stage cost little. auto is deterministic given its seed: of
+// the runs on six seeds, at least half have a later stage whose pilot is
+// below a quarter of the first's (with the first pilot's floor, none
+// does).
 func TestLaterPilotsBelowTheFirst(t *testing.T) {
 	const budget, runs = 4_000_000, 6
 	first := int64(0.001 * budget) // the first pilot: FirstPilot of the budget

@@ -338,9 +338,6 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 		// a dozen levels too deep.
 		share = func(L int) float64 { return math.Pow(p.bestBias(L)/gradNorm0, 2) }
 		boundNote = " (the best fit of the bias, not its 95% bound: later stages measure again)"
-		if p.vanishedFrom > 0 {
-			boundNote += fmt.Sprintf("; the best fit takes the levels from %d on, whose H^l vanished in all %d draws, at their most likely bias, zero (the rule of three above is the 95%% bound, which the law keeps)", p.vanishedFrom, rep.Draws)
-		}
 	}
 	limit := r.BiasShare * t.Gap
 	cap := rep.MinLevel + 40
@@ -351,7 +348,9 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 	for L < cap && share(L) > limit {
 		L++
 	}
-	fallback := ""
+	// unseen is the reason for L where no level's mean stands out of its
+	// noise, fallback the note where the bound meets the rule at no level.
+	unseen, fallback := "", ""
 	if r.BestFit && p.bestBias != nil && p.seen == 0 {
 		// No level's mean stands out of its noise: the fit of the bias
 		// is a fit to noise, and its rate says nothing (a near-zero
@@ -370,10 +369,10 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 			top = p.vanishedFrom - 1
 		}
 		L = min(top, cap)
-		fallback = fmt.Sprintf("; no |E H^l| stands out of its noise, so the fit is not trusted: L is the pilot's top level that did not vanish, %d, below which no bias was seen", L)
+		unseen = fmt.Sprintf("the pilot's top level that did not vanish, %d: no |E H^l| stands out of its noise, so the fit (a = %.2f%s) is not trusted, and no bias was seen below it; |grad F(x0)| = %.3g", L, p.A.Rate, p.aNote, gradNorm0)
 		share = func(int) float64 { return 0 }
 	}
-	if share(L) > limit && p.bestBias != nil && fallback == "" {
+	if share(L) > limit && p.bestBias != nil && unseen == "" {
 		// The bound is statistical: with the levels' means lost in their
 		// noise it may not meet the rule at any level. The best fit then
 		// decides, and the plan says so.
@@ -395,8 +394,12 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 		floorNote = fmt.Sprintf("; raised to %d, the largest L an earlier stage needed", L)
 	}
 	p.MaxLevel, p.BiasShare = L, share(L)
-	p.Reasons.L = fmt.Sprintf("the smallest level whose predicted gap from bias, (|bias_L| / |grad F(x0)|)^2 = %.3g, is at most %g x the target gap %g; |bias_L| = %.3g extrapolated with a = %.2f%s, |grad F(x0)| = %.3g%s",
-		p.BiasShare, r.BiasShare, t.Gap, math.Sqrt(p.BiasShare)*gradNorm0, p.A.Rate, p.aNote, gradNorm0, fallback) + boundNote + floorNote
+	if unseen != "" {
+		p.Reasons.L = unseen + floorNote
+	} else {
+		p.Reasons.L = fmt.Sprintf("the smallest level whose predicted gap from bias, (|bias_L| / |grad F(x0)|)^2 = %.3g, is at most %g x the target gap %g; |bias_L| = %.3g extrapolated with a = %.2f%s, |grad F(x0)| = %.3g%s",
+			p.BiasShare, r.BiasShare, t.Gap, math.Sqrt(p.BiasShare)*gradNorm0, p.A.Rate, p.aNote, gradNorm0, fallback) + boundNote + floorNote
+	}
 	p.finish(rep, t, r)
 	return p, nil
 }
@@ -480,7 +483,9 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	// Levels whose H^l vanishes to rounding (a coupled construction whose
 	// two halves have coalesced): no bias and no variance there. When they
 	// are the top levels, F^l stops changing above the last level that
-	// does not vanish, and the bias of any L at or above it is zero.
+	// does not vanish as far as the pilot's draws show: the best fit
+	// takes the bias of any L at or above it as zero, the 95% bound is
+	// the rule of three.
 	zeroTail := rep.MaxLevel + 1 // the first level of the vanishing tail
 	for i := len(rep.Levels) - 1; i >= 1 && rep.Levels[i].Moment2 <= roundingShare*roundingShare*scale; i-- {
 		zeroTail = rep.Levels[i].Level
@@ -525,7 +530,9 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	// E|H^l|^2, which falls at b), each with A at its upper 2-s.e. value.
 	if len(fitLevels) < 2 {
 		// At most one level before the vanishing tail: its mean is the
-		// whole bias below it.
+		// whole bias below it. (No best fit here: a measurement reaches
+		// this only where b was fitted, which the one level with a
+		// positive variance cannot give.)
 		p.A = Rate{math.NaN(), math.NaN()}
 		p.aNote = fmt.Sprintf(" (H^l vanished in all %d draws from level %d on: its bias is bounded by the rule of three, not taken as zero)", rep.Draws, zeroTail)
 		p.intercept, p.aG = math.Inf(-1), 1
@@ -546,7 +553,8 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	if zeroTail <= rep.MaxLevel {
 		// The levels vanish from zeroTail on: whatever the means do below
 		// it (a queue's transient grows before the couplings coalesce),
-		// the bias at or above zeroTail-1 is zero.
+		// the bias at or above zeroTail-1 is the tail's (the rule of
+		// three; zero under the best fit), not the fit's.
 		bf.zeroFrom, bf.notFalling = zeroTail, ""
 		bf.tail = zeroTailBias(rep, zeroTail)
 	}
@@ -575,7 +583,11 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	aNote := fmt.Sprintf(" (|E H^l| stands out of its noise at %d of %d levels; the bound is the largest of the fits with a >= %.2f that the measurement does not reject)",
 		bf.seen, bf.n, 2*bf.low)
 	if bf.zeroFrom > 0 {
-		aNote += fmt.Sprintf("; H^l vanished in all %d draws from level %d on, so the bias at or above level %d is bounded by the rule of three (P(H^l != 0) <= 3/K), not taken as zero", rep.Draws, bf.zeroFrom, bf.zeroFrom-1)
+		if r.BestFit {
+			aNote += fmt.Sprintf("; H^l vanished in all %d draws from level %d on: the best fit takes the bias at or above level %d at its most likely value, zero, and the 95%% bound there, the rule of three (P(H^l != 0) <= 3/K), stays in the law", rep.Draws, bf.zeroFrom, bf.zeroFrom-1)
+		} else {
+			aNote += fmt.Sprintf("; H^l vanished in all %d draws from level %d on, so the bias at or above level %d is bounded by the rule of three (P(H^l != 0) <= 3/K), not taken as zero", rep.Draws, bf.zeroFrom, bf.zeroFrom-1)
+		}
 	}
 	p.aNote = aNote
 	p.seen, p.vanishedFrom = bf.seen, bf.zeroFrom

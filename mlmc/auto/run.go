@@ -1244,8 +1244,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 		}
 		if p.seen == 0 && !p.Degenerate && blind < maxBlindMeasures && r.used >= 2*blindAt && !r.done {
 			// No level's mean stood out of its noise where the plan was
-			// made, so its L is the pilot's top level, not a measured
-			// one: the bias may only show where the run has gone (it
+			// made, so its L is the pilot's top level that did not vanish
+			// (or an earlier stage's L), not a measured one: the bias
+			// may only show where the run has gone (it
 			// grows with the distance from a start where the levels
 			// agree), and it may stay in the levels' noise while it
 			// holds the run far above its target. Each time the samples

@@ -369,7 +369,11 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 			top = p.vanishedFrom - 1
 		}
 		L = min(top, cap)
-		unseen = fmt.Sprintf("the pilot's top level that did not vanish, %d: no |E H^l| stands out of its noise, so the fit (a = %.2f%s) is not trusted, and no bias was seen below it; |grad F(x0)| = %.3g", L, p.A.Rate, p.aNote, gradNorm0)
+		unseen = fmt.Sprintf("the pilot's top level that did not vanish, %d: no |E H^l| stands out of its noise at any level above the minimum, so the fitted rate (a = %.2f) is not trusted and no bias was seen below it", L, p.A.Rate)
+		if p.vanishedFrom > 0 {
+			unseen += fmt.Sprintf("; H^l vanished in all %d draws from level %d on, whose bias the best fit takes as zero (the law keeps the rule of three)", rep.Draws, p.vanishedFrom)
+		}
+		unseen += fmt.Sprintf("; |grad F(x0)| = %.3g", gradNorm0)
 		share = func(int) float64 { return 0 }
 	}
 	if share(L) > limit && p.bestBias != nil && unseen == "" {
@@ -530,9 +534,12 @@ func fit(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 float64, t 
 	// E|H^l|^2, which falls at b), each with A at its upper 2-s.e. value.
 	if len(fitLevels) < 2 {
 		// At most one level before the vanishing tail: its mean is the
-		// whole bias below it. (No best fit here: a measurement reaches
-		// this only where b was fitted, which the one level with a
-		// positive variance cannot give.)
+		// whole bias below it. No best fit here: a continuation bounds
+		// the tail by the rule of three. (A measurement reaches this
+		// only where the vanished rows keep rounding residues of
+		// positive variance for b's fit; with exact zeros b cannot be
+		// fitted from the one level below the tail, and fit fails
+		// first.)
 		p.A = Rate{math.NaN(), math.NaN()}
 		p.aNote = fmt.Sprintf(" (H^l vanished in all %d draws from level %d on: its bias is bounded by the rule of three, not taken as zero)", rep.Draws, zeroTail)
 		p.intercept, p.aG = math.Inf(-1), 1

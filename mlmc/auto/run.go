@@ -1246,15 +1246,14 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
 			// No level's mean stood out of its noise where the plan was
 			// made, so its L is the pilot's top level that did not vanish
 			// (or an earlier stage's L), not a measured one: the bias
-			// may only show where the run has gone (it
-			// grows with the distance from a start where the levels
-			// agree), and it may stay in the levels' noise while it
-			// holds the run far above its target. Each time the samples
-			// double, a run converging at the slowest rate auto assumes
-			// (the gap as 1/samples) has halved its gap estimate; one
-			// that has not is measured again, with a twentieth of the
-			// samples so far, and takes the new plan where it is deeper
-			// or another method.
+			// may only show where the run has gone (it grows with the
+			// distance from a start where the levels agree), and it may
+			// stay in the levels' noise while it holds the run far above
+			// its target. Each time the samples double, a run converging
+			// at the slowest rate auto assumes (the gap as 1/samples)
+			// has halved its gap estimate; one that has not is measured
+			// again, with a twentieth of the samples so far, and takes
+			// the new plan where it is deeper or another method.
 			slow := claim > blindEst/2
 			blindAt, blindEst = r.used, claim
 			if !slow {

@@ -9,10 +9,15 @@ gap --method auto --json` writes, one line per gap):
         draws (-: none), the pilot's top level, the step, the samples at the
         stage's end and its gap estimate
     python3 stages.py depth FILE [FILE...]
-        over every plan of every run whose L the fit set (not raised to an
-        earlier stage's L, not kept from the last plan) and whose pilot saw
-        a vanished tail from level z: how many plans put L at each distance
-        L - (z - 1) from the last level that did not vanish
+        over every plan of every run whose L the bound on the bias set (not
+        raised to an earlier stage's L, not kept from the last plan, not set
+        where no level's bias stood out) and whose pilot saw a vanished tail
+        from level z: how many plans put L at each distance L - (z - 1)
+        from the last level that did not vanish
+    python3 stages.py raises FILE
+        for every run that did not reach its gap: each plan whose step was
+        raised from the last plan's by the ratio of their predicted
+        variances, where it was made and by what factor
 """
 import collections
 import json
@@ -64,15 +69,40 @@ def depth(paths):
                     if not p:
                         continue
                     z = vanished_from(p)
-                    if z is None or "raised to" in p["reasons"]["L"] or "kept" in p["at"]:
+                    why = p["reasons"]["L"]
+                    if z is None or "raised to" in why or "kept" in p["at"] or "not trusted" in why:
                         continue
                     count[p["max_level"] - (z - 1)] += 1
     for d in sorted(count):
         print("L - (z - 1) = %d: %d plans" % (d, count[d]))
 
 
+RAISE = re.compile(r"the last step ([0-9.e+-]+), which the last plan.s variance cap set, raised to ([0-9.e+-]+)")
+
+
+def raises(path):
+    with open(path) as f:
+        for line in f:
+            row = json.loads(line)
+            auto = next(m for m in row["methods"] if m["name"] == "auto")
+            gap = auto["auto"][0]["target"]["gap"]
+            reached = auto["stays_below"][row["targets"].index(gap)]["trials"]
+            for i, rec in enumerate(auto["auto"]):
+                if reached[i] is not None:
+                    continue
+                found = []
+                for st in rec["stages"]:
+                    for p in st["plans"] or []:
+                        m = RAISE.search(p["reasons"]["step"]) if p else None
+                        if m:
+                            found.append("%s: x%.1f" % (p["at"], float(m.group(2)) / float(m.group(1))))
+                print("seed %d, gap %g, not reached: %s" % (row["first_seed"] + i, gap, "; ".join(found) or "no raise"))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "trials":
         trials(sys.argv[2], float(sys.argv[3]), {int(s) for s in sys.argv[4:]})
+    elif sys.argv[1] == "raises":
+        raises(sys.argv[2])
     else:
         depth(sys.argv[2:])

@@ -28,12 +28,16 @@ VANISHED = re.compile(r"vanished in all \d+ draws from level (\d+) on")
 
 
 def runs(path):
+    """Each run's seed, record and samples to stay below its gap (None:
+    never), one line per gap."""
     with open(path) as f:
         for line in f:
             row = json.loads(line)
             auto = next(m for m in row["methods"] if m["name"] == "auto")
+            gap = auto["auto"][0]["target"]["gap"]
+            reached = auto["stays_below"][row["targets"].index(gap)]["trials"]
             for i, rec in enumerate(auto["auto"]):
-                yield row["first_seed"] + i, rec
+                yield row["first_seed"] + i, rec, reached[i]
 
 
 def vanished_from(plan):
@@ -42,7 +46,7 @@ def vanished_from(plan):
 
 
 def trials(path, gap, seeds):
-    for seed, rec in runs(path):
+    for seed, rec, _ in runs(path):
         if rec["target"]["gap"] != gap or seed not in seeds:
             continue
         print("seed %d, gap %g: %s" % (seed, gap, rec["stopped"]))
@@ -63,7 +67,7 @@ def trials(path, gap, seeds):
 def depth(paths):
     count = collections.Counter()
     for path in paths:
-        for _, rec in runs(path):
+        for _, rec, _ in runs(path):
             for st in rec["stages"]:
                 for p in st["plans"] or []:
                     if not p:
@@ -81,22 +85,16 @@ RAISE = re.compile(r"the last step ([0-9.e+-]+), which the last plan.s variance 
 
 
 def raises(path):
-    with open(path) as f:
-        for line in f:
-            row = json.loads(line)
-            auto = next(m for m in row["methods"] if m["name"] == "auto")
-            gap = auto["auto"][0]["target"]["gap"]
-            reached = auto["stays_below"][row["targets"].index(gap)]["trials"]
-            for i, rec in enumerate(auto["auto"]):
-                if reached[i] is not None:
-                    continue
-                found = []
-                for st in rec["stages"]:
-                    for p in st["plans"] or []:
-                        m = RAISE.search(p["reasons"]["step"]) if p else None
-                        if m:
-                            found.append("%s: x%.1f" % (p["at"], float(m.group(2)) / float(m.group(1))))
-                print("seed %d, gap %g, not reached: %s" % (row["first_seed"] + i, gap, "; ".join(found) or "no raise"))
+    for seed, rec, reached in runs(path):
+        if reached is not None:
+            continue
+        found = []
+        for st in rec["stages"]:
+            for p in st["plans"] or []:
+                m = RAISE.search(p["reasons"]["step"]) if p else None
+                if m:
+                    found.append("%s: x%.1f" % (p["at"], float(m.group(2)) / float(m.group(1))))
+        print("seed %d, gap %g, not reached: %s" % (seed, rec["target"]["gap"], "; ".join(found) or "no raise"))
 
 
 if __name__ == "__main__":

@@ -7,15 +7,15 @@ import (
 )
 
 // TestNoiseFitDoesNotSetL: where no level's mean stands out of its noise
-// (Ma = 1e-3 against Mb = 1e3, 16 draws a level, as
-// at a point just off a degenerate start), the fitted rate is a fit to
-// noise; a stage's plan must not extrapolate it to an L deeper than the
-// pilot measured (a near-zero rate put L at 17-20 on a regression with raw
-// targets, where RT-MLMC's variance then stalled every run), nor to one
-// below it (after a degenerate start a probe of three levels, none of
-// them showing a bias, extrapolated to L = 0, where L-SGD sat at the
-// minimiser of F^0). Over 20 pilot seeds, every plan whose levels all hid
-// in the noise is at the pilot's top level.
+// (Ma = 1e-3 against Mb = 1e3, 16 draws a level, as at a point just off a
+// degenerate start), the fitted rate is a fit to noise; a stage's plan
+// must not extrapolate it to an L deeper than the pilot measured (a
+// near-zero rate put L at 17-20 on a regression with raw targets, where
+// RT-MLMC's variance then stalled every run), nor to one below it (after a
+// degenerate start a probe of three levels, none of them showing a bias,
+// extrapolated to L = 0, where L-SGD sat at the minimiser of F^0). Over 20
+// pilot seeds, every plan whose levels all hid in the noise is at the
+// pilot's top level.
 func TestNoiseFitDoesNotSetL(t *testing.T) {
 	hidden, deep, shallow := 0, 0, 0
 	for seed := uint64(1); seed <= 20; seed++ {

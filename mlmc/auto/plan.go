@@ -361,19 +361,16 @@ func ChooseFrom(rep *mlmc.LevelsReport, at string, samples int64, gradNorm0 floa
 		// L = l_min then sits at the minimiser of F^(l_min)). The pilot's
 		// top level is as deep as the pilot can see a bias; later stages
 		// measure again, and raise L.
-		top := rep.MaxLevel
+		top, tail := rep.MaxLevel, ""
 		if p.vanishedFrom > 0 {
 			// The levels from vanishedFrom on showed no H^l at all: the
 			// deepest level whose bias the pilot could see is the one
 			// before them, and the best fit takes those above as zero.
 			top = p.vanishedFrom - 1
+			tail = fmt.Sprintf("; H^l vanished in all %d draws from level %d on, whose bias the best fit takes as zero (the law keeps the rule of three)", rep.Draws, p.vanishedFrom)
 		}
 		L = min(top, cap)
-		unseen = fmt.Sprintf("the pilot's top level that did not vanish, %d: no |E H^l| stands out of its noise at any level above the minimum, so the fitted rate (a = %.2f) is not trusted and no bias was seen below it", L, p.A.Rate)
-		if p.vanishedFrom > 0 {
-			unseen += fmt.Sprintf("; H^l vanished in all %d draws from level %d on, whose bias the best fit takes as zero (the law keeps the rule of three)", rep.Draws, p.vanishedFrom)
-		}
-		unseen += fmt.Sprintf("; |grad F(x0)| = %.3g", gradNorm0)
+		unseen = fmt.Sprintf("the pilot's top level that did not vanish, %d: no |E H^l| stands out of its noise at any level above the minimum, so the fitted rate (a = %.2f) is not trusted and no bias was seen below it%s; |grad F(x0)| = %.3g", L, p.A.Rate, tail, gradNorm0)
 		share = func(int) float64 { return 0 }
 	}
 	if share(L) > limit && p.bestBias != nil && unseen == "" {

@@ -211,6 +211,10 @@ type Plan struct {
 	// uncapped is the step before the variance cap lowered it (0 where
 	// it did not): what the plan's noise alone held it below.
 	uncapped float64
+	// predictedHigh is Predicted with each measured variance and second
+	// moment raised by twice its standard error (the laws unchanged): an
+	// upper bound a step raised on the plan's variance stands on.
+	predictedHigh []MethodCost
 }
 
 // Reasons says why each part of a Plan is what it is.
@@ -782,19 +786,24 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 	if bRate > 0 {
 		bExt = bRate
 	}
-	var lev []level
+	var lev, high []level
 	for l := rep.MinLevel; l <= L; l++ {
 		if i := l - rep.MinLevel; i < len(rep.Levels) {
 			st := rep.Levels[i]
 			lev = append(lev, level{l: l, varY: st.Var, moment2: st.Moment2, img: st.Images, measured: true})
+			high = append(high, level{l: l, varY: st.Var + 2*st.VarSE, moment2: st.Moment2 + 2*st.VarSE, img: st.Images, measured: true})
 			continue
 		}
 		d := float64(l - lastM.Level)
 		v := lastM.Var * math.Exp2(-bExt*d)
+		vHigh := (lastM.Var + 2*lastM.VarSE) * math.Exp2(-bExt*d)
 		m := math.Exp2(intercept - aG*float64(l))
-		lev = append(lev, level{l: l, varY: v, moment2: v + m*m, img: lastM.Images * math.Exp2(p.C.Rate*d)})
+		img := lastM.Images * math.Exp2(p.C.Rate*d)
+		lev = append(lev, level{l: l, varY: v, moment2: v + m*m, img: img})
+		high = append(high, level{l: l, varY: vHigh, moment2: vHigh + m*m, img: img})
 	}
 	boundVanished(lev, rep)
+	boundVanished(high, rep)
 	// Var h^L: measured at l_min (the first level's h) and at L_p (the top
 	// row); between them the inner part, V(h^l_min) - V(h^L_p), taken to
 	// fall as the samples of a query grow, 2^(-c (L - l_min)); above L_p
@@ -803,6 +812,7 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 	if v0 := rep.Levels[0].Var; L < rep.MaxLevel && v0 > topVar {
 		topVar += (v0 - topVar) * math.Exp2(-p.C.Rate*float64(L-rep.MinLevel))
 	}
+	topHigh := topVar + 2*rep.Top.VarSE
 	topCost := lev[len(lev)-1].img
 	p.costs = make([]float64, 0, len(lev))
 	for _, lv := range lev {
@@ -812,6 +822,7 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 	if L == rep.MinLevel {
 		p.Kind, p.Method = mlmc.Kind{Method: mlmc.LSGD}, mlmc.LSGD.String()
 		p.Predicted = []MethodCost{{Method: p.Method, Var: topVar, Cost: topCost, VarCost: topVar * topCost}}
+		p.predictedHigh = []MethodCost{{Method: p.Method, Var: topHigh, Cost: topCost, VarCost: topHigh * topCost}}
 		p.Reasons.Method = fmt.Sprintf("the bias at the minimum level %d is already below the target's share: no level to correct, so every MLMC estimator is L-SGD", L)
 		if p.Degenerate {
 			p.Reasons.Method = fmt.Sprintf("every H^l vanished at %s, so no bias can be seen there (which says nothing of the bias elsewhere): L-SGD at the minimum level %d only until the levels are measured again away from this point", p.At, L)
@@ -821,18 +832,20 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 	}
 	// RT-MLMC's variance subtracts |E v|^2 at the measured point (not at
 	// x0, whose gradient a re-plan normalises the bias by).
-	p.Predicted = predict(lev, topVar, topCost, GradNorm(rep))
+	p.Predicted = predict(lev, lev, topVar, topCost, GradNorm(rep))
+	p.predictedHigh = predict(high, lev, topHigh, topCost, GradNorm(rep))
 	p.choose(lev, t, r)
 }
 
 // predict is each method's variance and cost per iteration at L with the
-// variance-optimal allocations of the levels (mlmc.PredictEstimators' -opt
-// rows): L-SGD one h^L; RT-MLMC q_l proportional to sqrt(E|Y_l|^2 / C_l),
-// variance sum E|Y_l|^2/q_l - |grad F^L|^2; V-MLMC n_l = ceil of
-// sqrt(Var_l / C_l) / sqrt(Var_L / C_L), variance sum Var_l / n_l.
-func predict(lev []level, topVar, topCost, grad float64) []MethodCost {
+// variance-optimal allocations of the levels in law (mlmc.PredictEstimators'
+// -opt rows), their moments from lev: L-SGD one h^L; RT-MLMC q_l
+// proportional to sqrt(E|Y_l|^2 / C_l), variance sum E|Y_l|^2/q_l -
+// |grad F^L|^2; V-MLMC n_l = ceil of sqrt(Var_l / C_l) / sqrt(Var_L / C_L),
+// variance sum Var_l / n_l.
+func predict(lev, law []level, topVar, topCost, grad float64) []MethodCost {
 	out := []MethodCost{{Method: mlmc.LSGD.String(), Var: topVar, Cost: topCost, VarCost: topVar * topCost}}
-	q := rtLaw(lev)
+	q := rtLaw(law)
 	rt := MethodCost{Method: mlmc.RTMLMC.String()}
 	for i, lv := range lev {
 		rt.Var += lv.moment2 / q[i]
@@ -841,7 +854,7 @@ func predict(lev []level, topVar, topCost, grad float64) []MethodCost {
 	rt.Var = math.Max(rt.Var-grad*grad, 0)
 	rt.VarCost = rt.Var * rt.Cost
 	vm := MethodCost{Method: mlmc.VMLMC.String()}
-	for i, n := range vmLaw(lev) {
+	for i, n := range vmLaw(law) {
 		vm.Var += lev[i].varY / float64(n)
 		vm.Cost += float64(n) * lev[i].img
 	}

@@ -729,12 +729,19 @@ func centred(us, vs [][]float64) float64 {
 
 // noiseVar is the plan's predicted variance of the moving part of its
 // estimates (noiseShare).
-func (r *runner) noiseVar(p *Plan) float64 {
-	k := r.kappa
-	if !(k > 0) {
-		k = 1
+func (r *runner) noiseVar(p *Plan) float64 { return p.predictedVar() * r.noiseFactor() }
+
+// noiseVarHigh is noiseVar on the plan's upper bound of its variance
+// (Plan.predictedHigh).
+func (r *runner) noiseVarHigh(p *Plan) float64 { return p.predictedVarHigh() * r.noiseFactor() }
+
+// noiseFactor is the share of the estimates' variance that moves the
+// iterate, kappa (1 where unmeasured).
+func (r *runner) noiseFactor() float64 {
+	if !(r.kappa > 0) {
+		return 1
 	}
-	return p.predictedVar() * k
+	return r.kappa
 }
 
 // degenerateProbes bounds how often a stage measures again after a
@@ -1746,9 +1753,12 @@ func (r *runner) recheckStep(p *Plan, budget int64) (err error) {
 		// variance cap): a plan whose estimates are less noisy affords a
 		// step larger in proportion at the same noise floor, up to the
 		// step the cap lowered, the rest of the check as for any step.
-		vOld, vNew := r.noiseVar(old), r.noiseVar(p)
+		// The new plan's variance is taken at its upper bound: a
+		// re-measure has few draws, which read heavy-tailed noise low
+		// more often than not.
+		vOld, vNew := r.noiseVar(old), r.noiseVarHigh(p)
 		if g := math.Min(old.uncapped, r.step*vOld/vNew); vNew > 0 && g > p.Step {
-			p.Reasons.Step = fmt.Sprintf("the last step %.3g, which the last plan's variance cap set, raised to %.3g: this plan's predicted variance %.3g is %.3g times below the last's (the same noise floor), at most the step before that cap, %.3g",
+			p.Reasons.Step = fmt.Sprintf("the last step %.3g, which the last plan's variance cap set, raised to %.3g: this plan's predicted variance at its upper bound (each measured variance plus twice its standard error), %.3g, is %.3g times below the last's (the same noise floor), at most the step before that cap, %.3g",
 				r.step, g, vNew, vOld/vNew, old.uncapped)
 			p.Step = g
 		}
@@ -1839,6 +1849,16 @@ const capShare = 1.0
 // predictedVar is the predicted variance of the plan's estimator.
 func (p *Plan) predictedVar() float64 {
 	for _, m := range p.Predicted {
+		if m.Method == p.Method {
+			return m.Var
+		}
+	}
+	return math.NaN()
+}
+
+// predictedVarHigh is predictedVar's upper bound (Plan.predictedHigh).
+func (p *Plan) predictedVarHigh() float64 {
+	for _, m := range p.predictedHigh {
 		if m.Method == p.Method {
 			return m.Var
 		}

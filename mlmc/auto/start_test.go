@@ -175,21 +175,22 @@ func TestBiasFitPowers(t *testing.T) {
 
 // TestStepRaisedAfterCap: a step the last plan's variance cap held down
 // rises for a new plan in proportion to how much less noisy its
-// estimates are predicted to be (the same noise floor), up to the step
-// before that cap; a step no cap lowered, or a noisier new plan, keeps
-// the last step.
+// estimates are predicted to be at the upper bound of its variance
+// (Plan.predictedHigh: the same noise floor with the new measurement's
+// few draws read as high as they allow), up to the step before that cap;
+// a step no cap lowered, or a noisier new plan, keeps the last step.
 func TestStepRaisedAfterCap(t *testing.T) {
 	for _, tc := range []struct {
 		name               string
 		uncapped, varRatio float64
-		want               float64
+		raised             bool // want min(uncapped, 0.001 x varRatio x predicted / its upper bound)
 	}{
-		{"capped, 50 times less noise", 0.1, 50, 0.05},
-		{"capped, 500 times less noise: up to the uncapped step", 0.1, 500, 0.1},
-		{"not capped", 0, 50, 0.001},
-		{"capped, a noisier plan", 0.1, 0.5, 0.001},
-		{"capped, the last plan's variance unknown", 0.1, math.NaN(), 0.001},
-		{"capped, the last plan's variance zero", 0.1, 0, 0.001},
+		{"capped, 50 times less noise", 0.1, 50, true},
+		{"capped, 5,000 times less noise: up to the uncapped step", 0.1, 5000, true},
+		{"not capped", 0, 50, false},
+		{"capped, a noisier plan", 0.1, 0.5, false},
+		{"capped, the last plan's variance unknown", 0.1, math.NaN(), false},
+		{"capped, the last plan's variance zero", 0.1, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := synthetic(3, 1, 2, 1, nil)
@@ -203,11 +204,19 @@ func TestStepRaisedAfterCap(t *testing.T) {
 			old.Predicted = []MethodCost{{Method: old.Method, Var: tc.varRatio * np.predictedVar()}}
 			old.uncapped = tc.uncapped
 			r.plan, r.step = &old, 0.001
+			want := 0.001
+			if tc.raised {
+				pv, high := np.predictedVar(), np.predictedVarHigh()
+				if !(high > pv) {
+					t.Fatalf("the plan's upper bound %.6g is not above its predicted variance %.6g: the test needs one that is", high, pv)
+				}
+				want = math.Min(tc.uncapped, 0.001*tc.varRatio*pv/high)
+			}
 			if err := r.recheckStep(np, 20_000); err != nil {
 				t.Fatal(err)
 			}
-			if math.Abs(np.Step-tc.want) > 1e-12*tc.want {
-				t.Errorf("step %.6g, want %.6g: %s", np.Step, tc.want, np.Reasons.Step)
+			if math.Abs(np.Step-want) > 1e-12*want {
+				t.Errorf("step %.6g, want %.6g: %s", np.Step, want, np.Reasons.Step)
 			}
 		})
 	}

@@ -211,9 +211,12 @@ type Plan struct {
 	// uncapped is the step before the variance cap lowered it (0 where
 	// it did not): what the plan's noise alone held it below.
 	uncapped float64
-	// predictedHigh is Predicted with each measured variance and second
-	// moment raised by twice its standard error (the laws unchanged): an
-	// upper bound a step raised on the plan's variance stands on.
+	// predictedHigh is Predicted with each measured level's variance
+	// raised by twice its standard error and its second moment by as
+	// much (the means, and the |grad F^L|^2 RT-MLMC's variance subtracts,
+	// at their measured values; the laws unchanged): an upper bound a step
+	// raised on the plan's variance stands on. Heavy-tailed noise, which a
+	// few draws read low, is in the variance.
 	predictedHigh []MethodCost
 }
 
@@ -808,11 +811,14 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 	// row); between them the inner part, V(h^l_min) - V(h^L_p), taken to
 	// fall as the samples of a query grow, 2^(-c (L - l_min)); above L_p
 	// the top row's.
-	topVar := rep.Top.Var
+	// The upper bound (predictedHigh) interpolates the two rows' bounds
+	// alike.
+	topVar, topHigh := rep.Top.Var, rep.Top.Var+2*rep.Top.VarSE
 	if v0 := rep.Levels[0].Var; L < rep.MaxLevel && v0 > topVar {
-		topVar += (v0 - topVar) * math.Exp2(-p.C.Rate*float64(L-rep.MinLevel))
+		share := math.Exp2(-p.C.Rate * float64(L-rep.MinLevel))
+		topVar += (v0 - topVar) * share
+		topHigh += math.Max(v0+2*rep.Levels[0].VarSE-topHigh, 0) * share
 	}
-	topHigh := topVar + 2*rep.Top.VarSE
 	topCost := lev[len(lev)-1].img
 	p.costs = make([]float64, 0, len(lev))
 	for _, lv := range lev {
@@ -886,7 +892,9 @@ func boundVanished(lev []level, rep *mlmc.LevelsReport) {
 		vanished := lastVanished
 		if lv.measured {
 			draws = rep.Levels[i].Draws
-			vanished = lv.moment2 <= zero
+			// Read off the measurement, not lv: an upper bound's raised
+			// moments (Plan.predictedHigh) vanish where the point's do.
+			vanished = rep.Levels[i].Moment2 <= zero
 			lastVanished = vanished
 		}
 		if !vanished {

@@ -49,7 +49,8 @@ func (o *heavyNoise) Eval(s mlmc.Sample, at mlmc.Point, diff bool, alpha float64
 }
 
 // exactVar is the exact variance of plan p's estimator at x, from the
-// closed forms: the added noise puts 3 sigma^2 on every term.
+// closed forms: the added noise puts 3 sigma^2 on every term (NaN for
+// V-MLMC, which the covering test does not meet).
 func (o *heavyNoise) exactVar(p *Plan, x []float64) float64 {
 	extra := 3 * o.sigma * o.sigma
 	switch p.Kind.Method {
@@ -72,11 +73,9 @@ func (o *heavyNoise) exactVar(p *Plan, x []float64) float64 {
 		}
 		return v
 	case mlmc.VMLMC:
-		v := 0.0
-		for i, n := range p.LevelDraws {
-			v += (o.NoiseVar(p.MinLevel+i, i > 0, x) + extra) / float64(n)
-		}
-		return v
+		// The test's plans are RT-MLMC or L-SGD (TestPredictedHighTerms
+		// checks V-MLMC's bound term by term).
+		return math.NaN()
 	}
 	return o.NoiseVar(p.MaxLevel, false, x) + extra
 }
@@ -133,4 +132,70 @@ func TestPredictedHighCovers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPredictedHighTerms: the upper bound adds, to each method's predicted
+// variance, twice each measured level's variance standard error in the
+// method's own weighting: 1/q_l for RT-MLMC, 1/n_l for V-MLMC (the laws
+// of the point estimates); for L-SGD the bound of h^L, interpolated
+// between level 0's row and the top row's as the point value is.
+func TestPredictedHighTerms(t *testing.T) {
+	t.Run("RT-MLMC and V-MLMC on measured levels", func(t *testing.T) {
+		o := &heavyNoise{Synthetic: mlmc.NewSynthetic(4, 1, 2, 1, 3), sigma: 0.5, rng: rand.New(rand.NewPCG(3, 9))}
+		m, err := Measure[[]float64](o, mlmc.Float64Ops{Dim: 4}, 0, 200_000, 64, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := m.Report
+		L := rep.MinLevel + 3
+		if L > rep.Levels[len(rep.Levels)-1].Level {
+			t.Fatalf("the pilot measured levels up to %d: the test needs %d", rep.Levels[len(rep.Levels)-1].Level, L)
+		}
+		p := &Plan{MaxLevel: L, C: Rate{Rate: 1}, A: Rate{Rate: 2}, B: Rate{Rate: 2}, Regime: "b > c"}
+		p.finish(rep, Target{Gap: 1e-3, Budget: 1e8}, Rules{}.withDefaults())
+		var lev []level
+		for _, st := range rep.Levels[:L-rep.MinLevel+1] {
+			lev = append(lev, level{l: st.Level, varY: st.Var, moment2: st.Moment2, img: st.Images, measured: true})
+		}
+		q, n := rtLaw(lev), vmLaw(lev)
+		var rtAdd, vmAdd float64
+		for i, st := range rep.Levels[:len(lev)] {
+			rtAdd += 2 * st.VarSE / q[i]
+			vmAdd += 2 * st.VarSE / float64(n[i])
+		}
+		for _, tc := range []struct {
+			method string
+			add    float64
+		}{{mlmc.RTMLMC.String(), rtAdd}, {mlmc.VMLMC.String(), vmAdd}} {
+			pt, hi := costOf(t, p.Predicted, tc.method), costOf(t, p.predictedHigh, tc.method)
+			if !(tc.add > 0) || math.Abs(hi.Var-pt.Var-tc.add) > 1e-9*hi.Var {
+				t.Errorf("%s: bound %.9g, point %.9g: added %.9g, want %.9g", tc.method, hi.Var, pt.Var, hi.Var-pt.Var, tc.add)
+			}
+		}
+	})
+	t.Run("L-SGD at the minimum level: level 0's row", func(t *testing.T) {
+		// Level 0's h reads variance 10 +- 5, the top row's 1 +- 0.01: at L
+		// = l_min the point value is level 0's, and so is the bound, 20.
+		rep := &mlmc.LevelsReport{MinLevel: 0, MaxLevel: 4, Draws: 64,
+			Levels: []mlmc.LevelStat{{Level: 0, Draws: 64, Var: 10, VarSE: 5, Moment2: 11, Images: 1}},
+			Top:    mlmc.LevelStat{Level: 4, Draws: 64, Var: 1, VarSE: 0.01, Moment2: 1.5, Images: 16}}
+		p := &Plan{MaxLevel: 0, C: Rate{Rate: 1}}
+		p.finish(rep, Target{Gap: 1e-3, Budget: 1e8}, Rules{}.withDefaults())
+		pt, hi := costOf(t, p.Predicted, mlmc.LSGD.String()), costOf(t, p.predictedHigh, mlmc.LSGD.String())
+		if pt.Var != 10 || hi.Var != 20 {
+			t.Errorf("L-SGD at level 0: point %g, bound %g; want 10 and 20", pt.Var, hi.Var)
+		}
+	})
+}
+
+// costOf is the entry of method in costs.
+func costOf(t *testing.T, costs []MethodCost, method string) MethodCost {
+	t.Helper()
+	for _, c := range costs {
+		if c.Method == method {
+			return c
+		}
+	}
+	t.Fatalf("no %s among %+v", method, costs)
+	return MethodCost{}
 }

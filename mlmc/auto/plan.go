@@ -214,9 +214,12 @@ type Plan struct {
 	// predictedHigh is Predicted with each measured level's variance
 	// raised by twice its standard error and its second moment by as
 	// much (the means, and the |grad F^L|^2 RT-MLMC's variance subtracts,
-	// at their measured values; the laws unchanged): an upper bound a step
-	// raised on the plan's variance stands on. Heavy-tailed noise, which a
-	// few draws read low, is in the variance.
+	// at their measured values; the laws unchanged; levels above the
+	// measured ones scaled from the raised top one; L-SGD's h^L
+	// interpolated between the two rows' raised variances): an upper
+	// bound a step raised on the plan's variance stands on. Only the
+	// variances are raised: heavy-tailed noise, which few draws read low,
+	// enters through them.
 	predictedHigh []MethodCost
 }
 
@@ -812,12 +815,15 @@ func (p *Plan) finish(rep *mlmc.LevelsReport, t Target, r Rules) {
 	// fall as the samples of a query grow, 2^(-c (L - l_min)); above L_p
 	// the top row's.
 	// The upper bound (predictedHigh) interpolates the two rows' bounds
-	// alike.
+	// alike, wherever level 0's bound is the larger (whether or not its
+	// point value is).
 	topVar, topHigh := rep.Top.Var, rep.Top.Var+2*rep.Top.VarSE
-	if v0 := rep.Levels[0].Var; L < rep.MaxLevel && v0 > topVar {
+	if L < rep.MaxLevel {
 		share := math.Exp2(-p.C.Rate * float64(L-rep.MinLevel))
-		topVar += (v0 - topVar) * share
-		topHigh += math.Max(v0+2*rep.Levels[0].VarSE-topHigh, 0) * share
+		if v0 := rep.Levels[0].Var; v0 > topVar {
+			topVar += (v0 - topVar) * share
+		}
+		topHigh += math.Max(rep.Levels[0].Var+2*rep.Levels[0].VarSE-topHigh, 0) * share
 	}
 	topCost := lev[len(lev)-1].img
 	p.costs = make([]float64, 0, len(lev))

@@ -1758,7 +1758,7 @@ func (r *runner) recheckStep(p *Plan, budget int64) (err error) {
 		// more often than not.
 		vOld, vNew := r.noiseVar(old), r.noiseVarHigh(p)
 		if g := math.Min(old.uncapped, r.step*vOld/vNew); vNew > 0 && g > p.Step {
-			p.Reasons.Step = fmt.Sprintf("the last step %.3g, which the last plan's variance cap set, raised to %.3g: this plan's predicted variance at its upper bound (each measured level's variance plus twice its standard error), %.3g, is %.3g times below the last's (the same noise floor), at most the step before that cap, %.3g",
+			p.Reasons.Step = fmt.Sprintf("the last step %.3g, which the last plan's variance cap set, raised to %.3g: the moving part of this plan's predicted variance at its upper bound (each measured level's variance plus twice its standard error), %.3g, is %.3g times below the last's (the same noise floor), at most the step before that cap, %.3g",
 				r.step, g, vNew, vOld/vNew, old.uncapped)
 			p.Step = g
 		}

@@ -298,6 +298,9 @@ func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 
 // runner is a Run's state.
 type runner struct {
+	// lastN is how many iterates the last stage's average held: a stage
+	// that runs on with the last plan, without a pilot, continues it.
+	lastN int
 	p     *sgd.Problem
 	s     Settings
 	relay *sgd.Relay
@@ -767,7 +770,7 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 		// runs on, to this stage's target, without one.
 		st.Notes = append(st.Notes, fmt.Sprintf("no pilot: one of %d samples needs more than half of the %d samples left, so the last plan runs on", budget, left))
 		st.Plans = append(st.Plans, r.plan)
-		r.runStage(st, eps, last, budget)
+		r.runStage(st, eps, last, budget, true)
 		r.endStage(st, k, start)
 		return nil
 	}
@@ -872,7 +875,7 @@ func (r *runner) stage(k int, eps float64, last bool) error {
 	}
 	st.Pilot = r.pilot - pilot0
 	if !r.done {
-		r.runStage(st, eps, last, budget)
+		r.runStage(st, eps, last, budget, false)
 	}
 	r.endStage(st, k, start)
 	return nil
@@ -1069,12 +1072,21 @@ const maxHalvings = 10
 // objective beyond its noise is at the step's noise floor: the step is
 // halved (a stationarity test). A score that is not finite or above F(x0)
 // puts the iterate back to the last checkpoint and halves the step (the
-// safeguard).
-func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64) {
+// safeguard). With keepAverage (a stage that runs on with the last plan
+// and its step, without a pilot) the average goes on from the last
+// stage's instead of starting again at the iterate: nothing about the
+// run changed, and a fresh average of a few iterates near the end of the
+// budget is a worse answer than the long one it would replace.
+func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64, keepAverage bool) {
 	p := r.plan
 	r.tap = nil
 	n := 0
-	copy(r.avg, r.x)
+	if keepAverage {
+		n = r.lastN
+	} else {
+		copy(r.avg, r.x)
+	}
+	defer func() { r.lastN = n }()
 	goodAvg := slices.Clone(r.avg)
 	fPrev, sePrev := r.s.Score(r.avg)
 	var prevEst float64 = math.Inf(1)

@@ -31,7 +31,7 @@ func TestStalledStageGivesWay(t *testing.T) {
 			plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), BiasShare: 0.05, Step: 0.3, seen: 1}
 			r.plan, r.step = plan, plan.Step
 			st := &Stage{Target: 0.01}
-			r.runStage(st, 0.01, tc.last, 1_000)
+			r.runStage(st, 0.01, tc.last, 1_000, false)
 			if !strings.Contains(st.Why, tc.why) {
 				t.Errorf("the stage ended: %q, want %q", st.Why, tc.why)
 			}
@@ -53,8 +53,47 @@ func TestStallWindowOpensAtFiniteEstimate(t *testing.T) {
 	plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), MaxLevel: 10, BiasShare: 0.05, Step: 0.3, seen: 1}
 	r.plan, r.step = plan, plan.Step
 	st := &Stage{Target: 0.1}
-	r.runStage(st, 0.1, false, 1_000)
+	r.runStage(st, 0.1, false, 1_000, false)
 	if strings.Contains(st.Why, "+Inf") {
 		t.Errorf("the stage gave way on no estimate: %q", st.Why)
+	}
+}
+
+// TestRunOnKeepsAverage: a stage that runs on with the last plan, without
+// a pilot (the budget left too small for one), goes on with the last
+// stage's average of a million iterates, which sits at X*, rather than
+// starting a new one at the iterate, here 5 from X*, with the few
+// iterations left (200 samples of L-SGD at level 0 at step 1e-3, which
+// barely move it): its answer stays at X*, where a fresh average stays
+// near the iterate. F = |x - X*|^2 / 2 (mlmc.Synthetic), F* = 0.
+func TestRunOnKeepsAverage(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		keep        bool
+		fMin, fMax float64 // F at the answer within [fMin, fMax)
+	}{
+		{"the last plan runs on: the average goes on", true, 0, 1e-3},
+		{"a new plan: the average starts at the iterate", false, 5, 13},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Max, o.Mb, o.Ma = 1, 0.01, 0 })
+			const budget = 1_000_000
+			s, _ := Settings{Target: Target{Gap: 1e-3, Budget: budget}, Seed: 5}.withDefaults()
+			r := newTestRunner(p, s)
+			ref := mlmc.NewSynthetic(4, 1, 2, 1, 0)
+			copy(r.avg, ref.XStar)
+			copy(r.x, ref.XStar)
+			r.x[0] += 5
+			r.f0 = 100 // the safeguard's F(x0): above every point here
+			r.lastN, r.used = 1_000_000, budget-200
+			plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), Step: 1e-3, seen: 1}
+			r.plan, r.step = plan, plan.Step
+			st := &Stage{Target: 1e-3}
+			r.runStage(st, 1e-3, true, 1_000, tc.keep)
+			f, _ := p.Objective(r.avg)
+			if f < tc.fMin || f >= tc.fMax {
+				t.Errorf("F at the answer %.4g, want in [%g, %g) (%s)", f, tc.fMin, tc.fMax, st.Why)
+			}
+		})
 	}
 }

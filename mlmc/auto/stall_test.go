@@ -68,8 +68,8 @@ func TestStallWindowOpensAtFiniteEstimate(t *testing.T) {
 // near the iterate. F = |x - X*|^2 / 2 (mlmc.Synthetic), F* = 0.
 func TestRunOnKeepsAverage(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		keep        bool
+		name       string
+		keep       bool
 		fMin, fMax float64 // F at the answer within [fMin, fMax)
 	}{
 		{"the last plan runs on: the average goes on", true, 0, 1e-3},

@@ -1075,8 +1075,9 @@ const maxHalvings = 10
 // safeguard). With keepAverage (a stage that runs on with the last plan
 // and its step, without a pilot) the average goes on from the last
 // stage's instead of starting again at the iterate: nothing about the
-// run changed, and a fresh average of a few iterates near the end of the
-// budget is a worse answer than the long one it would replace.
+// run changed, and a fresh average near the end of the budget would hold
+// only the few iterates left where the long one holds the plan's whole
+// run at that step.
 func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64, keepAverage bool) {
 	p := r.plan
 	r.tap = nil

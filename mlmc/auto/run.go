@@ -1074,17 +1074,27 @@ const maxHalvings = 10
 // puts the iterate back to the last checkpoint and halves the step (the
 // safeguard). With keepAverage (a stage that runs on with the last plan
 // and its step, without a pilot) the average goes on from the last
-// stage's instead of starting again at the iterate: nothing about the
-// run changed, and a fresh average near the end of the budget would hold
-// only the few iterates left where the long one holds the plan's whole
-// run at that step.
+// stage's instead of starting again at the iterate, unless it is above
+// the iterate beyond their noise: nothing about the run changed, and a
+// fresh average near the end of the budget would hold only the few
+// iterates left where the long one holds the last stage's.
 func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64, keepAverage bool) {
 	p := r.plan
 	r.tap = nil
 	n := 0
-	if keepAverage {
-		n = r.lastN
-	} else {
+	if keepAverage && r.lastN > 0 {
+		// Unless the average is above the iterate beyond their noise:
+		// the last stage may have given way on a stall that left its
+		// average behind a better iterate.
+		fa, sea := r.s.Score(r.avg)
+		fx, sex := r.s.Score(r.x)
+		if fa-fx <= 2*math.Hypot(sea, sex) {
+			n = r.lastN
+		} else {
+			st.Notes = append(st.Notes, fmt.Sprintf("the last stage's average (F = %.6g) was above its iterate (F = %.6g) beyond their noise: the average starts again at the iterate", fa, fx))
+		}
+	}
+	if n == 0 {
 		copy(r.avg, r.x)
 	}
 	defer func() { r.lastN = n }()
@@ -1357,6 +1367,9 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64, keepAv
 						restartRaise()
 					}
 					r.plan, p, r.step = np, np, np.Step
+					// The check left the average at its end point: the new
+					// plan's average starts there.
+					n = 0
 					r.lFloor = max(r.lFloor, np.MaxLevel)
 					st.Plans = append(st.Plans, np)
 					st.Notes = append(st.Notes, fmt.Sprintf("stationary above the target at %d samples after %d halvings: L raised to %d", r.used, maxStationaryHalvings, np.MaxLevel))

@@ -1,6 +1,7 @@
 package auto
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,19 +62,21 @@ func TestStallWindowOpensAtFiniteEstimate(t *testing.T) {
 
 // TestRunOnKeepsAverage: a stage that runs on with the last plan, without
 // a pilot (the budget left too small for one), goes on with the last
-// stage's average of a million iterates, which sits at X*, rather than
-// starting a new one at the iterate, here 5 from X*, with the few
-// iterations left (200 samples of L-SGD at level 0 at step 1e-3, which
-// barely move it): its answer stays at X*, where a fresh average stays
-// near the iterate. F = |x - X*|^2 / 2 (mlmc.Synthetic), F* = 0.
+// stage's average of a million iterates rather than starting a new one at
+// the iterate with the few iterations left (200 samples of L-SGD at level
+// 0 at step 1e-3, which move the iterate little) - unless that average is
+// above the iterate beyond their noise. F = |x - X*|^2 / 2
+// (mlmc.Synthetic), F* = 0; the average or the iterate is 5 from X*.
 func TestRunOnKeepsAverage(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		keep       bool
-		fMin, fMax float64 // F at the answer within [fMin, fMax)
+		name         string
+		keep         bool
+		avgOff, xOff float64 // the average's and the iterate's distance from X*
+		fMin, fMax   float64 // F at the answer within [fMin, fMax)
 	}{
-		{"the last plan runs on: the average goes on", true, 0, 1e-3},
-		{"a new plan: the average starts at the iterate", false, 5, 13},
+		{"the last plan runs on: the average goes on", true, 0, 5, 0, 1e-3},
+		{"a new plan: the average starts at the iterate", false, 0, 5, 5, 13},
+		{"the last plan runs on, its average above the iterate: it starts again", true, 5, 0, 0, 1e-3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Max, o.Mb, o.Ma = 1, 0.01, 0 })
@@ -83,7 +86,8 @@ func TestRunOnKeepsAverage(t *testing.T) {
 			ref := mlmc.NewSynthetic(4, 1, 2, 1, 0)
 			copy(r.avg, ref.XStar)
 			copy(r.x, ref.XStar)
-			r.x[0] += 5
+			r.avg[0] += tc.avgOff
+			r.x[0] += tc.xOff
 			r.f0 = 100 // the safeguard's F(x0): above every point here
 			r.lastN, r.used = 1_000_000, budget-200
 			plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), Step: 1e-3, seen: 1}
@@ -95,5 +99,42 @@ func TestRunOnKeepsAverage(t *testing.T) {
 				t.Errorf("F at the answer %.4g, want in [%g, %g) (%s)", f, tc.fMin, tc.fMax, st.Why)
 			}
 		})
+	}
+}
+
+// TestRunOnWithoutPilotKeepsAverage: through a stage's own path, a stage
+// whose pilot would take more than half of the few samples left runs on
+// with the last plan and goes on with the last stage's average: the last
+// stage ran L-SGD from X* (its average at X*), the iterate is then moved
+// 5 away, and the stage without a pilot, 200 samples, keeps its answer at
+// X*. With the average started again at the iterate it would stay near
+// the iterate (F about 9).
+func TestRunOnWithoutPilotKeepsAverage(t *testing.T) {
+	p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Max, o.Mb, o.Ma = 1, 0.01, 0 })
+	const budget = 1_000_000
+	s, _ := Settings{Target: Target{Gap: 1e-3, Budget: budget}, Seed: 5}.withDefaults()
+	r := newTestRunner(p, s)
+	ref := mlmc.NewSynthetic(4, 1, 2, 1, 0)
+	copy(r.x, ref.XStar)
+	copy(r.avg, ref.XStar)
+	r.f0 = 100 // the safeguard's F(x0): above every point here
+	plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), Step: 1e-3, seen: 1}
+	r.plan, r.step = plan, plan.Step
+	r.used = budget - 400_000
+	r.runStage(&Stage{Target: 1e-2}, 1e-2, false, 1_000, false)
+	if r.lastN == 0 {
+		t.Fatalf("the first stage left no count of its average's iterates")
+	}
+	r.x[0] += 5
+	r.used, r.lastStage = budget-200, 500_000
+	if err := r.stage(1, 1e-3, true); err != nil {
+		t.Fatal(err)
+	}
+	st := r.rec.Stages[len(r.rec.Stages)-1]
+	if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "no pilot") }) {
+		t.Fatalf("the stage took a pilot: %q", st.Notes)
+	}
+	if f, _ := p.Objective(r.avg); f >= 1e-3 {
+		t.Errorf("F at the answer %.4g, want below 1e-3: the stage without a pilot did not go on with the last stage's average (%s)", f, st.Why)
 	}
 }

@@ -1367,8 +1367,10 @@ func (r *runner) runStage(st *Stage, eps float64, last bool, pilot int64, keepAv
 						restartRaise()
 					}
 					r.plan, p, r.step = np, np, np.Step
-					// The check left the average at its end point: the new
-					// plan's average starts there.
+					// The new plan's average starts afresh (count zero) at
+					// the average the check left, its end point where it
+					// ran: the old count would give the new plan's
+					// iterates almost no weight.
 					n = 0
 					r.lFloor = max(r.lFloor, np.MaxLevel)
 					st.Plans = append(st.Plans, np)

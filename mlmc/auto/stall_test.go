@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/simclr-go/simclr/mlmc"
+	"github.com/simclr-go/simclr/mlmc/sgd"
 )
 
 // TestStalledStageGivesWay: a stage held above its target gives way to
@@ -79,19 +80,10 @@ func TestRunOnKeepsAverage(t *testing.T) {
 		{"the last plan runs on, its average above the iterate: it starts again", true, 5, 0, 0, 1e-3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Max, o.Mb, o.Ma = 1, 0.01, 0 })
-			const budget = 1_000_000
-			s, _ := Settings{Target: Target{Gap: 1e-3, Budget: budget}, Seed: 5}.withDefaults()
-			r := newTestRunner(p, s)
-			ref := mlmc.NewSynthetic(4, 1, 2, 1, 0)
-			copy(r.avg, ref.XStar)
-			copy(r.x, ref.XStar)
+			p, r := runOnRunner()
 			r.avg[0] += tc.avgOff
 			r.x[0] += tc.xOff
-			r.f0 = 100 // the safeguard's F(x0): above every point here
-			r.lastN, r.used = 1_000_000, budget-200
-			plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), Step: 1e-3, seen: 1}
-			r.plan, r.step = plan, plan.Step
+			r.lastN, r.used = 1_000_000, runOnBudget-200
 			st := &Stage{Target: 1e-3}
 			r.runStage(st, 1e-3, true, 1_000, tc.keep)
 			f, _ := p.Objective(r.avg)
@@ -110,16 +102,8 @@ func TestRunOnKeepsAverage(t *testing.T) {
 // X*. With the average started again at the iterate it would stay near
 // the iterate (F about 9).
 func TestRunOnWithoutPilotKeepsAverage(t *testing.T) {
-	p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Max, o.Mb, o.Ma = 1, 0.01, 0 })
-	const budget = 1_000_000
-	s, _ := Settings{Target: Target{Gap: 1e-3, Budget: budget}, Seed: 5}.withDefaults()
-	r := newTestRunner(p, s)
-	ref := mlmc.NewSynthetic(4, 1, 2, 1, 0)
-	copy(r.x, ref.XStar)
-	copy(r.avg, ref.XStar)
-	r.f0 = 100 // the safeguard's F(x0): above every point here
-	plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), Step: 1e-3, seen: 1}
-	r.plan, r.step = plan, plan.Step
+	p, r := runOnRunner()
+	const budget = runOnBudget
 	r.used = budget - 400_000
 	r.runStage(&Stage{Target: 1e-2}, 1e-2, false, 1_000, false)
 	if r.lastN == 0 {
@@ -137,4 +121,24 @@ func TestRunOnWithoutPilotKeepsAverage(t *testing.T) {
 	if f, _ := p.Objective(r.avg); f >= 1e-3 {
 		t.Errorf("F at the answer %.4g, want below 1e-3: the stage without a pilot did not go on with the last stage's average (%s)", f, st.Why)
 	}
+}
+
+// runOnBudget is runOnRunner's budget.
+const runOnBudget = 1_000_000
+
+// runOnRunner is a runner on F = |x - X*|^2 / 2 (mlmc.Synthetic without
+// bias, noise 0.01, levels 0..1), its iterate and average at X*, running
+// L-SGD at level 0 with step 1e-3; F(x0), which the safeguard reads, set
+// above every point the tests use.
+func runOnRunner() (*sgd.Problem, *runner) {
+	p := synthetic(4, 1, 2, 1, func(o *mlmc.Synthetic) { o.Max, o.Mb, o.Ma = 1, 0.01, 0 })
+	s, _ := Settings{Target: Target{Gap: 1e-3, Budget: runOnBudget}, Seed: 5}.withDefaults()
+	r := newTestRunner(p, s)
+	ref := mlmc.NewSynthetic(4, 1, 2, 1, 0)
+	copy(r.x, ref.XStar)
+	copy(r.avg, ref.XStar)
+	r.f0 = 100
+	plan := &Plan{Kind: mlmc.Kind{Method: mlmc.LSGD}, Method: mlmc.LSGD.String(), Step: 1e-3, seen: 1}
+	r.plan, r.step = plan, plan.Step
+	return p, r
 }

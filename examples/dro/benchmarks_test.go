@@ -291,15 +291,15 @@ func (c cpuClocks) add(d cpuClocks) cpuClocks {
 // for the median of the population xs were drawn from: the order
 // statistic x_(k) with k the least rank such that P(Binomial(n, 1/2) < k)
 // >= 0.975 (the interval's other end is its mirror); +Inf for fewer than
-// six values, where no order statistic reaches that confidence. xs is
-// sorted in place.
+// six values, where no order statistic reaches that confidence. The
+// values are taken as independent draws. xs is sorted in place.
 func medianUpper95(xs []float64) float64 {
 	n := len(xs)
 	slices.Sort(xs)
 	// P(B < k) summed term by term, P(B = j) = C(n, j) / 2^n in logs.
 	cdf := 0.0
+	lg, _ := math.Lgamma(float64(n + 1))
 	for k := range n {
-		lg, _ := math.Lgamma(float64(n + 1))
 		lj, _ := math.Lgamma(float64(k + 1))
 		lr, _ := math.Lgamma(float64(n - k + 1))
 		cdf += math.Exp(lg - lj - lr - float64(n)*math.Ln2)

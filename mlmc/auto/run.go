@@ -298,9 +298,6 @@ func Run(p *sgd.Problem, s Settings, recs ...sgd.Recorder) (*Result, error) {
 
 // runner is a Run's state.
 type runner struct {
-	// lastN is how many iterates the last stage's average held: a stage
-	// that runs on with the last plan, without a pilot, continues it.
-	lastN int
 	p     *sgd.Problem
 	s     Settings
 	relay *sgd.Relay
@@ -324,6 +321,9 @@ type runner struct {
 	ceiling    float64
 	stage0Cost int64 // the first stage's pilot
 	lastStage  int64 // the last stage's samples, pilot included
+	// lastN is how many iterates the last stage's average held: a stage
+	// that runs on with the last plan, without a pilot, continues it.
+	lastN int
 	// minSum is the step sum a later stage must run before it may end:
 	// half the first stage's, which its target's drop took; a stage that
 	// ends sooner may be crawling, its small drops read as a small gap.

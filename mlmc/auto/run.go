@@ -1875,19 +1875,15 @@ func (r *runner) capStep(p *Plan, drop float64) {
 const capShare = 1.0
 
 // predictedVar is the predicted variance of the plan's estimator.
-func (p *Plan) predictedVar() float64 {
-	for _, m := range p.Predicted {
-		if m.Method == p.Method {
-			return m.Var
-		}
-	}
-	return math.NaN()
-}
+func (p *Plan) predictedVar() float64 { return methodVar(p.Predicted, p.Method) }
 
 // predictedVarHigh is predictedVar's upper bound (Plan.predictedHigh).
-func (p *Plan) predictedVarHigh() float64 {
-	for _, m := range p.predictedHigh {
-		if m.Method == p.Method {
+func (p *Plan) predictedVarHigh() float64 { return methodVar(p.predictedHigh, p.Method) }
+
+// methodVar is the variance costs give method, NaN where they hold none.
+func methodVar(costs []MethodCost, method string) float64 {
+	for _, m := range costs {
+		if m.Method == method {
 			return m.Var
 		}
 	}
